@@ -1,0 +1,227 @@
+"""Catalogs of models, GPUs and prices: data files next to this module, loaded once.
+
+Every figure in the .toml files carries its source; this module only reads and indexes them.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from engine.schema import Architecture, ModelConfig, ModelRef
+
+HERE = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    family: str | None
+    family_default: bool
+    aliases: tuple[str, ...]
+    vendor: str
+    memory_gb: float
+    bandwidth_tbs: float
+    bf16_tflops: float
+    fp8_tflops: float | None
+    interconnect: str
+    year: int | None
+    source: str
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    name: str
+    hf_id: str
+    aliases: tuple[str, ...]
+    params_b: float
+    active_params_b: float | None
+    config: ModelConfig
+    arch_family: str
+    mlp_kind: str
+    source: str
+
+
+def _load(name: str) -> dict[str, Any]:
+    with (HERE / name).open("rb") as f:
+        return tomllib.load(f)
+
+
+@cache
+def gpus() -> tuple[Gpu, ...]:
+    return tuple(
+        Gpu(
+            name=g["name"],
+            family=g.get("family"),
+            family_default=g.get("family_default", False),
+            aliases=tuple(g["aliases"]),
+            vendor=g["vendor"],
+            memory_gb=float(g["memory_gb"]),
+            bandwidth_tbs=float(g["bandwidth_tbs"]),
+            bf16_tflops=float(g["bf16_dense_tflops"]),
+            fp8_tflops=g.get("fp8_dense_tflops"),
+            interconnect=g["interconnect"],
+            year=g.get("year"),
+            source=g["source"],
+        )
+        for g in _load("gpus.toml")["gpu"]
+    )
+
+
+@cache
+def models() -> tuple[CatalogModel, ...]:
+    return tuple(
+        CatalogModel(
+            name=m["name"],
+            hf_id=m["hf_id"],
+            aliases=tuple(m["aliases"]),
+            params_b=float(m["params_b"]),
+            active_params_b=m.get("active_params_b"),
+            config=ModelConfig(**m["config"]),
+            arch_family=m["arch_family"],
+            mlp_kind=m["mlp_kind"],
+            source=m["source"],
+        )
+        for m in _load("models.toml")["model"]
+    )
+
+
+def _key(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+@cache
+def _gpu_index() -> dict[str, Gpu]:
+    index: dict[str, Gpu] = {}
+    for g in gpus():
+        for alias in (g.name, *g.aliases):
+            index.setdefault(_key(alias), g)
+        if g.family and g.family_default:
+            index[_key(g.family)] = g
+    return index
+
+
+@cache
+def _model_index() -> dict[str, CatalogModel]:
+    index: dict[str, CatalogModel] = {}
+    for m in models():
+        for alias in (m.name, m.hf_id, m.hf_id.split("/")[-1], *m.aliases):
+            index.setdefault(_key(alias), m)
+    return index
+
+
+def find_gpu(name: str | None, memory_gb: float | None = None) -> Gpu | None:
+    """A GPU by name or alias; with a memory size, the variant of that family with that size."""
+    if not name:
+        return None
+    gpu = _gpu_index().get(_key(name))
+    if gpu is None:
+        return None
+    if memory_gb and gpu.family and abs(gpu.memory_gb - memory_gb) > 0.5:
+        same_size = [g for g in gpus() if g.family == gpu.family and abs(g.memory_gb - memory_gb) <= 0.5]
+        if same_size:
+            # keep the form factor the user named when the family has it at that size
+            form = next((g for g in same_size if g.name.split()[-1] == gpu.name.split()[-1]), None)
+            return form or same_size[0]
+    return gpu
+
+
+def find_model(name: str | None) -> CatalogModel | None:
+    if not name:
+        return None
+    return _model_index().get(_key(name))
+
+
+# Bare sizes ("70B") are shaped like the nearest of these dense models (all Llama-style, GQA),
+# with the layer count scaled to the asked size: a representative architecture, said as such.
+# "7B" is the Mistral-7B / Llama-2-7B class (32k vocabulary); "8B" the Llama-3 class (128k).
+REFERENCE_LADDER = (
+    "Qwen2.5-0.5B", "Llama-3.2-1B", "Llama-3.2-3B", "Mistral-7B-v0.3", "Llama-3.1-8B", "Qwen2.5-14B",
+    "Qwen2.5-32B", "Llama-3.1-70B", "Llama-3.1-405B",
+)
+
+
+def architecture(ref: ModelRef) -> Architecture:
+    """Resolve a model reference: pasted config > catalog name > representative shape for a size."""
+    entry = find_model(ref.name)
+    if ref.config is not None:
+        params = ref.params_b * 1e9 if ref.params_b else None
+        active = ref.active_params_b * 1e9 if ref.active_params_b else None
+        if entry is not None:
+            gated = entry.mlp_kind != "plain"
+        else:  # a pasted config does not say; the stated size tells a gated MLP from a plain one
+            gated = params is None or _closer_to_gated(ref.config, params)
+        return _from_config(ref.name or "custom", ref.config, params, active, known=True, gated=gated)
+    if entry is not None:
+        active = entry.active_params_b * 1e9 if entry.active_params_b else None
+        params = ref.params_b * 1e9 if ref.params_b else entry.params_b * 1e9
+        return _from_config(entry.name, entry.config, params, active, known=True,
+                            gated=entry.mlp_kind != "plain")
+    if ref.params_b is None:
+        raise ValueError("model size unknown")
+    return representative(ref.params_b * 1e9, ref.name)
+
+
+def representative(params: float, name: str | None = None) -> Architecture:
+    ladder = [m for m in models() if m.name in REFERENCE_LADDER]
+    nearest = min(ladder, key=lambda m: abs(math.log(m.params_b * 1e9 / params)))
+    cfg = nearest.config
+    base = _from_config(nearest.name, cfg, None, None, known=False)
+    per_layer = base.linear_params / base.layers
+    layers = max(1, round((params - base.embedding_params) / per_layer))
+    if params < base.embedding_params + per_layer:
+        layers = 1
+    scaled = cfg.model_copy(update={"num_hidden_layers": layers})
+    return _from_config(name or f"{params / 1e9:g}B", scaled, params, None, known=False)
+
+
+def shape_reference(params: float) -> str:
+    """The catalog model whose shape a bare size borrows (for the assumption line)."""
+    ladder = [m for m in models() if m.name in REFERENCE_LADDER]
+    return min(ladder, key=lambda m: abs(math.log(m.params_b * 1e9 / params))).name
+
+
+def _closer_to_gated(cfg: ModelConfig, params: float) -> bool:
+    gated = _from_config("", cfg, None, None, known=True, gated=True).params
+    plain = _from_config("", cfg, None, None, known=True, gated=False).params
+    return abs(gated - params) <= abs(plain - params)
+
+
+def _from_config(name: str, cfg: ModelConfig, params: float | None, active: float | None, *,
+                 known: bool, gated: bool = True) -> Architecture:
+    h = cfg.hidden_size
+    a = cfg.num_attention_heads
+    kv = cfg.num_key_value_heads or a
+    d = cfg.head_dim or max(1, h // a)
+    f = cfg.intermediate_size or 4 * h
+    L = cfg.num_hidden_layers
+    V = cfg.vocab_size
+    tied = bool(cfg.tie_word_embeddings)
+    E = cfg.num_local_experts or 0
+    k = cfg.num_experts_per_tok or (1 if E else 0)
+    fe = cfg.moe_intermediate_size or f
+    shared = cfg.n_shared_experts or 0
+    mlp_mats = 3 if gated else 2
+    attn = h * a * d + 2 * h * kv * d + a * d * h
+    if E:
+        mlp = (E + shared) * mlp_mats * h * fe + h * E
+        mlp_active = (k + shared) * mlp_mats * h * fe
+    else:
+        mlp = mlp_active = mlp_mats * h * f
+    embedding = V * h * (1 if tied else 2)
+    computed = L * (attn + mlp) + embedding
+    total = params or computed
+    # Catalog counts are exact; the block/embedding split follows the config.
+    linear = max(total - embedding, 0.0)
+    if active is None:
+        active = total if not E else total - L * (mlp - mlp_active)
+    return Architecture(
+        name=name, known=known, params=total, active_params=min(active, total), layers=L, hidden=h,
+        ffn=f, heads=a, kv_heads=kv, head_dim=d, vocab=V, tied=tied, gated_mlp=gated, experts=E,
+        experts_per_token=k, expert_ffn=fe, shared_experts=shared, linear_params=linear,
+        embedding_params=float(embedding),
+    )
