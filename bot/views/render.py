@@ -1,0 +1,212 @@
+"""Answer → text: the jinja2 template with gettext catalogs and Babel number formats.
+
+The engine hands over data (numbers, names, message keys); this module only words and lays it out.
+Tables stay within 34 characters so that they read in a phone's chat bubble.
+"""
+
+from __future__ import annotations
+
+import gettext
+import html
+import io
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from babel.numbers import format_decimal
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from engine.catalog import shape_reference
+from engine.planner import PlanResult, Suggestion, plan
+from engine.scenario import ScenarioError
+
+TEMPLATES = Path(__file__).parent / "templates"
+LOCALES = Path(__file__).resolve().parents[2] / "locales"
+TABLE_WIDTH = 34
+LANGUAGES = ("en", "ru")
+
+
+@cache
+def translations(lang: str) -> gettext.NullTranslations:
+    """The compiled catalog when the build made one, else compiled from the .po in memory."""
+    base = LOCALES / lang / "LC_MESSAGES"
+    mo = base / "messages.mo"
+    if mo.exists():
+        with mo.open("rb") as f:
+            return gettext.GNUTranslations(f)
+    po = base / "messages.po"
+    if not po.exists():
+        return gettext.NullTranslations()
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    with po.open("rb") as f:
+        catalog = read_po(f, locale=lang)
+    buf = io.BytesIO()
+    write_mo(buf, catalog)
+    buf.seek(0)
+    return gettext.GNUTranslations(buf)
+
+
+@cache
+def environment(lang: str) -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
+                      extensions=["jinja2.ext.i18n"], trim_blocks=False, lstrip_blocks=False)
+    env.install_gettext_translations(translations(lang), newstyle=False)  # type: ignore[attr-defined]
+    env.globals["num"] = lambda x: format_decimal(round(x, 1), format="#,##0.#", locale=lang)
+    return env
+
+
+def _(lang: str, message: str) -> str:
+    return translations(lang).gettext(message)
+
+
+def _n(lang: str, singular: str, plural: str, n: float) -> str:
+    return translations(lang).ngettext(singular, plural, int(n))
+
+
+def num(lang: str, value: float) -> str:
+    return format_decimal(round(value, 1), format="#,##0.#", locale=lang)
+
+
+COMPONENTS = ("weights", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache", "overhead",
+              "cuda_context")
+
+
+def component_label(lang: str, key: str) -> str:
+    labels = {
+        "weights": _(lang, "weights"), "adapters": _(lang, "adapters"), "gradients": _(lang, "gradients"),
+        "optimizer": _(lang, "optimizer"), "activations": _(lang, "activations"), "logits": _(lang, "logits"),
+        "kv_cache": _(lang, "KV cache"), "overhead": _(lang, "allocator"), "cuda_context": _(lang, "CUDA context"),
+    }
+    return labels[key]
+
+
+def memory_table(lang: str, result: PlanResult) -> list[str]:
+    b = result.breakdown.model_dump()
+    rows = []
+    for key in COMPONENTS:
+        if b[key] >= 0.05:
+            rows.append((component_label(lang, key), num(lang, b[key])))
+    total = b["total"] + b["cuda_context"]
+    rows.append((_(lang, "total, GB"), num(lang, total)))
+    width = TABLE_WIDTH
+    lines = []
+    for i, (label, value) in enumerate(rows):
+        if i == len(rows) - 1:
+            lines.append("─" * min(width, 24))
+        lines.append(f"{label[: width - len(value) - 1]:<{width - len(value) - 12}}{value:>12}"[:width])
+    return lines
+
+
+def hours_text(lang: str, hours: float) -> str:
+    if hours < 1:
+        minutes = max(1, round(hours * 60))
+        return f"{minutes} " + _n(lang, "minute", "minutes", minutes)
+    shown = round(hours) if hours >= 10 else round(hours, 1)
+    if float(shown).is_integer():
+        return f"{num(lang, shown)} " + _n(lang, "hour", "hours", shown)
+    return f"{num(lang, shown)} " + _(lang, "hours (fraction)")
+
+
+def money_text(lang: str, usd: dict[str, float] | None, per_hour: float | None) -> str:
+    if usd:
+        return f"${num(lang, usd['min'])}–{num(lang, usd['max'])} (~${num(lang, usd['typical'])})"
+    if per_hour is not None:
+        return f"${num(lang, per_hour)}" + _(lang, "/h")
+    return ""
+
+
+TECHNIQUE_LABELS = {
+    "gradient_checkpointing": "checkpointing", "optimizer_8bit": "8-bit Adam", "zero3": "ZeRO-3",
+    "cpu_offload": "CPU offload",
+}
+
+
+def suggestion_text(lang: str, s: Suggestion) -> str:
+    p = s.params
+    texts = {
+        "gradient_checkpointing": _(lang, "gradient checkpointing"),
+        "optimizer_8bit": _(lang, "8-bit optimizer"),
+        "fused_loss": _(lang, "fused/chunked loss"),
+        "cpu_offload": _(lang, "offload optimizer state to CPU RAM"),
+        "method": _(lang, "switch to %(to)s") % {"to": str(p.get("to", "")).upper().replace("QLORA", "QLoRA")
+                                                  .replace("LORA", "LoRA")},
+        "bits": _(lang, "weights in %(to)s bits") % {"to": p.get("to")},
+        "shorter_context": _(lang, "context %(from)s → %(to)s") % {"from": p.get("from"), "to": p.get("to")},
+        "smaller_batch": _(lang, "micro-batch %(from)s → 1 with gradient accumulation") % {"from": p.get("from")},
+        "more_gpus": _(lang, "%(count)s GPUs with ZeRO-3") % {"count": p.get("count")},
+    }
+    mark = " ✓" if s.fits else ""
+    return f"{texts.get(s.key, s.key)}: −{num(lang, s.saves_gb)} GB{mark}"
+
+
+def method_label(result: PlanResult) -> str:
+    s = result.scenario
+    if s.method == "qlora":
+        return f"QLoRA {s.bits}-bit r{s.lora_rank}"
+    if s.method == "lora":
+        return f"LoRA r{s.lora_rank}"
+    if s.method == "inference":
+        return f"inference {s.bits}-bit"
+    return "full FT"
+
+
+def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] | None) -> dict[str, Any]:
+    b = result.breakdown
+    need = b.total + b.cuda_context
+    verdict = "estimate"
+    if asked_gpu is not None:
+        verdict = "fits" if result.asked_fits else "no_fit"
+    plans = []
+    for p in result.plans[:3]:
+        time = hours_text(lang, p.hours) if p.hours is not None else (
+            hours_text(lang, p.hours_per_100m_tokens) + " / 100M " + _(lang, "tokens")
+            if p.hours_per_100m_tokens is not None else "")
+        plans.append({"gpu": p.gpu, "count": p.count, "money": money_text(lang, p.usd, p.usd_per_hour),
+                      "time": time, "techniques": ", ".join(TECHNIQUE_LABELS.get(t, t) for t in p.techniques)})
+    dates = sorted({p.price_date for p in result.plans if p.price_date})
+    s = result.scenario
+    return {
+        "error": False, "verdict": verdict, "need_gb": need,
+        "gpu_label": f"{asked_gpu[2]}×{asked_gpu[0]}" if asked_gpu else "",
+        "memory_gb": asked_gpu[1] if asked_gpu else 0,
+        "model_label": f"{s.arch.name} ({num(lang, s.arch.params / 1e9)}B)",
+        "model_known": s.arch.known, "shape_ref": shape_reference(s.arch.params),
+        "method_label": method_label(result), "seq_len": s.seq_len, "batch_size": s.batch_size,
+        "gpu_count": s.gpu_count, "table": memory_table(lang, result), "plans": plans,
+        "suggestions": [suggestion_text(lang, x) for x in result.suggestions[:4]],
+        "cpu_ram_gb": b.cpu_ram, "assumptions": ", ".join(s.assumptions) or "—",
+        "price_date": dates[-1] if dates else "—",
+    }
+
+
+def render_answer(text: str, lang: str | None = None) -> tuple[str, str]:
+    """(language, HTML) of the complete answer to a question."""
+    from engine.estimate import candidate_gpus
+    from engine.parse import parse
+
+    request = parse(text)
+    language = lang or request.language or "en"
+    env = environment(language)
+    template = env.get_template("answer.html.j2")
+    if request.model is None:
+        return language, template.render(a={"error": True}).strip()
+    try:
+        result = plan(request)
+    except ScenarioError:
+        return language, template.render(a={"error": True}).strip()
+    named = candidate_gpus(request) if request.gpus else []
+    a = view_model(language, result, named[0] if named else None)
+    return language, template.render(a=a).strip()
+
+
+TAG = re.compile(r"<[^>]{1,40}>")
+
+
+def render_answer_text(text: str, lang: str | None = None, fmt: str = "text") -> str:
+    _lang, body = render_answer(text, lang)
+    if fmt == "html":
+        return body
+    return html.unescape(TAG.sub("", body))

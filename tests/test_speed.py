@@ -1,0 +1,297 @@
+"""The FLOPs time model and the bandwidth-bound decode model, with seed claims S13, S15, S16, S17."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from engine import pricing, speed
+from engine.catalog import architecture, find_gpu
+from engine.schema import ModelRef, Scenario
+
+LLAMA2_7B = architecture(ModelRef(name="Llama-2-7B"))  # 6.7384e9 params, 32 layers, 32 × 128 heads
+
+
+def scenario(method: str = "full", *, model: str | None = None, **changes: Any) -> Scenario:
+    fields: dict[str, Any] = dict(
+        arch=architecture(ModelRef(name=model)) if model else LLAMA2_7B, method=method,
+        bits=16, optimizer=None if method == "inference" else "adamw", mixed_precision="amp", lora_rank=8,
+        lora_targets="all_linear", seq_len=2048, batch_size=4, gradient_checkpointing=False,
+        flash_attention=True, fused_loss=False, sharding="none", offload=False, gpu_count=1, assumptions=[],
+    )
+    fields.update(changes)
+    return Scenario(**fields)
+
+
+# ---- FLOPs ----------------------------------------------------------------------------------------------
+
+P = LLAMA2_7B.params
+ATTN_FWD_2K = 4 * 32 * 2048 * (32 * 128)  # 4 · L · s · h_attn per token
+
+
+def test_full_fine_tuning_flops_are_6p_plus_attention() -> None:
+    hardware, model = speed.training_flops_per_token(scenario("full"))
+    assert hardware == model == pytest.approx(6 * P + 3 * ATTN_FWD_2K)
+
+
+def test_checkpointing_adds_a_recomputed_forward_to_hardware_flops_only() -> None:
+    hardware, model = speed.training_flops_per_token(scenario("full", gradient_checkpointing=True))
+    assert hardware == pytest.approx(8 * P + 4 * ATTN_FWD_2K)
+    assert model == pytest.approx(6 * P + 3 * ATTN_FWD_2K)
+
+
+def test_lora_and_qlora_skip_weight_gradients_but_not_attention_backward() -> None:
+    for method in ("lora", "qlora"):
+        hardware, _ = speed.training_flops_per_token(scenario(method))
+        assert hardware == pytest.approx(4 * P + 3 * ATTN_FWD_2K)
+
+
+def test_moe_training_counts_active_parameters_only() -> None:
+    moe = scenario("full", model="Mixtral-8x7B")
+    dense, _ = speed.training_flops_per_token(moe)
+    assert dense == pytest.approx(6 * moe.arch.active_params + 3 * 4 * 32 * 2048 * 32 * 128)
+    assert moe.arch.active_params < moe.arch.params / 3
+
+
+def test_attention_dominates_at_long_context() -> None:
+    short = speed.attention_flops_per_token(scenario(seq_len=2048), recompute=False)
+    long = speed.attention_flops_per_token(scenario(seq_len=65536), recompute=False)
+    assert long == pytest.approx(32 * short)
+    assert short < 0.1 * 6 * P  # under 10% at 2k for 7B (throughput.md)
+    assert long > 6 * P  # more than the dense part at 64k
+
+
+# ---- time ------------------------------------------------------------------------------------------------
+
+
+def test_time_is_flops_over_peak_times_utilisation() -> None:
+    sc = scenario("full")
+    t = speed.training_time(sc, "A100 80GB SXM", 1, tokens=1e9)
+    hardware, _ = speed.training_flops_per_token(sc)
+    expected_s = 1e9 * hardware / (312e12 * t.utilisation)
+    assert t.hours * 3600 == pytest.approx(expected_s)
+    assert t.utilisation == pytest.approx(0.66)
+    assert t.mfu == pytest.approx(0.66)  # no recompute, one GPU: MFU = hardware utilisation
+    assert t.hours_fast < t.hours < t.hours_slow
+
+
+def test_checkpointing_slows_by_the_recompute_and_lowers_mfu() -> None:
+    plain = speed.training_time(scenario("full"), "H100", 1)
+    gc = speed.training_time(scenario("full", gradient_checkpointing=True), "H100", 1)
+    ratio = (8 * P + 4 * ATTN_FWD_2K) / (6 * P + 3 * ATTN_FWD_2K)
+    assert gc.hours / plain.hours == pytest.approx(ratio)
+    assert gc.mfu == pytest.approx(plain.mfu / ratio)
+
+
+def test_hours_scale_with_tokens_and_100m_is_the_default_yardstick() -> None:
+    sc = scenario("lora")
+    per_100m = speed.hours_per_100m_tokens(sc, "A100")
+    assert per_100m.tokens == 1e8
+    assert speed.training_time(sc, "A100", tokens=3e8).hours == pytest.approx(3 * per_100m.hours)
+
+
+def test_qlora_is_slower_than_lora_by_dequantisation() -> None:
+    lora = speed.training_time(scenario("lora"), "A100")
+    qlora = speed.training_time(scenario("qlora", bits=4), "A100")
+    assert lora.hours / qlora.hours == pytest.approx(0.85)
+    lora_4090 = speed.training_time(scenario("lora"), "RTX 4090")
+    qlora_4090 = speed.training_time(scenario("qlora", bits=4), "RTX 4090")
+    assert lora_4090.hours / qlora_4090.hours == pytest.approx(0.80)
+
+
+def test_small_micro_batches_lose_utilisation() -> None:
+    big = speed.training_time(scenario("lora", batch_size=4, seq_len=1024), "A100")
+    small = speed.training_time(scenario("lora", batch_size=1, seq_len=1024), "A100")
+    assert small.utilisation == pytest.approx(0.7 * big.utilisation)
+
+
+def test_consumer_boards_sustain_lower_full_fine_tuning_utilisation_than_a100() -> None:
+    a100 = speed.training_time(scenario("full"), "A100")
+    rtx = speed.training_time(scenario("full"), "RTX 4090")
+    assert rtx.utilisation < a100.utilisation
+
+
+def test_several_gpus_are_faster_but_not_linearly() -> None:
+    sc = scenario("full")
+    one = speed.training_time(sc, "H100", 1)
+    eight = speed.training_time(sc, "H100", 8)
+    sixteen = speed.training_time(sc, "H100", 16)
+    assert 7.0 < one.hours / eight.hours < 8.0
+    assert eight.scaling == pytest.approx(0.97**3)
+    assert sixteen.scaling == pytest.approx(0.97**3 * 0.92)  # second node over the network
+    assert one.hours / sixteen.hours < 2 * one.hours / eight.hours
+
+
+def test_pcie_boards_scale_worse_than_nvlink() -> None:
+    assert speed.link_kind(find_gpu("RTX 4090")) == "pcie"  # type: ignore[arg-type]
+    assert speed.link_kind(find_gpu("H100 SXM")) == "nvlink"  # type: ignore[arg-type]
+    assert speed.scaling(find_gpu("RTX 4090"), 4) < speed.scaling(find_gpu("H100 SXM"), 4)  # type: ignore[arg-type]
+
+
+def test_gpu_count_defaults_to_the_scenario() -> None:
+    t = speed.training_time(scenario("full", gpu_count=4), "A100")
+    assert t.count == 4
+
+
+def test_cpu_offload_costs_time_and_parameter_offload_more() -> None:
+    base = speed.training_time(scenario("full", gradient_checkpointing=True), "RTX 4090")
+    optimizer_offload = speed.training_time(
+        scenario("full", gradient_checkpointing=True, offload=True), "RTX 4090")
+    zero3 = scenario("full", gradient_checkpointing=True, offload=True, sharding="zero3", batch_size=1)
+    param_offload = speed.training_time(zero3, "RTX 4090")
+    assert optimizer_offload.hours > base.hours
+    assert param_offload.hours > optimizer_offload.hours
+    assert not optimizer_offload.offload_bound
+    # On an H100, 3 passes of 13.5 GB of weights over ~50 GB/s per 2k-token micro-batch outrun its compute.
+    assert speed.training_time(zero3, "H100").offload_bound
+
+
+def test_invalid_training_requests_are_rejected() -> None:
+    with pytest.raises(ValueError, match="training method"):
+        speed.training_time(scenario("inference"), "A100")
+    with pytest.raises(ValueError, match="tokens"):
+        speed.training_time(scenario("full"), "A100", tokens=0)
+    with pytest.raises(ValueError, match="tokens"):
+        speed.training_time(scenario("full"), "A100", tokens=math.nan)
+    with pytest.raises(ValueError, match="unknown GPU"):
+        speed.training_time(scenario("full"), "Voodoo 3")
+    with pytest.raises(ValueError, match="count"):
+        speed.training_time(scenario("full"), "A100", 0)
+
+
+# ---- seed claims -------------------------------------------------------------------------------------------
+
+
+def test_s15_h100_over_a100_throughput_full_fine_tuning_at_2k() -> None:
+    sc = scenario("full", seq_len=2048)
+    a100 = speed.training_time(sc, "A100 80GB SXM", 8)
+    h100 = speed.training_time(sc, "H100 SXM", 8)
+    ratio = h100.tokens_per_second / a100.tokens_per_second
+    assert 2.0 <= ratio <= 2.6  # llm-foundry BF16: 2.12–2.53×; the seed's 4× only with FP8
+
+
+def test_s15_h100_peft_speed_up_is_smaller_than_the_peak_ratio() -> None:
+    sc = scenario("lora")
+    h100, a100 = speed.training_time(sc, "H100"), speed.training_time(sc, "A100")
+    ratio = h100.tokens_per_second / a100.tokens_per_second
+    assert 1.6 <= ratio <= 2.3  # throughput.md expectation for 7–8B PEFT
+    assert ratio < 989 / 312
+
+
+def test_s15_h100_costs_more_per_hour_but_less_per_token() -> None:
+    h100 = pricing.price_range("H100 SXM")
+    a100 = pricing.price_range("A100 80GB SXM")
+    premium = h100.typical / a100.typical
+    assert premium >= 1.5  # seed: 50–80% more; the data: about double
+    sc = scenario("full")
+    speed_ratio = (speed.training_time(sc, "H100", 8).tokens_per_second
+                   / speed.training_time(sc, "A100", 8).tokens_per_second)
+    assert speed_ratio > premium  # so the H100 is cheaper per token at typical prices
+
+
+def test_s16_7b_lora_of_60m_tokens_on_one_a100_takes_about_6_hours_for_7_to_12_dollars() -> None:
+    # LLaMA-Factory's setting: batch 4 × 1,024 tokens, gradient checkpointing on.
+    sc = scenario("lora", batch_size=4, seq_len=1024, gradient_checkpointing=True)
+    run = speed.training_time(sc, "A100", 1, tokens=60e6)
+    assert 5.0 <= run.hours <= 7.0
+    money = pricing.cost(run.hours, "A100", 1)
+    assert 7.0 <= money.typical <= 12.0
+    low_end = [pricing.cost(run.hours, "A100", 1, overrides={"A100": p}).typical for p in (1.19, 1.99)]
+    assert 6.5 <= low_end[0] < low_end[1] <= 12.5
+
+
+def test_s13_a6000_real_speed_up_is_about_three_quarters_of_its_core_advantage() -> None:
+    a5000, a6000 = find_gpu("RTX A5000"), find_gpu("RTX A6000")
+    assert a5000 is not None and a6000 is not None
+    sc = scenario("lora")
+    gain = (speed.training_time(sc, a6000).tokens_per_second
+            / speed.training_time(sc, a5000).tokens_per_second) - 1
+    cores = 10752 / 8192 - 1  # 31%
+    assert cores == pytest.approx(0.3125)
+    assert gain == pytest.approx(0.75 * cores, abs=0.03)
+
+
+def test_s13_a5000_is_the_better_buy_at_half_the_price_and_at_same_provider_prices() -> None:
+    sc = scenario("lora")
+    tps = {g: speed.training_time(sc, g).tokens_per_second for g in ("RTX A5000", "RTX A6000")}
+    # the seed's premise: the A5000 at half the A6000's price
+    assert 0.5 / tps["RTX A5000"] < 1.0 / tps["RTX A6000"]
+    # providers in the price data that list both
+    a5000 = {o.provider: o.price for o in pricing.offers_for("RTX A5000")}
+    a6000 = {o.provider: o.price for o in pricing.offers_for("RTX A6000")}
+    both = sorted(set(a5000) & set(a6000))
+    assert both  # RunPod, Paperspace
+    for provider in both:
+        assert a5000[provider] / tps["RTX A5000"] < a6000[provider] / tps["RTX A6000"], provider
+
+
+def test_s17_catalog_bandwidths() -> None:
+    bandwidth = {n: find_gpu(n).bandwidth_tbs for n in ("H100 SXM", "H200 SXM", "B200")}  # type: ignore[union-attr]
+    assert bandwidth == {"H100 SXM": 3.35, "H200 SXM": 4.8, "B200": 8.0}
+
+
+def test_s17_when_everything_fits_bandwidth_sets_decode_speed() -> None:
+    sc = scenario("inference", batch_size=1, seq_len=1024)
+    tps = {n: speed.inference_speed(sc, n).tokens_per_second for n in ("H100 SXM", "H200 SXM", "B200")}
+    assert tps["H200 SXM"] / tps["H100 SXM"] == pytest.approx(4.8 / 3.35)
+    assert tps["B200"] / tps["H100 SXM"] == pytest.approx(8.0 / 3.35)
+    assert speed.inference_speed(sc, "H100").bound == "memory"
+
+
+# ---- inference --------------------------------------------------------------------------------------------
+
+
+def test_decode_speed_is_bandwidth_times_efficiency_over_bytes_per_step() -> None:
+    sc = scenario("inference", batch_size=1, seq_len=1000)
+    result = speed.inference_speed(sc, "A100 80GB SXM")
+    kv = 2 * 32 * 32 * 128 * 2 * 1000  # 2 · L · kv_heads · head_dim · 2 bytes · context
+    expected_bytes = 2 * P + kv
+    assert result.bytes_per_step == pytest.approx(expected_bytes)
+    assert result.tokens_per_second == pytest.approx(2.039e12 * 0.67 / expected_bytes)
+
+
+def test_decode_matches_the_calibration_point() -> None:
+    # Qwen2.5-14B-Instruct BF16, vLLM, one A100 80GB, batch 1: 46.3 tok/s measured.
+    sc = scenario("inference", model="Qwen2.5-14B", batch_size=1, seq_len=2048)
+    assert speed.inference_speed(sc, "A100 80GB SXM").tokens_per_second == pytest.approx(46.3, rel=0.1)
+
+
+def test_batching_raises_throughput_and_lowers_per_sequence_speed() -> None:
+    one = speed.inference_speed(scenario("inference", batch_size=1), "H100")
+    many = speed.inference_speed(scenario("inference", batch_size=32), "H100")
+    assert many.tokens_per_second > 3 * one.tokens_per_second
+    assert many.tokens_per_second_per_sequence < one.tokens_per_second_per_sequence
+
+
+def test_long_kv_cache_slows_decode() -> None:
+    short = speed.inference_speed(scenario("inference", batch_size=8, seq_len=1024), "H100")
+    long = speed.inference_speed(scenario("inference", batch_size=8, seq_len=32768), "H100")
+    assert long.tokens_per_second < short.tokens_per_second / 2
+
+
+def test_huge_batches_become_compute_bound() -> None:
+    sc = scenario("inference", batch_size=4096, seq_len=16)
+    assert speed.inference_speed(sc, "H100").bound == "compute"
+
+
+def test_quantized_weights_decode_faster_but_less_than_their_size_ratio() -> None:
+    bf16 = speed.inference_speed(scenario("inference", batch_size=1, seq_len=16), "A100")
+    int4 = speed.inference_speed(scenario("inference", bits=4, batch_size=1, seq_len=16), "A100")
+    assert 1.5 < int4.tokens_per_second / bf16.tokens_per_second < 4.0
+
+
+def test_moe_decode_reads_more_experts_as_the_batch_grows() -> None:
+    arch = architecture(ModelRef(name="Mixtral-8x7B"))
+    one = speed.weight_params_read(arch, 1)
+    assert one == pytest.approx(arch.active_params)
+    assert speed.weight_params_read(arch, 64) == pytest.approx(arch.params, rel=1e-6)
+    assert one < speed.weight_params_read(arch, 4) < arch.params
+
+
+def test_tensor_parallel_adds_bandwidth_with_a_loss() -> None:
+    sc = scenario("inference", model="Llama-3.1-70B", batch_size=1, seq_len=1024)
+    one = speed.inference_speed(sc, "H100", 1)
+    four = speed.inference_speed(sc, "H100", 4)
+    assert 3.0 < four.tokens_per_second / one.tokens_per_second < 4.0
