@@ -1,0 +1,42 @@
+"""The command-line contract: one JSON line per input line, errors as objects, exit 0."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_estimate_request_answers_every_line_in_order() -> None:
+    lines = [
+        json.dumps({"model": {"params_b": 7}, "method": "qlora"}),
+        "{not json",
+        "",
+        json.dumps({"model": {"params_b": 1e100}}),
+        json.dumps({"model": {"name": "Llama-3.1-8B"}, "method": "inference", "seq_len": 8192}),
+        "\x00\x01 garbage",
+    ]
+    p = run("estimate", "--json", "--request", stdin="\r\n".join(lines) + "\n")
+    assert p.returncode == 0, p.stderr
+    out = [json.loads(line) for line in p.stdout.splitlines()]
+    assert len(out) == len(lines)
+    assert out[0]["per_gpu"]["total"] > 0 and out[0]["request"]["method"] == "qlora"
+    assert "error" in out[1] and "error" in out[2] and "error" in out[3] and "error" in out[5]
+    assert out[4]["per_gpu"]["kv_cache"] > 0
+    assert "Traceback" not in p.stderr
+
+
+def test_fits_lists_every_catalog_gpu_when_none_named() -> None:
+    p = run("estimate", "--json", "--request", stdin=json.dumps({"model": {"params_b": 7}}) + "\n")
+    answer = json.loads(p.stdout)
+    assert len(answer["fits"]) >= 29
+    assert {"gpu", "memory_gb", "count", "fits", "headroom_gb"} <= set(answer["fits"][0])
+
+
+def test_bad_flag_exits_2() -> None:
+    assert run("estimate", "--no-such-flag").returncode == 2
