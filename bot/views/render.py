@@ -91,12 +91,11 @@ def memory_table(lang: str, result: PlanResult) -> list[str]:
             rows.append((component_label(lang, key), num(lang, b[key])))
     total = b["total"] + b["cuda_context"]
     rows.append((_(lang, "total, GB"), num(lang, total)))
-    width = TABLE_WIDTH
     lines = []
     for i, (label, value) in enumerate(rows):
         if i == len(rows) - 1:
-            lines.append("─" * min(width, 24))
-        lines.append(f"{label[: width - len(value) - 1]:<{width - len(value) - 12}}{value:>12}"[:width])
+            lines.append("─" * TABLE_WIDTH)
+        lines.append(f"{label[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{value:>8}")
     return lines
 
 
@@ -172,13 +171,13 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
         "error": False, "verdict": verdict, "need_gb": need,
         "gpu_label": f"{asked_gpu[2]}×{asked_gpu[0]}" if asked_gpu else "",
         "memory_gb": asked_gpu[1] if asked_gpu else 0,
-        "model_label": f"{s.arch.name} ({num(lang, s.arch.params / 1e9)}B)",
+        "model_label": s.arch.name if not s.arch.known else f"{s.arch.name} ({num(lang, s.arch.params / 1e9)}B)",
         "model_known": s.arch.known, "shape_ref": shape_reference(s.arch.params),
         "method_label": method_label(result), "seq_len": s.seq_len, "batch_size": s.batch_size,
         "gpu_count": s.gpu_count, "table": memory_table(lang, result), "plans": plans,
         "suggestions": [suggestion_text(lang, x) for x in result.suggestions[:4]],
         "cpu_ram_gb": b.cpu_ram, "assumptions": ", ".join(s.assumptions) or "—",
-        "price_date": dates[-1] if dates else "—",
+        "price_date": dates[-1] if dates else "",
     }
 
 

@@ -1,0 +1,113 @@
+"""Question text (Russian or English) → `Request`: what the user said, nothing more.
+
+    parse("70B QLoRA на H100?") → Request(language="ru", intent="estimate",
+        model={"params_b": 70}, method="qlora", gpus=[{"name": "H100 SXM", "memory_gb": 80, "count": 1}])
+
+How it works: the text is cleaned (NFKC, lower case, invisible characters dropped) and cut into
+tokens by one linear regex (numbers, letter runs, single punctuation). Cyrillic letters glued to
+digits are read as the Latin look-alikes they stand for ("Н100", "70б", "128к"). Extractors then
+walk the token list, each anchored on a word of the lexicon or a catalog name, and mark the tokens
+they use so that no number is read twice; the order (catalog model names → optimizer → context,
+epochs, data, batch, rank → precision → GPU names → bare sizes → bare memory → method and switches)
+lets the more specific reading win ("1B tokens" is data, not a model; "8-bit Adam" is not bits).
+
+Guarantees:
+- Pure and synchronous; never raises on any `str` (a last-resort guard returns error "unreadable").
+- Fields the text does not mention stay null / []: no defaults here.
+- Empty or whitespace-only text → error "empty". Text that is mostly control characters (binary)
+  → error "not text". Text with no question in it → intent "help", no error.
+- Over 4096 characters: the first 4096 are parsed and error is "too long" (Telegram's own limit).
+- A value beyond the Request's bounds (10^100B parameters, a context of 10^12) is dropped, the rest
+  of the request is kept, and error names it: "model size out of range", "context length out of
+  range", … (joined by "; "). So `error` set means "answer with care", not always "nothing to do".
+- Language: "ru" when the text holds any Cyrillic letter, else "en" (names and numbers are Latin
+  in both languages, so the Cyrillic words decide).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.parse import hardware, settings, training
+from engine.parse.gpus import gpu_index
+from engine.parse.intent import intent
+from engine.parse.models import catalog_names, model_index, sizes
+from engine.parse.normalize import MAX_CHARS, clean, has_cyrillic, tokenize
+from engine.parse.scan import Scan
+from engine.schema import PARSE_FIELDS, Request
+
+__all__ = ["PARSE_FIELDS", "parse", "warm"]
+
+MAX_GPU_ENTRIES = 16
+
+
+def warm() -> None:
+    """Build the name indexes now (they are cached) rather than on the first question."""
+    model_index()
+    gpu_index()
+
+
+def parse(text: str) -> Request:
+    try:
+        return _parse(text)
+    except Exception:  # a bug must not take the bot down; the tests keep this path unused
+        return Request(error="unreadable")
+
+
+def _parse(text: str) -> Request:
+    if not isinstance(text, str):
+        return Request(error="not text")
+    errors: list[str] = []
+    if len(text) > MAX_CHARS:
+        text = text[:MAX_CHARS]
+        errors.append("too long")
+    if not text.strip():
+        return Request(error="empty")
+    if "\x00" in text or _control_share(text) > 0.3:
+        return Request(error="not text")
+    cleaned = clean(text)
+    s = Scan(cleaned, tokenize(cleaned))
+    catalog_names(s)
+    training.optimizer(s)
+    settings.context(s)
+    settings.epochs(s)
+    settings.data(s)
+    settings.batch(s)
+    settings.rank(s)
+    training.bits(s)
+    hardware.named(s)
+    # sizes after GPU names ("8 H100" is a count), before bare memory ("70B 24GB")
+    sizes(s)
+    hardware.bare_memory(s)
+    hardware.generic_count(s)
+    _leftover_context(s)
+    training.method(s)
+    training.checkpointing(s)
+    training.offload(s)
+    training.sharding(s)
+    errors += s.errors
+    return _request(s, intent(s), "ru" if has_cyrillic(cleaned) else "en", errors)
+
+
+def _control_share(text: str) -> float:
+    bad = sum(1 for ch in text if (ch < " " and ch not in "\t\n\r") or "\x7f" <= ch < "\xa0" or ch == "\ufffd")
+    return bad / len(text)
+
+
+def _leftover_context(s: Scan) -> None:
+    """A lone "8k" / "128к" with no keyword is a context length (data amounts were taken before)."""
+    for i, t in enumerate(s.toks):
+        if t.kind == "n" and not t.used and s.word(i + 1) in ("k", "к") and s.glued(i + 1) \
+                and t.val in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
+            settings.put_seq_len(s, t.val * 1024)
+            s.use(i, i + 1)
+
+
+def _request(s: Scan, kind: str, language: str, errors: list[str]) -> Request:
+    said = s.said
+    gpus = [g[1] for g in sorted(s.gpus, key=lambda g: g[0])][:MAX_GPU_ENTRIES]
+    fields: dict[str, Any] = {k: said.get(k) for k in (
+        "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
+        "gradient_checkpointing", "offload", "tokens", "epochs", "sharding")}
+    return Request(language=language, intent=kind, gpus=gpus,
+                   error="; ".join(dict.fromkeys(errors)) or None, **fields)

@@ -1,0 +1,54 @@
+"""What kind of answer the question wants: estimate, cost, compare or help."""
+
+from __future__ import annotations
+
+from engine.parse.lexicon import (
+    COMPARE_STRONG,
+    COMPARE_WEAK,
+    COST_WORDS,
+    LORA_WORDS,
+    MEMORY_WORDS,
+    QLORA_WORDS,
+    TIME_NOUNS,
+)
+from engine.parse.scan import Scan
+
+SUBSTANCE = ("model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
+             "gradient_checkpointing", "offload", "tokens", "epochs")
+
+
+def _asks_cost(s: Scan) -> bool:
+    toks = s.toks
+    for i, t in enumerate(toks):
+        w = t.text
+        if w in COST_WORDS:
+            return True
+        nxt = toks[i + 1].text if i + 1 < s.n else ""
+        if w == "how" and nxt == "long":
+            return True
+        if w == "how" and nxt == "much" and (toks[i + 2].text if i + 2 < s.n else "") not in MEMORY_WORDS:
+            return True
+        if w == "сколько" and (nxt in TIME_NOUNS or (nxt == "по" and i + 2 < s.n and toks[i + 2].text in TIME_NOUNS)):
+            return True
+        if w in TIME_NOUNS and i > 0 and toks[i - 1].text in ("training", "train", "обучения"):
+            return True
+    return False
+
+
+def _options(s: Scan) -> int:
+    """How many alternatives the question names in one category (GPUs, methods)."""
+    methods = sum(1 for t in s.toks if t.text in QLORA_WORDS) + sum(1 for t in s.toks if t.text in LORA_WORDS)
+    methods += sum(1 for t in s.toks if t.text in ("full", "полный", "полного", "полное", "инференс",
+                                                    "inference", "fft"))
+    return max(len(s.gpus), methods)
+
+
+def intent(s: Scan) -> str:
+    substantive = bool(s.gpus) or any(s.said.get(k) is not None for k in SUBSTANCE)
+    if s.words & COMPARE_STRONG and substantive:
+        return "compare"
+    if s.words & COMPARE_WEAK and _options(s) >= 2:
+        return "compare"
+    if _asks_cost(s):
+        return "cost"
+    return "estimate" if substantive else "help"

@@ -1,0 +1,205 @@
+"""Settings anchored on a keyword: context, batch, LoRA rank, epochs, amount of data."""
+
+from __future__ import annotations
+
+from engine.parse.lexicon import (
+    BATCH_WORDS,
+    CONCURRENCY_ADJ,
+    CONCURRENCY_NOUNS,
+    CONTEXT_WORDS,
+    COUNT_WORDS,
+    EPOCH_WORDS,
+    EXAMPLE_WORDS,
+    FILLERS,
+    PER_WORDS,
+    RANK_WORDS,
+    TOKEN_WORDS,
+)
+from engine.parse.normalize import NUM, WORD
+from engine.parse.numbers import whole
+from engine.parse.scan import Scan
+from engine.schema import MAX_BATCH, MAX_SEQ_LEN
+
+KIB = {1e3: 1024.0, 1e6: 1024.0 * 1024}  # "8k" of context is 8192 tokens, "1M" 1048576
+HYPHEN = frozenset({"-", "‐", "‑", "–", "_"})
+BEFORE_CONTEXT = HYPHEN | TOKEN_WORDS  # "4096-token context", "8k tokens context"
+GLOBAL_BATCH = frozenset({"global", "total", "effective", "эффективный", "эффективного", "общий", "глобальный",
+                          "глобального", "общего", "эффективным", "глобальным"})
+KIB_UNITS = frozenset({"k", "к", "m", "м"})
+MAX_RANK = 65_536
+MAX_EPOCHS = 10_000
+MAX_TOKENS = 1e15
+
+
+def length_value(s: Scan, i: int) -> tuple[float, int]:
+    """A sequence length at number i: k and M count in powers of two. (value, last index)."""
+    mult, end = s.unit_after(i)
+    if mult > 1e6:
+        return -1.0, end  # "70B" is a model size, not a length
+    return s.toks[i].val * KIB.get(mult, mult), end
+
+
+def put_seq_len(s: Scan, value: float) -> None:
+    if value >= 1 and value == value:
+        if value > MAX_SEQ_LEN:
+            s.errors.append("context length out of range")
+        else:
+            s.set("seq_len", round(value))
+
+
+def context(s: Scan) -> None:
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD or t.used or t.text not in CONTEXT_WORDS:
+            continue
+        j = s.skip(i + 1, FILLERS | CONTEXT_WORDS)
+        if s.num(j):
+            value, end = length_value(s, j)
+            if value > 0:
+                end = s.skip(end + 1, TOKEN_WORDS, 1) - 1
+                put_seq_len(s, value)
+                s.use(i, end)
+                continue
+        j = s.skip(i - 1, BEFORE_CONTEXT, 3, -1)
+        k = j - 1 if s.word(j) in KIB_UNITS and s.num(j - 1) else j
+        if s.num(k):
+            value, _ = length_value(s, k)
+            if value > 0:
+                put_seq_len(s, value)
+                s.use(k, i)
+
+
+def _count_at(s: Scan, j: int) -> tuple[float, int] | None:
+    """A whole number at j (a count, possibly "16k"): (value, last index)."""
+    if s.num(j):
+        mult, end = s.unit_after(j)
+        v = s.toks[j].val * mult
+        return (v, end) if whole(v) else None
+    w = s.word(j)
+    if w in COUNT_WORDS:
+        return float(COUNT_WORDS[w]), j
+    return None
+
+
+def batch(s: Scan) -> None:
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind == NUM:
+            continue
+        if t.text in BATCH_WORDS:
+            j = s.skip(i + 1, FILLERS | BATCH_WORDS)
+            got = _count_at(s, j)
+            if got:
+                # the micro-batch per GPU is wanted; a global/effective batch is only consumed
+                if s.word(s.skip(i - 1, HYPHEN, 1, -1)) not in GLOBAL_BATCH:
+                    _put_batch(s, got[0])
+                s.use(i, got[1])
+        elif t.text in CONCURRENCY_ADJ or t.text in CONCURRENCY_NOUNS:
+            # "16 параллельными запросами", "32 concurrent users"
+            got = _count_at(s, i - 1)
+            if got and got[1] == i - 1 and got[0] <= 10_000:
+                noun = s.word(i + 1) in CONCURRENCY_NOUNS
+                _put_batch(s, got[0])
+                s.use(i - 1, i + 1 if noun else i)
+
+
+def _put_batch(s: Scan, v: float) -> None:
+    if v > MAX_BATCH:
+        s.errors.append("batch size out of range")
+    else:
+        s.set("batch_size", int(v))
+
+
+def rank(s: Scan) -> None:
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind != WORD or t.text not in RANK_WORDS:
+            continue
+        j = s.skip(i + 1, frozenset({"=", ":", "-", "of", "lora", "r", "равен", "равным"}), 2)
+        if not s.num(j):
+            continue
+        if t.text == "r" and s.toks[j].sp and j != i + 1:
+            continue  # "r" needs its number right after it: "r=16", "r16", "r 16"
+        v = s.toks[j].val
+        if whole(v):
+            if v > MAX_RANK:
+                s.errors.append("LoRA rank out of range")
+            else:
+                s.set("lora_rank", int(v))
+            s.use(i, j)
+
+
+def epochs(s: Scan) -> None:
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind != WORD or t.text not in EPOCH_WORDS:
+            continue
+        j = s.skip(i - 1, HYPHEN, 1, -1)  # "3 epochs", "3-epoch", "две эпохи"
+        if s.num(j) or s.word(j) in COUNT_WORDS:
+            v = s.toks[j].val if s.num(j) else float(COUNT_WORDS[s.word(j)])
+        else:
+            j = s.skip(i + 1, frozenset({"=", ":", "-"}), 2)  # "epochs=3", "эпох: 3"
+            if not s.num(j):
+                continue
+            v = s.toks[j].val
+        if v > MAX_EPOCHS:
+            s.errors.append("epochs out of range")
+        elif v > 0:
+            s.set("epochs", v)
+        s.use(min(i, j), max(i, j))
+
+
+def data(s: Scan) -> None:
+    """Training data: "50 млн токенов", "1B tokens", "100k примеров по 512 токенов" (51.2M tokens)."""
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind != NUM:
+            continue
+        mult, end = s.unit_after(i)
+        noun_at = s.skip(end + 1, HYPHEN, 1)
+        noun = s.word(noun_at)
+        if noun in EXAMPLE_WORDS:
+            examples, first = _grouped(s, i)
+            examples *= mult
+            s.use(first, noun_at)
+            per = _per_example(s, noun_at + 1)
+            if per is not None:
+                length, last = per
+                put_seq_len(s, length)
+                _put_tokens(s, examples * length)
+                s.use(noun_at, last)
+        elif noun in TOKEN_WORDS:
+            if s.word(i - 1) in PER_WORDS and s.word(i - 2) in EXAMPLE_WORDS:
+                continue  # handled with its examples
+            base, first = _grouped(s, i)
+            if base * mult >= 1e6:
+                _put_tokens(s, base * mult)
+            else:
+                put_seq_len(s, base * KIB.get(mult, mult))  # "2048 tokens", "8k tokens" is a length
+            s.use(first, noun_at)
+
+
+def _grouped(s: Scan, i: int) -> tuple[float, int]:
+    """"50 000 примеров": a number typed with a plain space between thousands. (value, first index)."""
+    t = s.toks[i]
+    if len(t.text) == 3 and t.text.isdigit() and t.sp and s.num(i - 1):
+        prev = s.toks[i - 1].text
+        if prev.isdigit() and len(prev) <= 3 and not s.num(i - 2):
+            return s.toks[i - 1].val * 1000 + t.val, i - 1
+    return t.val, i
+
+
+def _per_example(s: Scan, j: int) -> tuple[float, int] | None:
+    """"по 512 токенов", "of 2k tokens each" after a number of examples: (length, last index)."""
+    j = s.skip(j, PER_WORDS | frozenset({",", "-", "длиной"}), 3)
+    if not s.num(j):
+        return None
+    mult, end = s.unit_after(j)
+    if mult > 1e6:
+        return None
+    noun_at = s.skip(end + 1, HYPHEN, 1)
+    if s.word(noun_at) not in TOKEN_WORDS:
+        return None
+    return s.toks[j].val * KIB.get(mult, mult), noun_at
+
+
+def _put_tokens(s: Scan, value: float) -> None:
+    if value > MAX_TOKENS:
+        s.errors.append("amount of data out of range")
+    elif value >= 1:
+        s.set("tokens", value)

@@ -1,0 +1,190 @@
+"""How the model is trained: method, weight precision, optimizer, checkpointing, offload, sharding."""
+
+from __future__ import annotations
+
+from engine.parse.lexicon import (
+    ALL_WORDS,
+    BIT_WORDS,
+    BNB,
+    CONTEXT_WORDS,
+    FULL_WORDS,
+    GC_HEADS,
+    GC_QUALIFIERS,
+    GC_WEAK_HEADS,
+    INFERENCE_WORDS,
+    LORA_WORDS,
+    NEG_AFTER,
+    NEG_BEFORE,
+    OFFLOAD_HEADS,
+    OPTIMIZER_GENERIC,
+    OPTIMIZER_HEADS,
+    PAGED,
+    PRECISION_NOUNS,
+    PRECISION_PREFIX,
+    PRECISION_WORDS,
+    QLORA_WORDS,
+    TRAIN_WORDS,
+    WEAK_INFERENCE_WORDS,
+    WEIGHT_WORDS,
+)
+from engine.parse.normalize import NUM, WORD
+from engine.parse.scan import Scan
+
+BITS = (4, 8, 16, 32)
+HYPHENS = frozenset({"-", "‐", "‑", "–", "_"})
+POSITIVE_AFTER = frozenset({"on", "true", "enabled", "вкл", "включен", "включено", "1", "yes", "да"})
+
+
+def _n_bit(s: Scan, a: int, b: int, value: float | None) -> tuple[int, int] | None:
+    """An "8-bit" / "8 бит" / "32bit" inside tokens a..b (of `value`, or any): (first, last index)."""
+    for k in range(max(a, 0), min(b, s.n - 1) + 1):
+        t = s.toks[k]
+        if t.kind == NUM and (value is None or t.val == value):
+            j = s.skip(k + 1, HYPHENS, 1)
+            if j < s.n and s.toks[j].text in BIT_WORDS:
+                return k, j
+    return None
+
+
+def optimizer(s: Scan) -> None:
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind != WORD:
+            continue
+        head = OPTIMIZER_HEADS.get(t.text)
+        if head is None and t.text not in OPTIMIZER_GENERIC:
+            continue
+        lo, hi = i, i
+        eight = _n_bit(s, i - 3, i + 4, 8)
+        paged = s.near(i, PAGED, 3, 3)
+        bnb = s.near(i, BNB, 2, 2)
+        width = _n_bit(s, i + 1, i + 4, None)  # "paged_adamw_32bit": the optimizer's, not the weights'
+        for k in (eight, paged, bnb, width):
+            if isinstance(k, tuple):
+                lo, hi = min(lo, k[0]), max(hi, k[1])
+            elif k is not None:
+                lo, hi = min(lo, k), max(hi, k)
+        if head in (None, "adamw"):
+            if (eight or bnb) and paged is not None:
+                head = "paged_adamw_8bit"
+            elif eight or bnb:
+                head = "adamw_8bit"
+            elif paged is not None:
+                head = "paged_adamw"
+        if head is None:
+            continue  # "optimizer" alone says nothing
+        if s.near(lo, NEG_BEFORE, 3, 0) is not None:
+            # "without 8-bit optimizer": plain AdamW; "без adafactor": nothing said
+            head = "adamw" if head not in ("adamw", "sgd", "adafactor", "lion") else None
+        if head is not None:
+            s.set("optimizer", head)
+        s.use(lo, hi)
+
+
+def bits(s: Scan) -> None:
+    for i, t in enumerate(s.toks):
+        if t.used:
+            continue
+        value = None
+        last = i
+        if t.kind == NUM:
+            j = s.skip(i + 1, HYPHENS, 1)
+            if s.word(j) in BIT_WORDS:
+                value, last = t.val, j
+        elif t.kind == WORD:
+            if t.text in PRECISION_PREFIX and s.num(i + 1) and s.glued(i + 1):
+                value, last = s.toks[i + 1].val, i + 1  # fp16, bf16, int8, nf4, q4_k_m
+                if t.text == "q" and value not in (4, 8):
+                    continue
+            elif t.text in PRECISION_WORDS and (t.text != "half" or s.word(s.skip(i + 1, HYPHENS, 1))
+                                                in PRECISION_NOUNS):
+                value = PRECISION_WORDS[t.text]
+            elif t.text in ("full", "полной", "полная", "полную", "одинарной", "половинной") \
+                    and s.word(s.skip(i + 1, HYPHENS, 1)) in PRECISION_NOUNS:
+                value, last = (16 if t.text == "половинной" else 32), i + 2
+        if value is not None and value in BITS:
+            s.set("bits", int(value))
+            s.use(i, last)
+
+
+def _switch(s: Scan, i: int, lo: int) -> bool:
+    """On unless negated: "без чекпоинтинга", "no offload", "grad ckpt off", "=false"."""
+    if s.near(lo, NEG_BEFORE, 3, 0) is not None:
+        return False
+    j = s.skip(i + 1, frozenset({"=", ":", "-", "is"}), 2)
+    after = s.toks[j].text if j < s.n else ""
+    return after not in NEG_AFTER
+
+
+def checkpointing(s: Scan) -> None:
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD:
+            continue
+        lo = i
+        if t.text in GC_WEAK_HEADS:
+            q = s.near(i, GC_QUALIFIERS, 2, 0)
+            j = s.skip(i + 1, frozenset({"=", ":"}), 1)
+            after = s.toks[j].text if j < s.n else ""
+            if q is None and not (t.text == "gc" and (after in NEG_AFTER or after in POSITIVE_AFTER)):
+                continue
+            lo = q if q is not None else i
+        elif t.text in GC_HEADS:
+            q = s.near(i, GC_QUALIFIERS, 2, 0)
+            lo = q if q is not None else i
+        else:
+            continue
+        s.set("gradient_checkpointing", _switch(s, i, lo))
+        s.use(lo, i)
+
+
+def offload(s: Scan) -> None:
+    for i, t in enumerate(s.toks):
+        if t.kind == WORD and t.text in OFFLOAD_HEADS:
+            s.set("offload", _switch(s, i, i))
+            return
+
+
+def sharding(s: Scan) -> None:
+    """ZeRO stage / FSDP / DDP (not a `parse` field, but said, so kept for the estimate)."""
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD:
+            continue
+        if t.text == "zero":
+            j = s.skip(i + 1, HYPHENS | frozenset({"stage"}), 2)
+            if s.num(j) and s.toks[j].val in (1, 2, 3):
+                s.set("sharding", f"zero{int(s.toks[j].val)}")
+                s.use(i, j)
+        elif t.text in ("fsdp", "ddp"):
+            s.set("sharding", t.text)
+
+
+def method(s: Scan) -> None:
+    """The first method named wins; "run"/"запустить" mean inference only when nothing says training."""
+    toks = s.toks
+    weak = False
+    for i, t in enumerate(toks):
+        if t.kind != WORD or t.used:
+            continue
+        w = t.text
+        found = None
+        if w in QLORA_WORDS:
+            found = "qlora"
+        elif w in LORA_WORDS:
+            prev = s.skip(i - 1, HYPHENS, 1, -1)
+            found = "qlora" if s.word(prev) in ("q", "ку", "кью") else "lora"
+        elif w in FULL_WORDS:
+            if s.word(s.skip(i + 1, HYPHENS, 1)) not in CONTEXT_WORDS:
+                found = "full"
+        elif w in WEIGHT_WORDS and s.word(s.skip(i - 1, frozenset({"the"}), 1, -1)) in ALL_WORDS:
+            found = "full"  # "all weights", "все веса"
+        elif (w == "scratch" and s.word(i - 1) == "from") or (w == "нуля" and s.word(i - 1) in ("с", "со")):
+            found = "full"
+        elif w in INFERENCE_WORDS:
+            found = "inference"
+        elif w in WEAK_INFERENCE_WORDS:
+            weak = True
+        if found:
+            s.set("method", found)
+            return
+    if weak and not (s.words & TRAIN_WORDS):
+        s.set("method", "inference")
+
