@@ -31,6 +31,6 @@ def test_russian_plural_forms_of_hours() -> None:
 
 def test_garbage_and_html_get_a_friendly_answer_not_markup() -> None:
     for text in ["", "<b>hi</b><script>alert(1)</script>", "🤖" * 500, "x" * 4096]:
-        lang, body = render_answer(text)
+        _lang, body = render_answer(text)
         assert "<script>" not in body
         assert "70B QLoRA" in body  # the example the reply offers
