@@ -108,17 +108,19 @@ def activation_bytes_per_token_layer(s: Scenario, targets: LoraTargets) -> float
     keeps_inputs = full or (s.method == "qlora" and s.bits == 4)
     peft = s.method in ("lora", "qlora")
     dropout = peft and bool(constants()["activations"]["lora_dropout"])
+    adapter_act = 4.0 if s.mixed_precision == "amp" else act
 
     def saved_input(width: float, modules: set[str]) -> float:
         """A projection group's input as kept for backward, per token."""
         adapted = modules & targets.modules if peft else set()
         kept = act if keeps_inputs else 0.0
         if adapted and dropout:
-            # each adapter has its own dropout: its output (the lora_A input) and a bool mask
+            # each adapter has its own dropout: its output (the lora_A input, in the adapter's
+            # dtype: PEFT casts x to fp32 for fp32 adapters under AMP) and a bool mask
             copies = 1 if targets.qkv_fused and modules == {"q", "k", "v"} else len(adapted)
-            kept += copies * (act + 1)
+            kept += copies * (adapter_act + 1)
         elif adapted:
-            kept = act  # lora_A keeps the (shared) input itself
+            kept = adapter_act  # lora_A keeps the (shared) input itself
         return width * kept
 
     norms = 2 * h * (4 + (act if full else 0))
