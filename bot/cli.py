@@ -95,9 +95,13 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _run_bot(_: argparse.Namespace) -> int:
-    from bot.app import main as run_main
-
-    return run_main()
+    try:
+        from bot.app import main as run_main
+    except ImportError:
+        # the Telegram front end (issue 5) is not in this build yet: say so in one line
+        sys.stderr.write("gpu-advisor run: the Telegram bot is not part of this build yet; use `ask`\n")
+        return 1
+    return int(run_main())
 
 
 def build_parser() -> argparse.ArgumentParser:
