@@ -93,5 +93,4 @@ def estimate_parsed(text: str) -> dict[str, Any]:
     request = parse(text)
     if request.model is None:
         return {"error": request.error or "no model size in the question"}
-    result = estimate_request(request.model_dump(exclude={"language", "intent", "error"}))
-    return result
+    return estimate_request(request.model_dump(exclude={"language", "intent", "error"}))

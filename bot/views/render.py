@@ -54,7 +54,7 @@ def environment(lang: str) -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                       extensions=["jinja2.ext.i18n"], trim_blocks=False, lstrip_blocks=False)
     env.install_gettext_translations(translations(lang), newstyle=False)  # type: ignore[attr-defined]
-    env.globals["num"] = lambda x: format_decimal(round(x, 1), format="#,##0.#", locale=lang)
+    env.globals["num"] = lambda x: num(lang, x)
     return env
 
 
