@@ -10,21 +10,28 @@ import gettext
 import html
 import io
 import re
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from babel.numbers import format_decimal
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from pydantic import BaseModel, Field
 
 from engine.catalog import shape_reference
 from engine.planner import PlanResult, Suggestion, plan
+from engine.pricing import Currency
 from engine.scenario import ScenarioError
+from engine.schema import Language, Request
 
 TEMPLATES = Path(__file__).parent / "templates"
 LOCALES = Path(__file__).resolve().parents[2] / "locales"
 TABLE_WIDTH = 34
+TAG = re.compile(r"<[^>]{1,40}>")
 LANGUAGES = ("en", "ru")
+Tier = Literal["cheapest", "typical", "premium"]
+RankBy = Literal["cost", "time"]
 
 
 @cache
@@ -181,27 +188,59 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
     }
 
 
-def render_answer(text: str, lang: str | None = None) -> tuple[str, str]:
-    """(language, HTML) of the complete answer to a question."""
-    from engine.estimate import candidate_gpus
-    from engine.parse import parse
+class AnswerOptions(BaseModel):
+    """How a chat wants its answers: the bot fills this from chat settings and the keyboard."""
 
-    request = parse(text)
-    language = lang or request.language or "en"
-    env = environment(language)
-    template = env.get_template("answer.html.j2")
+    lang: Language | None = None  # forced language; None: the question's own, then default_lang
+    default_lang: Language = "en"
+    currency: Currency = "USD"
+    tier: Tier = "typical"
+    prices: dict[str, float] = Field(default_factory=dict)  # own price per GPU-hour, in `currency`
+    rank_by: RankBy = "cost"
+
+
+@dataclass(frozen=True)
+class RenderedAnswer:
+    lang: str
+    html: str  # the whole reply, Telegram HTML, under 4096 characters
+    title: str  # one plain line: the verdict (inline result title, chart caption)
+    request: Request | None  # None when nothing could be read
+    result: PlanResult | None
+
+
+def render_request(request: Request, options: AnswerOptions | None = None) -> RenderedAnswer:
+    """The complete answer to an already parsed (or keyboard-altered) request."""
+    from engine.estimate import candidate_gpus
+
+    options = options or AnswerOptions()
+    language = options.lang or request.language or options.default_lang
+    template = environment(language).get_template("answer.html.j2")
+    not_understood = template.render(a={"error": True}).strip()
     if request.model is None:
-        return language, template.render(a={"error": True}).strip()
+        return RenderedAnswer(language, not_understood, _(language, "Not understood"), None, None)
     try:
         result = plan(request)
     except ScenarioError:
-        return language, template.render(a={"error": True}).strip()
+        return RenderedAnswer(language, not_understood, _(language, "Not understood"), None, None)
     named = candidate_gpus(request) if request.gpus else []
     a = view_model(language, result, named[0] if named else None)
-    return language, template.render(a=a).strip()
+    body = template.render(a=a).strip()
+    return RenderedAnswer(language, body, html.unescape(TAG.sub("", body.split("\n", 1)[0])).lstrip("✅❌🧮 "),
+                          request, result)
 
 
-TAG = re.compile(r"<[^>]{1,40}>")
+def render_text(text: str, options: AnswerOptions | None = None) -> RenderedAnswer:
+    from engine.parse import parse
+
+    return render_request(parse(text), options)
+
+
+def render_answer(text: str, lang: str | None = None) -> tuple[str, str]:
+    """(language, HTML) of the complete answer to a question."""
+    answer = render_text(text, AnswerOptions(lang=lang) if lang in LANGUAGES else None)
+    return answer.lang, answer.html
+
+
 
 
 def render_answer_text(text: str, lang: str | None = None, fmt: str = "text") -> str:
