@@ -7,10 +7,11 @@ techniques) breakdown is computed once and checked against every candidate GPU.
 
 from __future__ import annotations
 
+import math
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from engine import pricing, speed
 from engine.catalog import Gpu, find_gpu, gpus
@@ -23,6 +24,23 @@ HEADROOM = 0.10  # a plan keeps 10 % of usable memory free: allocator spikes, lo
 COUNTS = (1, 2, 4, 8)
 NODE_COUNTS = (16, 32, 64)  # across nodes, only when nothing fits on one node
 MAX_PLANS = 8
+SPARE_SHARE = 0.40  # the asked GPU leaves this share of its memory free: a cheaper GPU may do
+MICRO_BATCH_SLOWDOWN = 1.10  # micro-batch 1 + accumulation: smaller GEMMs, same tokens (S12 order of magnitude)
+TOKENS_1M = 1e6
+
+PricePick = Literal["cheapest", "typical", "premium"]
+RankBy = Literal["cost", "time"]
+PICK_FIELD = {"cheapest": "min", "typical": "typical", "premium": "max"}
+
+
+class PriceOptions(BaseModel):
+    """How to price plans: the currency, which figure of the market range leads, the user's own prices."""
+
+    currency: pricing.Currency = "USD"
+    pick: PricePick = "typical"
+    overrides: dict[str, float] = Field(default_factory=dict)  # own price per GPU-hour in `currency`
+    usd_rub: float | None = None
+    rank_by: RankBy | None = None  # None: the request's wish, else cost
 
 
 class Plan(BaseModel):
@@ -38,6 +56,12 @@ class Plan(BaseModel):
     usd_per_hour: float | None  # all GPUs together, typical
     price_date: str | None
     slowdown: float  # time factor of the techniques against the plain arrangement
+    currency: str = "USD"
+    cost: dict[str, float] | None = None  # the whole run in `currency`: min / typical / max
+    per_hour: float | None = None  # all GPUs together, in `currency`, the picked figure of the range
+    cost_per_1m_tokens: float | None = None  # trained or generated tokens, in `currency`
+    tokens_per_second: float | None = None  # inference: decode tokens/s of the whole batch
+    own_price: bool = False
 
 
 class Suggestion(BaseModel):
@@ -47,6 +71,35 @@ class Suggestion(BaseModel):
     fits: bool
 
 
+class Note(BaseModel):
+    """Something in the input that was not used as given, and what was used instead (a message key)."""
+
+    key: str  # unknown_gpu, gpu_count, price, parse error keys ("context length out of range", ...)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Comparison(BaseModel):
+    """One named GPU in a side-by-side comparison, at the count asked."""
+
+    gpu: str
+    count: int
+    fits: bool
+    need_gb: float  # per GPU, with the CUDA context
+    memory_gb: float
+    plan: Plan | None  # the cheapest arrangement of this GPU at this count that fits
+
+
+class Monthly(BaseModel):
+    """Renting the best plan's GPU by the month against by the hour."""
+
+    gpu: str
+    currency: str
+    monthly_price: float  # per GPU
+    hourly_price: float  # per GPU-hour
+    break_even_hours: float  # of use per month
+    run_hours: float | None  # the whole run's wall-clock hours, when known
+
+
 class PlanResult(BaseModel):
     scenario: Scenario
     breakdown: Breakdown
@@ -54,12 +107,19 @@ class PlanResult(BaseModel):
     suggestions: list[Suggestion]
     asked_fits: bool | None  # None when no GPU was named
     tokens: float | None  # training tokens (dataset × epochs), when known
+    currency: str = "USD"
+    rank_by: RankBy = "cost"
+    comparison: list[Comparison] = Field(default_factory=list)  # two or more GPUs named
+    alternatives: list[Plan] = Field(default_factory=list)  # catalog plans: the named GPU fails, or a cheaper one
+    notes: list[Note] = Field(default_factory=list)
+    monthly: Monthly | None = None
 
 
 # Time cost of each technique (seed claim S12: checkpointing +20–30 %; 8-bit Adam ~free;
 # ZeRO-3 communication; offload bounded by PCIe: speed.py models it in the hours).
 TECHNIQUES: dict[str, dict[str, Any]] = {
     "gradient_checkpointing": {"update": {"gradient_checkpointing": True}},
+    "micro_batch_1": {"update": {"batch_size": 1}},
     "optimizer_8bit": {"update": {"optimizer": "adamw_8bit"}},
     "zero3": {"update": {"sharding": "zero3"}, "multi_gpu": True},
     "cpu_offload": {"update": {"offload": True}},
@@ -73,6 +133,8 @@ def _variants(base: Scenario) -> list[tuple[list[str], Scenario]]:
     applicable = []
     if not base.gradient_checkpointing:
         applicable.append("gradient_checkpointing")
+    if base.batch_size > 1:
+        applicable.append("micro_batch_1")
     if base.optimizer in ("adamw", "paged_adamw") and base.method == "full":
         applicable.append("optimizer_8bit")
     if base.method == "full" and base.sharding not in ("zero3", "fsdp"):
@@ -104,6 +166,8 @@ def _slowdown(base: Scenario, variant: Scenario) -> float:
     factor = 1.0
     if variant.gradient_checkpointing and not base.gradient_checkpointing:
         factor *= 1.25
+    if variant.batch_size < base.batch_size:
+        factor *= MICRO_BATCH_SLOWDOWN
     return factor
 
 
@@ -113,52 +177,89 @@ def _training_tokens(request: Request) -> float | None:
     return request.tokens * (request.epochs or 1)
 
 
+def _price(gpu: Gpu, prices: PriceOptions) -> pricing.PriceRange | None:
+    try:
+        return pricing.price_range(gpu.name, overrides=prices.overrides or None, currency=prices.currency,
+                                   usd_rub=prices.usd_rub)
+    except (LookupError, ValueError):
+        return None
+
+
+def _usd_price(gpu: Gpu, prices: PriceOptions) -> pricing.PriceRange | None:
+    if prices.currency == "USD":
+        return _price(gpu, prices)
+    try:
+        return pricing.price_range(gpu.name)  # the contract's USD figures stay market prices
+    except (LookupError, ValueError):
+        return None
+
+
 def _plan(base: Scenario, variant: Scenario, techniques: list[str], b: Breakdown, gpu_name: str,
-          memory_gb: float, count: int, tokens: float | None, overrides: dict[str, float] | None) -> Plan:
+          memory_gb: float, count: int, tokens: float | None, prices: PriceOptions) -> Plan:
     gpu = find_gpu(gpu_name)
-    hours = per100 = None
-    usd = None
-    usd_per_hour = None
+    hours = per100 = tps = None
+    usd = usd_per_hour = cost = per_hour = per_1m = None
     price_date = None
+    own = False
     if gpu is not None:
         if variant.method != "inference":
             t = speed.training_time(variant, gpu, count, tokens or speed.TOKENS_100M)
-            per100 = t.hours * (speed.TOKENS_100M / (tokens or speed.TOKENS_100M))
-            hours = t.hours if tokens else None
-        try:
-            price = pricing.price_range(gpu.name, overrides=overrides)
-            usd_per_hour = price.typical * count
-            price_date = price.date
+            # speed.py counts the recompute of checkpointing in its FLOPs; smaller micro-batches it does not
+            accumulation = MICRO_BATCH_SLOWDOWN if variant.batch_size < base.batch_size else 1.0
+            per100 = t.hours * accumulation * (speed.TOKENS_100M / (tokens or speed.TOKENS_100M))
+            hours = per100 * (tokens or 0) / speed.TOKENS_100M if tokens else None
+        else:
+            tps = speed.inference_speed(variant, gpu, count).tokens_per_second
+        usd_price = _usd_price(gpu, prices)
+        if usd_price is not None:
+            usd_per_hour = usd_price.typical * count
             if hours is not None:
-                usd = {k: round(getattr(price, k) * count * hours, 2) for k in ("min", "typical", "max")}
-        except (LookupError, ValueError):
-            pass
+                usd = {k: round(getattr(usd_price, k) * count * hours, 2) for k in ("min", "typical", "max")}
+        price = _price(gpu, prices)
+        if price is not None:
+            own = price.override
+            price_date = price.date
+            per_hour = getattr(price, PICK_FIELD[prices.pick]) * count
+            if hours is not None:
+                cost = {k: round(getattr(price, k) * count * hours, 2) for k in ("min", "typical", "max")}
+            if per100 is not None:
+                per_1m = per_hour * per100 * TOKENS_1M / speed.TOKENS_100M
+            elif tps:
+                per_1m = per_hour / (tps * 3600) * TOKENS_1M
     usable = memory_gb * USABLE_FRACTION - b.cuda_context
     return Plan(gpu=gpu_name, count=count, techniques=techniques, per_gpu_gb=round(b.total, 2), memory_gb=memory_gb,
-                headroom_gb=round(usable - b.total, 2), hours=round(hours, 2) if hours is not None else None,
-                hours_per_100m_tokens=round(per100, 2) if per100 is not None else None, usd=usd,
-                usd_per_hour=round(usd_per_hour, 2) if usd_per_hour is not None else None,
-                price_date=price_date, slowdown=_slowdown(base, variant))
+                headroom_gb=round(usable - b.total, 2), hours=_round(hours), hours_per_100m_tokens=_round(per100),
+                usd=usd, usd_per_hour=_round(usd_per_hour), price_date=price_date, slowdown=_slowdown(base, variant),
+                currency=prices.currency, cost=cost, per_hour=_round(per_hour), cost_per_1m_tokens=_round(per_1m, 4),
+                tokens_per_second=_round(tps, 1), own_price=own)
+
+
+def _round(value: float | None, digits: int = 2) -> float | None:
+    return round(value, digits) if value is not None else None
 
 
 def _fits(b: Breakdown, memory_gb: float, headroom: float = HEADROOM) -> bool:
     return b.total + b.cuda_context <= memory_gb * USABLE_FRACTION * (1 - headroom)
 
 
-def _rank_key(p: Plan) -> tuple[float, float]:
+def _cost_key(p: Plan) -> tuple[float, float]:
     # cheapest first: money per 100M tokens for training, money per hour for serving
-    per_hour = p.usd_per_hour if p.usd_per_hour is not None else float("inf")
+    per_hour = p.per_hour if p.per_hour is not None else math.inf
     work = p.hours_per_100m_tokens if p.hours_per_100m_tokens is not None else 1.0
     return (per_hour * work, work)
 
 
-def plan(request: Request, overrides: dict[str, float] | None = None) -> PlanResult:
-    base = build_scenario(request)
-    b0 = breakdown(base)
-    tokens = _training_tokens(request)
-    named = candidate_gpus(request) if request.gpus else []
-    candidates = named or [(g.name, g.memory_gb, 1) for g in _priced_gpus()]
+def _time_key(p: Plan) -> tuple[float, float]:
+    # fastest first: hours per 100M tokens for training, fewest seconds per token for serving
+    if p.hours_per_100m_tokens is not None:
+        work = p.hours_per_100m_tokens
+    else:
+        work = 1 / p.tokens_per_second if p.tokens_per_second else math.inf
+    return (work, p.per_hour if p.per_hour is not None else math.inf)
 
+
+def _search(base: Scenario, candidates: list[tuple[str, float, int]], tokens: float | None,
+            prices: PriceOptions, rank_by: RankBy) -> list[Plan]:
     plans: list[Plan] = []
     for counts in (COUNTS, NODE_COUNTS):
         for count in counts:
@@ -169,20 +270,119 @@ def plan(request: Request, overrides: dict[str, float] | None = None) -> PlanRes
                 b = breakdown(scenario)
                 for name, memory, _ in candidates:
                     if _fits(b, memory):
-                        plans.append(_plan(base, scenario, techniques, b, name, memory, count, tokens, overrides))
+                        plans.append(_plan(base, scenario, techniques, b, name, memory, count, tokens, prices))
         if plans:
             break
-    plans = _best_per_gpu_count(sorted(plans, key=_rank_key))[:MAX_PLANS]
+    key = _time_key if rank_by == "time" else _cost_key
+    return _best_per_gpu_count(sorted(plans, key=key))[:MAX_PLANS]
+
+
+def _catalog_candidates() -> list[tuple[str, float, int]]:
+    return [(g.name, g.memory_gb, 1) for g in _priced_gpus()]
+
+
+def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
+    prices = prices or PriceOptions()
+    notes = _input_notes(request, prices)
+    if any(n.key == "price" for n in notes):
+        bad = {n.params["gpu"] for n in notes if n.key == "price"}
+        prices = prices.model_copy(update={"overrides": {k: v for k, v in prices.overrides.items() if k not in bad}})
+    rank_by: RankBy = prices.rank_by or request.rank_by or "cost"
+    base = build_scenario(request)
+    b0 = breakdown(base)
+    tokens = _training_tokens(request)
+    named = candidate_gpus(request) if request.gpus else []
+    plans = _search(base, named or _catalog_candidates(), tokens, prices, rank_by)
 
     asked_fits = None
     suggestions: list[Suggestion] = []
+    alternatives: list[Plan] = []
+    comparison: list[Comparison] = []
     if named:
         asked_fits = any(_fits(b0, memory, headroom=0.0) for _, memory, _ in named)
-        name, memory, _ = named[0]
+        memory = named[0][1]
         if not asked_fits:
             suggestions = what_to_change(base, b0, memory)
-    return PlanResult(scenario=base, breakdown=b0, plans=plans, suggestions=suggestions, asked_fits=asked_fits,
-                      tokens=tokens)
+        if len(named) > 1:
+            comparison = [_compare(base, b0, g, tokens, prices) for g in named]
+        elif not plans:
+            alternatives = _search(base, _catalog_candidates(), tokens, prices, rank_by)[:3]
+        elif asked_fits and plans:
+            cheaper = _cheaper_gpu(base, b0, named[0], plans, tokens, prices)
+            if cheaper is not None:
+                alternatives = [cheaper]
+    result = PlanResult(scenario=base, breakdown=b0, plans=plans, suggestions=suggestions, asked_fits=asked_fits,
+                        tokens=tokens, currency=prices.currency, rank_by=rank_by, comparison=comparison,
+                        alternatives=alternatives, notes=notes)
+    result.monthly = _monthly(result, prices)
+    return result
+
+
+def _compare(base: Scenario, b0: Breakdown, named: tuple[str, float, int], tokens: float | None,
+             prices: PriceOptions) -> Comparison:
+    """The named GPU at the count asked: the cheapest technique set that fits, or the shortfall."""
+    name, memory, count = named
+    best: Plan | None = None
+    for techniques, variant in _variants(base):
+        if count == 1 and "zero3" in techniques:
+            continue
+        scenario = variant.model_copy(update={"gpu_count": count, "sharding": _sharding(variant, count)})
+        b = breakdown(scenario)
+        if _fits(b, memory, headroom=0.0):
+            best = _plan(base, scenario, techniques, b, name, memory, count, tokens, prices)
+            break
+    first = breakdown(base.model_copy(update={"gpu_count": count, "sharding": _sharding(base, count)}))
+    return Comparison(gpu=name, count=count, fits=best is not None, need_gb=round(first.total + first.cuda_context, 2),
+                      memory_gb=memory, plan=best)
+
+
+def _cheaper_gpu(base: Scenario, b0: Breakdown, named: tuple[str, float, int], plans: list[Plan],
+                 tokens: float | None, prices: PriceOptions) -> Plan | None:
+    """When the asked GPU leaves much of its memory unused, the cheapest catalog GPU that also fits."""
+    name, memory, count = named
+    if b0.total + b0.cuda_context > memory * USABLE_FRACTION * (1 - SPARE_SHARE):
+        return None
+    asked = next((p for p in plans if p.gpu == name and p.count == count), None)
+    if asked is None or asked.per_hour is None:
+        return None
+    smaller = [(n, m, c) for n, m, c in _catalog_candidates() if m < memory]
+    options = [p for p in _search(base, smaller, tokens, prices, "cost") if p.count == count and not p.techniques]
+    cheaper = [p for p in options if p.per_hour is not None and p.per_hour < asked.per_hour * 0.9]
+    return min(cheaper, key=_cost_key) if cheaper else None
+
+
+def _monthly(result: PlanResult, prices: PriceOptions) -> Monthly | None:
+    """Monthly against hourly for the best plan's GPU, when a monthly offer exists."""
+    if not result.plans or result.scenario.method == "inference":
+        return None
+    best = result.plans[0]
+    if best.own_price:
+        return None
+    try:
+        m = pricing.monthly_vs_hourly(best.gpu, pricing.HOURS_PER_MONTH, currency=prices.currency)
+    except (LookupError, ValueError):
+        return None
+    return Monthly(gpu=m.gpu, currency=m.currency, monthly_price=round(m.monthly_price, 2),
+                   hourly_price=round(m.hourly_price, 2), break_even_hours=round(m.break_even_hours, 1),
+                   run_hours=best.hours)
+
+
+def _input_notes(request: Request, prices: PriceOptions) -> list[Note]:
+    """What the input said that cannot be used as given: parse errors, unknown GPUs, impossible prices."""
+    notes = [Note(key=reason.strip()) for reason in (request.error or "").split(";") if reason.strip()]
+    for ref in request.gpus:
+        if ref.name and ref.memory_gb is None and find_gpu(ref.name) is None:
+            notes.append(Note(key="unknown_gpu", params={"name": ref.name}))
+    for gpu_name, value in prices.overrides.items():
+        gpu = find_gpu(gpu_name)
+        if gpu is None:
+            notes.append(Note(key="price", params={"gpu": gpu_name, "value": value, "why": "unknown GPU"}))
+            continue
+        try:
+            pricing.validate_price(value, prices.currency)
+        except ValueError:
+            notes.append(Note(key="price", params={"gpu": gpu_name, "value": value, "why": "impossible"}))
+    return notes
 
 
 def _sharding(variant: Scenario, count: int) -> Any:

@@ -81,6 +81,7 @@ class Request(Strict):
     flash_attention: bool | None = None
     sharding: Sharding | None = None
     fused_loss: bool | None = None
+    rank_by: Literal["cost", "time"] | None = None  # "the fastest" ranks plans by time, else by cost
 
 
 PARSE_FIELDS = (

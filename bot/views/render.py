@@ -20,7 +20,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, Field
 
 from engine.catalog import shape_reference
-from engine.planner import PlanResult, Suggestion, plan
+from engine.planner import Comparison, Monthly, Note, Plan, PlanResult, PriceOptions, Suggestion, plan
 from engine.pricing import Currency
 from engine.scenario import ScenarioError
 from engine.schema import Language, Request
@@ -116,18 +116,96 @@ def hours_text(lang: str, hours: float) -> str:
     return f"{num(lang, shown)} " + _(lang, "hours (fraction)")
 
 
-def money_text(lang: str, usd: dict[str, float] | None, per_hour: float | None) -> str:
-    if usd:
-        return f"${num(lang, usd['min'])}–{num(lang, usd['max'])} (~${num(lang, usd['typical'])})"
-    if per_hour is not None:
-        return f"${num(lang, per_hour)}" + _(lang, "/h")
+def money(lang: str, value: float, currency: str) -> str:
+    """"$1,234" / "1 234 $" / "1 234 ₽": Babel's digits, the symbol where each language puts it."""
+    pattern = "#,##0" if value >= 100 else ("#,##0.##" if value >= 1 else "#,##0.###")
+    digits = format_decimal(value, format=pattern, locale=lang)
+    symbol = "₽" if currency == "RUB" else "$"
+    return f"{symbol}{digits}" if lang == "en" and symbol == "$" else f"{digits} {symbol}"
+
+
+def plan_money(lang: str, p: Plan) -> str:
+    """The whole run as a range with the picked figure, else the price per hour of all its GPUs."""
+    if p.cost:
+        return f"{money(lang, p.cost['min'], p.currency)}–{money(lang, p.cost['max'], p.currency)}"
+    if p.per_hour is not None:
+        return money(lang, p.per_hour, p.currency) + _(lang, "/h")
     return ""
 
 
-TECHNIQUE_LABELS = {
-    "gradient_checkpointing": "checkpointing", "optimizer_8bit": "8-bit Adam", "zero3": "ZeRO-3",
-    "cpu_offload": "CPU offload",
+def technique_label(lang: str, key: str) -> str:
+    labels = {"gradient_checkpointing": _(lang, "checkpointing"), "micro_batch_1": _(lang, "micro-batch 1"),
+              "optimizer_8bit": "8-bit Adam", "zero3": "ZeRO-3", "cpu_offload": _(lang, "CPU offload")}
+    return labels.get(key, key)
+
+
+def plan_time(lang: str, p: Plan) -> str:
+    if p.hours is not None:
+        return hours_text(lang, p.hours)
+    if p.hours_per_100m_tokens is not None:
+        return hours_text(lang, p.hours_per_100m_tokens) + " / 100M " + _(lang, "tokens")
+    if p.tokens_per_second is not None:
+        return _(lang, "%(tps)s tokens/s") % {"tps": num(lang, p.tokens_per_second)}
+    return ""
+
+
+def plan_view(lang: str, p: Plan) -> dict[str, Any]:
+    return {"gpu": p.gpu, "count": p.count, "money": plan_money(lang, p), "time": plan_time(lang, p),
+            "techniques": ", ".join(technique_label(lang, t) for t in p.techniques)}
+
+
+def comparison_line(lang: str, c: Comparison) -> str:
+    """One GPU of a side-by-side comparison: fits?, headroom, time, cost per 1M tokens."""
+    name = f"{c.count}×{c.gpu}"
+    if not c.fits or c.plan is None:
+        return "❌ " + _(lang, "%(gpu)s: needs %(need)s GB of %(total)s") % {
+            "gpu": name, "need": num(lang, c.need_gb), "total": num(lang, c.memory_gb)}
+    p = c.plan
+    parts = [_(lang, "%(gb)s GB free") % {"gb": num(lang, max(p.headroom_gb, 0))}]
+    if p.techniques:
+        parts.append(", ".join(technique_label(lang, t) for t in p.techniques))
+    if plan_time(lang, p):
+        parts.append(plan_time(lang, p))
+    if p.cost_per_1m_tokens is not None:
+        parts.append(_(lang, "%(money)s per 1M tokens") % {"money": money(lang, p.cost_per_1m_tokens, p.currency)})
+    return f"✅ {name}: " + " · ".join(parts)
+
+
+NOTE_TEXTS = {
+    "model size out of range": "model size out of range: ignored",
+    "context length out of range": "context length out of range: the default %(seq_len)s is used",
+    "batch size out of range": "batch size out of range: the default %(batch_size)s is used",
+    "LoRA rank out of range": "LoRA rank out of range: the default %(lora_rank)s is used",
+    "epochs out of range": "number of epochs out of range: ignored",
+    "amount of data out of range": "amount of data out of range: ignored",
+    "GPU memory out of range": "GPU memory out of range: ignored",
+    "GPU count out of range": "GPU count out of range (1–100 000): one GPU is used",
+    "too long": "the message is too long: only its beginning was read",
 }
+
+
+def note_text(lang: str, n: Note, scenario: Any) -> str:
+    params = {"seq_len": scenario.seq_len, "batch_size": scenario.batch_size, "lora_rank": scenario.lora_rank}
+    if n.key == "unknown_gpu":
+        return _(lang, "%(name)s is not in the catalog: all GPUs are compared instead") % {
+            "name": html_escape(str(n.params.get("name", "")))}
+    if n.key == "price":
+        return _(lang, "your price %(value)s for %(gpu)s is not usable: market prices are used") % {
+            "value": html_escape(str(n.params.get("value"))), "gpu": html_escape(str(n.params.get("gpu")))}
+    text = NOTE_TEXTS.get(n.key)
+    return _(lang, text) % params if text else html_escape(n.key)
+
+
+def html_escape(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def monthly_text(lang: str, m: Monthly) -> str:
+    text = _(lang, "By the month: %(gpu)s for %(month)s a month pays off from %(hours)s of use a month") % {
+        "gpu": m.gpu, "month": money(lang, m.monthly_price, m.currency), "hours": hours_text(lang, m.break_even_hours)}
+    if m.run_hours is not None:
+        text += "; " + _(lang, "this run takes %(hours)s") % {"hours": hours_text(lang, m.run_hours)}
+    return text + "."
 
 
 def suggestion_text(lang: str, s: Suggestion) -> str:
@@ -165,14 +243,10 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
     verdict = "estimate"
     if asked_gpu is not None:
         verdict = "fits" if result.asked_fits else "no_fit"
-    plans = []
-    for p in result.plans[:3]:
-        time = hours_text(lang, p.hours) if p.hours is not None else (
-            hours_text(lang, p.hours_per_100m_tokens) + " / 100M " + _(lang, "tokens")
-            if p.hours_per_100m_tokens is not None else "")
-        plans.append({"gpu": p.gpu, "count": p.count, "money": money_text(lang, p.usd, p.usd_per_hour),
-                      "time": time, "techniques": ", ".join(TECHNIQUE_LABELS.get(t, t) for t in p.techniques)})
-    dates = sorted({p.price_date for p in result.plans if p.price_date})
+    plans = [plan_view(lang, p) for p in result.plans[:3]]
+    dates = sorted({p.price_date for p in [*result.plans, *result.alternatives]
+                    if p.price_date and p.price_date != "given"})
+    cheaper = result.alternatives[0] if result.asked_fits and result.alternatives else None
     s = result.scenario
     return {
         "error": False, "verdict": verdict, "need_gb": need,
@@ -185,6 +259,13 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
         "suggestions": [suggestion_text(lang, x) for x in result.suggestions[:4]],
         "cpu_ram_gb": b.cpu_ram, "assumptions": ", ".join(s.assumptions) or "—",
         "price_date": dates[-1] if dates else "",
+        "rank_by": result.rank_by, "named": asked_gpu is not None,
+        "asked_gpu": asked_gpu[0] if asked_gpu else "",
+        "comparison": [comparison_line(lang, c) for c in result.comparison],
+        "alternatives": [] if cheaper else [plan_view(lang, p) for p in result.alternatives],
+        "cheaper": plan_view(lang, cheaper) if cheaper else None,
+        "notes": [note_text(lang, n, s) for n in result.notes],
+        "monthly": monthly_text(lang, result.monthly) if result.monthly else "",
     }
 
 
@@ -196,7 +277,12 @@ class AnswerOptions(BaseModel):
     currency: Currency = "USD"
     tier: Tier = "typical"
     prices: dict[str, float] = Field(default_factory=dict)  # own price per GPU-hour, in `currency`
-    rank_by: RankBy = "cost"
+    rank_by: RankBy | None = None  # None: as the question asks ("the fastest"), else by cost
+    usd_rub: float | None = None  # None: the catalog's Bank of Russia rate
+
+    def price_options(self) -> PriceOptions:
+        return PriceOptions(currency=self.currency, pick=self.tier, overrides=self.prices, usd_rub=self.usd_rub,
+                            rank_by=self.rank_by)
 
 
 @dataclass(frozen=True)
@@ -219,7 +305,7 @@ def render_request(request: Request, options: AnswerOptions | None = None) -> Re
     if request.model is None:
         return RenderedAnswer(language, not_understood, _(language, "Not understood"), None, None)
     try:
-        result = plan(request)
+        result = plan(request, options.price_options())
     except ScenarioError:
         return RenderedAnswer(language, not_understood, _(language, "Not understood"), None, None)
     named = candidate_gpus(request) if request.gpus else []

@@ -30,7 +30,7 @@ from typing import Any
 
 from engine.parse import hardware, settings, training
 from engine.parse.gpus import gpu_index
-from engine.parse.intent import intent
+from engine.parse.intent import intent, rank_by
 from engine.parse.models import catalog_names, model_index, sizes
 from engine.parse.normalize import MAX_CHARS, clean, has_cyrillic, tokenize
 from engine.parse.scan import Scan
@@ -109,5 +109,5 @@ def _request(s: Scan, kind: str, language: str, errors: list[str]) -> Request:
     fields: dict[str, Any] = {k: said.get(k) for k in (
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
         "gradient_checkpointing", "offload", "tokens", "epochs", "sharding")}
-    return Request(language=language, intent=kind, gpus=gpus,
+    return Request(language=language, intent=kind, gpus=gpus, rank_by=rank_by(s),
                    error="; ".join(dict.fromkeys(errors)) or None, **fields)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from engine.parse.gpus import gpu_index, resolve
@@ -59,6 +60,17 @@ def _count_before(s: Scan, i: int) -> tuple[int, int] | None:
     if w in COUNT_WORDS:
         return COUNT_WORDS[w], k
     return None
+
+
+def _impossible_count_before(s: Scan, i: int) -> bool:
+    """"0 H100", "1000000 H100", "0x A100": a count no cluster has (it is reported, one GPU used)."""
+    k = i - 1
+    if s.word(k) in TIMES:
+        k -= 1
+    if not s.num(k) or s.unit_after(k)[1] != k or (s.glued(k) and s.toks[k - 1].kind == WORD):
+        return False
+    v = s.toks[k].val
+    return v == 0 or (v > MAX_GPUS and (math.isinf(v) or v == int(v)))
 
 
 def _count_after(s: Scan, j: int) -> tuple[int, int] | None:
@@ -131,6 +143,9 @@ def named(s: Scan) -> None:
             count = _count_after(s, last)
             if count:
                 last = count[1]
+            elif _impossible_count_before(s, first):
+                s.errors.append("GPU count out of range")
+                first -= 1
         if s.word(last + 1) in ("s", "ти", "ок") and s.glued(last + 1):
             last += 1  # "3090s"
         name, memory = resolve(item, mem_said[0] if mem_said else None)

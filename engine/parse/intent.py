@@ -13,6 +13,12 @@ from engine.parse.lexicon import (
 )
 from engine.parse.scan import Scan
 
+# "the fastest", "быстрее всего": plans ranked by time rather than by money
+FAST_WORDS = frozenset({"fastest", "quickest", "faster", "quicker", "asap", "быстрее", "побыстрее", "быстрейший",
+                        "быстрейшая", "быстрейшее", "быстрейшие", "скорейший"})
+FAST_ADJECTIVES = frozenset({"быстрый", "быстрая", "быстрое", "быстрые", "быстрого", "быструю"})
+SUPERLATIVE = frozenset({"самый", "самая", "самое", "самые", "самого", "самую", "most"})
+
 SUBSTANCE = ("model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
              "gradient_checkpointing", "offload", "tokens", "epochs")
 
@@ -41,6 +47,17 @@ def _options(s: Scan) -> int:
     methods += sum(1 for t in s.toks if t.text in ("full", "полный", "полного", "полное", "инференс",
                                                     "inference", "fft"))
     return max(len(s.gpus), methods)
+
+
+def rank_by(s: Scan) -> str | None:
+    if s.words & FAST_WORDS:
+        return "time"
+    for i, t in enumerate(s.toks):
+        if t.text in FAST_ADJECTIVES and i > 0 and s.toks[i - 1].text in SUPERLATIVE:
+            return "time"
+        if t.text == "fast" and i > 1 and s.toks[i - 1].text == "as" and s.toks[i - 2].text == "as":
+            return "time"
+    return None
 
 
 def intent(s: Scan) -> str:
