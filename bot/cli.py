@@ -77,12 +77,26 @@ def _run_lines(handler: Callable[[str], dict[str, Any]], text: list[str] | None)
     return 0
 
 
+def _price_flag(value: str) -> tuple[str, float]:
+    """`--price "H100=2.5"`: the user's own price per GPU-hour (impossible values are reported in the answer)."""
+    name, sep, number = value.rpartition("=")
+    try:
+        if not sep or not name.strip():
+            raise ValueError
+        return name.strip(), float(number.replace(",", "."))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected GPU=PRICE, got {value!r}") from None
+
+
 def _ask(args: argparse.Namespace) -> int:
-    from bot.views.render import render_answer_text
+    from bot.views.render import AnswerOptions, render_answer_text
+
+    options = AnswerOptions(lang=args.lang, currency=args.currency, tier=args.tier, prices=dict(args.price),
+                            rank_by=args.rank_by, usd_rub=args.usd_rub)
 
     def one(text: str) -> str:
         try:
-            return render_answer_text(text, lang=args.lang, fmt=args.format)
+            return render_answer_text(text, options, fmt=args.format)
         except Exception as exc:
             return f"Sorry, something went wrong ({type(exc).__name__})."
 
@@ -120,6 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("ask", help="the complete answer, as the bot would send it")
     a.add_argument("--lang", choices=["ru", "en"], default=None)
     a.add_argument("--format", choices=["text", "html"], default="text")
+    a.add_argument("--currency", choices=["USD", "RUB"], default="USD", help="money in dollars or roubles")
+    a.add_argument("--tier", choices=["cheapest", "typical", "premium"], default="typical",
+                   help="which price of the market range ranks the plans")
+    a.add_argument("--price", type=_price_flag, action="append", default=[], metavar="GPU=PRICE",
+                   help="your own price per GPU-hour in --currency (repeatable)")
+    a.add_argument("--rank-by", choices=["cost", "time"], default=None, help="cheapest or fastest plans first")
+    a.add_argument("--usd-rub", type=float, default=None, metavar="RATE", help="roubles per dollar")
     a.add_argument("text", nargs="*")
     sub.add_parser("run", help="start the Telegram bot")
     return ap

@@ -287,6 +287,8 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     if any(n.key == "price" for n in notes):
         bad = {n.params["gpu"] for n in notes if n.key == "price"}
         prices = prices.model_copy(update={"overrides": {k: v for k, v in prices.overrides.items() if k not in bad}})
+    if any(n.key == "rate" for n in notes):
+        prices = prices.model_copy(update={"usd_rub": None})
     rank_by: RankBy = prices.rank_by or request.rank_by or "cost"
     base = build_scenario(request)
     b0 = breakdown(base)
@@ -373,6 +375,11 @@ def _input_notes(request: Request, prices: PriceOptions) -> list[Note]:
     for ref in request.gpus:
         if ref.name and ref.memory_gb is None and find_gpu(ref.name) is None:
             notes.append(Note(key="unknown_gpu", params={"name": ref.name}))
+    if prices.usd_rub is not None:
+        try:
+            pricing.validate_rate(prices.usd_rub)
+        except ValueError:
+            notes.append(Note(key="rate", params={"value": prices.usd_rub}))
     for gpu_name, value in prices.overrides.items():
         gpu = find_gpu(gpu_name)
         if gpu is None:

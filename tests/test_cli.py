@@ -40,3 +40,11 @@ def test_fits_lists_every_catalog_gpu_when_none_named() -> None:
 
 def test_bad_flag_exits_2() -> None:
     assert run("estimate", "--no-such-flag").returncode == 2
+
+
+def test_ask_prices_in_roubles_with_own_prices_and_rejects_a_malformed_price_flag() -> None:
+    out = run("ask", "--currency", "RUB", "--price", "H100=900", "8B LoRA на H100")
+    assert out.returncode == 0 and "900\u00a0₽/ч" in out.stdout
+    assert run("ask", "--price", "H100", "8B LoRA").returncode == 2
+    noted = run("ask", "--price", "H100=-1", "8B LoRA on H100")
+    assert noted.returncode == 0 and "your price -1 for H100 is not usable" in noted.stdout

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from engine.planner import plan, plan_json
+import pytest
+
+from engine.parse import parse
+from engine.planner import PriceOptions, plan, plan_json
 from engine.schema import Request
 
 
@@ -44,3 +47,88 @@ def test_full_32b_lands_on_a_node_with_zero3() -> None:  # S11
 def test_70b_full_needs_more_than_one_gpu() -> None:
     result = plan(request(model={"params_b": 70}, method="full"))
     assert result.plans and all(p.count > 1 or "cpu_offload" in p.techniques for p in result.plans)
+
+
+def test_ranking_by_time_puts_the_fastest_first() -> None:
+    result = plan(request(model={"params_b": 8}, method="lora", tokens=1e8), PriceOptions(rank_by="time"))
+    hours = [p.hours for p in result.plans]
+    assert result.rank_by == "time" and hours == sorted(hours)  # type: ignore[type-var]
+    cheapest = plan(request(model={"params_b": 8}, method="lora", tokens=1e8))
+    assert cheapest.plans[0].hours > result.plans[0].hours  # type: ignore[operator]
+
+
+def test_the_question_can_ask_for_the_fastest() -> None:
+    assert parse("fastest way to LoRA 8B").rank_by == "time"
+    assert parse("самый быстрый вариант для QLoRA 70B").rank_by == "time"
+    assert parse("70B QLoRA на H100?").rank_by is None
+    assert plan(parse("what is the fastest way to LoRA 8B on 100M tokens")).rank_by == "time"
+
+
+def test_comparison_puts_named_gpus_side_by_side_with_cost_per_million_tokens() -> None:
+    result = plan(parse("compare A100 vs H100 vs RTX 4090 for 8b lora on 100M tokens"))
+    rows = {c.gpu: c for c in result.comparison}
+    assert set(rows) == {"A100 80GB SXM", "H100 SXM", "RTX 4090"}
+    assert rows["RTX 4090"].fits is False and rows["RTX 4090"].need_gb > 24
+    for name in ("A100 80GB SXM", "H100 SXM"):
+        p = rows[name].plan
+        assert rows[name].fits and p is not None and p.headroom_gb > 0
+        assert p.cost_per_1m_tokens == pytest.approx(p.per_hour * p.hours / 100, rel=0.01)  # type: ignore[operator]
+    # S15: the H100 is more than twice as fast; per token it costs about the same
+    assert rows["A100 80GB SXM"].plan.hours / rows["H100 SXM"].plan.hours > 1.8  # type: ignore[union-attr,operator]
+
+
+def test_prices_in_roubles_and_the_users_own_price() -> None:
+    rub = plan(request(model={"params_b": 8}, method="lora", gpus=[{"name": "H100"}]), PriceOptions(currency="RUB"))
+    usd = plan(request(model={"params_b": 8}, method="lora", gpus=[{"name": "H100"}]))
+    assert rub.currency == "RUB" and rub.plans[0].currency == "RUB"
+    assert rub.plans[0].per_hour > 30 * usd.plans[0].per_hour  # type: ignore[operator]
+    assert rub.plans[0].usd_per_hour == usd.plans[0].usd_per_hour  # the contract's dollars stay dollars
+    own = plan(request(model={"params_b": 8}, method="lora", gpus=[{"name": "H100"}]),
+               PriceOptions(overrides={"h100": 1.25}))
+    assert own.plans[0].own_price and own.plans[0].per_hour == 1.25
+
+
+def test_an_impossible_price_is_reported_and_market_prices_are_used() -> None:
+    result = plan(request(model={"params_b": 8}, method="lora", gpus=[{"name": "H100"}]),
+                  PriceOptions(overrides={"H100": -1.0, "TPU v9": 2.0}, usd_rub=-3))
+    keys = {(n.key, n.params.get("why")) for n in result.notes}
+    assert keys == {("price", "impossible"), ("price", "unknown GPU"), ("rate", None)}
+    assert result.plans[0].per_hour and result.plans[0].per_hour > 0 and not result.plans[0].own_price
+
+
+def test_unknown_gpu_and_impossible_gpu_counts_are_noted() -> None:
+    unknown = plan(parse("70B QLoRA на RTX 9090"))
+    assert [n.key for n in unknown.notes] == ["unknown_gpu"] and unknown.plans  # planned over the catalog
+    for text in ("70B QLoRA on 0 H100", "70B QLoRA on 1000000 H100"):
+        req = parse(text)
+        assert req.gpus[0].count == 1
+        assert [n.key for n in plan(req).notes] == ["GPU count out of range"]
+
+
+def test_a_mostly_idle_gpu_gets_a_cheaper_one_that_also_fits() -> None:
+    result = plan(parse("7b qlora on H200"))
+    assert result.asked_fits and len(result.alternatives) == 1
+    cheaper, asked = result.alternatives[0], result.plans[0]
+    assert cheaper.gpu != "H200 SXM" and cheaper.memory_gb < 141
+    assert cheaper.per_hour < asked.per_hour  # type: ignore[operator]
+    tight = plan(parse("70B QLoRA на H100?"))  # 58 of 80 GB: no cheaper advice
+    assert tight.asked_fits and not tight.alternatives
+
+
+def test_when_the_named_gpu_never_fits_the_catalog_offers_others() -> None:
+    result = plan(parse("405B full fine-tuning on RTX 3060"))
+    assert result.asked_fits is False and not result.plans
+    assert result.alternatives and all(p.memory_gb > 12 for p in result.alternatives)
+
+
+def test_a_large_micro_batch_is_cut_with_gradient_accumulation() -> None:
+    result = plan(request(model={"params_b": 7}, method="lora", batch_size=64, seq_len=4096, gpus=[{"name": "L40S"}]))
+    assert result.plans and all("micro_batch_1" in p.techniques for p in result.plans)
+
+
+def test_monthly_rental_against_hourly_for_the_best_plan() -> None:
+    result = plan(request(model={"params_b": 8}, method="lora", tokens=1e9, gpus=[{"name": "H100"}]))
+    m = result.monthly
+    assert m is not None and m.gpu == "H100 SXM"
+    assert m.break_even_hours == pytest.approx(m.monthly_price / m.hourly_price, rel=0.01)
+    assert m.run_hours == result.plans[0].hours

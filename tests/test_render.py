@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from bot.views.render import hours_text, render_answer, render_answer_text
+from bot.views.render import (
+    AnswerOptions,
+    assumption_text,
+    hours_text,
+    money,
+    render_answer,
+    render_answer_text,
+    render_text,
+)
 
 
 def test_russian_question_gets_a_russian_answer_with_a_narrow_table() -> None:
@@ -34,3 +42,53 @@ def test_garbage_and_html_get_a_friendly_answer_not_markup() -> None:
         _lang, body = render_answer(text)
         assert "<script>" not in body
         assert "70B QLoRA" in body  # the example the reply offers
+
+
+def test_assumptions_read_in_the_readers_language_with_plural_forms() -> None:
+    _lang, body = render_answer("LoRA 8B на 4090, контекст 8192")
+    quote = body.split("<blockquote expandable>")[1]
+    assert "8-битные" not in quote and "ранг LoRA 16" in quote and "оптимизатор AdamW" in quote
+    assert "=" not in quote.split("Цены")[0]  # no raw key=value left
+    assert assumption_text("ru", "seq_len=8192") == "контекст 8192 токена"
+    assert assumption_text("ru", "seq_len=2048") == "контекст 2048 токенов"
+    assert assumption_text("en", "seq_len=2048") == "context 2048 tokens"
+
+
+def test_money_follows_each_languages_convention() -> None:
+    assert money("en", 1234.5, "USD") == "$1,234"
+    assert money("ru", 1234.5, "USD") == "1\u00a0234\u00a0$"  # no-break spaces: a price never wraps
+    assert money("ru", 12.5, "RUB") == "12,5\u00a0₽"
+    assert money("en", 0.256, "USD") == "$0.256"
+
+
+def test_roubles_and_own_prices_reach_the_answer() -> None:
+    body = render_text("8B LoRA на H100 на 100M токенов", AnswerOptions(currency="RUB")).html
+    assert "₽" in body and "$" not in body.split("<blockquote")[0]
+    own = render_answer_text("8B LoRA on H100", AnswerOptions(prices={"H100": 1.5}))
+    assert "$1.5/h" in own
+
+
+def test_comparison_is_shown_side_by_side() -> None:
+    text = render_answer_text("compare A100 vs H100 vs RTX 4090 for 8b lora on 100M tokens")
+    block = text.split("Side by side\n")[1].split("\n\n")[0].splitlines()
+    assert len(block) == 3 and block[2].startswith("❌ 1×RTX 4090: needs")
+    assert all("per 1M tokens" in line for line in block[:2])
+
+
+def test_bad_input_is_named_with_what_was_used_instead() -> None:
+    text = render_answer_text("70B QLoRA on 1000000 H100", AnswerOptions(prices={"H100": -1}))
+    assert "GPU count out of range (1–100 000): one GPU is used" in text
+    assert "your price -1 for H100 is not usable: market prices are used" in text
+    ru = render_answer_text("70B QLoRA на RTX 9090 <b>")
+    assert "RTX 9090 нет в каталоге: сравниваю со всеми GPU" in ru
+
+
+def test_a_named_gpu_that_never_fits_says_so_and_offers_others() -> None:
+    text = render_answer_text("405B full fine-tuning on RTX 3060")
+    assert "No number of RTX 3060 up to 64 fits this as asked." in text
+    assert "Other GPUs that fit\n• 8×" in text
+
+
+def test_a_cheaper_gpu_is_suggested_when_the_asked_one_is_mostly_idle() -> None:
+    text = render_answer_text("7b qlora on H200")
+    assert "💡 A cheaper GPU fits too: 1×" in text

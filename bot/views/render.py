@@ -9,6 +9,7 @@ from __future__ import annotations
 import gettext
 import html
 import io
+import math
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -121,7 +122,7 @@ def money(lang: str, value: float, currency: str) -> str:
     pattern = "#,##0" if value >= 100 else ("#,##0.##" if value >= 1 else "#,##0.###")
     digits = format_decimal(value, format=pattern, locale=lang)
     symbol = "₽" if currency == "RUB" else "$"
-    return f"{symbol}{digits}" if lang == "en" and symbol == "$" else f"{digits} {symbol}"
+    return f"{symbol}{digits}" if lang == "en" and symbol == "$" else f"{digits}\u00a0{symbol}"  # no break
 
 
 def plan_money(lang: str, p: Plan) -> str:
@@ -145,7 +146,8 @@ def plan_time(lang: str, p: Plan) -> str:
     if p.hours_per_100m_tokens is not None:
         return hours_text(lang, p.hours_per_100m_tokens) + " / 100M " + _(lang, "tokens")
     if p.tokens_per_second is not None:
-        return _(lang, "%(tps)s tokens/s") % {"tps": num(lang, p.tokens_per_second)}
+        tps = round(p.tokens_per_second)
+        return _n(lang, "%(tps)s token/s", "%(tps)s tokens/s", tps) % {"tps": num(lang, tps)}
     return ""
 
 
@@ -188,21 +190,55 @@ def note_text(lang: str, n: Note, scenario: Any) -> str:
     params = {"seq_len": scenario.seq_len, "batch_size": scenario.batch_size, "lora_rank": scenario.lora_rank}
     if n.key == "unknown_gpu":
         return _(lang, "%(name)s is not in the catalog: all GPUs are compared instead") % {
-            "name": html_escape(str(n.params.get("name", "")))}
+            "name": n.params.get("name", "")}
     if n.key == "price":
         return _(lang, "your price %(value)s for %(gpu)s is not usable: market prices are used") % {
-            "value": html_escape(str(n.params.get("value"))), "gpu": html_escape(str(n.params.get("gpu")))}
+            "value": _number_or_text(lang, n.params.get("value")), "gpu": n.params.get("gpu")}
+    if n.key == "rate":
+        return _(lang, "the rouble rate %(value)s is not usable: the Bank of Russia rate is used") % {
+            "value": _number_or_text(lang, n.params.get("value"))}
     text = NOTE_TEXTS.get(n.key)
-    return _(lang, text) % params if text else html_escape(n.key)
+    return _(lang, text) % params if text else n.key
 
 
-def html_escape(text: str) -> str:
-    return html.escape(text, quote=False)
+def _number_or_text(lang: str, value: Any) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return num(lang, value)
+    return str(value)
+
+
+OPTIMIZER_NAMES = {"adamw": "AdamW", "paged_adamw": "paged AdamW", "adamw_8bit": "8-bit AdamW",
+                   "paged_adamw_8bit": "paged 8-bit AdamW", "sgd": "SGD", "adafactor": "Adafactor", "lion": "Lion"}
+
+
+def assumption_text(lang: str, item: str) -> str:
+    """One default the answer relied on ("seq_len=2048"), worded in the reader's language."""
+    key, _sep, value = item.partition("=")
+    on = value == "on"
+    texts: dict[str, str] = {
+        "architecture": _(lang, "architecture %(v)s") % {"v": value.replace("like ", _(lang, "like") + " ")},
+        "method": _(lang, "method %(v)s") % {"v": value},
+        "bits": _(lang, "%(v)s-bit weights") % {"v": value},
+        "optimizer": _(lang, "optimizer %(v)s") % {"v": OPTIMIZER_NAMES.get(value, value)},
+        "mixed_precision": _(lang, "bf16 mixed precision with fp32 master weights") if value == "amp"
+        else _(lang, "pure bf16"),
+        "lora_rank": _(lang, "LoRA rank %(v)s") % {"v": value},
+        "lora_targets": _(lang, "LoRA on all linear layers") if value == "all_linear"
+        else _(lang, "LoRA on %(v)s") % {"v": value},
+        "seq_len": _n(lang, "context %(v)s token", "context %(v)s tokens", int(value) if value.isdigit() else 5)
+        % {"v": value},
+        "batch_size": _(lang, "micro-batch %(v)s") % {"v": value},
+        "gradient_checkpointing": _(lang, "gradient checkpointing on") if on else _(lang, "gradient checkpointing off"),
+        "flash_attention": _(lang, "FlashAttention on") if on else _(lang, "FlashAttention off"),
+        "fused_loss": _(lang, "fused loss on") if on else _(lang, "fused loss off"),
+        "sharding": _(lang, "%(v)s across the GPUs") % {"v": value.upper().replace("ZERO", "ZeRO-").replace("--", "-")},
+    }
+    return texts.get(key, item)
 
 
 def monthly_text(lang: str, m: Monthly) -> str:
-    text = _(lang, "By the month: %(gpu)s for %(month)s a month pays off from %(hours)s of use a month") % {
-        "gpu": m.gpu, "month": money(lang, m.monthly_price, m.currency), "hours": hours_text(lang, m.break_even_hours)}
+    text = _(lang, "By the month: %(gpu)s for %(month)s a month pays off from %(hours)s h of use a month") % {
+        "gpu": m.gpu, "month": money(lang, m.monthly_price, m.currency), "hours": num(lang, round(m.break_even_hours))}
     if m.run_hours is not None:
         text += "; " + _(lang, "this run takes %(hours)s") % {"hours": hours_text(lang, m.run_hours)}
     return text + "."
@@ -257,7 +293,7 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
         "method_label": method_label(result), "seq_len": s.seq_len, "batch_size": s.batch_size,
         "gpu_count": s.gpu_count, "table": memory_table(lang, result), "plans": plans,
         "suggestions": [suggestion_text(lang, x) for x in result.suggestions[:4]],
-        "cpu_ram_gb": b.cpu_ram, "assumptions": ", ".join(s.assumptions) or "—",
+        "cpu_ram_gb": b.cpu_ram, "assumptions": "; ".join(assumption_text(lang, x) for x in s.assumptions) or "—",
         "price_date": dates[-1] if dates else "",
         "rank_by": result.rank_by, "named": asked_gpu is not None,
         "asked_gpu": asked_gpu[0] if asked_gpu else "",
@@ -329,8 +365,8 @@ def render_answer(text: str, lang: str | None = None) -> tuple[str, str]:
 
 
 
-def render_answer_text(text: str, lang: str | None = None, fmt: str = "text") -> str:
-    _lang, body = render_answer(text, lang)
+def render_answer_text(text: str, options: AnswerOptions | None = None, fmt: str = "text") -> str:
+    body = render_text(text, options).html
     if fmt == "html":
         return body
     return html.unescape(TAG.sub("", body))
