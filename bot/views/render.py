@@ -66,6 +66,11 @@ def environment(lang: str) -> Environment:
     return env
 
 
+def N_(message: str) -> str:
+    """Marks a message chosen at run time for extraction (bot/i18n.py); translated where it is shown."""
+    return message
+
+
 def _(lang: str, message: str) -> str:
     return translations(lang).gettext(message)
 
@@ -174,15 +179,15 @@ def comparison_line(lang: str, c: Comparison) -> str:
 
 
 NOTE_TEXTS = {
-    "model size out of range": "model size out of range: ignored",
-    "context length out of range": "context length out of range: the default %(seq_len)s is used",
-    "batch size out of range": "batch size out of range: the default %(batch_size)s is used",
-    "LoRA rank out of range": "LoRA rank out of range: the default %(lora_rank)s is used",
-    "epochs out of range": "number of epochs out of range: ignored",
-    "amount of data out of range": "amount of data out of range: ignored",
-    "GPU memory out of range": "GPU memory out of range: ignored",
-    "GPU count out of range": "GPU count out of range (1–100 000): one GPU is used",
-    "too long": "the message is too long: only its beginning was read",
+    "model size out of range": N_("model size out of range: ignored"),
+    "context length out of range": N_("context length out of range: the default %(seq_len)s is used"),
+    "batch size out of range": N_("batch size out of range: the default %(batch_size)s is used"),
+    "LoRA rank out of range": N_("LoRA rank out of range: the default %(lora_rank)s is used"),
+    "epochs out of range": N_("number of epochs out of range: ignored"),
+    "amount of data out of range": N_("amount of data out of range: ignored"),
+    "GPU memory out of range": N_("GPU memory out of range: ignored"),
+    "GPU count out of range": N_("GPU count out of range (1–100 000): one GPU is used"),
+    "too long": N_("the message is too long: only its beginning was read"),
 }
 
 
