@@ -264,7 +264,7 @@ def _search(base: Scenario, candidates: list[tuple[str, float, int]], tokens: fl
     for counts in (COUNTS, NODE_COUNTS):
         for count in counts:
             for techniques, variant in _variants(base):
-                if count == 1 and "zero3" in techniques:
+                if count == 1 and techniques[-1:] == ["zero3"]:  # ZeRO-3 alone does nothing on one GPU
                     continue
                 scenario = variant.model_copy(update={"gpu_count": count, "sharding": _sharding(variant, count)})
                 b = breakdown(scenario)
@@ -326,7 +326,7 @@ def _compare(base: Scenario, b0: Breakdown, named: tuple[str, float, int], token
     name, memory, count = named
     best: Plan | None = None
     for techniques, variant in _variants(base):
-        if count == 1 and "zero3" in techniques:
+        if count == 1 and techniques[-1:] == ["zero3"]:  # ZeRO-3 alone does nothing on one GPU
             continue
         scenario = variant.model_copy(update={"gpu_count": count, "sharding": _sharding(variant, count)})
         b = breakdown(scenario)
@@ -393,6 +393,8 @@ def _input_notes(request: Request, prices: PriceOptions) -> list[Note]:
 
 
 def _sharding(variant: Scenario, count: int) -> Any:
+    if count == 1 and variant.offload and variant.sharding in ("zero3", "fsdp", "zero2"):
+        return variant.sharding  # ZeRO-Offload on one GPU: fp32 master weights and optimizer in CPU RAM
     if count == 1:
         return "none" if variant.sharding in ("ddp", "zero3", "fsdp", "zero2", "zero1") else variant.sharding
     if variant.sharding == "none":
