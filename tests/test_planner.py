@@ -132,3 +132,16 @@ def test_monthly_rental_against_hourly_for_the_best_plan() -> None:
     assert m is not None and m.gpu == "H100 SXM"
     assert m.break_even_hours == pytest.approx(m.monthly_price / m.hourly_price, rel=0.01)
     assert m.run_hours == result.plans[0].hours
+
+
+def test_s11_70b_full_fits_a_b300_node_as_is_and_a_b200_node_with_less_optimizer_state() -> None:
+    plans = {(p.gpu, p.count): p for p in plan(request(model={"params_b": 70}, method="full")).plans}
+    assert plans[("B300", 8)].techniques == []
+    assert plans[("B200", 8)].techniques and set(plans[("B200", 8)].techniques) <= {"optimizer_8bit", "cpu_offload"}
+
+
+def test_one_gpu_full_fine_tuning_can_use_zero_offload() -> None:
+    result = plan(parse("compare A100 vs H100 for full 8B, 50M tokens"))
+    for row in result.comparison:
+        assert row.fits and row.plan is not None and "cpu_offload" in row.plan.techniques
+        assert row.plan.count == 1 and row.plan.per_gpu_gb < 80
