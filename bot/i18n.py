@@ -25,8 +25,8 @@ from bot.views.render import LANGUAGES, LOCALES
 
 SOURCES = Path(__file__).resolve().parent
 # The language comes first in our helpers, so the message is the second argument.
-CODE_KEYWORDS = {"_": (2,), "_n": (2, 3), "t": (2,), "tn": (2, 3), "N_": (1,)}
-TEMPLATE_KEYWORDS = {"_": None, "gettext": None, "ngettext": (1, 2)}
+CODE_KEYWORDS: dict[str, tuple[int, ...] | None] = {"_": (2,), "_n": (2, 3), "t": (2,), "tn": (2, 3), "N_": (1,)}
+TEMPLATE_KEYWORDS: dict[str, tuple[int, ...] | None] = {"_": None, "gettext": None, "ngettext": (1, 2)}
 POT = LOCALES / "messages.pot"
 
 
