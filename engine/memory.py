@@ -212,6 +212,23 @@ def _state(s: Scenario, targets: LoraTargets) -> _State:
     return _State(weights, adapters, gradients, optimizer, trainable, cpu)
 
 
+def dequantized_weight_bytes(s: Scenario) -> float:
+    """The 16-bit copy of one quantized matrix that bitsandbytes makes to multiply with it.
+
+    A 4-bit layer dequantizes its whole weight to the compute dtype for every matmul over more than
+    one token (MatMul4Bit: forward, and backward for the input gradient; one-token decoding uses
+    the gemv kernel); an LLM.int8 layer does so in backward only. The copy of the largest quantized
+    matrix is live beside the activations. Only the block linears are quantized, as Hugging Face
+    does (embeddings and lm_head stay 16-bit, see _frozen_base_bytes).
+    """
+    if s.bits > 8 or (s.bits > 4 and s.method == "inference"):
+        return 0.0
+    arch = s.arch
+    f = arch.expert_ffn if arch.experts else arch.ffn
+    largest = arch.hidden * max(f, arch.heads * arch.head_dim)
+    return largest * constants()["weights"]["dequant_bytes"]
+
+
 def breakdown(s: Scenario) -> Breakdown:
     """Peak memory of the busiest GPU for the scenario."""
     c = constants()
@@ -229,7 +246,11 @@ def breakdown(s: Scenario) -> Breakdown:
         # prefill of the longest prompt: one layer's working set at a time, last-token logits only
         activations = tokens * (8 * arch.hidden + (6 if arch.gated_mlp else 4) * f) / n
         logits = s.batch_size * arch.vocab * 4.0
-        static_bytes = st.weights
+        activations += dequantized_weight_bytes(s)
+        # the cache lives from the first token to the last and grows in place (a few KiB a step
+        # inside the allocator's 2 MiB-rounded blocks): it fragments like the weights, not like
+        # the prefill's working set, which is made and freed layer by layer
+        static_bytes = st.weights + kv_cache
         live = st.weights + kv_cache + activations + logits
     else:
         resid = 4.0 if (s.method == "full" and s.mixed_precision == "amp") or s.bits == 32 else 2.0
@@ -240,6 +261,7 @@ def breakdown(s: Scenario) -> Breakdown:
             activations = tokens * arch.layers * arch.hidden * resid + working_layer
         else:
             activations = tokens * per_layer * arch.layers + working_layer
+        activations += dequantized_weight_bytes(s)
         logits = tokens * arch.vocab * c["logits"]["chunked" if s.fused_loss else "plain"]
         # HF AMP keeps fp32 weights and autocast keeps 16-bit copies of them for backward
         autocast_copies = arch.params * 2.0 if (s.method == "full" and st.weights and

@@ -55,6 +55,28 @@ def test_kv_cache_follows_layers_kv_heads_and_length() -> None:
     assert four["kv_cache"] == pytest.approx(4 * one["kv_cache"], rel=1e-3)
 
 
+def test_kv_cache_fragments_like_long_lived_state() -> None:
+    # the cache grows in place and lives to the last token: 10 % slack (weights' class), not the
+    # 30 % of the prefill working set that is made and freed layer by layer
+    b = per_gpu(model={"name": "Llama-3.1-8B"}, method="inference", seq_len=32768, batch_size=1)
+    live = b["weights"] + b["kv_cache"] + b["activations"] + b["logits"]
+    expected = 0.1 * (b["weights"] + b["kv_cache"]) + 0.3 * (b["activations"] + b["logits"])
+    assert b["overhead"] == pytest.approx(expected, abs=2e-3)
+    assert b["total"] == pytest.approx(live + expected, abs=2e-3)
+
+
+def test_bitsandbytes_dequantizes_the_largest_block_linear() -> None:
+    # Llama-2-7B: the MLP matrices, 4096 x 11008, in 16 bits while a 4-bit layer multiplies
+    dequant = 4096 * 11008 * 2 / 2**30
+    prompt = {"model": {"name": "Llama-2-7B"}, "method": "inference", "seq_len": 512}
+    bf16 = per_gpu(**prompt, bits=16)["activations"]
+    assert per_gpu(**prompt, bits=4)["activations"] - bf16 == pytest.approx(dequant, abs=2e-3)
+    assert per_gpu(**prompt, bits=8)["activations"] == pytest.approx(bf16, abs=1e-3)  # int8: only in backward
+    train = {"model": {"name": "Llama-2-7B"}, "lora_targets": "qv", "seq_len": 512}
+    int8_base = per_gpu(**train, method="qlora", bits=8)["activations"]  # LLM.int8 backward dequantizes
+    assert int8_base - per_gpu(**train, method="lora", bits=16)["activations"] == pytest.approx(dequant, abs=2e-3)
+
+
 def test_checkpointing_and_flash_attention_reduce_activations() -> None:
     base = {"model": {"name": "Llama-2-7B"}, "method": "lora", "seq_len": 2048}
     ckpt = per_gpu(**base, gradient_checkpointing=True)
