@@ -1,0 +1,239 @@
+"""What every front end of the bot shares: language resolution, chat options, the reply to a request,
+keyboard states, and the Hugging Face / config.json enrichment of a question.
+
+Handlers stay thin: they pick the text out of an update and send what this module returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from dataclasses import dataclass
+
+from aiogram.types import InlineKeyboardMarkup
+from pydantic import ValidationError
+
+from bot import hub
+from bot.config import BotConfig
+from bot.storage import ChatSettings, Storage
+from bot.views.keyboards import CODE_METHODS, answer_keyboard
+from bot.views.messages import t
+from bot.views.render import AnswerOptions, RenderedAnswer, render_request
+from engine.catalog import find_model
+from engine.parse import parse
+from engine.parse.normalize import has_cyrillic
+from engine.schema import GpuRef, Language, ModelConfig, ModelRef, Request
+
+log = logging.getLogger(__name__)
+
+MAX_QUESTION_CHARS = 4096  # Telegram's own message limit; longer text is not a question
+TELEGRAM_LIMIT = 4096
+HUB_TIMEOUT_S = 3.0
+FX_FALLBACK_RUB_PER_USD = 90.0
+
+# Function words that only an English sentence has; a bare "70B qlora h100" has none and so leaves
+# the language to the chat's setting.
+EN_WORDS = frozenset({
+    "a", "an", "the", "i", "we", "you", "my", "our", "can", "could", "will", "would", "should", "does", "do",
+    "is", "are", "am", "it", "fit", "fits", "fitting", "on", "in", "with", "for", "of", "to", "and", "or",
+    "how", "what", "which", "much", "many", "long", "need", "needs", "run", "train", "training", "tune",
+    "tuning", "enough", "if", "vs", "versus", "about", "cost", "costs", "price", "hours", "time", "using",
+    "use", "want", "please", "help",
+})
+_WORD = re.compile(r"[a-z]+")
+
+
+def question_language(text: str) -> Language | None:
+    """The language the question is written in, or None when its words do not tell (names, numbers)."""
+    if has_cyrillic(text):
+        return "ru"
+    if any(w in EN_WORDS for w in _WORD.findall(text.lower()[:MAX_QUESTION_CHARS])):
+        return "en"
+    return None
+
+
+def client_language(code: str | None) -> Language | None:
+    if not code:
+        return None
+    code = code.lower()
+    if code.startswith("ru"):
+        return "ru"
+    if code.startswith("en"):
+        return "en"
+    return None
+
+
+def resolve_language(question: Language | None, chat: Language | None, user_code: str | None,
+                     default: Language | None) -> Language:
+    """The question's own language → the chat's setting → the Telegram client's → the default → en."""
+    return question or chat or client_language(user_code) or default or "en"
+
+
+def fx_rate() -> float:
+    try:
+        from engine.pricing import default_rate
+
+        return float(default_rate().rub_per_usd)
+    except Exception:  # the engine's price data is optional for the bot's own conversions
+        return FX_FALLBACK_RUB_PER_USD
+
+
+def own_prices(settings: ChatSettings) -> dict[str, float]:
+    """The chat's own prices in the chat's currency (a price set in the other currency is converted)."""
+    out: dict[str, float] = {}
+    for gpu, price in settings.prices.items():
+        value = price.value
+        if price.currency != settings.currency:
+            rate = fx_rate()
+            value = value * rate if settings.currency == "RUB" else value / rate
+        out[gpu] = round(value, 4)
+    return out
+
+
+def answer_options(settings: ChatSettings, lang: Language, default: Language) -> AnswerOptions:
+    return AnswerOptions(lang=lang, default_lang=default, currency=settings.currency, tier=settings.tier,
+                         prices=own_prices(settings))
+
+
+# ---- answers and their keyboards ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    html: str
+    title: str
+    lang: str
+    markup: InlineKeyboardMarkup | None
+    answer: RenderedAnswer
+    qid: str | None
+
+
+def state_of(answer: RenderedAnswer) -> tuple[str, int, int]:
+    """(method, context, GPU count) of a rendered answer, as the keyboard shows them."""
+    assert answer.result is not None
+    s = answer.result.scenario
+    return s.method, s.seq_len, s.gpu_count
+
+
+def with_note(html: str, note: str | None) -> str:
+    if note and len(html) + len(note) + 8 <= TELEGRAM_LIMIT:
+        return f"{html}\n<i>{note}</i>"
+    return html
+
+
+async def make_reply(request: Request, storage: Storage, options: AnswerOptions, note: str | None = None,
+                     qid: str | None = None) -> Reply:
+    """Render `request` and, when there is an answer, store the request and put a keyboard under it."""
+    answer = render_request(request, options)
+    if answer.result is None:
+        return Reply(answer.html, answer.title, answer.lang, None, answer, None)
+    if qid is None:
+        qid = await storage.put_request(request)
+    method, ctx, count = state_of(answer)
+    markup = answer_keyboard(qid, method, ctx, count, answer.lang)
+    return Reply(with_note(answer.html, note), answer.title, answer.lang, markup, answer, qid)
+
+
+def apply_state(stored: Request, method_code: str, ctx: int, count: int) -> Request:
+    """The stored request as the keyboard wants it; ValueError when the state is not a possible one."""
+    method = CODE_METHODS.get(method_code)
+    if method is None:
+        raise ValueError("unknown method")
+    data = stored.model_dump()
+    if method != stored.method:
+        data["bits"] = None  # the new method brings its own precision (QLoRA 4-bit, LoRA 16-bit)
+        if method == "qlora" and stored.optimizer in ("adamw", "adamw_8bit"):
+            data["optimizer"] = None
+    data["method"] = method
+    data["seq_len"] = ctx
+    gpus = data.get("gpus") or []
+    if gpus:
+        gpus[0]["count"] = count
+    elif count > 1:
+        gpus = [GpuRef(count=count).model_dump()]
+    data["gpus"] = gpus
+    try:
+        return Request.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError("state out of range") from exc
+
+
+# ---- Hugging Face ids and pasted config.json ---------------------------------------------------------------
+
+
+def hub_reason(lang: str, reason: str) -> str:
+    words = {
+        "not_found": t(lang, "not found"), "gated": t(lang, "gated: access must be requested"),
+        "offline": t(lang, "the Hub is unreachable"), "timeout": t(lang, "no answer in time"),
+        "invalid": t(lang, "its config.json is unusable"),
+    }
+    return words.get(reason, reason)
+
+
+def config_from_text(text: str) -> ModelConfig | None:
+    """A ModelConfig from a pasted config.json, or None."""
+    if "{" not in text:
+        return None
+    return hub.parse_pasted_config(text)
+
+
+def request_from_config(cfg: ModelConfig, caption: str, name: str) -> Request:
+    """The question a config.json (with an optional caption: method, GPU, context) stands for."""
+    base = parse(caption) if caption.strip() else Request()
+    data = base.model_dump()
+    data["model"] = ModelRef(name=name[:200], config=cfg).model_dump()
+    data["error"] = None
+    if data.get("intent") in (None, "help"):
+        data["intent"] = "estimate"
+    if not caption.strip():
+        data["language"] = None
+    return Request.model_validate(data)
+
+
+def may_fetch(text: str, request: Request) -> bool:
+    """Whether `enrich` may go to the network (a pasted config or a Hub id the catalog lacks)."""
+    if text.lstrip().startswith("{"):
+        return True
+    if "/" not in text:
+        return False
+    return request.model is None or find_model(request.model.name) is None
+
+
+@dataclass
+class Enriched:
+    request: Request
+    note: str | None = None  # one short sentence about where the architecture came from
+
+
+async def enrich(text: str, request: Request, config: BotConfig, hub_cache: hub.ConfigCache | None,
+                 lang: str) -> Enriched:
+    """Use a pasted config.json, or fetch the config of a Hub id the catalog does not know."""
+    pasted = config_from_text(text) if text.lstrip().startswith("{") else None
+    if pasted is not None:
+        return Enriched(request_from_config(pasted, "", "config.json"),
+                        t(lang, "Architecture from the config.json you sent."))
+    model_id = hub.find_hub_id(text)
+    if not model_id or (request.model is not None and find_model(request.model.name) is not None):
+        return Enriched(request)
+    token = config.hf_token.get_secret_value() if config.hf_token else None
+    try:
+        result = await asyncio.wait_for(
+            hub.fetch_config(model_id, endpoint=config.hf_endpoint, token=token, timeout=HUB_TIMEOUT_S,
+                             cache=hub_cache),
+            timeout=HUB_TIMEOUT_S + 1.0)
+        reason, cfg, params_b = result.reason, result.config, result.params_b
+    except Exception as exc:  # slow, or a bug in the fetcher: answer from the name anyway
+        log.info("hub fetch failed: %s", type(exc).__name__)
+        reason, cfg, params_b = "timeout", None, None
+    if cfg is None:
+        return Enriched(request, t(lang, "Could not read the config of %(id)s on Hugging Face (%(reason)s): "
+                                         "estimated by the size in its name.", id=model_id,
+                                   reason=hub_reason(lang, reason)))
+    data = request.model_dump()
+    data["model"] = ModelRef(name=model_id[:200], params_b=params_b, config=cfg).model_dump()
+    data["error"] = None
+    if data.get("intent") in (None, "help"):
+        data["intent"] = "estimate"
+    return Enriched(Request.model_validate(data),
+                    t(lang, "Architecture from config.json of %(id)s on Hugging Face.", id=model_id))

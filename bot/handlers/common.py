@@ -1,0 +1,86 @@
+"""What several routers share: answering a question in a chat, the chat's language, admin checks."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+from aiogram import Bot
+from aiogram.enums import ChatAction, ChatType
+from aiogram.exceptions import AiogramError, TelegramAPIError
+from aiogram.types import Chat, Message, User
+
+from bot.answers import (
+    MAX_QUESTION_CHARS,
+    answer_options,
+    enrich,
+    make_reply,
+    may_fetch,
+    question_language,
+    resolve_language,
+)
+from bot.config import BotConfig
+from bot.storage import ChatSettings, Storage
+from bot.views.keyboards import examples_keyboard
+from bot.views.messages import t
+from engine.parse import parse
+from engine.schema import Language, Request
+
+log = logging.getLogger(__name__)
+
+
+def chat_language(settings: ChatSettings, user: User | None, config: BotConfig) -> Language:
+    """For the bot's own texts (no question to read a language from): chat → client → default."""
+    return resolve_language(None, settings.language, user.language_code if user else None, config.default_language)
+
+
+def is_private(chat: Chat) -> bool:
+    return chat.type == ChatType.PRIVATE
+
+
+async def can_change_settings(bot: Bot, chat: Chat, user: User | None, sender_chat: Chat | None = None) -> bool:
+    """Anyone in a private chat; in a group only its admins (anonymous admins post as the group)."""
+    if is_private(chat):
+        return True
+    if sender_chat is not None and sender_chat.id == chat.id:
+        return True
+    if user is None:
+        return False
+    try:
+        member = await bot.get_chat_member(chat.id, user.id)
+    except (TelegramAPIError, AiogramError) as exc:  # AiogramError: an answer this aiogram cannot read
+        log.info("getChatMember failed in chat %s: %s", chat.id, type(exc).__name__)
+        return False
+    return member.status in ("creator", "administrator")
+
+
+async def send(message: Message, text: str, **kwargs: Any) -> Message:
+    """A reply: plain in a private chat, threaded to the question in a group."""
+    if is_private(message.chat):
+        return await message.answer(text, **kwargs)
+    return await message.reply(text, **kwargs)
+
+
+async def answer_question(message: Message, text: str, *, store: Storage, config: BotConfig, bot: Bot,
+                          hub_cache: Any = None, request: Request | None = None) -> Message:
+    """Answer `text` (or an already built `request`) in the message's chat, with the answer keyboard."""
+    settings = await store.get_settings(message.chat.id)
+    user = message.from_user
+    if len(text) > MAX_QUESTION_CHARS:
+        lang = chat_language(settings, user, config)
+        return await send(message, t(lang, "That is too long for a question. Ask in a sentence or two, or send "
+                                            "config.json as a file."))
+    lang = resolve_language(question_language(text) if request is None else request.language, settings.language,
+                            user.language_code if user else None, config.default_language)
+    note = None
+    if request is None:
+        request = parse(text)
+        if may_fetch(text, request):
+            with contextlib.suppress(TelegramAPIError):
+                await bot.send_chat_action(message.chat.id, ChatAction.TYPING)
+            enriched = await enrich(text, request, config, hub_cache, lang)
+            request, note = enriched.request, enriched.note
+    reply = await make_reply(request, store, answer_options(settings, lang, config.default_language), note)
+    markup = reply.markup or examples_keyboard(reply.lang)
+    return await send(message, reply.html, reply_markup=markup)

@@ -1,0 +1,146 @@
+"""Inline mode: `@bot 70B qlora h100` in any chat → a few answers to pick, cached by the normalised query.
+
+Each result: title = the verdict line, description = what was assumed, message = the full HTML answer
+with its keyboard (buttons then edit the inline message through inline_message_id).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import OrderedDict
+from typing import Any, Protocol
+
+from aiogram import Router
+from aiogram.types import (
+    InlineKeyboardMarkup,
+    InlineQuery,
+    InlineQueryResultArticle,
+    InlineQueryResultsButton,
+    InlineQueryResultUnion,
+    InputTextMessageContent,
+)
+
+from bot.answers import Reply, answer_options, client_language, make_reply, question_language, resolve_language
+from bot.config import BotConfig
+from bot.storage import ChatSettings, Storage
+from bot.views.messages import EXAMPLES, t
+from bot.views.render import TAG
+from engine.parse import parse
+from engine.schema import Request
+
+MAX_RESULTS = 3
+CACHE_TIME_S = 300  # how long Telegram's own servers may keep our results
+ALTERNATIVES = {"qlora": ("lora", "full"), "lora": ("qlora", "full"), "full": ("lora", "qlora"), "inference": ()}
+
+
+class AnswerCache(Protocol):
+    """Cached inline answers by key: JSON-able values, so a Redis implementation can stand in."""
+
+    def get(self, key: str) -> list[dict[str, Any]] | None: ...
+
+    def put(self, key: str, value: list[dict[str, Any]]) -> None: ...
+
+
+class LRUCache:
+    """In-process LRU with a time to live."""
+
+    def __init__(self, maxsize: int = 2048, ttl_s: float = 600.0) -> None:
+        self.maxsize = maxsize
+        self.ttl_s = ttl_s
+        self._data: OrderedDict[str, tuple[float, list[dict[str, Any]]]] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> list[dict[str, Any]] | None:
+        item = self._data.get(key)
+        if item is None or time.monotonic() - item[0] > self.ttl_s:
+            self._data.pop(key, None)
+            self.misses += 1
+            return None
+        self._data.move_to_end(key)
+        self.hits += 1
+        return item[1]
+
+    def put(self, key: str, value: list[dict[str, Any]]) -> None:
+        self._data[key] = (time.monotonic(), value)
+        self._data.move_to_end(key)
+        while len(self._data) > self.maxsize:
+            self._data.popitem(last=False)
+
+
+def normalise(query: str) -> str:
+    return re.sub(r"\s+", " ", query.strip().lower())[:256]
+
+
+def plain(html_line: str) -> str:
+    import html
+
+    return html.unescape(TAG.sub("", html_line)).strip()
+
+
+def _entry(reply: Reply, title: str | None = None) -> dict[str, Any]:
+    lines = reply.html.split("\n")
+    return {"id": f"{reply.qid or 'x'}{reply.lang}", "title": title or reply.title,
+            "description": plain(lines[1]) if len(lines) > 1 else "", "html": reply.html,
+            "markup": reply.markup.model_dump(mode="json", exclude_none=True) if reply.markup else None}
+
+
+async def build_results(query: str, lang: str, settings: ChatSettings, store: Storage,
+                        config: BotConfig) -> list[dict[str, Any]]:
+    options = answer_options(settings, lang, config.default_language)  # type: ignore[arg-type]
+    if not query:
+        out = []
+        for example in EXAMPLES[lang]:
+            reply = await make_reply(parse(example), store, options)
+            out.append(_entry(reply, title=example) | {"description": reply.title})
+        return out
+    request = parse(query)
+    if request.model is None:
+        return []
+    first = await make_reply(request, store, options)
+    if first.answer.result is None:
+        return []
+    out = [_entry(first)]
+    asked = first.answer.result.scenario.method
+    for method in ALTERNATIVES.get(asked, ()):
+        if len(out) >= MAX_RESULTS:
+            break
+        variant = Request.model_validate(request.model_dump() | {"method": method, "bits": None})
+        reply = await make_reply(variant, store, options)
+        if reply.answer.result is not None:
+            out.append(_entry(reply))
+    return out
+
+
+def to_articles(entries: list[dict[str, Any]]) -> list[InlineQueryResultUnion]:
+    return [
+        InlineQueryResultArticle(
+            id=e["id"][:64], title=e["title"][:256], description=e["description"][:256] or None,
+            input_message_content=InputTextMessageContent(message_text=e["html"], parse_mode="HTML"),
+            reply_markup=InlineKeyboardMarkup.model_validate(e["markup"]) if e["markup"] else None)
+        for e in entries
+    ]
+
+
+def make_router() -> Router:
+    router = Router(name="inline")
+
+    @router.inline_query()
+    async def inline_answer(query: InlineQuery, store: Storage, config: BotConfig, answer_cache: AnswerCache) -> None:
+        text = normalise(query.query)
+        settings = await store.get_settings(query.from_user.id)  # the user's private chat settings
+        fallback = resolve_language(None, settings.language, query.from_user.language_code, config.default_language)
+        lang = question_language(text) or fallback if text else fallback
+        key = "|".join((text, lang, settings.model_dump_json()))
+        entries = answer_cache.get(key)
+        if entries is None:
+            entries = await build_results(text, lang, settings, store, config)
+            answer_cache.put(key, entries)
+        button = None
+        if not entries:
+            hint = client_language(query.from_user.language_code) or lang
+            button = InlineQueryResultsButton(text=t(hint, "How to ask: examples"), start_parameter="help")
+        await query.answer(to_articles(entries), cache_time=CACHE_TIME_S, is_personal=True, button=button)
+
+    return router

@@ -1,0 +1,80 @@
+"""Anything that is not text in a private chat: a config.json file is estimated, the rest gets a short
+friendly answer (stickers, photos, voice, other documents)."""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import Any
+
+from aiogram import Bot, F, Router
+from aiogram.enums import ChatType
+from aiogram.exceptions import TelegramAPIError
+from aiogram.types import Message
+
+from bot.answers import config_from_text, request_from_config
+from bot.config import BotConfig
+from bot.handlers.common import answer_question, chat_language, send
+from bot.storage import Storage
+from bot.views.messages import EXAMPLES, t
+
+log = logging.getLogger(__name__)
+MAX_CONFIG_BYTES = 256 * 1024  # a config.json is a few kilobytes; anything bigger is not one
+
+
+def _is_json(message: Message) -> bool:
+    doc = message.document
+    if doc is None:
+        return False
+    name = (doc.file_name or "").lower()
+    return name.endswith(".json") or doc.mime_type == "application/json"
+
+
+def make_router() -> Router:
+    router = Router(name="media")
+
+    @router.message(F.document, _is_json)
+    async def config_file(message: Message, store: Storage, config: BotConfig, bot: Bot, hub_cache: Any = None) -> None:
+        settings = await store.get_settings(message.chat.id)
+        lang = chat_language(settings, message.from_user, config)
+        doc = message.document
+        assert doc is not None
+        if not is_addressed(message, bot):
+            return
+        if doc.file_size is not None and doc.file_size > MAX_CONFIG_BYTES:
+            await send(message, t(lang, "That file is too big for a config.json: send the model's config.json "
+                                        "(a few kilobytes)."))
+            return
+        try:
+            buffer = io.BytesIO()
+            await bot.download(doc, destination=buffer, timeout=10)
+            raw = buffer.getvalue()[:MAX_CONFIG_BYTES].decode("utf-8", errors="replace")
+        except (TelegramAPIError, OSError, TimeoutError) as exc:
+            log.info("config download failed: %s", type(exc).__name__)
+            await send(message, t(lang, "I could not download that file: please send it again."))
+            return
+        cfg = config_from_text(raw)
+        if cfg is None:
+            await send(message, t(lang, "That JSON is not a model config.json I can read (it needs hidden_size, "
+                                        "num_hidden_layers, num_attention_heads, vocab_size)."))
+            return
+        caption = message.caption or ""
+        request = request_from_config(cfg, caption, doc.file_name or "config.json")
+        await answer_question(message, caption, store=store, config=config, bot=bot, hub_cache=hub_cache,
+                              request=request)
+
+    @router.message(F.chat.type == ChatType.PRIVATE, ~F.text)
+    async def not_text(message: Message, store: Storage, config: BotConfig) -> None:
+        lang = chat_language(await store.get_settings(message.chat.id), message.from_user, config)
+        await send(message, t(lang, "I read text questions (and config.json files). Try: %(example)s",
+                              example="<code>" + EXAMPLES[lang][0] + "</code>"))
+
+    return router
+
+
+def is_addressed(message: Message, bot: Bot) -> bool:
+    """A file in a private chat, or in a group as a reply to the bot."""
+    if message.chat.type == ChatType.PRIVATE:
+        return True
+    reply = message.reply_to_message
+    return reply is not None and reply.from_user is not None and reply.from_user.id == bot.id

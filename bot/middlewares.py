@@ -1,0 +1,230 @@
+"""Middlewares: the error guard, per-user throttling, and the Bot API request retry policy.
+
+- `ErrorGuard` (outer, on every update): an unexpected error becomes an apology to the user and one
+  log line with the update id; the update still counts as handled, so it is not redelivered forever.
+- `Throttle` (inner, on messages and button presses): a token bucket per user, 1 question a second
+  with bursts of 5; the first refused message of a burst gets a short notice, the rest are dropped.
+- `RetryRequests` (session): a 429 waits the `retry_after` Telegram asks for; network errors and
+  5xx are retried with exponential backoff; both with a bounded number of attempts.
+- `RedactingFormatter` (logging): the bot token never reaches a log line, whatever logged it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+import traceback
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiogram import BaseMiddleware
+from aiogram.client.session.middlewares.base import BaseRequestMiddleware, NextRequestMiddlewareType
+from aiogram.exceptions import TelegramAPIError, TelegramNetworkError, TelegramRetryAfter, TelegramServerError
+from aiogram.methods import GetUpdates, Response, TelegramMethod
+from aiogram.methods.base import TelegramType
+from aiogram.types import CallbackQuery, Message, TelegramObject, Update, User
+
+from bot.answers import client_language
+from bot.views.messages import t
+
+if TYPE_CHECKING:
+    from aiogram import Bot
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
+
+
+@dataclass
+class Metrics:
+    """Counters for /metrics (webhook mode) and the tests."""
+
+    updates: int = 0
+    errors: int = 0
+    throttled: int = 0
+    retries: int = 0
+    started: float = field(default_factory=time.time)
+
+    def prometheus(self) -> str:
+        lines = [
+            "# TYPE gpu_advisor_updates_total counter", f"gpu_advisor_updates_total {self.updates}",
+            "# TYPE gpu_advisor_errors_total counter", f"gpu_advisor_errors_total {self.errors}",
+            "# TYPE gpu_advisor_throttled_total counter", f"gpu_advisor_throttled_total {self.throttled}",
+            "# TYPE gpu_advisor_api_retries_total counter", f"gpu_advisor_api_retries_total {self.retries}",
+            "# TYPE gpu_advisor_uptime_seconds gauge", f"gpu_advisor_uptime_seconds {time.time() - self.started:.0f}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def _user_of(event: Update) -> User | None:
+    for item in (event.message, event.callback_query, event.inline_query, event.edited_message):
+        if item is not None and getattr(item, "from_user", None) is not None:
+            return item.from_user
+    return None
+
+
+class ErrorGuard(BaseMiddleware):
+    def __init__(self, metrics: Metrics | None = None) -> None:
+        self.metrics = metrics or Metrics()
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        self.metrics.updates += 1
+        try:
+            return await handler(event, data)
+        except Exception as exc:
+            self.metrics.errors += 1
+            # the type and the stack, never str(exc): an exception message may quote the user's text
+            stack = "".join(traceback.format_tb(exc.__traceback__)).rstrip()
+            log.error("update %s failed: %s\n%s", getattr(event, "update_id", "?"), type(exc).__name__, stack)
+            if isinstance(event, Update):
+                await self._apologize(event, data)
+            return None
+
+    @staticmethod
+    async def _apologize(event: Update, data: dict[str, Any]) -> None:
+        bot: Bot | None = data.get("bot")
+        if bot is None:
+            return
+        user = _user_of(event)
+        default = getattr(data.get("config"), "default_language", "en")
+        lang = client_language(user.language_code if user else None) or default
+        text = t(lang, "Sorry, something went wrong on my side. Please try again in a minute.")
+        try:
+            if event.message is not None:
+                await bot.send_message(event.message.chat.id, text,
+                                       reply_to_message_id=event.message.message_id
+                                       if event.message.chat.type != "private" else None)
+            elif event.callback_query is not None:
+                await bot.answer_callback_query(event.callback_query.id, text=text)
+            elif event.inline_query is not None:
+                await bot.answer_inline_query(event.inline_query.id, results=[], cache_time=1)
+        except (TelegramAPIError, TelegramNetworkError) as exc:
+            log.warning("update %s: the apology failed too: %s", event.update_id, type(exc).__name__)
+
+
+class TokenBucket:
+    """Per-key token buckets (rate tokens a second, up to `burst`), least recently used evicted."""
+
+    def __init__(self, rate: float = 1.0, burst: int = 5, max_keys: int = 100_000,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.max_keys = max_keys
+        self.clock = clock
+        self._buckets: OrderedDict[int, tuple[float, float, bool]] = OrderedDict()  # tokens, time, noticed
+
+    def take(self, key: int) -> tuple[bool, bool]:
+        """(allowed, first refusal of this burst)."""
+        now = self.clock()
+        tokens, then, noticed = self._buckets.pop(key, (float(self.burst), now, False))
+        tokens = min(float(self.burst), tokens + (now - then) * self.rate)
+        if tokens >= 1.0:
+            result, noticed = (True, False), False
+            tokens -= 1.0
+        else:
+            result, noticed = (False, not noticed), True
+        self._buckets[key] = (tokens, now, noticed)
+        while len(self._buckets) > self.max_keys:
+            self._buckets.popitem(last=False)
+        return result
+
+    def wait_s(self, key: int) -> float:
+        tokens = self._buckets.get(key, (1.0, 0.0, False))[0]
+        return max(0.0, (1.0 - tokens) / self.rate)
+
+
+class Throttle(BaseMiddleware):
+    def __init__(self, bucket: TokenBucket | None = None, metrics: Metrics | None = None) -> None:
+        self.bucket = bucket or TokenBucket()
+        self.metrics = metrics or Metrics()
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        user = getattr(event, "from_user", None)
+        if not isinstance(event, Message | CallbackQuery) or user is None:
+            return await handler(event, data)
+        allowed, notify = self.bucket.take(user.id)
+        if allowed:
+            return await handler(event, data)
+        self.metrics.throttled += 1
+        default = getattr(data.get("config"), "default_language", "en")
+        lang = client_language(user.language_code) or default
+        seconds = max(1, round(self.bucket.wait_s(user.id)))
+        if isinstance(event, CallbackQuery):
+            from bot.views.messages import tn
+
+            await event.answer(tn(lang, "Too fast: wait %(n)s second, please.", "Too fast: wait %(n)s seconds, please.",
+                                  seconds))
+        elif notify:
+            from bot.views.messages import tn
+
+            await event.answer(tn(lang, "Too many questions at once: I will take the next one in %(n)s second.",
+                                  "Too many questions at once: I will take the next one in %(n)s seconds.", seconds))
+        return None
+
+
+class RetryRequests(BaseRequestMiddleware):
+    """Retries one Bot API call: 429 after `retry_after`, network errors and 5xx with backoff."""
+
+    def __init__(self, attempts: int = 4, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
+                 max_retry_after_s: float = 60.0, metrics: Metrics | None = None,
+                 heartbeat: Path | None = None) -> None:
+        self.attempts = max(1, attempts)
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.max_retry_after_s = max_retry_after_s
+        self.metrics = metrics or Metrics()
+        self.heartbeat = heartbeat
+        self._beat = 0.0
+
+    def _touch(self) -> None:
+        if self.heartbeat is None or time.monotonic() - self._beat < 10.0:
+            return
+        self._beat = time.monotonic()
+        try:
+            self.heartbeat.touch()
+            os.utime(self.heartbeat)
+        except OSError:
+            pass
+
+    async def __call__(self, make_request: NextRequestMiddlewareType[TelegramType], bot: Bot,
+                       method: TelegramMethod[TelegramType]) -> Response[TelegramType]:
+        if isinstance(method, GetUpdates):  # the polling loop has its own backoff; a long poll is not retried here
+            response = await make_request(bot, method)  # type: ignore[arg-type]
+            self._touch()
+            return response
+        name = type(method).__name__
+        for attempt in range(1, self.attempts + 1):
+            try:
+                response = await make_request(bot, method)
+                self._touch()
+                return response
+            except TelegramRetryAfter as exc:
+                if attempt >= self.attempts or exc.retry_after > self.max_retry_after_s:
+                    raise
+                wait = float(exc.retry_after)
+                log.warning("%s: flood control, retrying in %.0f s (attempt %d)", name, wait, attempt)
+            except (TelegramNetworkError, TelegramServerError) as exc:
+                if attempt >= self.attempts:
+                    raise
+                wait = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+                log.warning("%s: %s, retrying in %.1f s (attempt %d)", name, type(exc).__name__, wait, attempt)
+            self.metrics.retries += 1
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+class RedactingFormatter(logging.Formatter):
+    """A log formatter that replaces the bot token wherever it appears (message, arguments, traceback)."""
+
+    def __init__(self, token: str, fmt: str | None = None) -> None:
+        super().__init__(fmt)
+        self.token = token
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return text.replace(self.token, "***") if self.token else text

@@ -1,0 +1,245 @@
+"""Per-chat settings and the questions behind answer keyboards, kept across restarts.
+
+Two backends behind one small interface: a SQLite file (WAL, the default; each call runs in a worker
+thread so the event loop never waits on the disk) and Redis (`redis://`, for several replicas).
+
+A question is stored as the parsed `Request` (JSON) under a short id: the keyboard under an answer
+carries that id, so any message can be re-rendered later, also after a restart; a missing id is a
+stale button.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field, ValidationError
+
+from engine.schema import Language, Request
+
+Currency = Literal["USD", "RUB"]
+Tier = Literal["cheapest", "typical", "premium"]
+QUESTION_TTL_S = 90 * 24 * 3600  # a keyboard older than this answers "stale"
+KEY_PREFIX = "gpu-advisor"
+
+
+class StorageError(Exception):
+    """The storage cannot be opened or used; str() is one line for the start-up error."""
+
+
+class OwnPrice(BaseModel):
+    value: float = Field(ge=0)
+    currency: Currency = "USD"
+
+
+class ChatSettings(BaseModel):
+    language: Language | None = None  # None: decided per question (the question's own language first)
+    currency: Currency = "USD"
+    tier: Tier = "typical"
+    prices: dict[str, OwnPrice] = Field(default_factory=dict)  # canonical GPU name → own $/hour
+
+
+def question_id(request: Request) -> str:
+    """A short stable id (12 hex characters) for a parsed question."""
+    raw = request.model_dump_json(exclude_none=True).encode()
+    return hashlib.blake2b(raw, digest_size=6).hexdigest()
+
+
+def _load_settings(raw: str | bytes | None) -> ChatSettings:
+    if not raw:
+        return ChatSettings()
+    try:
+        return ChatSettings.model_validate_json(raw)
+    except ValidationError:
+        return ChatSettings()  # a row written by an incompatible version: start afresh
+
+
+def _load_request(raw: str | bytes | None) -> Request | None:
+    if not raw:
+        return None
+    try:
+        return Request.model_validate_json(raw)
+    except ValidationError:
+        return None
+
+
+class Storage(Protocol):
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def get_settings(self, chat_id: int) -> ChatSettings: ...
+
+    async def set_settings(self, chat_id: int, settings: ChatSettings) -> None: ...
+
+    async def put_request(self, request: Request) -> str: ...
+
+    async def get_request(self, qid: str) -> Request | None: ...
+
+
+class SQLiteStorage:
+    def __init__(self, path: str | Path, timeout: float = 5.0) -> None:
+        self.path = Path(path)
+        self.timeout = timeout
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    # ---- blocking part, run in a worker thread ----
+
+    def _open_sync(self) -> None:
+        try:
+            if self.path.parent and not self.path.parent.exists():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=self.timeout, check_same_thread=False, isolation_level=None)
+            try:
+                conn.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+                mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+                check = conn.execute("PRAGMA quick_check").fetchone()
+                if not check or check[0] != "ok":
+                    raise sqlite3.DatabaseError(f"integrity check failed: {check[0] if check else '?'}")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("CREATE TABLE IF NOT EXISTS chat_settings "
+                             "(chat_id INTEGER PRIMARY KEY, data TEXT NOT NULL, updated REAL NOT NULL)")
+                conn.execute("CREATE TABLE IF NOT EXISTS questions "
+                             "(id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL)")
+                conn.execute("DELETE FROM questions WHERE created < ?", (time.time() - QUESTION_TTL_S,))
+            except BaseException:
+                conn.close()
+                raise
+            if mode and str(mode[0]).lower() != "wal":
+                pass  # e.g. a read-only directory: SQLite keeps its rollback journal, which still works
+            self._conn = conn
+        except (sqlite3.Error, OSError) as exc:
+            raise StorageError(f"cannot open the settings database {self.path}: {exc}") from None
+
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        if self._conn is None:
+            raise StorageError("storage is not open")
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StorageError(f"settings database {self.path}: {exc}") from exc
+
+    # ---- the interface ----
+
+    async def open(self) -> None:
+        await asyncio.to_thread(self._open_sync)
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            with self._lock:
+                await asyncio.to_thread(conn.close)
+
+    async def get_settings(self, chat_id: int) -> ChatSettings:
+        rows = await asyncio.to_thread(self._execute, "SELECT data FROM chat_settings WHERE chat_id = ?",
+                                       (chat_id,))
+        return _load_settings(rows[0][0] if rows else None)
+
+    async def set_settings(self, chat_id: int, settings: ChatSettings) -> None:
+        await asyncio.to_thread(
+            self._execute,
+            "INSERT INTO chat_settings (chat_id, data, updated) VALUES (?, ?, ?) "
+            "ON CONFLICT(chat_id) DO UPDATE SET data = excluded.data, updated = excluded.updated",
+            (chat_id, settings.model_dump_json(), time.time()))
+
+    async def put_request(self, request: Request) -> str:
+        qid = question_id(request)
+        await asyncio.to_thread(
+            self._execute,
+            "INSERT INTO questions (id, data, created) VALUES (?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET created = excluded.created",
+            (qid, request.model_dump_json(exclude_none=True), time.time()))
+        return qid
+
+    async def get_request(self, qid: str) -> Request | None:
+        rows = await asyncio.to_thread(self._execute, "SELECT data FROM questions WHERE id = ?", (qid,))
+        return _load_request(rows[0][0] if rows else None)
+
+
+class RedisStorage:
+    """The same interface on Redis (redis.asyncio); `client` may be injected (tests use fakeredis)."""
+
+    def __init__(self, url: str, client: Any = None) -> None:
+        self.url = url
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            raise StorageError("storage is not open")
+        return self._client
+
+    async def open(self) -> None:
+        if self._client is None:
+            from redis.asyncio import Redis
+
+            self._client = Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
+        try:
+            await self._client.ping()
+        except Exception as exc:  # redis raises its own ConnectionError / TimeoutError / ResponseError
+            where = self.url.split("@")[-1]  # never show a password from the URL
+            raise StorageError(f"cannot reach Redis at {where}: {exc}") from None
+
+    async def close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def get_settings(self, chat_id: int) -> ChatSettings:
+        return _load_settings(await self.client.get(f"{KEY_PREFIX}:chat:{chat_id}"))
+
+    async def set_settings(self, chat_id: int, settings: ChatSettings) -> None:
+        await self.client.set(f"{KEY_PREFIX}:chat:{chat_id}", settings.model_dump_json())
+
+    async def put_request(self, request: Request) -> str:
+        qid = question_id(request)
+        await self.client.set(f"{KEY_PREFIX}:q:{qid}", request.model_dump_json(exclude_none=True),
+                              ex=QUESTION_TTL_S)
+        return qid
+
+    async def get_request(self, qid: str) -> Request | None:
+        return _load_request(await self.client.get(f"{KEY_PREFIX}:q:{qid}"))
+
+
+class MemoryStorage:
+    """In-process storage for tests and experiments (nothing survives a restart)."""
+
+    def __init__(self) -> None:
+        self.settings: dict[int, str] = {}
+        self.requests: dict[str, str] = {}
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def get_settings(self, chat_id: int) -> ChatSettings:
+        return _load_settings(self.settings.get(chat_id))
+
+    async def set_settings(self, chat_id: int, settings: ChatSettings) -> None:
+        self.settings[chat_id] = settings.model_dump_json()
+
+    async def put_request(self, request: Request) -> str:
+        qid = question_id(request)
+        self.requests[qid] = request.model_dump_json(exclude_none=True)
+        return qid
+
+    async def get_request(self, qid: str) -> Request | None:
+        return _load_request(self.requests.get(qid))
+
+
+def storage_from_url(url: str) -> Storage:
+    if url.startswith("sqlite:///"):
+        return SQLiteStorage(url.removeprefix("sqlite:///"))
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        return RedisStorage(url)
+    raise StorageError(f"unsupported storage URL scheme: {url.split(':', 1)[0]}")
+

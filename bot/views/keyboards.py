@@ -1,0 +1,95 @@
+"""Inline keyboards: under an answer (change it in place), under /start (examples), under /settings.
+
+Callback data stays far below Telegram's 64 bytes: an answer button carries the question's short id
+(12 hex characters) and the complete state it leads to, so pressing it needs nothing else to redraw.
+"""
+
+from __future__ import annotations
+
+from aiogram.filters.callback_data import CallbackData
+from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
+
+from bot.views.messages import EXAMPLES, lang_of, t
+
+METHOD_CODES = {"full": "f", "lora": "l", "qlora": "q", "inference": "i"}
+CODE_METHODS = {v: k for k, v in METHOD_CODES.items()}
+CONTEXTS = (2048, 8192, 32768)
+GPU_COUNTS = (1, 2, 4, 8)
+MARK = "✓ "
+MAX_CALLBACK_BYTES = 64
+
+
+class AnswerCb(CallbackData, prefix="a"):
+    """The state an answer button leads to: question id, method, context, GPU count, language, action."""
+
+    q: str
+    m: str
+    c: int
+    n: int
+    lg: str
+    x: str = "r"  # r: redraw the answer, p: send the chart as a photo
+
+
+class ExampleCb(CallbackData, prefix="e"):
+    i: int
+    lg: str
+
+
+class SettingsCb(CallbackData, prefix="s"):
+    k: str  # lang | cur | tier
+    v: str
+
+
+def _label(text: str, selected: bool) -> str:
+    return MARK + text if selected else text
+
+
+def answer_keyboard(qid: str, method: str, ctx: int, count: int, lang: str) -> InlineKeyboardMarkup:
+    lang = lang_of(lang)
+    code = METHOD_CODES.get(method, "l")
+
+    def cb(m: str = code, c: int = ctx, n: int = count, lg: str = lang, x: str = "r") -> str:
+        return AnswerCb(q=qid, m=m, c=c, n=n, lg=lg, x=x).pack()
+
+    methods = [(t(lang, "Full FT"), "f"), ("LoRA", "l"), ("QLoRA", "q")]
+    rows = [
+        [InlineKeyboardButton(text=_label(label, code == m), callback_data=cb(m=m)) for label, m in methods],
+        [InlineKeyboardButton(text=_label(f"{c // 1024}k", ctx == c), callback_data=cb(c=c)) for c in CONTEXTS],
+        [InlineKeyboardButton(text=_label(f"{n}×GPU" if n == 1 else f"{n}×", count == n), callback_data=cb(n=n))
+         for n in GPU_COUNTS],
+        [InlineKeyboardButton(text=_label("RU", lang == "ru"), callback_data=cb(lg="ru")),
+         InlineKeyboardButton(text=_label("EN", lang == "en"), callback_data=cb(lg="en")),
+         InlineKeyboardButton(text="📊 " + t(lang, "Chart"), callback_data=cb(x="p"))],
+    ]
+    return InlineKeyboardMarkup(inline_keyboard=rows)
+
+
+def examples_keyboard(lang: str) -> InlineKeyboardMarkup:
+    lang = lang_of(lang)
+    return InlineKeyboardMarkup(inline_keyboard=[
+        [InlineKeyboardButton(text=text, callback_data=ExampleCb(i=i, lg=lang).pack())]
+        for i, text in enumerate(EXAMPLES[lang])
+    ])
+
+
+def tier_label(lang: str, tier: str) -> str:
+    labels = {"cheapest": t(lang, "Cheapest prices"), "typical": t(lang, "Typical prices"),
+              "premium": t(lang, "Premium prices")}
+    return labels.get(tier, tier)
+
+
+def settings_keyboard(lang: str, language: str | None, currency: str, tier: str) -> InlineKeyboardMarkup:
+    lang = lang_of(lang)
+
+    def button(text: str, key: str, value: str, selected: bool) -> InlineKeyboardButton:
+        return InlineKeyboardButton(text=_label(text, selected), callback_data=SettingsCb(k=key, v=value).pack())
+
+    return InlineKeyboardMarkup(inline_keyboard=[
+        [button(t(lang, "Auto language"), "lang", "auto", language is None),
+         button("Русский", "lang", "ru", language == "ru"),
+         button("English", "lang", "en", language == "en")],
+        [button("USD $", "cur", "USD", currency == "USD"), button("RUB ₽", "cur", "RUB", currency == "RUB")],
+        [button(tier_label(lang, "cheapest"), "tier", "cheapest", tier == "cheapest"),
+         button(tier_label(lang, "typical"), "tier", "typical", tier == "typical"),
+         button(tier_label(lang, "premium"), "tier", "premium", tier == "premium")],
+    ])

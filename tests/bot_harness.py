@@ -1,0 +1,69 @@
+"""The real aiogram Bot and Dispatcher wired to the fake Bot API server, for the bot's tests."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from fake_botapi import TOKEN, FakeBotAPI
+
+from bot.app import build_bot, build_dispatcher, run_polling
+from bot.config import BotConfig, load_config
+from bot.middlewares import Metrics, RetryRequests, TokenBucket
+from bot.storage import SQLiteStorage, Storage
+
+_update_ids = itertools.count(10_000)
+
+
+class Harness:
+    def __init__(self, api: FakeBotAPI, config: BotConfig, store: Storage, bucket: TokenBucket | None = None) -> None:
+        self.api = api
+        self.config = config
+        self.store = store
+        self.metrics = Metrics()
+        self.bot = build_bot(config, retry=RetryRequests(attempts=4, backoff_s=0.02, metrics=self.metrics))
+        self.dp = build_dispatcher(config, store, bucket=bucket, metrics=self.metrics)
+
+    async def feed(self, update: dict[str, Any]) -> Any:
+        """One update straight into the dispatcher (no polling); returns when it was handled."""
+        return await asyncio.wait_for(
+            self.dp.feed_raw_update(self.bot, {"update_id": next(_update_ids), **update}), timeout=10)
+
+    @contextlib.asynccontextmanager
+    async def polling(self) -> AsyncIterator[None]:
+        task = asyncio.create_task(run_polling(self.bot, self.dp, handle_signals=False, polling_timeout=1,
+                                               close_bot_session=False))
+        try:
+            await self.api.wait_for("getUpdates", timeout=5)
+            yield
+        finally:
+            with contextlib.suppress(RuntimeError):
+                await self.dp.stop_polling()
+            self.api.new_update.set()  # release the long poll now rather than at its timeout
+            await asyncio.wait_for(task, timeout=5)
+
+    async def close(self) -> None:
+        await self.bot.session.close()
+        await self.store.close()
+
+
+def make_config(api_url: str, db: Path, **overrides: Any) -> BotConfig:
+    return load_config(_env_file=None, token=TOKEN, api_base_url=api_url, storage_url=f"sqlite:///{db}",
+                       **overrides)
+
+
+@contextlib.asynccontextmanager
+async def harness(tmp_path: Path, api: FakeBotAPI, bucket: TokenBucket | None = None,
+                  **overrides: Any) -> AsyncIterator[Harness]:
+    config = make_config(api.url, tmp_path / "settings.db", **overrides)
+    store = SQLiteStorage(tmp_path / "settings.db")
+    await store.open()
+    h = Harness(api, config, store, bucket)
+    try:
+        yield h
+    finally:
+        await h.close()

@@ -1,0 +1,341 @@
+"""A Bot API server on loopback for end-to-end tests: the real aiogram Bot talks to it over HTTP.
+
+It serves /bot<token>/<method> for the methods the bot uses and /file/bot<token>/<path> downloads,
+records every call (method, decoded parameters, uploaded files), hands out updates that a test
+pushes through a long-polling getUpdates, and can be told to fail a method N times with a 429
+(retry_after) or a 5xx. Nothing here reaches the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+TOKEN = "123456789:TEST-token_abcdefghijklmnopqrstuv"
+BOT_ID = 123456789
+BOT_USERNAME = "gpu_advisor_test_bot"
+JSON_FIELDS = {"reply_markup", "results", "commands", "allowed_updates", "button", "reply_parameters", "scope",
+               "link_preview_options", "entities", "caption_entities"}
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    files: dict[str, bytes] = field(default_factory=dict)
+    at: float = field(default_factory=time.monotonic)
+    status: int = 200
+
+
+@dataclass
+class Failure:
+    status: int
+    retry_after: int | None
+    times: int
+
+
+class FakeBotAPI:
+    def __init__(self, token: str = TOKEN) -> None:
+        self.token = token
+        self.calls: list[Call] = []
+        self.failures: dict[str, Failure] = {}
+        self.updates: list[dict[str, Any]] = []
+        self.new_update = asyncio.Event()
+        self.new_call = asyncio.Event()
+        self.chats: dict[int, dict[str, Any]] = {}
+        self.members: dict[tuple[int, int], str] = {}
+        self.files: dict[str, tuple[str, bytes]] = {}  # file_id -> (file_path, content)
+        self.messages: dict[tuple[int, int], dict[str, Any]] = {}
+        self.webhook_url = ""
+        self._ids = itertools.count(1000)
+        self._update_ids = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    # ---- life cycle ----
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=20 * 1024 * 1024)
+        app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._file)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # ---- what a test does ----
+
+    def fail(self, method: str, status: int = 500, times: int = 1, retry_after: int | None = None) -> None:
+        """The next `times` calls of `method` answer `status` (429 with retry_after, or 5xx)."""
+        self.failures[method] = Failure(status, retry_after, times)
+
+    def push(self, update: dict[str, Any]) -> int:
+        update = {"update_id": next(self._update_ids), **update}
+        for key in ("message", "edited_message"):
+            if key in update:
+                chat = update[key]["chat"]
+                self.chats[chat["id"]] = chat
+        self.updates.append(update)
+        self.new_update.set()
+        return int(update["update_id"])
+
+    def of(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method and c.status == 200]
+
+    async def wait_for(self, method: str, count: int = 1, timeout: float = 5.0, **match: Any) -> list[Call]:
+        """Wait until `count` successful calls of `method` (with parameters equal to `match`) were made."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [c for c in self.of(method) if all(str(c.params.get(k)) == str(v) for k, v in match.items())]
+            if len(found) >= count:
+                return found
+            left = deadline - time.monotonic()
+            if left <= 0:
+                seen = [(c.method, c.status) for c in self.calls]
+                raise AssertionError(f"no {count}× {method} {match} within {timeout}s; calls: {seen}")
+            self.new_call.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.new_call.wait(), timeout=min(left, 0.2))
+
+    def add_file(self, file_id: str, content: bytes, path: str = "documents/file.json") -> None:
+        self.files[file_id] = (path, content)
+
+    # ---- the server ----
+
+    async def _params(self, request: web.Request) -> tuple[dict[str, Any], dict[str, bytes]]:
+        params: dict[str, Any] = {}
+        files: dict[str, bytes] = {}
+        if request.content_type == "application/json":
+            params = await request.json()
+        elif request.can_read_body:
+            form = await request.post()
+            for key, value in form.items():
+                if isinstance(value, web.FileField):
+                    files[key] = value.file.read()
+                elif isinstance(value, bytes):
+                    files[key] = value
+                else:
+                    params[key] = value
+        params.update(request.query)
+        for key, value in list(params.items()):  # aiogram uploads as attach://<name> with the file under <name>
+            if isinstance(value, str) and value.startswith("attach://") and value[9:] in files:
+                files[key] = files[value[9:]]
+        for key in list(params):
+            if key in JSON_FIELDS and isinstance(params[key], str):
+                with contextlib.suppress(json.JSONDecodeError):
+                    params[key] = json.loads(params[key])
+        return params, files
+
+    def _error(self, call: Call, status: int, description: str, **parameters: Any) -> web.Response:
+        call.status = status
+        body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+        if parameters:
+            body["parameters"] = parameters
+        return web.json_response(body, status=status)
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params, files = await self._params(request)
+        call = Call(method, params, files)
+        self.calls.append(call)
+        try:
+            if request.match_info["token"] != self.token:
+                return self._error(call, 401, "Unauthorized")
+            failure = self.failures.get(method)
+            if failure is not None and failure.times > 0:
+                failure.times -= 1
+                if failure.retry_after is not None:
+                    return self._error(call, 429, f"Too Many Requests: retry after {failure.retry_after}",
+                                       retry_after=failure.retry_after)
+                return self._error(call, failure.status, "Internal Server Error")
+            handler = getattr(self, "api_" + method, None)
+            if handler is None:
+                return self._error(call, 404, "Not Found")
+            result = await handler(params, files)
+            if isinstance(result, web.Response):
+                call.status = result.status
+                return result
+            return web.json_response({"ok": True, "result": result})
+        finally:
+            self.new_call.set()
+
+    async def _file(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return web.Response(status=401)
+        path = request.match_info["path"]
+        for file_path, content in self.files.values():
+            if file_path == path:
+                return web.Response(body=content)
+        return web.Response(status=404)
+
+    # ---- objects ----
+
+    @staticmethod
+    def bot_user() -> dict[str, Any]:
+        return {"id": BOT_ID, "is_bot": True, "first_name": "GPU Advisor", "username": BOT_USERNAME}
+
+    def _chat(self, chat_id: Any) -> dict[str, Any]:
+        cid = int(chat_id)
+        return self.chats.get(cid, {"id": cid, "type": "private" if cid > 0 else "supergroup"})
+
+    def _message(self, params: dict[str, Any], **content: Any) -> dict[str, Any]:
+        chat = self._chat(params["chat_id"])
+        msg: dict[str, Any] = {"message_id": next(self._ids), "date": int(time.time()), "chat": chat,
+                               "from": self.bot_user(), **content}
+        if params.get("reply_markup"):
+            msg["reply_markup"] = params["reply_markup"]
+        self.messages[(chat["id"], msg["message_id"])] = msg
+        return msg
+
+    # ---- methods ----
+
+    async def api_getMe(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        return {**self.bot_user(), "can_join_groups": True, "can_read_all_group_messages": False,
+                "supports_inline_queries": True}
+
+    async def api_getUpdates(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        offset = int(params.get("offset", 0) or 0)
+        if offset:
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
+        if not self.updates:
+            self.new_update.clear()
+            wait = min(float(params.get("timeout", 0) or 0), 0.5)
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.new_update.wait(), timeout=wait)
+        return list(self.updates)
+
+    async def api_sendMessage(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        return self._message(params, text=params.get("text", ""))
+
+    async def api_sendPhoto(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        if "photo" not in files and not params.get("photo"):
+            return web.json_response({"ok": False, "error_code": 400, "description": "Bad Request: no photo"},
+                                     status=400)
+        photo = [{"file_id": "photo1", "file_unique_id": "u1", "width": 800, "height": 500}]
+        return self._message(params, photo=photo, caption=params.get("caption", ""))
+
+    async def api_editMessageText(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        if params.get("inline_message_id"):
+            return True
+        key = (int(params["chat_id"]), int(params["message_id"]))
+        old = self.messages.get(key)
+        if old is None:
+            return web.json_response({"ok": False, "error_code": 400,
+                                      "description": "Bad Request: message to edit not found"}, status=400)
+        if old.get("text") == params.get("text") and old.get("reply_markup") == params.get("reply_markup"):
+            return web.json_response({"ok": False, "error_code": 400, "description":
+                                      "Bad Request: message is not modified: specified new message content and "
+                                      "reply markup are exactly the same"}, status=400)
+        old["text"] = params.get("text", "")
+        if params.get("reply_markup"):
+            old["reply_markup"] = params["reply_markup"]
+        return old
+
+    async def api_getChatMember(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        user_id = int(params["user_id"])
+        status = self.members.get((int(params["chat_id"]), user_id), "member")
+        user = {"id": user_id, "is_bot": False, "first_name": "U"}
+        if status == "creator":
+            return {"status": "creator", "user": user, "is_anonymous": False}
+        if status == "administrator":
+            rights = ("can_manage_chat", "can_delete_messages", "can_manage_video_chats", "can_restrict_members",
+                      "can_promote_members", "can_change_info", "can_invite_users", "can_post_stories",
+                      "can_edit_stories", "can_delete_stories", "can_send_welcome_messages")
+            return {"status": "administrator", "user": user, "can_be_edited": False, "is_anonymous": False,
+                    **dict.fromkeys(rights, True)}
+        return {"status": "member", "user": user}
+
+    async def api_getFile(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        file_id = params["file_id"]
+        if file_id not in self.files:
+            return web.json_response({"ok": False, "error_code": 400, "description": "Bad Request: invalid file_id"},
+                                     status=400)
+        path, content = self.files[file_id]
+        return {"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": len(content), "file_path": path}
+
+    async def api_getWebhookInfo(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        return {"url": self.webhook_url, "has_custom_certificate": False, "pending_update_count": 0}
+
+    async def api_setWebhook(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        self.webhook_url = params.get("url", "")
+        return True
+
+    async def api_deleteWebhook(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        self.webhook_url = ""
+        return True
+
+    async def _true(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        return True
+
+    api_answerCallbackQuery = _true
+    api_answerInlineQuery = _true
+    api_sendChatAction = _true
+    api_setMyCommands = _true
+    api_setMyDescription = _true
+    api_setMyShortDescription = _true
+
+
+# ---- updates ------------------------------------------------------------------------------------------------
+
+_msg_ids = itertools.count(1)
+
+
+def user(user_id: int = 1001, language_code: str | None = "en") -> dict[str, Any]:
+    u: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": "Ann"}
+    if language_code:
+        u["language_code"] = language_code
+    return u
+
+
+def chat(chat_id: int, kind: str = "private") -> dict[str, Any]:
+    c: dict[str, Any] = {"id": chat_id, "type": kind}
+    if kind != "private":
+        c["title"] = "ML team"
+    return c
+
+
+def message(text: str | None = None, *, user_id: int = 1001, chat_id: int | None = None, kind: str = "private",
+            language_code: str | None = "en", reply_to: dict[str, Any] | None = None, **content: Any) -> dict[str, Any]:
+    msg: dict[str, Any] = {"message_id": next(_msg_ids), "date": int(time.time()),
+                           "chat": chat(chat_id if chat_id is not None else user_id, kind),
+                           "from": user(user_id, language_code), **content}
+    if text is not None:
+        msg["text"] = text
+        if text.startswith("/"):
+            msg["entities"] = [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}]
+    if reply_to is not None:
+        msg["reply_to_message"] = reply_to
+    return {"message": msg}
+
+
+def callback(data: str, *, message_obj: dict[str, Any] | None = None, inline_message_id: str | None = None,
+             user_id: int = 1001, language_code: str | None = "en") -> dict[str, Any]:
+    cq: dict[str, Any] = {"id": f"cq{next(_msg_ids)}", "from": user(user_id, language_code),
+                          "chat_instance": "ci", "data": data}
+    if message_obj is not None:
+        cq["message"] = message_obj
+    if inline_message_id is not None:
+        cq["inline_message_id"] = inline_message_id
+    return {"callback_query": cq}
+
+
+def inline_query(query: str, *, user_id: int = 1001, language_code: str | None = "en") -> dict[str, Any]:
+    return {"inline_query": {"id": f"iq{next(_msg_ids)}", "from": user(user_id, language_code), "query": query,
+                             "offset": ""}}
