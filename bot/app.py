@@ -216,12 +216,13 @@ async def serve(config: BotConfig, store: Storage) -> None:
         await bot.session.close()
 
 
-def main() -> int:
-    try:
-        config = load_config()
-    except ConfigError as exc:
-        sys.stderr.write(f"gpu-advisor run: {exc}\n")
-        return 1
+def main(config: BotConfig | None = None) -> int:
+    if config is None:
+        try:
+            config = load_config()
+        except ConfigError as exc:
+            sys.stderr.write(f"gpu-advisor run: {exc}\n")
+            return 1
     setup_logging(config)
     try:
         store = storage_from_url(config.storage_url)

@@ -109,13 +109,16 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _run_bot(_: argparse.Namespace) -> int:
-    try:
-        from bot.app import main as run_main
-    except ImportError:
-        # the Telegram front end (issue 5) is not in this build yet: say so in one line
-        sys.stderr.write("gpu-advisor run: the Telegram bot is not part of this build yet; use `ask`\n")
+    from bot.config import ConfigError, load_config
+
+    try:  # before aiogram is imported, so that a missing token is reported at once
+        config = load_config()
+    except ConfigError as exc:
+        sys.stderr.write(f"gpu-advisor run: {exc}\n")
         return 1
-    return int(run_main())
+    from bot.app import main as run_main
+
+    return int(run_main(config))
 
 
 def build_parser() -> argparse.ArgumentParser:
