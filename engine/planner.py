@@ -119,6 +119,7 @@ class PlanResult(BaseModel):
 # ZeRO-3 communication; offload bounded by PCIe: speed.py models it in the hours).
 TECHNIQUES: dict[str, dict[str, Any]] = {
     "gradient_checkpointing": {"update": {"gradient_checkpointing": True}},
+    "fused_loss": {"update": {"fused_loss": True}},
     "micro_batch_1": {"update": {"batch_size": 1}},
     "optimizer_8bit": {"update": {"optimizer": "adamw_8bit"}},
     "zero3": {"update": {"sharding": "zero3"}, "multi_gpu": True},
@@ -127,26 +128,33 @@ TECHNIQUES: dict[str, dict[str, Any]] = {
 
 
 def _variants(base: Scenario) -> list[tuple[list[str], Scenario]]:
-    out: list[tuple[list[str], Scenario]] = [([], base)]
+    """Technique sets to try: cumulative chains, cheapest in time first (each adds to the ones before).
+
+    A chunked loss costs no time but needs a kernel library, so it leads a second chain rather than
+    being forced into every plan: a plan names it only when it is what makes the run fit.
+    """
     if base.method == "inference":
-        return out
-    applicable = []
+        return [([], base)]
+    chain = []
     if not base.gradient_checkpointing:
-        applicable.append("gradient_checkpointing")
+        chain.append("gradient_checkpointing")
     if base.batch_size > 1:
-        applicable.append("micro_batch_1")
+        chain.append("micro_batch_1")
     if base.optimizer in ("adamw", "paged_adamw") and base.method == "full":
-        applicable.append("optimizer_8bit")
-    if base.method == "full" and base.sharding not in ("zero3", "fsdp"):
-        applicable.append("zero3")
+        chain.append("optimizer_8bit")
+    if base.sharding not in ("zero3", "fsdp"):
+        chain.append("zero3")  # full, and LoRA/QLoRA too (PEFT with DeepSpeed ZeRO-3 or FSDP)
     if base.method == "full" and not base.offload:
-        applicable.append("cpu_offload")
-    current = base
-    used: list[str] = []
-    for name in applicable:  # cumulative: each adds to the ones before, cheapest in time first
-        current = current.model_copy(update=TECHNIQUES[name]["update"])
-        used = [*used, name]
-        out.append((used, current))
+        chain.append("cpu_offload")
+    chains = [chain]
+    if not base.fused_loss:
+        chains.append(["fused_loss", *chain])  # chunked cross-entropy (Liger, Unsloth, Cut Cross-Entropy)
+    out: list[tuple[list[str], Scenario]] = [([], base)]
+    for names in chains:
+        current = base
+        for i, name in enumerate(names):
+            current = current.model_copy(update=TECHNIQUES[name]["update"])
+            out.append((names[: i + 1], current))
     return out
 
 
@@ -242,34 +250,42 @@ def _fits(b: Breakdown, memory_gb: float, headroom: float = HEADROOM) -> bool:
     return b.total + b.cuda_context <= memory_gb * USABLE_FRACTION * (1 - headroom)
 
 
-def _cost_key(p: Plan) -> tuple[float, float]:
-    # cheapest first: money per 100M tokens for training, money per hour for serving
+def _cost_key(p: Plan) -> tuple[float, float, int]:
+    # cheapest first: money per 100M tokens for training, money per hour for serving; then fewer techniques
     per_hour = p.per_hour if p.per_hour is not None else math.inf
     work = p.hours_per_100m_tokens if p.hours_per_100m_tokens is not None else 1.0
-    return (per_hour * work, work)
+    return (per_hour * work, work, len(p.techniques))
 
 
-def _time_key(p: Plan) -> tuple[float, float]:
+def _time_key(p: Plan) -> tuple[float, float, int]:
     # fastest first: hours per 100M tokens for training, fewest seconds per token for serving
     if p.hours_per_100m_tokens is not None:
         work = p.hours_per_100m_tokens
     else:
         work = 1 / p.tokens_per_second if p.tokens_per_second else math.inf
-    return (work, p.per_hour if p.per_hour is not None else math.inf)
+    return (work, p.per_hour if p.per_hour is not None else math.inf, len(p.techniques))
 
 
 def _search(base: Scenario, candidates: list[tuple[str, float, int]], tokens: float | None,
             prices: PriceOptions, rank_by: RankBy) -> list[Plan]:
     plans: list[Plan] = []
+    variants = _variants(base)
     for counts in (COUNTS, NODE_COUNTS):
         for count in counts:
-            for techniques, variant in _variants(base):
+            # techniques only add time: a set that contains one that already fits a GPU is not worth a plan
+            fitted: dict[str, list[set[str]]] = {}
+            for techniques, variant in variants:
                 if count == 1 and techniques[-1:] == ["zero3"]:  # ZeRO-3 alone does nothing on one GPU
+                    continue
+                used = set(techniques)
+                open_gpus = [c for c in candidates if not any(f <= used for f in fitted.get(c[0], ()))]
+                if not open_gpus:
                     continue
                 scenario = variant.model_copy(update={"gpu_count": count, "sharding": _sharding(variant, count)})
                 b = breakdown(scenario)
-                for name, memory, _ in candidates:
+                for name, memory, _ in open_gpus:
                     if _fits(b, memory):
+                        fitted.setdefault(name, []).append(used)
                         plans.append(_plan(base, scenario, techniques, b, name, memory, count, tokens, prices))
         if plans:
             break

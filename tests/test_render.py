@@ -69,9 +69,9 @@ def test_roubles_and_own_prices_reach_the_answer() -> None:
 
 
 def test_comparison_is_shown_side_by_side() -> None:
-    text = render_answer_text("compare A100 vs H100 vs RTX 4090 for 8b lora on 100M tokens")
+    text = render_answer_text("compare A100 vs H100 vs RTX 3060 for 8b lora on 100M tokens")
     block = text.split("Side by side\n")[1].split("\n\n")[0].splitlines()
-    assert len(block) == 3 and block[2].startswith("❌ 1×RTX 4090: needs")
+    assert len(block) == 3 and block[2].startswith("❌ 1×RTX 3060: needs")
     assert all("per 1M tokens" in line for line in block[:2])
 
 

@@ -141,6 +141,7 @@ def plan_money(lang: str, p: Plan) -> str:
 
 def technique_label(lang: str, key: str) -> str:
     labels = {"gradient_checkpointing": _(lang, "checkpointing"), "micro_batch_1": _(lang, "micro-batch 1"),
+              "fused_loss": _(lang, "fused loss"),
               "optimizer_8bit": "8-bit Adam", "zero3": "ZeRO-3", "cpu_offload": _(lang, "CPU offload")}
     return labels.get(key, key)
 
