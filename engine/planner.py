@@ -163,7 +163,7 @@ def _priced_gpus() -> tuple[Gpu, ...]:
     out = []
     for g in gpus():
         try:
-            pricing.price_range(g.name)
+            pricing.market_range(g.name)
         except (LookupError, ValueError):
             continue
         out.append(g)
@@ -187,8 +187,10 @@ def _training_tokens(request: Request) -> float | None:
 
 def _price(gpu: Gpu, prices: PriceOptions) -> pricing.PriceRange | None:
     try:
-        return pricing.price_range(gpu.name, overrides=prices.overrides or None, currency=prices.currency,
-                                   usd_rub=prices.usd_rub)
+        if prices.overrides:
+            return pricing.price_range(gpu.name, overrides=prices.overrides, currency=prices.currency,
+                                       usd_rub=prices.usd_rub)
+        return pricing.market_range(gpu.name, None, prices.currency, prices.usd_rub)
     except (LookupError, ValueError):
         return None
 
@@ -197,7 +199,7 @@ def _usd_price(gpu: Gpu, prices: PriceOptions) -> pricing.PriceRange | None:
     if prices.currency == "USD":
         return _price(gpu, prices)
     try:
-        return pricing.price_range(gpu.name)  # the contract's USD figures stay market prices
+        return pricing.market_range(gpu.name)  # the contract's USD figures stay market prices
     except (LookupError, ValueError):
         return None
 
@@ -363,8 +365,10 @@ def _cheaper_gpu(base: Scenario, b0: Breakdown, named: tuple[str, float, int], p
     asked = next((p for p in plans if p.gpu == name and p.count == count), None)
     if asked is None or asked.per_hour is None:
         return None
-    smaller = [(n, m, c) for n, m, c in _catalog_candidates() if m < memory]
-    options = [p for p in _search(base, smaller, tokens, prices, "cost") if p.count == count and not p.techniques]
+    scenario = base.model_copy(update={"gpu_count": count, "sharding": _sharding(base, count)})
+    b = breakdown(scenario)
+    options = [_plan(base, scenario, [], b, n, m, count, tokens, prices)
+               for n, m, _ in _catalog_candidates() if m < memory and _fits(b, m)]
     cheaper = [p for p in options if p.per_hour is not None and p.per_hour < asked.per_hour * 0.9]
     return min(cheaper, key=_cost_key) if cheaper else None
 

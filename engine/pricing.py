@@ -319,6 +319,14 @@ def price_range(gpu_name: str, tier: str | None = None, overrides: dict[str, flo
                           min_where="your price", typical_where="your price", max_where="your price",
                           date="given", oldest="given", providers=["your price"], source="request",
                           override=True)
+    return market_range(gpu.name, tier, currency, usd_rub).model_copy(deep=True)
+
+
+@cache
+def market_range(gpu_name: str, tier: str | None = None, currency: Currency = "USD",
+                 usd_rub: float | None = None) -> PriceRange:
+    """The catalog's range for one GPU, cached and shared: read it, never change it (price_range copies)."""
+    gpu = _resolve(gpu_name)
     if currency == "RUB" and tier is None:
         rub = _with_proxy(gpu, _rub_range)
         if rub is not None:

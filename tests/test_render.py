@@ -92,3 +92,17 @@ def test_a_named_gpu_that_never_fits_says_so_and_offers_others() -> None:
 def test_a_cheaper_gpu_is_suggested_when_the_asked_one_is_mostly_idle() -> None:
     text = render_answer_text("7b qlora on H200")
     assert "💡 A cheaper GPU fits too: 1×" in text
+
+
+def test_fast_number_format_matches_babel() -> None:
+    from babel.numbers import format_decimal
+
+    from bot.views.render import decimal
+
+    values = [0, 0.04, 0.05, 0.256, 1, 1.25, 9.95, 12.345, 99.99, 100, 999.5, 1234.5, 12_345.67, 1_234_567.8, -3, -1234.5]
+    for lang in ("en", "ru"):
+        for v in values:
+            for places in (0, 1, 2, 3):
+                pattern = "#,##0" + ("." + "#" * places if places else "")
+                assert decimal(lang, v, places) == format_decimal(round(v, places), format=pattern, locale=lang), (
+                    lang, v, places)
