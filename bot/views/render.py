@@ -370,18 +370,23 @@ def render_request(request: Request, options: AnswerOptions | None = None) -> Re
     options = options or AnswerOptions()
     language = options.lang or request.language or options.default_lang
     template = environment(language).get_template("answer.html.j2")
-    not_understood = template.render(a={"error": True}).strip()
     if request.model is None:
-        return RenderedAnswer(language, not_understood, _(language, "Not understood"), None, None)
+        return _not_understood(language)
     try:
         result = plan(request, options.price_options())
     except ScenarioError:
-        return RenderedAnswer(language, not_understood, _(language, "Not understood"), None, None)
+        return _not_understood(language)
     named = candidate_gpus(request) if request.gpus else []
     a = view_model(language, result, named[0] if named else None)
     body = template.render(a=a).strip()
     return RenderedAnswer(language, body, html.unescape(TAG.sub("", body.split("\n", 1)[0])).lstrip("✅❌🧮 "),
                           request, result)
+
+
+@cache
+def _not_understood(language: str) -> RenderedAnswer:
+    body = environment(language).get_template("answer.html.j2").render(a={"error": True}).strip()
+    return RenderedAnswer(language, body, _(language, "Not understood"), None, None)
 
 
 def render_text(text: str, options: AnswerOptions | None = None) -> RenderedAnswer:
