@@ -170,15 +170,6 @@ def _priced_gpus() -> tuple[Gpu, ...]:
     return tuple(out)
 
 
-def _slowdown(base: Scenario, variant: Scenario) -> float:
-    factor = 1.0
-    if variant.gradient_checkpointing and not base.gradient_checkpointing:
-        factor *= 1.25
-    if variant.batch_size < base.batch_size:
-        factor *= MICRO_BATCH_SLOWDOWN
-    return factor
-
-
 def _training_tokens(request: Request) -> float | None:
     if request.tokens is None:
         return None
@@ -213,11 +204,12 @@ def _plan(base: Scenario, variant: Scenario, techniques: list[str], b: Breakdown
     own = False
     if gpu is not None:
         if variant.method != "inference":
-            t = speed.training_time(variant, gpu, count, tokens or speed.TOKENS_100M)
-            # speed.py counts the recompute of checkpointing in its FLOPs; smaller micro-batches it does not
+            t = speed.training_time(variant, gpu, count)
+            # speed.py counts the recompute of checkpointing and offload's PCIe traffic in its time;
+            # a smaller micro-batch (same tokens, smaller matmuls) it does not
             accumulation = MICRO_BATCH_SLOWDOWN if variant.batch_size < base.batch_size else 1.0
-            per100 = t.hours * accumulation * (speed.TOKENS_100M / (tokens or speed.TOKENS_100M))
-            hours = per100 * (tokens or 0) / speed.TOKENS_100M if tokens else None
+            per100 = t.hours * accumulation
+            hours = per100 * tokens / speed.TOKENS_100M if tokens else None
         else:
             tps = speed.inference_speed(variant, gpu, count).tokens_per_second
         usd_price = _usd_price(gpu, prices)
@@ -239,7 +231,7 @@ def _plan(base: Scenario, variant: Scenario, techniques: list[str], b: Breakdown
     usable = memory_gb * USABLE_FRACTION - b.cuda_context
     return Plan(gpu=gpu_name, count=count, techniques=techniques, per_gpu_gb=round(b.total, 2), memory_gb=memory_gb,
                 headroom_gb=round(usable - b.total, 2), hours=_round(hours), hours_per_100m_tokens=_round(per100),
-                usd=usd, usd_per_hour=_round(usd_per_hour), price_date=price_date, slowdown=_slowdown(base, variant),
+                usd=usd, usd_per_hour=_round(usd_per_hour), price_date=price_date, slowdown=1.0,
                 currency=prices.currency, cost=cost, per_hour=_round(per_hour), cost_per_1m_tokens=_round(per_1m, 4),
                 tokens_per_second=_round(tps, 1), own_price=own)
 
@@ -292,7 +284,17 @@ def _search(base: Scenario, candidates: list[tuple[str, float, int]], tokens: fl
         if plans:
             break
     key = _time_key if rank_by == "time" else _cost_key
-    return _best_per_gpu_count(sorted(plans, key=key))[:MAX_PLANS]
+    return [_with_slowdown(base, p) for p in _best_per_gpu_count(sorted(plans, key=key))[:MAX_PLANS]]
+
+
+def _with_slowdown(base: Scenario, p: Plan) -> Plan:
+    """What the plan's techniques cost in time against the plain arrangement on the same GPUs (kept plans
+    only: one more time estimate each)."""
+    gpu = find_gpu(p.gpu)
+    if not p.techniques or gpu is None or p.hours_per_100m_tokens is None:
+        return p
+    plain = base.model_copy(update={"gpu_count": p.count, "sharding": _sharding(base, p.count)})
+    return p.model_copy(update={"slowdown": round(p.hours_per_100m_tokens / speed.training_time(plain, gpu).hours, 2)})
 
 
 def _catalog_candidates() -> list[tuple[str, float, int]]:
@@ -349,7 +351,7 @@ def _compare(base: Scenario, b0: Breakdown, named: tuple[str, float, int], token
         scenario = variant.model_copy(update={"gpu_count": count, "sharding": _sharding(variant, count)})
         b = breakdown(scenario)
         if _fits(b, memory, headroom=0.0):
-            best = _plan(base, scenario, techniques, b, name, memory, count, tokens, prices)
+            best = _with_slowdown(base, _plan(base, scenario, techniques, b, name, memory, count, tokens, prices))
             break
     first = breakdown(base.model_copy(update={"gpu_count": count, "sharding": _sharding(base, count)}))
     return Comparison(gpu=name, count=count, fits=best is not None, need_gb=round(first.total + first.cuda_context, 2),

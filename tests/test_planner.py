@@ -155,3 +155,12 @@ def test_lora_shards_its_frozen_base_across_gpus_and_names_a_chunked_loss_only_w
     assert result.plans and all(p.count > 1 and {"fused_loss", "zero3"} <= set(p.techniques) for p in result.plans)
     roomy = plan(request(model={"params_b": 8}, method="lora", gpus=[{"name": "H100"}]))
     assert all("fused_loss" not in p.techniques for p in roomy.plans)
+
+
+def test_each_plan_says_what_its_techniques_cost_in_time() -> None:
+    result = plan(parse("compare A100 vs H100 for full 8B, 50M tokens"))
+    for row in result.comparison:
+        assert row.plan is not None and "cpu_offload" in row.plan.techniques
+        assert row.plan.slowdown > 1.5  # optimizer state over PCIe: the GPU waits
+    plain = plan(request(model={"params_b": 8}, method="lora", gpus=[{"name": "H100"}]))
+    assert all(p.slowdown == 1.0 for p in plain.plans if not p.techniques)

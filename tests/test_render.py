@@ -106,3 +106,8 @@ def test_fast_number_format_matches_babel() -> None:
                 pattern = "#,##0" + ("." + "#" * places if places else "")
                 assert decimal(lang, v, places) == format_decimal(round(v, places), format=pattern, locale=lang), (
                     lang, v, places)
+
+
+def test_a_slow_technique_shows_its_time_cost_in_both_languages() -> None:
+    assert "% slower" in render_answer_text("compare A100 vs H100 for full 8B, 50M tokens")
+    assert "медленнее на" in render_answer_text("сравни A100 и H100 для полного дообучения 8B на 50M токенов")

@@ -174,9 +174,17 @@ def plan_time(lang: str, p: Plan) -> str:
     return ""
 
 
+def techniques_text(lang: str, p: Plan) -> str:
+    """The plan's techniques and, when they slow the run, by how much ("8-bit Adam, CPU offload: 2.4× time")."""
+    text = ", ".join(technique_label(lang, t) for t in p.techniques)
+    if text and p.slowdown >= 1.05:
+        text += "; " + _(lang, "%(pct)s%% slower") % {"pct": num(lang, round((p.slowdown - 1) * 100))}
+    return text
+
+
 def plan_view(lang: str, p: Plan) -> dict[str, Any]:
     return {"gpu": p.gpu, "count": p.count, "money": plan_money(lang, p), "time": plan_time(lang, p),
-            "techniques": ", ".join(technique_label(lang, t) for t in p.techniques)}
+            "techniques": techniques_text(lang, p)}
 
 
 def comparison_line(lang: str, c: Comparison) -> str:
@@ -188,7 +196,7 @@ def comparison_line(lang: str, c: Comparison) -> str:
     p = c.plan
     parts = [_(lang, "%(gb)s GB free") % {"gb": num(lang, max(p.headroom_gb, 0))}]
     if p.techniques:
-        parts.append(", ".join(technique_label(lang, t) for t in p.techniques))
+        parts.append(techniques_text(lang, p))
     if plan_time(lang, p):
         parts.append(plan_time(lang, p))
     if p.cost_per_1m_tokens is not None:
