@@ -7,6 +7,7 @@ Handlers stay thin: they pick the text out of an update and send what this modul
 from __future__ import annotations
 
 import asyncio
+import html
 import logging
 import re
 from dataclasses import dataclass
@@ -228,7 +229,7 @@ async def enrich(text: str, request: Request, config: BotConfig, hub_cache: hub.
         reason, cfg, params_b = "timeout", None, None
     if cfg is None:
         return Enriched(request, t(lang, "Could not read the config of %(id)s on Hugging Face (%(reason)s): "
-                                         "estimated by the size in its name.", id=model_id,
+                                         "estimated by the size in its name.", id=html.escape(model_id),
                                    reason=hub_reason(lang, reason)))
     data = request.model_dump()
     data["model"] = ModelRef(name=model_id[:200], params_b=params_b, config=cfg).model_dump()
@@ -236,4 +237,4 @@ async def enrich(text: str, request: Request, config: BotConfig, hub_cache: hub.
     if data.get("intent") in (None, "help"):
         data["intent"] = "estimate"
     return Enriched(Request.model_validate(data),
-                    t(lang, "Architecture from config.json of %(id)s on Hugging Face.", id=model_id))
+                    t(lang, "Architecture from config.json of %(id)s on Hugging Face.", id=html.escape(model_id)))

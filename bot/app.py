@@ -7,10 +7,8 @@ when the configuration or the storage is wrong.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,18 +22,25 @@ from aiogram.exceptions import TelegramAPIError, TelegramNetworkError, TelegramU
 from aiogram.types import BotCommand
 from aiohttp import web
 
-from bot import hub
+from bot import hub, logs
 from bot.config import BotConfig, ConfigError, load_config
 from bot.handlers import get_routers
 from bot.handlers.inline import AnswerCache, LRUCache
-from bot.middlewares import ErrorGuard, Metrics, RedactingFormatter, RetryRequests, Throttle, TokenBucket
+from bot.metrics import Metrics
+from bot.middlewares import Bucket, ErrorGuard, RetryRequests, Throttle, TokenBucket
+from bot.scaleout import shared_state
 from bot.storage import Storage, StorageError, storage_from_url
 from bot.views.messages import t
+from bot.webhook import ensure_webhook, probes_app, register_once, run_webhook, webhook_app
+
+__all__ = ["build_bot", "build_dispatcher", "ensure_webhook", "main", "register_once", "run_polling", "serve",
+           "webhook_app"]
 
 log = logging.getLogger("bot")
 
 HEARTBEAT = Path(os.environ.get("BOT_HEARTBEAT_FILE", "/tmp/gpu-advisor.heartbeat"))  # a liveness file
 COMMANDS = ("start", "help", "settings", "price", "vram")
+RATE, BURST = 1.0, 5  # questions a second per user, and the burst allowed
 THROTTLED = {"commands", "questions", "callbacks", "media"}
 
 
@@ -58,16 +63,23 @@ def build_bot(config: BotConfig, retry: RetryRequests | None = None) -> Bot:
 
 
 def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerCache | None = None,
-                     hub_cache: hub.ConfigCache | None = None, bucket: TokenBucket | None = None,
+                     hub_cache: hub.ConfigCache | None = None, bucket: Bucket | None = None,
                      metrics: Metrics | None = None) -> Dispatcher:
+    """The dispatcher; with a Redis storage the throttle and the caches are shared through Redis too."""
     metrics = metrics or Metrics()
+    shared = shared_state(store, rate=RATE, burst=BURST)
+    if shared is not None:
+        metrics.breaker = shared.breaker
+        bucket = bucket or shared.bucket
+        answer_cache = answer_cache or shared.answer_cache
+        hub_cache = hub_cache or shared.hub_cache
     if hub_cache is None:
         hub_cache = make_hub_cache()
     dp = Dispatcher(store=store, config=config, answer_cache=answer_cache or LRUCache(), hub_cache=hub_cache,
                     metrics=metrics)
-    dp.update.outer_middleware(ErrorGuard(metrics))
+    dp.update.outer_middleware(ErrorGuard(metrics, redeliver=config.mode == "webhook"))
     # questions, answer buttons and files cost work: throttled; settings and inline (cached) are not
-    throttle = Throttle(bucket or TokenBucket(rate=1.0, burst=5), metrics)
+    throttle = Throttle(bucket or TokenBucket(rate=RATE, burst=BURST), metrics)
     for router in get_routers():
         if router.name in THROTTLED:
             router.message.middleware(throttle)
@@ -111,23 +123,6 @@ async def on_startup(bot: Bot, config: BotConfig) -> None:
     task.add_done_callback(_background.discard)
 
 
-async def ensure_webhook(bot: Bot, config: BotConfig, dp: Dispatcher) -> None:
-    """Register the webhook only when Telegram has another URL (replicas must not fight over it)."""
-    url = config.webhook_url or ""
-    try:
-        info = await bot.get_webhook_info()
-        current = info.url
-    except (TelegramAPIError, TelegramNetworkError) as exc:
-        log.warning("getWebhookInfo failed (%s); setting the webhook", type(exc).__name__)
-        current = None
-    if current == url:
-        log.info("webhook already registered")
-        return
-    await bot.set_webhook(url, secret_token=config.webhook_secret.get_secret_value() if config.webhook_secret else None,
-                          allowed_updates=dp.resolve_used_update_types(), drop_pending_updates=False)
-    log.info("webhook registered")
-
-
 async def run_polling(bot: Bot, dp: Dispatcher, *, handle_signals: bool = True, polling_timeout: int = 10,
                       close_bot_session: bool = True) -> None:
     try:
@@ -143,71 +138,38 @@ async def run_polling(bot: Bot, dp: Dispatcher, *, handle_signals: bool = True, 
                            close_bot_session=close_bot_session, polling_timeout=polling_timeout)
 
 
-def webhook_app(bot: Bot, dp: Dispatcher, config: BotConfig) -> web.Application:
-    from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
-
-    app = web.Application()
-    ready = {"ok": False}
-    metrics: Metrics = dp["metrics"]
-
-    async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok\n" if ready["ok"] else "starting\n", status=200 if ready["ok"] else 503)
-
-    async def metrics_view(_: web.Request) -> web.Response:
-        return web.Response(text=metrics.prometheus(), content_type="text/plain")
-
-    async def register(_: web.Application) -> None:
-        await ensure_webhook(bot, config, dp)
-        ready["ok"] = True
-
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/metrics", metrics_view)
-    # handle_in_background=False: Telegram gets its 200 only after the update was handled
-    secret = config.webhook_secret.get_secret_value() if config.webhook_secret else None
-    SimpleRequestHandler(dp, bot, handle_in_background=False, secret_token=secret).register(
-        app, path=config.webhook_path)
-    setup_application(app, dp, bot=bot)
-    app.on_startup.append(register)  # after the dispatcher's own start-up; the webhook is never deleted
-    return app
+def setup_logging(config: BotConfig) -> None:
+    extra = [config.webhook_secret.get_secret_value()] if config.webhook_secret else []
+    if config.hf_token:
+        extra.append(config.hf_token.get_secret_value())
+    logs.setup_logging(config.token.get_secret_value(), config.log_level_number, config.effective_log_format, extra)
 
 
-async def run_webhook(bot: Bot, dp: Dispatcher, config: BotConfig) -> None:
-    app = webhook_app(bot, dp, config)
-    runner = web.AppRunner(app, access_log=None)
+async def run_polling_with_probes(bot: Bot, dp: Dispatcher, config: BotConfig, **polling: Any) -> None:
+    """Polling; with BOT_METRICS_PORT also /metrics and /healthz on that port (BOT_WEBHOOK_HOST)."""
+    if config.metrics_port is None:
+        await run_polling(bot, dp, **polling)
+        return
+    runner = web.AppRunner(probes_app(dp["metrics"]), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, config.webhook_host, config.webhook_port)
-    await site.start()
-    log.info("webhook server on %s:%s%s", config.webhook_host, config.webhook_port, config.webhook_path)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
+        await web.TCPSite(runner, config.webhook_host, config.metrics_port).start()
+        log.info("metrics on %s:%s/metrics", config.webhook_host, config.metrics_port)
+        await run_polling(bot, dp, **polling)
     finally:
         await runner.cleanup()
 
 
-def setup_logging(config: BotConfig) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(RedactingFormatter(config.token.get_secret_value(),
-                                            "%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(config.log_level_number)
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-
-
 async def serve(config: BotConfig, store: Storage) -> None:
     await store.open()
-    bot = build_bot(config)
-    dp = build_dispatcher(config, store)
+    metrics = Metrics()  # one object: the dispatcher's counters and the session's retries
+    bot = build_bot(config, RetryRequests(heartbeat=HEARTBEAT, metrics=metrics))
+    dp = build_dispatcher(config, store, metrics=metrics)
     try:
         if config.mode == "webhook":
             await run_webhook(bot, dp, config)
         else:
-            await run_polling(bot, dp)
+            await run_polling_with_probes(bot, dp, config)
     finally:
         for task in list(_background):
             task.cancel()

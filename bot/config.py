@@ -38,6 +38,8 @@ class BotConfig(BaseSettings):
     webhook_port: int = Field(default=8080, ge=1, le=65535)
     default_language: Literal["ru", "en"] = "en"
     log_level: str = "INFO"
+    log_format: Literal["json", "text"] | None = None  # None: json in webhook mode, text in polling mode
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)  # polling mode: /metrics, /healthz there
     # Hugging Face Hub, for questions that name a model id (the Hub's own variable names)
     hf_endpoint: str = Field(default="https://huggingface.co", validation_alias="HF_ENDPOINT")
     hf_token: SecretStr | None = Field(default=None, validation_alias="HF_TOKEN")
@@ -106,6 +108,20 @@ class BotConfig(BaseSettings):
     def webhook_path(self) -> str:
         path = urlsplit(self.webhook_url or "").path
         return path if path and path != "/" else "/webhook"
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _log_format(cls, v: object) -> object:
+        return v.strip().lower() or None if isinstance(v, str) else v
+
+    @field_validator("metrics_port", mode="before")
+    @classmethod
+    def _metrics_port(cls, v: object) -> object:
+        return None if isinstance(v, str) and not v.strip() else v
+
+    @property
+    def effective_log_format(self) -> str:
+        return self.log_format or ("json" if self.mode == "webhook" else "text")
 
     @property
     def log_level_number(self) -> int:

@@ -1,12 +1,17 @@
 """Middlewares: the error guard, per-user throttling, and the Bot API request retry policy.
 
-- `ErrorGuard` (outer, on every update): an unexpected error becomes an apology to the user and one
-  log line with the update id; the update still counts as handled, so it is not redelivered forever.
+- `ErrorGuard` (outer, on every update): counts and times the update, puts its id and chat id into
+  the log context; an unexpected error becomes an apology to the user and one log line with the update
+  id, and the update counts as handled (no redelivery loop). In webhook mode an update whose reply the
+  Bot API kept refusing (network, 5xx, flood control after the retries) is NOT acknowledged (HTTP 500),
+  so Telegram delivers it again; a Redis outage while saving settings gets a "try again" notice.
 - `Throttle` (inner, on messages and button presses): a token bucket per user, 1 question a second
-  with bursts of 5; the first refused message of a burst gets a short notice, the rest are dropped.
+  with bursts of 5 (in process, or in Redis shared by the replicas); the first refused message of a
+  burst gets a short notice, the rest are dropped.
 - `RetryRequests` (session): a 429 waits the `retry_after` Telegram asks for; network errors and
   5xx are retried with exponential backoff; both with a bounded number of attempts.
-- `RedactingFormatter` (logging): the bot token never reaches a log line, whatever logged it.
+
+`Metrics` lives in `bot.metrics`, the log formatters in `bot.logs` (re-exported here).
 """
 
 from __future__ import annotations
@@ -18,9 +23,8 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiogram import BaseMiddleware
 from aiogram.client.session.middlewares.base import BaseRequestMiddleware, NextRequestMiddlewareType
@@ -30,35 +34,21 @@ from aiogram.methods.base import TelegramType
 from aiogram.types import CallbackQuery, Message, TelegramObject, Update, User
 
 from bot.answers import client_language
+from bot.logs import JsonFormatter, RedactingFormatter, update_context
+from bot.metrics import Metrics
+from bot.storage import StorageUnavailable
 from bot.views.messages import t
 
 if TYPE_CHECKING:
     from aiogram import Bot
 
+__all__ = ["ErrorGuard", "JsonFormatter", "Metrics", "RedactingFormatter", "RetryRequests", "Throttle",
+           "TokenBucket"]
+
 log = logging.getLogger(__name__)
 
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
-
-
-@dataclass
-class Metrics:
-    """Counters for /metrics (webhook mode) and the tests."""
-
-    updates: int = 0
-    errors: int = 0
-    throttled: int = 0
-    retries: int = 0
-    started: float = field(default_factory=time.time)
-
-    def prometheus(self) -> str:
-        lines = [
-            "# TYPE gpu_advisor_updates_total counter", f"gpu_advisor_updates_total {self.updates}",
-            "# TYPE gpu_advisor_errors_total counter", f"gpu_advisor_errors_total {self.errors}",
-            "# TYPE gpu_advisor_throttled_total counter", f"gpu_advisor_throttled_total {self.throttled}",
-            "# TYPE gpu_advisor_api_retries_total counter", f"gpu_advisor_api_retries_total {self.retries}",
-            "# TYPE gpu_advisor_uptime_seconds gauge", f"gpu_advisor_uptime_seconds {time.time() - self.started:.0f}",
-        ]
-        return "\n".join(lines) + "\n"
+API_FAILURES = (TelegramNetworkError, TelegramServerError, TelegramRetryAfter)
 
 
 def _user_of(event: Update) -> User | None:
@@ -68,32 +58,73 @@ def _user_of(event: Update) -> User | None:
     return None
 
 
+def _kind(event: Update) -> str:
+    try:
+        return event.event_type
+    except Exception:  # an update type this aiogram does not know
+        return "unknown"
+
+
+def _chat_id(event: Update) -> int | None:
+    for item in (event.message, event.edited_message, event.channel_post):
+        if item is not None:
+            return int(item.chat.id)
+    query = event.callback_query
+    if query is not None and query.message is not None:
+        return int(query.message.chat.id)
+    return None
+
+
 class ErrorGuard(BaseMiddleware):
-    def __init__(self, metrics: Metrics | None = None) -> None:
+    def __init__(self, metrics: Metrics | None = None, *, redeliver: bool = False) -> None:
         self.metrics = metrics or Metrics()
+        self.redeliver = redeliver  # webhook mode: an undeliverable reply leaves the update unacknowledged
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
-        self.metrics.updates += 1
+        context = None
+        if isinstance(event, Update):
+            self.metrics.count_update(_kind(event))
+            ids = {"update_id": event.update_id}
+            chat_id = _chat_id(event)
+            if chat_id is not None:
+                ids["chat_id"] = chat_id
+            context = update_context.set(ids)
+        started = time.perf_counter()
         try:
             return await handler(event, data)
+        except StorageUnavailable as exc:  # Redis away while saving settings (the breaker logged the outage)
+            log.info("update %s: storage unavailable (%s)", getattr(event, "update_id", "?"), type(exc).__name__)
+            if isinstance(event, Update):
+                await self._apologize(event, data, lambda lang: t(lang, "I cannot save settings right now: please "
+                                                                        "try again in a minute."))
+            return None
         except Exception as exc:
             self.metrics.errors += 1
+            if self.redeliver and isinstance(exc, API_FAILURES):
+                log.warning("update %s: the Bot API failed (%s); not acknowledged, Telegram will deliver it again",
+                            getattr(event, "update_id", "?"), type(exc).__name__)
+                raise
             # the type and the stack, never str(exc): an exception message may quote the user's text
             stack = "".join(traceback.format_tb(exc.__traceback__)).rstrip()
             log.error("update %s failed: %s\n%s", getattr(event, "update_id", "?"), type(exc).__name__, stack)
             if isinstance(event, Update):
                 await self._apologize(event, data)
             return None
+        finally:
+            self.metrics.observe(time.perf_counter() - started)
+            if context is not None:
+                update_context.reset(context)
 
     @staticmethod
-    async def _apologize(event: Update, data: dict[str, Any]) -> None:
+    async def _apologize(event: Update, data: dict[str, Any], words: Callable[[str], str] | None = None) -> None:
         bot: Bot | None = data.get("bot")
         if bot is None:
             return
         user = _user_of(event)
         default = getattr(data.get("config"), "default_language", "en")
         lang = client_language(user.language_code if user else None) or default
-        text = t(lang, "Sorry, something went wrong on my side. Please try again in a minute.")
+        text = words(lang) if words else t(lang, "Sorry, something went wrong on my side. Please try again in a "
+                                                  "minute.")
         try:
             if event.message is not None:
                 await bot.send_message(event.message.chat.id, text,
@@ -137,9 +168,20 @@ class TokenBucket:
         tokens = self._buckets.get(key, (1.0, 0.0, False))[0]
         return max(0.0, (1.0 - tokens) / self.rate)
 
+    async def acquire(self, key: int) -> tuple[bool, bool, float]:
+        """(allowed, first refusal of this burst, seconds until the next token): the `Bucket` interface."""
+        allowed, notify = self.take(key)
+        return allowed, notify, self.wait_s(key)
+
+
+class Bucket(Protocol):
+    """What the throttle needs: `TokenBucket` in process, `RedisTokenBucket` shared by replicas."""
+
+    async def acquire(self, key: int) -> tuple[bool, bool, float]: ...
+
 
 class Throttle(BaseMiddleware):
-    def __init__(self, bucket: TokenBucket | None = None, metrics: Metrics | None = None) -> None:
+    def __init__(self, bucket: Bucket | None = None, metrics: Metrics | None = None) -> None:
         self.bucket = bucket or TokenBucket()
         self.metrics = metrics or Metrics()
 
@@ -147,13 +189,13 @@ class Throttle(BaseMiddleware):
         user = getattr(event, "from_user", None)
         if not isinstance(event, Message | CallbackQuery) or user is None:
             return await handler(event, data)
-        allowed, notify = self.bucket.take(user.id)
+        allowed, notify, wait = await self.bucket.acquire(user.id)
         if allowed:
             return await handler(event, data)
         self.metrics.throttled += 1
         default = getattr(data.get("config"), "default_language", "en")
         lang = client_language(user.language_code) or default
-        seconds = max(1, round(self.bucket.wait_s(user.id)))
+        seconds = max(1, round(wait))
         if isinstance(event, CallbackQuery):
             from bot.views.messages import tn
 
@@ -216,15 +258,3 @@ class RetryRequests(BaseRequestMiddleware):
             self.metrics.retries += 1
             await asyncio.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
-
-
-class RedactingFormatter(logging.Formatter):
-    """A log formatter that replaces the bot token wherever it appears (message, arguments, traceback)."""
-
-    def __init__(self, token: str, fmt: str | None = None) -> None:
-        super().__init__(fmt)
-        self.token = token
-
-    def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
-        return text.replace(self.token, "***") if self.token else text

@@ -32,6 +32,10 @@ class StorageError(Exception):
     """The storage cannot be opened or used; str() is one line for the start-up error."""
 
 
+class StorageUnavailable(StorageError):
+    """A write could not reach the shared storage (a Redis outage): the user is asked to try again."""
+
+
 class OwnPrice(BaseModel):
     value: float = Field(ge=0)
     currency: Currency = "USD"
@@ -179,8 +183,12 @@ class RedisStorage:
     async def open(self) -> None:
         if self._client is None:
             from redis.asyncio import Redis
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
 
-            self._client = Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
+            # one quick reconnect (a restarted Redis), no backoff: the breaker decides what waits
+            self._client = Redis.from_url(self.url, socket_timeout=2, socket_connect_timeout=2,
+                                          retry=Retry(NoBackoff(), 1))
         try:
             await self._client.ping()
         except Exception as exc:  # redis raises its own ConnectionError / TimeoutError / ResponseError
@@ -237,9 +245,12 @@ class MemoryStorage:
 
 
 def storage_from_url(url: str) -> Storage:
+    """SQLite for one process; Redis (behind the fallback of `bot.scaleout`) for several replicas."""
     if url.startswith("sqlite:///"):
         return SQLiteStorage(url.removeprefix("sqlite:///"))
     if url.startswith(("redis://", "rediss://", "unix://")):
-        return RedisStorage(url)
+        from bot.scaleout.storage import FallbackStorage
+
+        return FallbackStorage(RedisStorage(url))
     raise StorageError(f"unsupported storage URL scheme: {url.split(':', 1)[0]}")
 

@@ -3,7 +3,10 @@
 It serves /bot<token>/<method> for the methods the bot uses and /file/bot<token>/<path> downloads,
 records every call (method, decoded parameters, uploaded files), hands out updates that a test
 pushes through a long-polling getUpdates, and can be told to fail a method N times with a 429
-(retry_after) or a 5xx. Nothing here reaches the network.
+(retry_after) or a 5xx, to answer it slowly (a client that gave up meanwhile is recorded with status
+499, as nothing reached it), or to drop the connection without an answer (a network error). Texts
+sent with parse_mode HTML are checked as Telegram checks them: an unknown tag, a stray `<` or an
+unbalanced tag is a 400 "can't parse entities". Nothing here reaches the network.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,11 +45,52 @@ class Failure:
     times: int
 
 
+@dataclass
+class Slow:
+    delay_s: float
+    times: int
+
+
+# Telegram's HTML parse mode: these tags only, properly nested; <, > and & outside tags escaped.
+HTML_TAGS = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler", "a", "code", "pre",
+             "blockquote", "tg-emoji"}
+_TOKEN = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9-]*)((?:\s+[a-zA-Z-]+(?:=(?:\"[^\"<>]*\"|'[^'<>]*'|[^\s<>\"']+))?)*)"
+                    r"\s*>|&(?:lt|gt|amp|quot|#\d{1,7}|#x[0-9a-fA-F]{1,6});|[<>&]")
+
+
+def html_error(text: str) -> str | None:
+    """Why Telegram would refuse `text` in parse_mode HTML, or None when it parses."""
+    stack: list[str] = []
+    for m in _TOKEN.finditer(text):
+        token = m.group(0)
+        if token in ("<", ">", "&"):
+            if token != "<":
+                continue  # Telegram tolerates a bare > or &; a < always starts a tag
+            return f"Unsupported start tag at byte offset {m.start()}"
+        if token.startswith("&"):
+            continue
+        closing, name = m.group(1), m.group(2).lower()
+        if name not in HTML_TAGS:
+            return f"Unsupported start tag \"{name}\" at byte offset {m.start()}"
+        if closing:
+            if not stack or stack[-1] != name:
+                return f"Unexpected end tag \"{name}\" at byte offset {m.start()}"
+            stack.pop()
+        else:
+            stack.append(name)
+    if stack:
+        return f"Can't find end tag corresponding to start tag \"{stack[-1]}\""
+    return None
+
+
 class FakeBotAPI:
     def __init__(self, token: str = TOKEN) -> None:
         self.token = token
         self.calls: list[Call] = []
         self.failures: dict[str, Failure] = {}
+        self.slow_methods: dict[str, Slow] = {}
+        self.dropped: dict[str, int] = {}
+        self.allowed_updates: list[str] | None = None
         self.updates: list[dict[str, Any]] = []
         self.new_update = asyncio.Event()
         self.new_call = asyncio.Event()
@@ -84,6 +129,14 @@ class FakeBotAPI:
     def fail(self, method: str, status: int = 500, times: int = 1, retry_after: int | None = None) -> None:
         """The next `times` calls of `method` answer `status` (429 with retry_after, or 5xx)."""
         self.failures[method] = Failure(status, retry_after, times)
+
+    def slow(self, method: str, delay_s: float, times: int = 1) -> None:
+        """The next `times` calls of `method` wait `delay_s` before answering (a client may give up)."""
+        self.slow_methods[method] = Slow(delay_s, times)
+
+    def drop(self, method: str, times: int = 1) -> None:
+        """The next `times` calls of `method` get their connection closed without an answer."""
+        self.dropped[method] = times
 
     def push(self, update: dict[str, Any]) -> int:
         update = {"update_id": next(self._update_ids), **update}
@@ -157,6 +210,21 @@ class FakeBotAPI:
         try:
             if request.match_info["token"] != self.token:
                 return self._error(call, 401, "Unauthorized")
+            if self.dropped.get(method, 0) > 0:
+                self.dropped[method] -= 1
+                call.status = 0
+                if request.transport is not None:
+                    request.transport.abort()  # the client sees the connection die: a network error
+                return web.Response(status=499)
+            slow = self.slow_methods.get(method)
+            if slow is not None and slow.times > 0:
+                slow.times -= 1
+                call.status = 102  # in progress: not an answer yet
+                await asyncio.sleep(slow.delay_s)
+                call.status = 200
+                if request.transport is None or request.transport.is_closing():
+                    call.status = 499  # the client gave up: nothing it sent takes effect
+                    return web.Response(status=499)
             failure = self.failures.get(method)
             if failure is not None and failure.times > 0:
                 failure.times -= 1
@@ -167,6 +235,9 @@ class FakeBotAPI:
             handler = getattr(self, "api_" + method, None)
             if handler is None:
                 return self._error(call, 404, "Not Found")
+            invalid = self._html_problem(params)
+            if invalid is not None:
+                return self._error(call, 400, f"Bad Request: can't parse entities: {invalid}")
             result = await handler(params, files)
             if isinstance(result, web.Response):
                 call.status = result.status
@@ -174,6 +245,21 @@ class FakeBotAPI:
             return web.json_response({"ok": True, "result": result})
         finally:
             self.new_call.set()
+
+    @staticmethod
+    def _html_problem(params: dict[str, Any]) -> str | None:
+        texts: list[str] = []
+        if params.get("parse_mode") == "HTML":
+            texts += [str(params.get(k)) for k in ("text", "caption") if params.get(k) is not None]
+        for result in params.get("results") or []:
+            content = result.get("input_message_content") or {}
+            if content.get("parse_mode") == "HTML":
+                texts.append(str(content.get("message_text", "")))
+        for text in texts:
+            problem = html_error(text)
+            if problem is not None:
+                return problem
+        return None
 
     async def _file(self, request: web.Request) -> web.Response:
         if request.match_info["token"] != self.token:
@@ -271,10 +357,14 @@ class FakeBotAPI:
         return {"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": len(content), "file_path": path}
 
     async def api_getWebhookInfo(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
-        return {"url": self.webhook_url, "has_custom_certificate": False, "pending_update_count": 0}
+        info: dict[str, Any] = {"url": self.webhook_url, "has_custom_certificate": False, "pending_update_count": 0}
+        if self.webhook_url and self.allowed_updates is not None:
+            info["allowed_updates"] = self.allowed_updates
+        return info
 
     async def api_setWebhook(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
         self.webhook_url = params.get("url", "")
+        self.allowed_updates = params.get("allowed_updates")
         return True
 
     async def api_deleteWebhook(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:

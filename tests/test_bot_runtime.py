@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import sqlite3
@@ -18,11 +19,13 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from bot_harness import make_config
 from fake_botapi import TOKEN, FakeBotAPI, message
+from redis_server import free_port
 
-from bot.app import build_bot, build_dispatcher, webhook_app
+from bot.app import build_bot, build_dispatcher, run_polling_with_probes, webhook_app
 from bot.app import main as app_main
 from bot.config import ConfigError, load_config
 from bot.health import check
+from bot.logs import JsonFormatter, RedactingFormatter, update_context
 from bot.middlewares import RetryRequests
 from bot.storage import (
     QUESTION_TTL_S,
@@ -77,6 +80,8 @@ def test_config_defaults_and_one_line_reasons(monkeypatch: pytest.MonkeyPatch) -
         ("BOT_WEBHOOK_PORT", "99999"): "BOT_WEBHOOK_PORT",
         ("BOT_DEFAULT_LANGUAGE", "de"): "BOT_DEFAULT_LANGUAGE must be 'ru' or 'en'",
         ("BOT_LOG_LEVEL", "chatty"): "BOT_LOG_LEVEL must be one of",
+        ("BOT_LOG_FORMAT", "xml"): "BOT_LOG_FORMAT must be 'json' or 'text'",
+        ("BOT_METRICS_PORT", "0"): "BOT_METRICS_PORT",
         ("BOT_MODE", "webhook"): "BOT_WEBHOOK_URL is required when BOT_MODE=webhook",
     }
     for (key, value), reason in cases.items():
@@ -96,6 +101,9 @@ def test_config_defaults_and_one_line_reasons(monkeypatch: pytest.MonkeyPatch) -
     assert "not a valid secret" not in str(err.value) and str(err.value).startswith("BOT_WEBHOOK_SECRET")
     monkeypatch.setenv("BOT_WEBHOOK_SECRET", "s3cret_token")
     assert load_config().webhook_path == "/tg"
+    assert (load_config().effective_log_format, config.effective_log_format) == ("json", "text")
+    monkeypatch.setenv("BOT_LOG_FORMAT", "Text")
+    assert load_config().effective_log_format == "text"
 
 
 def test_dot_env_file_is_read(clean_env: None, tmp_path: Path) -> None:
@@ -226,13 +234,60 @@ async def test_webhook_checks_the_secret_handles_before_acknowledging_and_regist
             # acknowledged only after the answer went out
             assert [c for c in api.of("sendMessage") if int(c.params["chat_id"]) == 3001 + run]
             metrics = await (await client.get("/metrics")).text()
-            assert "gpu_advisor_updates_total 1" in metrics
+            assert 'gpu_advisor_updates_total{type="message"} 1' in metrics
+            assert 'gpu_advisor_update_seconds_bucket{le="+Inf"} 1' in metrics
     [registered] = api.of("setWebhook")  # the second start saw the same URL and left it alone
     assert registered.params["url"] == "https://bot.example/tg/hook"
     assert registered.params["secret_token"] == "s3cret_token"
     assert "message" in registered.params["allowed_updates"] and "inline_query" in registered.params["allowed_updates"]
     assert not api.of("deleteWebhook")
     await store.close()
+
+
+async def test_polling_mode_serves_metrics_on_the_optional_port(tmp_path: Path, api: FakeBotAPI) -> None:
+    port = free_port()
+    config = make_config(api.url, tmp_path / "p.db", metrics_port=port, webhook_host="127.0.0.1")
+    store = SQLiteStorage(tmp_path / "p.db")
+    await store.open()
+    bot = build_bot(config, retry=RetryRequests(backoff_s=0.01))
+    dp = build_dispatcher(config, store)
+    task = asyncio.create_task(run_polling_with_probes(bot, dp, config, handle_signals=False, polling_timeout=1,
+                                                       close_bot_session=False))
+    try:
+        await api.wait_for("getUpdates", timeout=5)
+        api.push(message("70B QLoRA on H100?", user_id=3101))
+        await api.wait_for("sendMessage", chat_id=3101)
+        async with TestClient(TestServer(web.Application())) as client:  # any aiohttp client session
+            response = await client.session.get(f"http://127.0.0.1:{port}/metrics")
+            text = await response.text()
+            health = await client.session.get(f"http://127.0.0.1:{port}/healthz")
+        assert response.status == 200 and health.status == 200
+        assert 'gpu_advisor_updates_total{type="message"} 1' in text
+        assert "# TYPE gpu_advisor_update_seconds histogram" in text and "gpu_advisor_inline_cache_total" in text
+    finally:
+        await dp.stop_polling()
+        api.new_update.set()
+        await asyncio.wait_for(task, timeout=5)
+        await bot.session.close()
+        await store.close()
+
+
+def test_log_lines_carry_the_update_and_never_a_secret() -> None:
+    secret = "s3cret_webhook_token"
+    record = logging.LogRecord("aiogram", logging.WARNING, __file__, 1, "POST %s/bot%s/sendMessage (%s) failed",
+                               ("http://api", TOKEN.replace(":", "%3A"), secret), None)
+    token = update_context.set({"update_id": 77, "chat_id": -100})
+    try:
+        line = json.loads(JsonFormatter(TOKEN, None, secrets=[secret]).format(record))
+        text = RedactingFormatter(TOKEN, secrets=[secret]).format(record)
+    finally:
+        update_context.reset(token)
+    assert line["message"] == "POST http://api/bot***/sendMessage (***) failed"
+    assert (line["level"], line["logger"], line["update_id"], line["chat_id"]) == ("WARNING", "aiogram", 77, -100)
+    assert line["time"].endswith("+00:00")
+    assert text.endswith("POST http://api/bot***/sendMessage (***) failed [update_id=77 chat_id=-100]")
+    plain = logging.LogRecord("bot", logging.INFO, __file__, 1, "no update here", (), None)
+    assert "update_id" not in json.loads(JsonFormatter(TOKEN, None).format(plain))
 
 
 # ---- the container's health check ------------------------------------------------------------------------
@@ -258,3 +313,23 @@ async def test_health_check_follows_the_heartbeat_and_healthz(tmp_path: Path, ap
         env = {"BOT_MODE": "webhook", "BOT_WEBHOOK_PORT": str(server.port)}
         assert (await asyncio.to_thread(check, env))[0]
     assert not (await asyncio.to_thread(check, env))[0]  # nobody listens any more
+
+
+def test_compose_and_nginx_use_the_contract_names() -> None:
+    """compose.yaml, its env file template and nginx.conf agree with the configuration and each other."""
+    import re
+
+    from bot.config import BotConfig
+
+    known = {"BOT_" + name.upper() for name in BotConfig.model_fields} | {"BOT_HEARTBEAT_FILE"}
+    compose = (ROOT / "compose.yaml").read_text(encoding="utf-8")
+    env = (ROOT / "deploy" / "bot.env.example").read_text(encoding="utf-8")
+    nginx = (ROOT / "deploy" / "nginx.conf").read_text(encoding="utf-8")
+    used = set(re.findall(r"\bBOT_[A-Z_]+\b", compose + env))
+    assert used and used <= known, used - known
+    assert "replicas: 3" in compose and "BOT_MODE: webhook" in compose and "redis://redis:6379/0" in compose
+    assert "deploy/bot.env" in compose and "./deploy/nginx.conf" in compose
+    for required in ("BOT_TOKEN=", "BOT_WEBHOOK_URL=", "BOT_WEBHOOK_SECRET="):
+        assert required in env
+    assert "$http_x_telegram_bot_api_secret_token" in nginx and "location = /healthz" in nginx
+    assert "server bot:8080" in nginx and 'BOT_WEBHOOK_PORT: "8080"' in compose

@@ -99,7 +99,8 @@ def test_fast_number_format_matches_babel() -> None:
 
     from bot.views.render import decimal
 
-    values = [0, 0.04, 0.05, 0.256, 1, 1.25, 9.95, 12.345, 99.99, 100, 999.5, 1234.5, 12_345.67, 1_234_567.8, -3, -1234.5]
+    values = [0, 0.04, 0.05, 0.256, 1, 1.25, 9.95, 12.345, 99.99, 100, 999.5, 1234.5, 12_345.67, 1_234_567.8, -3,
+              -1234.5]
     for lang in ("en", "ru"):
         for v in values:
             for places in (0, 1, 2, 3):

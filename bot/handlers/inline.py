@@ -23,6 +23,7 @@ from aiogram.types import (
 
 from bot.answers import Reply, answer_options, client_language, make_reply, question_language, resolve_language
 from bot.config import BotConfig
+from bot.metrics import Metrics
 from bot.storage import ChatSettings, Storage
 from bot.views.messages import EXAMPLES, t
 from bot.views.render import TAG
@@ -35,11 +36,12 @@ ALTERNATIVES = {"qlora": ("lora", "full"), "lora": ("qlora", "full"), "full": ("
 
 
 class AnswerCache(Protocol):
-    """Cached inline answers by key: JSON-able values, so a Redis implementation can stand in."""
+    """Cached inline answers by key: JSON-able values; in process (`LRUCache`) or in Redis
+    (`bot.scaleout.state.RedisAnswerCache`, shared by replicas)."""
 
-    def get(self, key: str) -> list[dict[str, Any]] | None: ...
+    async def get(self, key: str) -> list[dict[str, Any]] | None: ...
 
-    def put(self, key: str, value: list[dict[str, Any]]) -> None: ...
+    async def put(self, key: str, value: list[dict[str, Any]]) -> None: ...
 
 
 class LRUCache:
@@ -52,7 +54,7 @@ class LRUCache:
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: str) -> list[dict[str, Any]] | None:
+    async def get(self, key: str) -> list[dict[str, Any]] | None:
         item = self._data.get(key)
         if item is None or time.monotonic() - item[0] > self.ttl_s:
             self._data.pop(key, None)
@@ -62,7 +64,7 @@ class LRUCache:
         self.hits += 1
         return item[1]
 
-    def put(self, key: str, value: list[dict[str, Any]]) -> None:
+    async def put(self, key: str, value: list[dict[str, Any]]) -> None:
         self._data[key] = (time.monotonic(), value)
         self._data.move_to_end(key)
         while len(self._data) > self.maxsize:
@@ -127,16 +129,19 @@ def make_router() -> Router:
     router = Router(name="inline")
 
     @router.inline_query()
-    async def inline_answer(query: InlineQuery, store: Storage, config: BotConfig, answer_cache: AnswerCache) -> None:
+    async def inline_answer(query: InlineQuery, store: Storage, config: BotConfig, answer_cache: AnswerCache,
+                            metrics: Metrics | None = None) -> None:
         text = normalise(query.query)
         settings = await store.get_settings(query.from_user.id)  # the user's private chat settings
         fallback = resolve_language(None, settings.language, query.from_user.language_code, config.default_language)
         lang = question_language(text) or fallback if text else fallback
         key = "|".join((text, lang, settings.model_dump_json()))
-        entries = answer_cache.get(key)
+        entries = await answer_cache.get(key)
+        if metrics is not None:
+            metrics.inline_cache(entries is not None)
         if entries is None:
             entries = await build_results(text, lang, settings, store, config)
-            answer_cache.put(key, entries)
+            await answer_cache.put(key, entries)
         button = None
         if not entries:
             hint = client_language(query.from_user.language_code) or lang

@@ -5,6 +5,7 @@ In groups only chat admins change them (getChatMember); anyone may look.
 
 from __future__ import annotations
 
+import html
 import logging
 
 from aiogram import Bot, Router
@@ -116,7 +117,7 @@ def make_router() -> Router:
         gpu = find_gpu(name)
         if gpu is None:
             await send(message, t(lang, "I do not know the GPU “%(name)s”. Try H100, A100 80GB, RTX 4090, L40S…",
-                                  name=name[:40]))
+                                  name=html.escape(name[:40])))  # the user's words, in HTML
             return
         if raw.lower() in OFF_WORDS:
             removed = settings.prices.pop(gpu.name, None)

@@ -1,0 +1,82 @@
+"""Logging: one line per record, JSON (one object a line) or text, with secrets redacted.
+
+- `update_context` holds the update id and chat id of the update being handled (set by the error
+  guard); every record logged while handling it carries them, whichever library logged it.
+- Secrets (the bot token, also URL-encoded; the webhook secret) are replaced by `***` in the final
+  line: message, arguments and traceback alike.
+- Message texts of users are never logged at INFO or above (handlers log types and ids only).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterable
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import Any
+
+update_context: ContextVar[dict[str, int] | None] = ContextVar("update_context", default=None)
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _variants(secrets: Iterable[str]) -> list[str]:
+    out: set[str] = set()
+    for secret in secrets:
+        if secret and len(secret) >= 6:  # a tiny "secret" would redact half the log
+            out.update({secret, secret.replace(":", "%3A"), secret.replace(":", "%3a")})
+    return sorted(out, key=len, reverse=True)
+
+
+class RedactingFormatter(logging.Formatter):
+    """A text formatter that replaces the bot token (and other secrets) wherever they appear."""
+
+    def __init__(self, token: str, fmt: str | None = TEXT_FORMAT, *, secrets: Iterable[str] = ()) -> None:
+        super().__init__(fmt)
+        self.token = token
+        self._secrets = _variants([token, *secrets])
+
+    def redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        context = update_context.get()
+        if context:
+            text += " [" + " ".join(f"{k}={v}" for k, v in context.items()) + "]"
+        return self.redact(text)
+
+
+class JsonFormatter(RedactingFormatter):
+    """One JSON object a line: time, level, logger, message, update_id and chat_id where known, exc."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        context = update_context.get()
+        if context:
+            out.update(context)
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            out["exc"] = record.exc_text
+        return self.redact(json.dumps(out, ensure_ascii=False, default=str))
+
+
+def setup_logging(token: str, level: int, fmt: str, secrets: Iterable[str] = ()) -> None:
+    """The root logger writes to stderr in `fmt` ("json" or "text"); aiohttp's access log is quiet."""
+    handler = logging.StreamHandler(sys.stderr)
+    formatter = JsonFormatter(token, None, secrets=secrets) if fmt == "json" else \
+        RedactingFormatter(token, TEXT_FORMAT, secrets=secrets)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

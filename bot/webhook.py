@@ -1,0 +1,158 @@
+"""Webhook mode: the aiohttp server (updates, /healthz, /metrics) and registering the webhook once.
+
+Registration. Every replica starts the same way, so each may be the one to register, but only one
+does at a time: with Redis, a lock (`SET NX EX`) lets one replica call `getWebhookInfo` and, only when
+Telegram's webhook differs (another URL or update types, or a secret other than the one last
+registered: its SHA-256 fingerprint is kept in Redis), `setWebhook`; the others wait for the lock or
+for the fingerprint. Without Redis (one process) the `getWebhookInfo` check alone decides. The webhook
+is never deleted on shutdown: a replica going away must not stop the others' traffic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import secrets
+import signal
+import time
+from typing import Any
+
+from aiogram import Bot, Dispatcher
+from aiogram.exceptions import TelegramAPIError, TelegramNetworkError
+from aiohttp import web
+
+from bot.config import BotConfig
+from bot.metrics import Metrics
+from bot.storage import KEY_PREFIX
+
+log = logging.getLogger(__name__)
+
+LOCK_KEY = f"{KEY_PREFIX}:webhook:lock"
+FINGERPRINT_KEY = f"{KEY_PREFIX}:webhook:fingerprint"
+LOCK_TTL_S = 30  # a replica that dies holding the lock blocks the others this long at most
+WAIT_S = 40.0
+RELEASE_LUA = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
+
+
+def fingerprint(url: str, secret: str | None, allowed: list[str]) -> str:
+    raw = json.dumps([url, secret or "", sorted(allowed)])
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+async def ensure_webhook(bot: Bot, config: BotConfig, dp: Dispatcher, known: str | None = None) -> bool:
+    """setWebhook unless Telegram already has this URL and these update types (and, when `known` is
+    given, this fingerprint); True when it was called."""
+    url = config.webhook_url or ""
+    secret = config.webhook_secret.get_secret_value() if config.webhook_secret else None
+    allowed = dp.resolve_used_update_types()
+    try:
+        info = await bot.get_webhook_info()
+        same = info.url == url and (info.allowed_updates is None or set(info.allowed_updates) == set(allowed))
+    except (TelegramAPIError, TelegramNetworkError) as exc:
+        log.warning("getWebhookInfo failed (%s); setting the webhook", type(exc).__name__)
+        same = False
+    if same and (known is None or known == fingerprint(url, secret, allowed)):
+        log.info("webhook already registered")
+        return False
+    await bot.set_webhook(url, secret_token=secret, allowed_updates=allowed, drop_pending_updates=False)
+    log.info("webhook registered")
+    return True
+
+
+async def register_once(bot: Bot, config: BotConfig, dp: Dispatcher, redis: Any | None = None,
+                        wait_s: float = WAIT_S) -> None:
+    """`ensure_webhook`, by one replica at a time when they share a Redis."""
+    if redis is None:
+        await ensure_webhook(bot, config, dp)
+        return
+    from redis.exceptions import RedisError
+
+    secret = config.webhook_secret.get_secret_value() if config.webhook_secret else None
+    wanted = fingerprint(config.webhook_url or "", secret, dp.resolve_used_update_types())
+    me = secrets.token_hex(8)
+    deadline = time.monotonic() + wait_s
+    try:
+        while True:
+            if await redis.set(LOCK_KEY, me, nx=True, ex=LOCK_TTL_S):
+                try:
+                    known = await redis.get(FINGERPRINT_KEY)
+                    await ensure_webhook(bot, config, dp, known.decode() if known else "")
+                    await redis.set(FINGERPRINT_KEY, wanted)
+                finally:
+                    await redis.eval(RELEASE_LUA, 1, LOCK_KEY, me)
+                return
+            known = await redis.get(FINGERPRINT_KEY)
+            if known is not None and known.decode() == wanted:
+                log.info("webhook registered by another replica")
+                return
+            if time.monotonic() > deadline:
+                log.warning("webhook lock still held after %.0f s; going on without registering", wait_s)
+                return
+            await asyncio.sleep(0.1)
+    except RedisError as exc:  # checked at start-up, so rare: fall back to the getWebhookInfo check
+        log.warning("webhook lock unavailable (%s); checking the webhook directly", type(exc).__name__)
+        await ensure_webhook(bot, config, dp)
+
+
+def _probes(app: web.Application, metrics: Metrics, ready: dict[str, bool]) -> None:
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok\n" if ready["ok"] else "starting\n", status=200 if ready["ok"] else 503)
+
+    async def metrics_view(_: web.Request) -> web.Response:
+        return web.Response(text=metrics.prometheus(), content_type="text/plain", charset="utf-8",
+                            headers={"X-Content-Type-Options": "nosniff"})
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics_view)
+
+
+def webhook_app(bot: Bot, dp: Dispatcher, config: BotConfig) -> web.Application:
+    from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
+
+    app = web.Application(client_max_size=1024 * 1024)
+    ready = {"ok": False}
+    _probes(app, dp["metrics"], ready)
+
+    async def register(_: web.Application) -> None:
+        await register_once(bot, config, dp, getattr(dp["store"], "redis", None))
+        ready["ok"] = True
+
+    # handle_in_background=False: Telegram gets its 200 only after the update was handled
+    secret = config.webhook_secret.get_secret_value() if config.webhook_secret else None
+    SimpleRequestHandler(dp, bot, handle_in_background=False, secret_token=secret).register(
+        app, path=config.webhook_path)
+    setup_application(app, dp, bot=bot)
+    app.on_startup.append(register)  # after the dispatcher's own start-up; the webhook is never deleted
+    return app
+
+
+def probes_app(metrics: Metrics) -> web.Application:
+    """Polling mode's optional side server (BOT_METRICS_PORT): /metrics and /healthz."""
+    app = web.Application()
+    _probes(app, metrics, {"ok": True})
+    return app
+
+
+async def serve_app(app: web.Application, host: str, port: int, stop: asyncio.Event | None = None) -> None:
+    """Serve `app` until SIGINT/SIGTERM (or `stop`)."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+async def run_webhook(bot: Bot, dp: Dispatcher, config: BotConfig) -> None:
+    log.info("webhook server on %s:%s%s (registering first)", config.webhook_host, config.webhook_port,
+             config.webhook_path)
+    await serve_app(webhook_app(bot, dp, config), config.webhook_host, config.webhook_port)
