@@ -8,6 +8,7 @@ techniques) breakdown is computed once and checked against every candidate GPU.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
@@ -251,18 +252,41 @@ def _cost_key(p: Plan) -> tuple[float, float, int]:
     return (per_hour * work, work, len(p.techniques))
 
 
-def _time_key(p: Plan) -> tuple[float, float, int]:
-    # fastest first: hours per 100M tokens for training, fewest seconds per token for serving
-    if p.hours_per_100m_tokens is not None:
-        work = p.hours_per_100m_tokens
+@dataclass(frozen=True)
+class _Option:
+    """An arrangement that fits, before it becomes a Plan: just what ranking it takes."""
+
+    key: tuple[float, float, int]
+    techniques: list[str]
+    scenario: Scenario
+    b: Breakdown
+    gpu: str
+    memory: float
+    count: int
+
+
+def _rank_key(base: Scenario, scenario: Scenario, techniques: list[str], gpu_name: str, count: int,
+              prices: PriceOptions, rank_by: RankBy) -> tuple[float, float, int]:
+    """The order of `_cost_key` (or fastest first) without building the plan: seconds per token × price."""
+    gpu = find_gpu(gpu_name)
+    if gpu is None:
+        return (math.inf, math.inf, len(techniques))
+    price = _price(gpu, prices)
+    per_hour = getattr(price, PICK_FIELD[prices.pick]) * count if price is not None else math.inf
+    if scenario.method == "inference":
+        tps = speed.inference_speed(scenario, gpu, count).tokens_per_second
+        work = 1.0 if rank_by == "cost" else 1 / tps
     else:
-        work = 1 / p.tokens_per_second if p.tokens_per_second else math.inf
-    return (work, p.per_hour if p.per_hour is not None else math.inf, len(p.techniques))
+        accumulation = MICRO_BATCH_SLOWDOWN if scenario.batch_size < base.batch_size else 1.0
+        work = speed.seconds_per_token(scenario, gpu, count) * accumulation
+    if rank_by == "time":
+        return (work, per_hour, len(techniques))
+    return (per_hour * work, work, len(techniques))
 
 
 def _search(base: Scenario, candidates: list[tuple[str, float, int]], tokens: float | None,
             prices: PriceOptions, rank_by: RankBy) -> list[Plan]:
-    plans: list[Plan] = []
+    options: list[_Option] = []
     variants = _variants(base)
     for counts in (COUNTS, NODE_COUNTS):
         for count in counts:
@@ -280,11 +304,17 @@ def _search(base: Scenario, candidates: list[tuple[str, float, int]], tokens: fl
                 for name, memory, _ in open_gpus:
                     if _fits(b, memory):
                         fitted.setdefault(name, []).append(used)
-                        plans.append(_plan(base, scenario, techniques, b, name, memory, count, tokens, prices))
-        if plans:
+                        key = _rank_key(base, scenario, techniques, name, count, prices, rank_by)
+                        options.append(_Option(key, techniques, scenario, b, name, memory, count))
+        if options:
             break
-    key = _time_key if rank_by == "time" else _cost_key
-    return [_with_slowdown(base, p) for p in _best_per_gpu_count(sorted(plans, key=key))[:MAX_PLANS]]
+    # the cheapest (or fastest) technique set for each (GPU, count); only the kept ones become plans
+    kept: dict[tuple[str, int], _Option] = {}
+    for o in sorted(options, key=lambda o: o.key):
+        if (o.gpu, o.count) not in kept and len(kept) < MAX_PLANS:
+            kept[(o.gpu, o.count)] = o
+    return [_with_slowdown(base, _plan(base, o.scenario, o.techniques, o.b, o.gpu, o.memory, o.count, tokens, prices))
+            for o in kept.values()]
 
 
 def _with_slowdown(base: Scenario, p: Plan) -> Plan:
@@ -422,17 +452,6 @@ def _sharding(variant: Scenario, count: int) -> Any:
     if variant.sharding == "none":
         return "zero3" if variant.method == "full" else "ddp"
     return variant.sharding
-
-
-def _best_per_gpu_count(plans: list[Plan]) -> list[Plan]:
-    """Keep the cheapest technique set for each (GPU, count): fewer, clearer plans."""
-    seen: set[tuple[str, int]] = set()
-    out = []
-    for p in plans:
-        if (p.gpu, p.count) not in seen:
-            seen.add((p.gpu, p.count))
-            out.append(p)
-    return out
 
 
 def what_to_change(base: Scenario, b0: Breakdown, memory_gb: float) -> list[Suggestion]:

@@ -252,27 +252,36 @@ def training_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None,
     eff = scaling(g, n)
     hw_per_token, model_per_token = training_flops_per_token(scenario)
     peak = g.bf16_tflops * 1e12
-
     streaming, serial = offload_seconds_per_token(scenario, g, n)
-
-    def seconds_per_token(util: float) -> float:
-        compute = hw_per_token / (n * peak * util * eff)
-        # Weight streaming overlaps with compute (the slower sets the pace); the optimizer step does not.
-        return max(compute, streaming) + serial
-
-    spt = seconds_per_token(u)
+    spt = _seconds_per_token(hw_per_token, n * peak * u * eff, streaming, serial)
     offload_bound = streaming + serial > hw_per_token / (n * peak * u * eff)
     tps = 1.0 / spt
     notes = _training_notes(scenario, g, n, eff, offload_bound)
     return TrainingTime(
         gpu=g.name, count=n, tokens=tokens,
         hours=tokens * spt / SECONDS_PER_HOUR,
-        hours_fast=tokens * seconds_per_token(u_high) / SECONDS_PER_HOUR,
-        hours_slow=tokens * seconds_per_token(u_low) / SECONDS_PER_HOUR,
+        hours_fast=tokens * _seconds_per_token(hw_per_token, n * peak * u_high * eff, streaming, serial)
+        / SECONDS_PER_HOUR,
+        hours_slow=tokens * _seconds_per_token(hw_per_token, n * peak * u_low * eff, streaming, serial)
+        / SECONDS_PER_HOUR,
         tokens_per_second=tps, tokens_per_second_per_gpu=tps / n,
         mfu=model_per_token * tps / (n * peak), utilisation=u, scaling=eff,
         flops=hw_per_token * tokens, offload_bound=bool(offload_bound), notes=notes,
     )
+
+
+def _seconds_per_token(hw_per_token: float, flops_per_s: float, streaming: float, serial: float) -> float:
+    # Weight streaming overlaps with compute (the slower sets the pace); the optimizer step does not.
+    return max(hw_per_token / flops_per_s, streaming) + serial
+
+
+def seconds_per_token(scenario: Scenario, gpu: Gpu, count: int) -> float:
+    """The typical seconds per training token of the whole job: `training_time` without its report, for
+    searches that rank many arrangements."""
+    u = utilisation(scenario, gpu)[0]
+    streaming, serial = offload_seconds_per_token(scenario, gpu, count)
+    return _seconds_per_token(training_flops_per_token(scenario)[0],
+                              count * gpu.bf16_tflops * 1e12 * u * scaling(gpu, count), streaming, serial)
 
 
 def hours_per_100m_tokens(scenario: Scenario, gpu: Gpu | str, count: int | None = None) -> TrainingTime:

@@ -59,7 +59,7 @@ def translations(lang: str) -> gettext.NullTranslations:
 
 @cache
 def environment(lang: str) -> Environment:
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, auto_reload=False,
                       extensions=["jinja2.ext.i18n"], trim_blocks=False, lstrip_blocks=False)
     env.install_gettext_translations(translations(lang), newstyle=False)  # type: ignore[attr-defined]
     env.globals["num"] = lambda x: num(lang, x)
