@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
+import queue
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -26,6 +29,9 @@ Currency = Literal["USD", "RUB"]
 Tier = Literal["cheapest", "typical", "premium"]
 QUESTION_TTL_S = 90 * 24 * 3600  # a keyboard older than this answers "stale"
 KEY_PREFIX = "gpu-advisor"
+RECENT_QUESTIONS = 10_000  # kept in memory by the SQLite backend: the buttons people press are the newest
+
+log = logging.getLogger(__name__)
 
 
 class StorageError(Exception):
@@ -91,7 +97,13 @@ class SQLiteStorage:
         self.path = Path(path)
         self.timeout = timeout
         self._conn: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None  # the event loop's own, for reads (see `_read`)
         self._lock = threading.Lock()
+        # Questions are written behind the answer by one thread (a hop per answer cost more than the write);
+        # the newest stay in memory, so a button pressed before its row is on disk still works.
+        self._writes: queue.SimpleQueue[tuple[str, tuple[Any, ...]] | None] = queue.SimpleQueue()
+        self._writer: threading.Thread | None = None
+        self._recent: OrderedDict[str, str] = OrderedDict()
 
     # ---- blocking part, run in a worker thread ----
 
@@ -117,7 +129,9 @@ class SQLiteStorage:
                 raise
             if mode and str(mode[0]).lower() != "wal":
                 pass  # e.g. a read-only directory: SQLite keeps its rollback journal, which still works
-            self._conn = conn
+            reader = sqlite3.connect(self.path, timeout=self.timeout, check_same_thread=False, isolation_level=None)
+            reader.execute("PRAGMA query_only=ON")
+            self._conn, self._reader = conn, reader
         except (sqlite3.Error, OSError) as exc:
             raise StorageError(f"cannot open the settings database {self.path}: {exc}") from None
 
@@ -130,20 +144,51 @@ class SQLiteStorage:
             except sqlite3.Error as exc:
                 raise StorageError(f"settings database {self.path}: {exc}") from exc
 
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """A read on the event loop itself: in WAL mode a reader never waits for a writer, and a read of one
+        small row costs less than the thread hop that `_execute` takes (writes still go to a thread)."""
+        if self._reader is None:
+            raise StorageError("storage is not open")
+        try:
+            return self._reader.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"settings database {self.path}: {exc}") from exc
+
     # ---- the interface ----
+
+    def _write_behind(self) -> None:
+        while (item := self._writes.get()) is not None:
+            try:
+                self._execute(*item)
+            except StorageError as exc:
+                log.warning("a question could not be stored: %s", exc)
+
+    def _remember(self, qid: str, data: str) -> None:
+        self._recent[qid] = data
+        self._recent.move_to_end(qid)
+        while len(self._recent) > RECENT_QUESTIONS:
+            self._recent.popitem(last=False)
 
     async def open(self) -> None:
         await asyncio.to_thread(self._open_sync)
+        self._writer = threading.Thread(target=self._write_behind, name="sqlite-writer", daemon=True)
+        self._writer.start()
 
     async def close(self) -> None:
+        if self._writer is not None:
+            self._writes.put(None)  # after everything queued before it
+            await asyncio.to_thread(self._writer.join, self.timeout)
+            self._writer = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if self._conn is not None:
             conn, self._conn = self._conn, None
             with self._lock:
                 await asyncio.to_thread(conn.close)
 
     async def get_settings(self, chat_id: int) -> ChatSettings:
-        rows = await asyncio.to_thread(self._execute, "SELECT data FROM chat_settings WHERE chat_id = ?",
-                                       (chat_id,))
+        rows = self._read("SELECT data FROM chat_settings WHERE chat_id = ?", (chat_id,))
         return _load_settings(rows[0][0] if rows else None)
 
     async def set_settings(self, chat_id: int, settings: ChatSettings) -> None:
@@ -154,17 +199,21 @@ class SQLiteStorage:
             (chat_id, settings.model_dump_json(), time.time()))
 
     async def put_request(self, request: Request) -> str:
+        if self._writer is None:
+            raise StorageError("storage is not open")
         qid = question_id(request)
-        await asyncio.to_thread(
-            self._execute,
-            "INSERT INTO questions (id, data, created) VALUES (?, ?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET created = excluded.created",
-            (qid, request.model_dump_json(exclude_none=True), time.time()))
+        data = request.model_dump_json(exclude_none=True)
+        self._remember(qid, data)
+        self._writes.put(("INSERT INTO questions (id, data, created) VALUES (?, ?, ?) "
+                          "ON CONFLICT(id) DO UPDATE SET created = excluded.created", (qid, data, time.time())))
         return qid
 
     async def get_request(self, qid: str) -> Request | None:
-        rows = await asyncio.to_thread(self._execute, "SELECT data FROM questions WHERE id = ?", (qid,))
-        return _load_request(rows[0][0] if rows else None)
+        data = self._recent.get(qid)
+        if data is None:
+            rows = self._read("SELECT data FROM questions WHERE id = ?", (qid,))
+            data = rows[0][0] if rows else None
+        return _load_request(data)
 
 
 class RedisStorage:

@@ -15,6 +15,7 @@ from aiogram.types import Message
 from bot.answers import config_from_text, request_from_config
 from bot.config import BotConfig
 from bot.handlers.common import answer_question, chat_language, send
+from bot.handlers.filters import InLoop
 from bot.storage import Storage
 from bot.views.messages import EXAMPLES, t
 
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 MAX_CONFIG_BYTES = 256 * 1024  # a config.json is a few kilobytes; anything bigger is not one
 
 
-def _is_json(message: Message) -> bool:
+async def _is_json(message: Message) -> bool:  # a coroutine: aiogram runs plain functions in a thread
     doc = message.document
     if doc is None:
         return False
@@ -33,7 +34,7 @@ def _is_json(message: Message) -> bool:
 def make_router() -> Router:
     router = Router(name="media")
 
-    @router.message(F.document, _is_json)
+    @router.message(InLoop(F.document), _is_json)
     async def config_file(message: Message, store: Storage, config: BotConfig, bot: Bot, hub_cache: Any = None) -> None:
         settings = await store.get_settings(message.chat.id)
         lang = chat_language(settings, message.from_user, config)
@@ -63,7 +64,7 @@ def make_router() -> Router:
         await answer_question(message, caption, store=store, config=config, bot=bot, hub_cache=hub_cache,
                               request=request)
 
-    @router.message(F.chat.type == ChatType.PRIVATE, ~F.text)
+    @router.message(InLoop((F.chat.type == ChatType.PRIVATE) & ~F.text))
     async def not_text(message: Message, store: Storage, config: BotConfig) -> None:
         lang = chat_language(await store.get_settings(message.chat.id), message.from_user, config)
         await send(message, t(lang, "I read text questions (and config.json files). Try: %(example)s",

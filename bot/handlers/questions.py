@@ -14,6 +14,7 @@ from aiogram.types import Message
 
 from bot.config import BotConfig
 from bot.handlers.common import answer_question
+from bot.handlers.filters import InLoop
 from bot.storage import Storage
 
 
@@ -34,12 +35,12 @@ async def _addressed_in_group(message: Message, bot: Bot) -> dict[str, Any] | bo
 def make_router() -> Router:
     router = Router(name="questions")
 
-    @router.message(F.chat.type == ChatType.PRIVATE, F.text)
+    @router.message(InLoop((F.chat.type == ChatType.PRIVATE) & F.text))
     async def private_question(message: Message, store: Storage, config: BotConfig, bot: Bot,
                                hub_cache: Any = None) -> None:
         await answer_question(message, message.text or "", store=store, config=config, bot=bot, hub_cache=hub_cache)
 
-    @router.message(F.chat.type.in_({ChatType.GROUP, ChatType.SUPERGROUP}), F.text, _addressed_in_group)
+    @router.message(InLoop(F.chat.type.in_({ChatType.GROUP, ChatType.SUPERGROUP}) & F.text), _addressed_in_group)
     async def group_question(message: Message, question: str, store: Storage, config: BotConfig, bot: Bot,
                              hub_cache: Any = None) -> None:
         await answer_question(message, question, store=store, config=config, bot=bot, hub_cache=hub_cache)

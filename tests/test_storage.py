@@ -1,0 +1,25 @@
+"""SQLite storage: questions written behind the answer are readable at once and survive a restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.storage import SQLiteStorage
+from engine.parse import parse
+
+
+async def test_a_question_is_readable_before_and_after_it_reaches_the_disk(tmp_path: Path) -> None:
+    store = SQLiteStorage(tmp_path / "s.db")
+    await store.open()
+    requests = [parse(f"{n}B QLoRA на H100") for n in (7, 13, 70)]
+    ids = [await store.put_request(r) for r in requests]
+    assert [await store.get_request(q) for q in ids] == requests  # from memory, whatever the writer did
+    await store.close()  # flushes the writer
+
+    again = SQLiteStorage(tmp_path / "s.db")
+    await again.open()
+    try:
+        assert [await again.get_request(q) for q in ids] == requests  # from the file
+        assert await again.get_request("000000000000") is None
+    finally:
+        await again.close()
