@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import tomllib
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,7 @@ def models() -> tuple[CatalogModel, ...]:
     )
 
 
+@lru_cache(maxsize=4096)  # the planner looks the same few dozen names up thousands of times
 def _key(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
