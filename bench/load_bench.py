@@ -32,9 +32,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 from aiohttp import web
@@ -189,9 +190,10 @@ class FastBotAPI:
             return web.json_response({"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401)
         if method == "sendMessage":
             now = time.perf_counter()
-            form = await request.post()
+            form = await _params(request)
             chat_id = int(str(form["chat_id"]))
-            markup = str(form.get("reply_markup", ""))
+            raw_markup = form.get("reply_markup", "")
+            markup = raw_markup if isinstance(raw_markup, str) else json.dumps(raw_markup)
             question = self.inflight.get(chat_id)
             if question is None or question.answered_at is not None:
                 self.stray += 1
@@ -210,9 +212,16 @@ class FastBotAPI:
             return self._ok(json.dumps({"url": self.webhook_url, "has_custom_certificate": False,
                                         "pending_update_count": 0}))
         if method == "setWebhook":
-            form = await request.post()
+            form = await _params(request)
             self.webhook_url = str(form.get("url", ""))
         return self._ok("true")  # setWebhook, setMy*, sendChatAction, answerCallbackQuery, ...
+
+
+async def _params(request: web.Request) -> Mapping[str, Any]:
+    """A call's parameters, sent as JSON (the bot's way) or as a form (aiogram's for uploads)."""
+    if request.content_type == "application/json":
+        return cast(dict[str, Any], await request.json())
+    return await request.post()
 
 
 # ---- the load -------------------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from typing import Any
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.default import DefaultBotProperties
-from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.enums import ParseMode
 from aiogram.exceptions import TelegramAPIError, TelegramNetworkError, TelegramUnauthorizedError
@@ -50,6 +49,7 @@ from bot.handlers.inline import AnswerCache, LRUCache
 from bot.metrics import Metrics
 from bot.middlewares import Bucket, ErrorGuard, RetryRequests, Throttle, TokenBucket
 from bot.scaleout import shared_state
+from bot.session import JsonSession
 from bot.storage import Storage, StorageError, storage_from_url
 from bot.views.messages import t
 from bot.webhook import ensure_webhook, probes_app, register_once, run_webhook, webhook_app
@@ -84,7 +84,7 @@ def command_descriptions(lang: str) -> list[BotCommand]:
 
 
 def build_bot(config: BotConfig, retry: RetryRequests | None = None) -> Bot:
-    session = AiohttpSession(api=TelegramAPIServer.from_base(config.api_base_url))
+    session = JsonSession(api=TelegramAPIServer.from_base(config.api_base_url))
     session.middleware(retry or RetryRequests(heartbeat=HEARTBEAT))
     return Bot(token=config.token.get_secret_value(), session=session,
                default=DefaultBotProperties(parse_mode=ParseMode.HTML))
