@@ -16,7 +16,7 @@ WORKDIR /app
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin bot \
     && mkdir -p /data && chown bot:bot /data
 
-# Dependencies first (cached while only the code changes); the package itself is installed in place
+# The package is installed in place
 # (-e): bot/views/render.py finds the catalogs at <repo root>/locales, i.e. /app/locales here.
 COPY pyproject.toml README.md ./
 COPY engine ./engine

@@ -50,7 +50,7 @@ from bot.metrics import Metrics
 from bot.middlewares import Bucket, ErrorGuard, RetryRequests, Throttle, TokenBucket
 from bot.scaleout import shared_state
 from bot.session import JsonSession
-from bot.storage import Storage, StorageError, storage_from_url
+from bot.storage import SQLiteStorage, Storage, StorageError, StoredConfigCache, storage_from_url
 from bot.views.messages import t
 from bot.webhook import ensure_webhook, probes_app, register_once, run_webhook, webhook_app
 
@@ -102,7 +102,7 @@ def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerC
         answer_cache = answer_cache or shared.answer_cache
         hub_cache = hub_cache or shared.hub_cache
     if hub_cache is None:
-        hub_cache = make_hub_cache()
+        hub_cache = StoredConfigCache(store) if isinstance(store, SQLiteStorage) else hub.MemoryConfigCache()
     dp = Dispatcher(store=store, config=config, answer_cache=answer_cache or LRUCache(), hub_cache=hub_cache,
                     metrics=metrics)
     dp.update.outer_middleware(ErrorGuard(metrics, redeliver=config.mode == "webhook"))
@@ -115,10 +115,6 @@ def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerC
         dp.include_router(router)
     dp.startup.register(on_startup)
     return dp
-
-
-def make_hub_cache() -> hub.ConfigCache:
-    return hub.MemoryConfigCache()
 
 
 async def set_profile(bot: Bot, default_language: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import queue
 import sqlite3
@@ -23,6 +24,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
+from bot.hub import OK_TTL, ConfigCache
 from engine.schema import Language, Request
 
 Currency = Literal["USD", "RUB"]
@@ -123,6 +125,8 @@ class SQLiteStorage:
                              "(chat_id INTEGER PRIMARY KEY, data TEXT NOT NULL, updated REAL NOT NULL)")
                 conn.execute("CREATE TABLE IF NOT EXISTS questions "
                              "(id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL)")
+                conn.execute("CREATE TABLE IF NOT EXISTS hub_configs "
+                             "(id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL)")
                 conn.execute("DELETE FROM questions WHERE created < ?", (time.time() - QUESTION_TTL_S,))
             except BaseException:
                 conn.close()
@@ -214,6 +218,31 @@ class SQLiteStorage:
             rows = self._read("SELECT data FROM questions WHERE id = ?", (qid,))
             data = rows[0][0] if rows else None
         return _load_request(data)
+
+
+class StoredConfigCache(ConfigCache):
+    """Hugging Face configs kept in the SQLite file: a model looked up once is known after a restart too."""
+
+    def __init__(self, storage: SQLiteStorage, ttl_s: float = OK_TTL) -> None:
+        self.storage = storage
+        self.ttl_s = ttl_s
+
+    async def get(self, model_id: str) -> dict[str, Any] | None:
+        rows = self.storage._read("SELECT data, created FROM hub_configs WHERE id = ?", (model_id,))
+        if not rows or rows[0][1] < time.time() - self.ttl_s:
+            return None
+        try:
+            data = json.loads(rows[0][0])
+        except json.JSONDecodeError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    async def set(self, model_id: str, data: dict[str, Any]) -> None:
+        await asyncio.to_thread(
+            self.storage._execute,
+            "INSERT INTO hub_configs (id, data, created) VALUES (?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET data = excluded.data, created = excluded.created",
+            (model_id, json.dumps(data), time.time()))
 
 
 class RedisStorage:

@@ -23,3 +23,22 @@ async def test_a_question_is_readable_before_and_after_it_reaches_the_disk(tmp_p
         assert await again.get_request("000000000000") is None
     finally:
         await again.close()
+
+
+async def test_hub_configs_are_kept_in_the_file_for_a_day(tmp_path: Path) -> None:
+    from bot.storage import StoredConfigCache
+
+    config = {"num_hidden_layers": 64, "hidden_size": 5120, "vocab_size": 152064}
+    store = SQLiteStorage(tmp_path / "s.db")
+    await store.open()
+    await StoredConfigCache(store).set("Qwen/Qwen2.5-Coder-32B-Instruct", config)
+    await store.close()
+
+    again = SQLiteStorage(tmp_path / "s.db")
+    await again.open()
+    try:
+        assert await StoredConfigCache(again).get("Qwen/Qwen2.5-Coder-32B-Instruct") == config
+        assert await StoredConfigCache(again, ttl_s=0).get("Qwen/Qwen2.5-Coder-32B-Instruct") is None  # expired
+        assert await StoredConfigCache(again).get("acme/unknown") is None
+    finally:
+        await again.close()
