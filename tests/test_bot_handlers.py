@@ -157,7 +157,7 @@ async def test_inline_message_buttons_edit_through_inline_message_id(h: Harness,
     data = button_data({"reply_markup": result["reply_markup"]}, "Full")
     await h.feed(callback(data, inline_message_id="inl-1", user_id=2012))
     [edit] = api.of("editMessageText")
-    assert edit.params["inline_message_id"] == "inl-1" and "full FT" in edit.params["text"]
+    assert edit.params["inline_message_id"] == "inl-1" and "full fine-tuning" in edit.params["text"]
 
 
 async def test_inline_answers_are_cached_by_normalised_query(h: Harness, api: FakeBotAPI) -> None:

@@ -300,18 +300,19 @@ def suggestion_text(lang: str, s: Suggestion) -> str:
         "more_gpus": _(lang, "%(count)s GPUs with ZeRO-3") % {"count": p.get("count")},
     }
     mark = " ✓" if s.fits else ""
-    return f"{texts.get(s.key, s.key)}: −{num(lang, s.saves_gb)} GB{mark}"
+    return f"{texts.get(s.key, s.key)}: −{num(lang, s.saves_gb)} {_(lang, 'GB')}{mark}"
 
 
-def method_label(result: PlanResult) -> str:
+def method_label(lang: str, result: PlanResult) -> str:
     s = result.scenario
+    bits = _(lang, "%(bits)s-bit") % {"bits": s.bits}
     if s.method == "qlora":
-        return f"QLoRA {s.bits}-bit r{s.lora_rank}"
+        return f"QLoRA {bits} r{s.lora_rank}"
     if s.method == "lora":
         return f"LoRA r{s.lora_rank}"
     if s.method == "inference":
-        return f"inference {s.bits}-bit"
-    return "full FT"
+        return _(lang, "inference, %(bits)s") % {"bits": bits}
+    return _(lang, "full fine-tuning")
 
 
 def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] | None) -> dict[str, Any]:
@@ -331,7 +332,7 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
         "memory_gb": asked_gpu[1] if asked_gpu else 0,
         "model_label": s.arch.name if not s.arch.known else f"{s.arch.name} ({num(lang, s.arch.params / 1e9)}B)",
         "model_known": s.arch.known, "shape_ref": shape_reference(s.arch.params),
-        "method_label": method_label(result), "seq_len": s.seq_len, "batch_size": s.batch_size,
+        "method_label": method_label(lang, result), "seq_len": s.seq_len, "batch_size": s.batch_size,
         "gpu_count": s.gpu_count, "table": memory_table(lang, result), "plans": plans,
         "suggestions": [suggestion_text(lang, x) for x in result.suggestions[:4]],
         "cpu_ram_gb": b.cpu_ram, "assumptions": "; ".join(assumption_text(lang, x) for x in s.assumptions) or "—",
