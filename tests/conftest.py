@@ -1,13 +1,31 @@
-"""Shared fixtures: a real redis-server per test (the README's test command installs it)."""
+"""Shared fixtures: the fake Bot API, the bot wired to it, and a real redis-server per test (the README's
+test command installs it)."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from bot_harness import Harness, harness
+from fake_botapi import FakeBotAPI
 from redis_server import RedisServer
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeBotAPI]:
+    server = FakeBotAPI()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def h(tmp_path: Path, api: FakeBotAPI) -> AsyncIterator[Harness]:
+    """The real Bot and Dispatcher against the fake API (a module may override it, e.g. with a clock)."""
+    async with harness(tmp_path, api) as running:
+        yield running
 
 
 @pytest.fixture

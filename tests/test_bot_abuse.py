@@ -14,11 +14,9 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from bot_harness import Harness, harness
 from fake_botapi import TOKEN, FakeBotAPI, callback, chat, html_error, inline_query, message
 
@@ -26,20 +24,6 @@ from bot.middlewares import TokenBucket
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP = -100999
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeBotAPI]:
-    server = FakeBotAPI()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
-async def h(tmp_path: Path, api: FakeBotAPI) -> AsyncIterator[Harness]:
-    async with harness(tmp_path, api) as running:
-        yield running
 
 
 def texts(api: FakeBotAPI, chat_id: int) -> list[str]:

@@ -4,28 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest
-from bot_harness import Harness, harness
+from bot_harness import Harness
 from fake_botapi import BOT_ID, BOT_USERNAME, FakeBotAPI, callback, inline_query, message
 
 PRE = re.compile(r"<pre>(.*?)</pre>", re.S)
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeBotAPI]:
-    server = FakeBotAPI()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
-async def h(tmp_path: Path, api: FakeBotAPI) -> AsyncIterator[Harness]:
-    async with harness(tmp_path, api) as running:
-        yield running
 
 
 def table_lines(text: str) -> list[str]:

@@ -10,11 +10,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from bot_harness import make_config
 from fake_botapi import TOKEN, FakeBotAPI, message
@@ -27,14 +25,6 @@ from bot.storage import SQLiteStorage
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "s3cret_token"
 HEADERS = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeBotAPI]:
-    server = FakeBotAPI()
-    await server.start()
-    yield server
-    await server.stop()
 
 
 def answers(api: FakeBotAPI, chat_id: int) -> list[Any]:

@@ -37,14 +37,6 @@ class Clock:
 
 
 @pytest.fixture
-async def api() -> AsyncIterator[FakeBotAPI]:
-    server = FakeBotAPI()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
 def clock() -> Clock:
     return Clock()
 

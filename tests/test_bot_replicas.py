@@ -16,12 +16,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 from fake_botapi import TOKEN, FakeBotAPI, callback, message
 from redis_server import RedisServer, free_port
 
@@ -29,14 +27,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SECRET = "replica_secret_42"
 HOOK_PATH = "/tg/hook"
 START_TIMEOUT_S = 30.0
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeBotAPI]:
-    server = FakeBotAPI()
-    await server.start()
-    yield server
-    await server.stop()
 
 
 class Replica:

@@ -10,7 +10,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import fakeredis
@@ -40,14 +39,6 @@ from bot.storage import (
 from engine.parse import parse
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeBotAPI]:
-    server = FakeBotAPI()
-    await server.start()
-    yield server
-    await server.stop()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,14 +23,6 @@ from bot.scaleout import Breaker, FallbackStorage, shared_state
 from bot.storage import ChatSettings, RedisStorage, storage_from_url
 from bot.webhook import FINGERPRINT_KEY, register_once
 from engine.parse import parse
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeBotAPI]:
-    server = FakeBotAPI()
-    await server.start()
-    yield server
-    await server.stop()
 
 
 async def replica(url: str, **breaker: float) -> FallbackStorage:
