@@ -6,6 +6,8 @@ Callback data stays far below Telegram's 64 bytes: an answer button carries the 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
 
@@ -50,8 +52,14 @@ def pack_answer(q: str, m: str, c: int, n: int, lg: str, x: str = "r") -> str:
     return f"{AnswerCb.__prefix__}:{q}:{m}:{c}:{n}:{lg}:{x}"
 
 
+@lru_cache(maxsize=256)
+def _template(text: str) -> InlineKeyboardButton:
+    return InlineKeyboardButton(text=text, callback_data="-")
+
+
 def _button(text: str, data: str) -> InlineKeyboardButton:
-    return InlineKeyboardButton.model_construct(text=text, callback_data=data)  # our own values: no validation
+    # a copy of a validated button with its own data: a third of what building one costs, 13 times an answer
+    return _template(text).model_copy(update={"callback_data": data})
 
 
 def answer_keyboard(qid: str, method: str, ctx: int, count: int, lang: str) -> InlineKeyboardMarkup:
