@@ -94,6 +94,7 @@ class Monthly(BaseModel):
     """Renting the best plan's GPU by the month against by the hour."""
 
     gpu: str
+    count: int  # GPUs of the best plan (the monthly price is per GPU)
     currency: str
     monthly_price: float  # per GPU
     hourly_price: float  # per GPU-hour
@@ -416,7 +417,7 @@ def _monthly(result: PlanResult, prices: PriceOptions) -> Monthly | None:
         m = pricing.monthly_vs_hourly(best.gpu, pricing.HOURS_PER_MONTH, currency=prices.currency)
     except (LookupError, ValueError):
         return None
-    return Monthly(gpu=m.gpu, currency=m.currency, monthly_price=round(m.monthly_price, 2),
+    return Monthly(gpu=m.gpu, count=best.count, currency=m.currency, monthly_price=round(m.monthly_price, 2),
                    hourly_price=round(m.hourly_price, 2), break_even_hours=round(m.break_even_hours, 1),
                    run_hours=best.hours)
 

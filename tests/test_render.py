@@ -54,18 +54,26 @@ def test_assumptions_read_in_the_readers_language_with_plural_forms() -> None:
     assert assumption_text("en", "seq_len=2048") == "context 2048 tokens"
 
 
+def test_a_money_range_has_one_precision_one_symbol_and_one_value_when_its_ends_meet() -> None:
+    from bot.views.render import money_range
+
+    assert money_range("ru", 57.36, 142.2, "USD") == "57,36–142,20\u00a0$"
+    assert money_range("en", 157.36, 1142.2, "USD") == "$157–1,142"
+    assert money_range("ru", 0.031, 0.0312, "RUB") == "0,031\u00a0₽"
+
+
 def test_money_follows_each_languages_convention() -> None:
     assert money("en", 1234.5, "USD") == "$1,234"
     assert money("ru", 1234.5, "USD") == "1\u00a0234\u00a0$"  # no-break spaces: a price never wraps
-    assert money("ru", 12.5, "RUB") == "12,5\u00a0₽"
-    assert money("en", 0.256, "USD") == "$0.256"
+    assert money("ru", 12.5, "RUB") == "12,50\u00a0₽"  # cents stay: "0,40 $", not "0,4 $"
+    assert money("en", 0.256, "USD") == "$0.26" and money("en", 0.0312, "USD") == "$0.031"
 
 
 def test_roubles_and_own_prices_reach_the_answer() -> None:
     body = render_text("8B LoRA на H100 на 100M токенов", AnswerOptions(currency="RUB")).html
     assert "₽" in body and "$" not in body.split("<blockquote")[0]
     own = render_answer_text("8B LoRA on H100", AnswerOptions(prices={"H100": 1.5}))
-    assert "$1.5/h" in own
+    assert "$1.50/h" in own
 
 
 def test_comparison_is_shown_side_by_side() -> None:

@@ -85,11 +85,11 @@ def _symbols(lang: str) -> tuple[str, str]:
     return get_group_symbol(locale=lang), get_decimal_symbol(locale=lang)
 
 
-def decimal(lang: str, value: float, places: int) -> str:
-    """Babel's "#,##0.##…" (grouped, at most `places` decimals, no trailing zeros) at str.format speed:
-    an answer formats dozens of numbers, and Babel's pattern engine was a fifth of its time."""
+def decimal(lang: str, value: float, places: int, keep_zeros: bool = False) -> str:
+    """Babel's "#,##0.##…" (grouped, at most `places` decimals, no trailing zeros unless `keep_zeros`) at
+    str.format speed: an answer formats dozens of numbers, and Babel's pattern engine was a fifth of its time."""
     text = f"{value:,.{places}f}"
-    if places:
+    if places and not keep_zeros:
         text = text.rstrip("0").rstrip(".")
     if text == "-0":
         text = "0"
@@ -131,7 +131,7 @@ def memory_table(lang: str, result: PlanResult) -> list[str]:
 
 
 def hours_text(lang: str, hours: float) -> str:
-    if hours < 1:
+    if round(hours * 60) < 60:
         minutes = max(1, round(hours * 60))
         return f"{minutes} " + _n(lang, "minute", "minutes", minutes)
     shown = round(hours) if hours >= 10 else round(hours, 1)
@@ -140,17 +140,35 @@ def hours_text(lang: str, hours: float) -> str:
     return f"{num(lang, shown)} " + _(lang, "hours (fraction)")
 
 
-def money(lang: str, value: float, currency: str) -> str:
-    """"$1,234" / "1 234 $" / "1 234 ₽": Babel's digits, the symbol where each language puts it."""
-    digits = decimal(lang, value, 0 if value >= 100 else (2 if value >= 1 else 3))
+def _money_places(value: float) -> int:
+    return 0 if value >= 100 else (2 if value >= 0.1 else 3)
+
+
+def _with_symbol(lang: str, digits: str, currency: str) -> str:
     symbol = "₽" if currency == "RUB" else "$"
     return f"{symbol}{digits}" if lang == "en" and symbol == "$" else f"{digits}\u00a0{symbol}"  # no break
+
+
+def money(lang: str, value: float, currency: str) -> str:
+    """"$1,234" / "1 234 $" / "1 234 ₽": Babel's digits, the symbol where each language puts it; cents
+    below $100 ("$0.40", not "$0.4")."""
+    places = _money_places(value)
+    return _with_symbol(lang, decimal(lang, value, places, keep_zeros=places > 0), currency)
+
+
+def money_range(lang: str, low: float, high: float, currency: str) -> str:
+    """"$57–142" / "57–142 $": both ends at the precision of the smaller, the symbol once; one value when
+    the ends meet."""
+    places = _money_places(low)
+    lo = decimal(lang, low, places, keep_zeros=places > 0)
+    hi = decimal(lang, high, places, keep_zeros=places > 0)
+    return _with_symbol(lang, lo if lo == hi else f"{lo}–{hi}", currency)
 
 
 def plan_money(lang: str, p: Plan) -> str:
     """The whole run as a range with the picked figure, else the price per hour of all its GPUs."""
     if p.cost:
-        return f"{money(lang, p.cost['min'], p.currency)}–{money(lang, p.cost['max'], p.currency)}"
+        return money_range(lang, p.cost["min"], p.cost["max"], p.currency)
     if p.per_hour is not None:
         return money(lang, p.per_hour, p.currency) + _(lang, "/h")
     return ""
@@ -194,9 +212,9 @@ def comparison_line(lang: str, c: Comparison) -> str:
         return "❌ " + _(lang, "%(gpu)s: needs %(need)s GB of %(total)s") % {
             "gpu": name, "need": num(lang, c.need_gb), "total": num(lang, c.memory_gb)}
     p = c.plan
-    parts = [_(lang, "%(gb)s GB free") % {"gb": num(lang, max(p.headroom_gb, 0))}]
     if p.techniques:
-        parts.append(techniques_text(lang, p))
+        name += f" ({techniques_text(lang, p)})"
+    parts = [_(lang, "%(gb)s GB free") % {"gb": num(lang, max(p.headroom_gb, 0))}]
     if plan_time(lang, p):
         parts.append(plan_time(lang, p))
     if p.cost_per_1m_tokens is not None:
@@ -255,7 +273,9 @@ def assumption_text(lang: str, item: str) -> str:
         case "architecture":
             return _(lang, "architecture %(v)s") % {"v": value.replace("like ", _(lang, "like") + " ")}
         case "method":
-            return _(lang, "method %(v)s") % {"v": value}
+            names = {"full": _(lang, "full fine-tuning"), "inference": _(lang, "inference"), "lora": "LoRA",
+                     "qlora": "QLoRA"}
+            return _(lang, "method %(v)s") % {"v": names.get(value, value)}
         case "bits":
             return _(lang, "%(v)s-bit weights") % {"v": value}
         case "optimizer":
@@ -281,26 +301,41 @@ def monthly_text(lang: str, m: Monthly) -> str:
     text = _(lang, "By the month: %(gpu)s for %(month)s a month pays off from %(hours)s h of use a month") % {
         "gpu": m.gpu, "month": money(lang, m.monthly_price, m.currency), "hours": num(lang, round(m.break_even_hours))}
     if m.run_hours is not None:
-        text += "; " + _(lang, "this run takes %(hours)s") % {"hours": hours_text(lang, m.run_hours)}
+        text += "; " + _(lang, "this run takes %(hours)s on %(gpus)s") % {
+            "hours": hours_text(lang, m.run_hours), "gpus": f"{m.count}×{m.gpu}"}
     return text + "."
 
 
-def suggestion_text(lang: str, s: Suggestion) -> str:
-    p = s.params
-    texts = {
-        "gradient_checkpointing": _(lang, "gradient checkpointing"),
-        "optimizer_8bit": _(lang, "8-bit optimizer"),
-        "fused_loss": _(lang, "fused/chunked loss"),
-        "cpu_offload": _(lang, "offload optimizer state to CPU RAM"),
-        "method": _(lang, "switch to %(to)s") % {"to": str(p.get("to", "")).upper().replace("QLORA", "QLoRA")
-                                                  .replace("LORA", "LoRA")},
-        "bits": _(lang, "weights in %(to)s bits") % {"to": p.get("to")},
-        "shorter_context": _(lang, "context %(from)s → %(to)s") % {"from": p.get("from"), "to": p.get("to")},
-        "smaller_batch": _(lang, "micro-batch %(from)s → 1 with gradient accumulation") % {"from": p.get("from")},
-        "more_gpus": _(lang, "%(count)s GPUs with ZeRO-3") % {"count": p.get("count")},
-    }
+def suggestion_text(lang: str, s: Suggestion, inference: bool = False) -> str:
     mark = " ✓" if s.fits else ""
-    return f"{texts.get(s.key, s.key)}: −{num(lang, s.saves_gb)} {_(lang, 'GB')}{mark}"
+    return f"{_change_text(lang, s.key, s.params, inference)}: −{num(lang, s.saves_gb)} {_(lang, 'GB')}{mark}"
+
+
+def _change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
+    match key:
+        case "gradient_checkpointing":
+            return _(lang, "gradient checkpointing")
+        case "optimizer_8bit":
+            return _(lang, "8-bit optimizer")
+        case "fused_loss":
+            return _(lang, "fused/chunked loss")
+        case "cpu_offload":
+            return _(lang, "offload optimizer state to CPU RAM")
+        case "method":
+            return _(lang, "switch to %(to)s") % {"to": {"lora": "LoRA", "qlora": "QLoRA"}.get(p.get("to", ""), "")}
+        case "bits":
+            return _(lang, "weights in %(to)s bits") % {"to": p.get("to")}
+        case "shorter_context":
+            return _(lang, "context %(from)s → %(to)s") % {"from": p.get("from"), "to": p.get("to")}
+        case "smaller_batch" if inference:
+            return _(lang, "concurrent sequences %(from)s → 1") % {"from": p.get("from")}
+        case "smaller_batch":
+            return _(lang, "micro-batch %(from)s → 1 with gradient accumulation") % {"from": p.get("from")}
+        case "more_gpus" if inference:
+            return _(lang, "%(count)s GPUs, the weights split across them") % {"count": p.get("count")}
+        case "more_gpus":
+            return _(lang, "%(count)s GPUs with ZeRO-3") % {"count": p.get("count")}
+    return key
 
 
 def method_label(lang: str, result: PlanResult) -> str:
@@ -334,7 +369,7 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
         "model_known": s.arch.known, "shape_ref": shape_reference(s.arch.params),
         "method_label": method_label(lang, result), "seq_len": s.seq_len, "batch_size": s.batch_size,
         "gpu_count": s.gpu_count, "table": memory_table(lang, result), "plans": plans,
-        "suggestions": [suggestion_text(lang, x) for x in result.suggestions[:4]],
+        "suggestions": [suggestion_text(lang, x, s.method == "inference") for x in result.suggestions[:4]],
         "cpu_ram_gb": b.cpu_ram, "assumptions": "; ".join(assumption_text(lang, x) for x in s.assumptions) or "—",
         "price_date": dates[-1] if dates else "",
         "rank_by": result.rank_by, "named": asked_gpu is not None,
@@ -343,7 +378,7 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
         "alternatives": [] if cheaper else [plan_view(lang, p) for p in result.alternatives],
         "cheaper": plan_view(lang, cheaper) if cheaper else None,
         "notes": [note_text(lang, n, s) for n in result.notes],
-        "monthly": monthly_text(lang, result.monthly) if result.monthly else "",
+        "monthly": monthly_text(lang, result.monthly) if result.monthly and not result.comparison else "",
     }
 
 
