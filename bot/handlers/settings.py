@@ -24,16 +24,12 @@ from engine.pricing import validate_price
 log = logging.getLogger(__name__)
 
 OFF_WORDS = {"off", "none", "reset", "delete", "remove", "выкл", "нет", "сброс", "удалить", "-"}
-SYMBOL = {"USD": "$", "RUB": "₽"}
 
 
 def price_text(lang: str, value: float, currency: str) -> str:
-    from bot.views.render import num
+    from bot.views.render import money
 
-    shown = num(lang, value) if value >= 1 else f"{value:.2f}".replace(".", "," if lang == "ru" else ".")
-    if currency == "RUB":
-        return f"{shown} ₽" + t(lang, "/h")
-    return f"${shown}" + t(lang, "/h")
+    return money(lang, value, currency) + t(lang, "/h")  # as the answers write prices
 
 
 def settings_view(lang: str, settings: ChatSettings, can_change: bool) -> str:

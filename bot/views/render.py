@@ -6,6 +6,7 @@ Tables stay within 34 characters so that they read in a phone's chat bubble.
 
 from __future__ import annotations
 
+import datetime
 import gettext
 import html
 import io
@@ -128,6 +129,21 @@ def memory_table(lang: str, result: PlanResult) -> list[str]:
             lines.append("─" * TABLE_WIDTH)
         lines.append(f"{label[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{value:>8}")
     return lines
+
+
+def date_text(lang: str, iso: str) -> str:
+    """"2026-11-09" → "9 ноября 2026 г." / "November 9, 2026"; "2026-06" → "июнь 2026 г." / "June 2026"."""
+    from babel.dates import format_date, format_skeleton
+
+    parts = iso.split("-")
+    try:
+        if len(parts) == 3:
+            return format_date(datetime.date(*map(int, parts)), format="long", locale=lang)
+        if len(parts) == 2:
+            return format_skeleton("yMMMM", datetime.date(int(parts[0]), int(parts[1]), 1), locale=lang)
+    except ValueError:
+        pass
+    return iso
 
 
 def hours_text(lang: str, hours: float) -> str:
@@ -371,7 +387,7 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
         "gpu_count": s.gpu_count, "table": memory_table(lang, result), "plans": plans,
         "suggestions": [suggestion_text(lang, x, s.method == "inference") for x in result.suggestions[:4]],
         "cpu_ram_gb": b.cpu_ram, "assumptions": "; ".join(assumption_text(lang, x) for x in s.assumptions) or "—",
-        "price_date": dates[-1] if dates else "",
+        "price_date": date_text(lang, dates[-1]) if dates else "",
         "rank_by": result.rank_by, "named": asked_gpu is not None,
         "asked_gpu": asked_gpu[0] if asked_gpu else "",
         "comparison": [comparison_line(lang, c) for c in result.comparison],
