@@ -120,3 +120,9 @@ def test_fast_number_format_matches_babel() -> None:
 def test_a_slow_technique_shows_its_time_cost_in_both_languages() -> None:
     assert "% slower" in render_answer_text("compare A100 vs H100 for full 8B, 50M tokens")
     assert "медленнее на" in render_answer_text("сравни A100 и H100 для полного дообучения 8B на 50M токенов")
+
+
+def test_a_gpu_known_only_by_its_memory_is_named_in_the_readers_language() -> None:
+    ru = render_answer_text("QLoRA 70B на 24 гигах")
+    assert ru.startswith("❌ Не помещается на 1×GPU на 24 ГБ") and "GB GPU" not in ru
+    assert render_answer_text("QLoRA 70B on 24GB").startswith("❌ Does not fit on 1×24 GB GPU")

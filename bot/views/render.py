@@ -216,14 +216,23 @@ def techniques_text(lang: str, p: Plan) -> str:
     return text
 
 
+BARE_GPU = re.compile(r"(\d+(?:\.\d+)?) GB GPU")
+
+
+def gpu_name(lang: str, name: str) -> str:
+    """A catalog name as it is; a GPU known only by its memory ("24 GB GPU") worded in the reader's language."""
+    bare = BARE_GPU.fullmatch(name)
+    return _(lang, "%(gb)s GB GPU") % {"gb": num(lang, float(bare.group(1)))} if bare else name
+
+
 def plan_view(lang: str, p: Plan) -> dict[str, Any]:
-    return {"gpu": p.gpu, "count": p.count, "money": plan_money(lang, p), "time": plan_time(lang, p),
+    return {"gpu": gpu_name(lang, p.gpu), "count": p.count, "money": plan_money(lang, p), "time": plan_time(lang, p),
             "techniques": techniques_text(lang, p)}
 
 
 def comparison_line(lang: str, c: Comparison) -> str:
     """One GPU of a side-by-side comparison: fits?, headroom, time, cost per 1M tokens."""
-    name = f"{c.count}×{c.gpu}"
+    name = f"{c.count}×{gpu_name(lang, c.gpu)}"
     if not c.fits or c.plan is None:
         return "❌ " + _(lang, "%(gpu)s: needs %(need)s GB of %(total)s") % {
             "gpu": name, "need": num(lang, c.need_gb), "total": num(lang, c.memory_gb)}
@@ -379,7 +388,7 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
     s = result.scenario
     return {
         "error": False, "verdict": verdict, "need_gb": need,
-        "gpu_label": f"{asked_gpu[2]}×{asked_gpu[0]}" if asked_gpu else "",
+        "gpu_label": f"{asked_gpu[2]}×{gpu_name(lang, asked_gpu[0])}" if asked_gpu else "",
         "memory_gb": asked_gpu[1] if asked_gpu else 0,
         "model_label": s.arch.name if not s.arch.known else f"{s.arch.name} ({num(lang, s.arch.params / 1e9)}B)",
         "model_known": s.arch.known, "shape_ref": shape_reference(s.arch.params),
@@ -389,7 +398,7 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
         "cpu_ram_gb": b.cpu_ram, "assumptions": "; ".join(assumption_text(lang, x) for x in s.assumptions) or "—",
         "price_date": date_text(lang, dates[-1]) if dates else "",
         "rank_by": result.rank_by, "named": asked_gpu is not None,
-        "asked_gpu": asked_gpu[0] if asked_gpu else "",
+        "asked_gpu": gpu_name(lang, asked_gpu[0]) if asked_gpu else "",
         "comparison": [comparison_line(lang, c) for c in result.comparison],
         "alternatives": [] if cheaper else [plan_view(lang, p) for p in result.alternatives],
         "cheaper": plan_view(lang, cheaper) if cheaper else None,
