@@ -131,6 +131,7 @@ def memory_table(lang: str, result: PlanResult) -> list[str]:
     return lines
 
 
+@cache  # Babel parses its date patterns on every call; an answer has one of a few dozen dates
 def date_text(lang: str, iso: str) -> str:
     """"2026-11-09" → "9 ноября 2026 г." / "November 9, 2026"; "2026-06" → "июнь 2026 г." / "June 2026"."""
     from babel.dates import format_date, format_skeleton
