@@ -126,3 +126,12 @@ def test_a_gpu_known_only_by_its_memory_is_named_in_the_readers_language() -> No
     ru = render_answer_text("QLoRA 70B на 24 гигах")
     assert ru.startswith("❌ Не помещается на 1×GPU на 24 ГБ") and "GB GPU" not in ru
     assert render_answer_text("QLoRA 70B on 24GB").startswith("❌ Does not fit on 1×24 GB GPU")
+
+
+def test_every_default_is_worded_in_russian() -> None:
+    items = ["gradient_checkpointing=on", "gradient_checkpointing=off", "flash_attention=on", "fused_loss=off",
+             "method=full", "mixed_precision=amp", "lora_targets=all_linear", "batch_size=1", "sharding=zero3",
+             "optimizer=adamw", "bits=4", "lora_rank=16", "seq_len=4096", "architecture=like Llama-3.1-8B"]
+    for item in items:
+        ru, en = assumption_text("ru", item), assumption_text("en", item)
+        assert ru != en and "=" not in ru and not ru.endswith((" on", " off")), item

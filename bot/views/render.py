@@ -290,9 +290,9 @@ def assumption_text(lang: str, item: str) -> str:
     """One default the answer relied on ("seq_len=2048"), worded in the reader's language."""
     key, _sep, value = item.partition("=")
     on = value == "on"
-    switch = {"gradient_checkpointing": ("gradient checkpointing on", "gradient checkpointing off"),
-              "flash_attention": ("FlashAttention on", "FlashAttention off"),
-              "fused_loss": ("fused loss on", "fused loss off")}
+    switch = {"gradient_checkpointing": (N_("gradient checkpointing on"), N_("gradient checkpointing off")),
+              "flash_attention": (N_("FlashAttention on"), N_("FlashAttention off")),
+              "fused_loss": (N_("fused loss on"), N_("fused loss off"))}
     if key in switch:
         return _(lang, switch[key][0] if on else switch[key][1])
     match key:
