@@ -226,3 +226,10 @@ def test_unknown_model_keeps_the_users_name_and_no_catalog_figures() -> None:
     r = parse("finetune acme-chat-13b with qlora")
     assert r.model is not None
     assert r.model.name == "acme-chat-13b" and r.model.params_b == 13 and r.model.active_params_b is None
+
+
+def test_a_gpu_name_is_not_glued_to_the_amount_of_data_after_it() -> None:
+    for text, tokens in (("7B lora on H100 500M tokens", 5e8), ("LoRA 8B на H200 200M токенов", 2e8),
+                         ("8xH100 100 000 examples of 512 tokens", 100_000 * 512)):
+        r = parse(text)
+        assert r.tokens == tokens and r.gpus and r.gpus[0].name and r.gpus[0].name.startswith("H"), text

@@ -179,7 +179,9 @@ def _grouped(s: Scan, i: int) -> tuple[float, int]:
     t = s.toks[i]
     if len(t.text) == 3 and t.text.isdigit() and t.sp and s.num(i - 1):
         prev = s.toks[i - 1].text
-        if prev.isdigit() and len(prev) <= 3 and not s.num(i - 2):
+        glued_to_name = s.glued(i - 1) and s.toks[i - 2].kind == WORD  # "H100 500M": a GPU, then a number
+        before_is_name = s.num(i - 2) and s.glued(i - 2) and s.toks[i - 3].kind == WORD  # "H100 100 000"
+        if prev.isdigit() and len(prev) <= 3 and (not s.num(i - 2) or before_is_name) and not glued_to_name:
             return s.toks[i - 1].val * 1000 + t.val, i - 1
     return t.val, i
 
