@@ -33,8 +33,8 @@ def candidate_gpus(request: Request) -> list[tuple[str, float, int]]:
 
 def fits(b: Breakdown, candidates: list[tuple[str, float, int]]) -> list[Fit]:
     return [
-        Fit(gpu=name, memory_gb=memory, count=count, fits=b.total <= memory * USABLE_FRACTION,
-            headroom_gb=round(memory * USABLE_FRACTION - b.total, 2))
+        Fit(gpu=name, memory_gb=memory, count=count, fits=b.total + b.cuda_context <= memory * USABLE_FRACTION,
+            headroom_gb=round(memory * USABLE_FRACTION - b.total - b.cuda_context, 2))
         for name, memory, count in candidates
     ]
 

@@ -286,10 +286,13 @@ def _rank_key(base: Scenario, scenario: Scenario, techniques: list[str], gpu_nam
 
 
 def _search(base: Scenario, candidates: list[tuple[str, float, int]], tokens: float | None,
-            prices: PriceOptions, rank_by: RankBy) -> list[Plan]:
+            prices: PriceOptions, rank_by: RankBy, headroom: float = HEADROOM) -> list[Plan]:
+    """Arrangements that fit, best first. Named GPUs are tried at the counts named too, and with the
+    verdict's own rule (no headroom), so that the answer never says "fits" above plans that disagree."""
     options: list[_Option] = []
     variants = _variants(base)
-    for counts in (COUNTS, NODE_COUNTS):
+    named_counts = tuple(sorted({c for _, _, c in candidates} - set(COUNTS) - {1}))
+    for counts in (tuple(sorted({*COUNTS, *named_counts})), NODE_COUNTS):
         for count in counts:
             # techniques only add time: a set that contains one that already fits a GPU is not worth a plan
             fitted: dict[str, list[set[str]]] = {}
@@ -303,7 +306,7 @@ def _search(base: Scenario, candidates: list[tuple[str, float, int]], tokens: fl
                 scenario = variant.model_copy(update={"gpu_count": count, "sharding": _sharding(variant, count)})
                 b = breakdown(scenario)
                 for name, memory, _ in open_gpus:
-                    if _fits(b, memory):
+                    if _fits(b, memory, headroom):
                         fitted.setdefault(name, []).append(used)
                         key = _rank_key(base, scenario, techniques, name, count, prices, rank_by)
                         options.append(_Option(key, techniques, scenario, b, name, memory, count))
@@ -344,21 +347,24 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     base = build_scenario(request)
     b0 = breakdown(base)
     tokens = _training_tokens(request)
-    named = candidate_gpus(request) if request.gpus else []
-    plans = _search(base, named or _catalog_candidates(), tokens, prices, rank_by)
+    named = list(dict.fromkeys(candidate_gpus(request))) if request.gpus else []  # "H100 vs H100" once
+    if named:
+        plans = _search(base, named, tokens, prices, rank_by, headroom=0.0)
+    else:
+        plans = _search(base, _catalog_candidates(), tokens, prices, rank_by)
 
     asked_fits = None
     suggestions: list[Suggestion] = []
     alternatives: list[Plan] = []
     comparison: list[Comparison] = []
-    if named:
-        asked_fits = any(_fits(b0, memory, headroom=0.0) for _, memory, _ in named)
+    if len(named) > 1:
+        comparison = [_compare(base, b0, g, tokens, prices) for g in named]
+    elif named:
         memory = named[0][1]
+        asked_fits = _fits(b0, memory, headroom=0.0)
         if not asked_fits:
             suggestions = what_to_change(base, b0, memory)
-        if len(named) > 1:
-            comparison = [_compare(base, b0, g, tokens, prices) for g in named]
-        elif not plans:
+        if not plans:
             alternatives = _search(base, _catalog_candidates(), tokens, prices, rank_by)[:3]
         elif asked_fits and plans:
             cheaper = _cheaper_gpu(base, b0, named[0], plans, tokens, prices)
@@ -402,7 +408,8 @@ def _cheaper_gpu(base: Scenario, b0: Breakdown, named: tuple[str, float, int], p
     b = breakdown(scenario)
     options = [_plan(base, scenario, [], b, n, m, count, tokens, prices)
                for n, m, _ in _catalog_candidates() if m < memory and _fits(b, m)]
-    cheaper = [p for p in options if p.per_hour is not None and p.per_hour < asked.per_hour * 0.9]
+    # cheaper for the whole run (money per token), not only per hour: a slow GPU can cost more in the end
+    cheaper = [p for p in options if _cost_key(p)[0] < _cost_key(asked)[0] * 0.9]
     return min(cheaper, key=_cost_key) if cheaper else None
 
 

@@ -48,3 +48,11 @@ def test_ask_prices_in_roubles_with_own_prices_and_rejects_a_malformed_price_fla
     assert run("ask", "--price", "H100", "8B LoRA").returncode == 2
     noted = run("ask", "--price", "H100=-1", "8B LoRA on H100")
     assert noted.returncode == 0 and "your price -1 for H100 is not usable" in noted.stdout
+
+
+def test_estimate_counts_the_cuda_context_in_the_fit() -> None:
+    import json
+
+    out = json.loads(run("estimate", "--json", "37B inference on H100").stdout)
+    fit = out["fits"][0]
+    assert fit["fits"] is False and fit["headroom_gb"] < 0

@@ -164,3 +164,28 @@ def test_each_plan_says_what_its_techniques_cost_in_time() -> None:
         assert row.plan.slowdown > 1.5  # optimizer state over PCIe: the GPU waits
     plain = plan(request(model={"params_b": 8}, method="lora", gpus=[{"name": "H100"}]))
     assert all(p.slowdown == 1.0 for p in plain.plans if not p.techniques)
+
+
+def test_a_comparison_has_no_single_verdict_and_each_gpu_its_own() -> None:
+    result = plan(parse("70B qlora RTX 4090 vs H100"))
+    assert result.asked_fits is None and not result.suggestions
+    assert {c.gpu: c.fits for c in result.comparison} == {"RTX 4090": False, "H100 SXM": True}
+    assert len(plan(parse("70B qlora H100 vs H100")).comparison) == 0  # the same GPU twice is one GPU
+
+
+def test_the_verdict_and_the_plans_use_one_rule() -> None:
+    for text in ("34B inference on H100", "13B qlora on RTX 4090"):
+        result = plan(parse(text))
+        assert result.asked_fits and result.plans[0].count == 1 and not result.plans[0].techniques, text
+
+
+def test_the_count_the_user_named_is_tried() -> None:
+    plans = plan(parse("70B full fine-tuning on 64 H100")).plans
+    assert any(p.count == 64 and p.gpu == "H100 SXM" for p in plans)
+
+
+def test_a_cheaper_gpu_must_make_the_whole_run_cheaper() -> None:
+    result = plan(parse("1B lora on RTX 4090 100M tokens"))
+    asked = next(p for p in result.plans if p.count == 1)
+    for p in result.alternatives:
+        assert p.per_hour * p.hours_per_100m_tokens < asked.per_hour * asked.hours_per_100m_tokens  # type: ignore[operator]

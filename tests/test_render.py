@@ -135,3 +135,10 @@ def test_every_default_is_worded_in_russian() -> None:
     for item in items:
         ru, en = assumption_text("ru", item), assumption_text("en", item)
         assert ru != en and "=" not in ru and not ru.endswith((" on", " off")), item
+
+
+def test_comparisons_and_tight_fits_have_their_own_headline() -> None:
+    assert render_answer_text("70B qlora RTX 4090 vs H100").startswith("⚖️ 1×RTX 4090 vs 1×H100 SXM")
+    assert render_answer_text("70B qlora на 4090 или H100?").startswith("⚖️ 1×RTX 4090 или 1×H100 SXM")
+    tight = render_text("34B inference on H100")
+    assert tight.html.startswith("⚠️") and tight.title.startswith("Fits on 1×H100 SXM, but tightly")

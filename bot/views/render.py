@@ -22,7 +22,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, Field
 
 from engine.catalog import shape_reference
-from engine.planner import Comparison, Monthly, Note, Plan, PlanResult, PriceOptions, Suggestion, plan
+from engine.planner import HEADROOM, Comparison, Monthly, Note, Plan, PlanResult, PriceOptions, Suggestion, plan
 from engine.pricing import Currency
 from engine.scenario import ScenarioError
 from engine.schema import Language, Request
@@ -380,8 +380,13 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
     b = result.breakdown
     need = b.total + b.cuda_context
     verdict = "estimate"
-    if asked_gpu is not None:
-        verdict = "fits" if result.asked_fits else "no_fit"
+    if result.comparison:
+        verdict = "compare"
+    elif asked_gpu is not None and result.asked_fits:
+        # under the planner's headroom it fits, but a longer sample or an allocator spike may not
+        verdict = "tight" if need > asked_gpu[1] * 0.98 * (1 - HEADROOM) else "fits"
+    elif asked_gpu is not None:
+        verdict = "no_fit"
     plans = [plan_view(lang, p) for p in result.plans[:3]]
     dates = sorted({p.price_date for p in [*result.plans, *result.alternatives]
                     if p.price_date and p.price_date != "given"})
@@ -401,6 +406,7 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
         "rank_by": result.rank_by, "named": asked_gpu is not None,
         "asked_gpu": gpu_name(lang, asked_gpu[0]) if asked_gpu else "",
         "comparison": [comparison_line(lang, c) for c in result.comparison],
+        "compared": (" " + _(lang, "vs") + " ").join(f"{c.count}×{gpu_name(lang, c.gpu)}" for c in result.comparison),
         "alternatives": [] if cheaper else [plan_view(lang, p) for p in result.alternatives],
         "cheaper": plan_view(lang, cheaper) if cheaper else None,
         "notes": [note_text(lang, n, s) for n in result.notes],
@@ -449,8 +455,8 @@ def render_request(request: Request, options: AnswerOptions | None = None) -> Re
     named = candidate_gpus(request) if request.gpus else []
     a = view_model(language, result, named[0] if named else None)
     body = template.render(a=a).strip()
-    return RenderedAnswer(language, body, html.unescape(TAG.sub("", body.split("\n", 1)[0])).lstrip("✅❌🧮 "),
-                          request, result)
+    verdict_line = html.unescape(TAG.sub("", body.split("\n", 1)[0]))
+    return RenderedAnswer(language, body, verdict_line.split(" ", 1)[-1], request, result)  # without its emoji
 
 
 @cache
