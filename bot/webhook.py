@@ -66,7 +66,12 @@ async def register_once(bot: Bot, config: BotConfig, dp: Dispatcher, redis: Any 
                         wait_s: float = WAIT_S) -> None:
     """`ensure_webhook`, by one replica at a time when they share a Redis."""
     if redis is None:
-        await ensure_webhook(bot, config, dp)
+        # One process, nowhere to keep the secret's fingerprint, and getWebhookInfo does not show the secret:
+        # set it at every start (idempotent), or a rotated secret would leave the bot deaf.
+        await bot.set_webhook(config.webhook_url or "", drop_pending_updates=False,
+                              secret_token=config.webhook_secret.get_secret_value() if config.webhook_secret else None,
+                              allowed_updates=dp.resolve_used_update_types())
+        log.info("webhook registered")
         return
     from redis.exceptions import RedisError
 
