@@ -149,11 +149,15 @@ def apply_state(stored: Request, method_code: str, ctx: int, count: int) -> Requ
     data["method"] = method
     data["seq_len"] = ctx
     gpus = data.get("gpus") or []
-    if gpus:
-        gpus[0]["count"] = count
-    elif count > 1:
+    for gpu in gpus:  # a comparison keeps comparing the same GPUs, each at the count pressed
+        gpu["count"] = count
+    if not gpus and count > 1:
         gpus = [GpuRef(count=count).model_dump()]
     data["gpus"] = gpus
+    # what the question said that could not be used is settled once the button says it
+    settled = {"context length out of range", "GPU count out of range", "GPU count not read"}
+    reasons = [r.strip() for r in (stored.error or "").split(";") if r.strip() and r.strip() not in settled]
+    data["error"] = "; ".join(reasons) or None
     try:
         return Request.model_validate(data)
     except ValidationError as exc:

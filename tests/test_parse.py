@@ -233,3 +233,9 @@ def test_a_gpu_name_is_not_glued_to_the_amount_of_data_after_it() -> None:
                          ("8xH100 100 000 examples of 512 tokens", 100_000 * 512)):
         r = parse(text)
         assert r.tokens == tokens and r.gpus and r.gpus[0].name and r.gpus[0].name.startswith("H"), text
+
+
+def test_a_count_that_is_not_read_is_said() -> None:
+    assert parse("70B qlora on 2000 H100").error == "GPU count not read"
+    assert parse("70B qlora on 2000x H100").gpus[0].count == 2000
+    assert parse("70B qlora on 0 H100").error == "GPU count out of range"

@@ -257,6 +257,8 @@ NOTE_TEXTS = {
     "amount of data out of range": N_("amount of data out of range: ignored"),
     "GPU memory out of range": N_("GPU memory out of range: ignored"),
     "GPU count out of range": N_("GPU count out of range (1–100 000): one GPU is used"),
+    "GPU count not read": N_("a bare number over 1024 before a GPU is not read as a count: one GPU is used "
+                             "(write it as 2048×H100)"),
     "too long": N_("the message is too long: only its beginning was read"),
 }
 

@@ -62,15 +62,22 @@ def _count_before(s: Scan, i: int) -> tuple[int, int] | None:
     return None
 
 
-def _impossible_count_before(s: Scan, i: int) -> bool:
-    """"0 H100", "1000000 H100", "0x A100": a count no cluster has (it is reported, one GPU used)."""
+def _unread_count_before(s: Scan, i: int) -> str | None:
+    """Why a number right before a GPU name was not taken as its count (it is reported, one GPU used):
+    "0 H100", "1000000 H100" — no cluster has that; "2000 H100" — a bare number over MAX_BARE_COUNT is
+    too often something else ("2048 A6000"), so it is read only as "2000×H100"."""
     k = i - 1
-    if s.word(k) in TIMES:
+    times = s.word(k) in TIMES
+    if times:
         k -= 1
     if not s.num(k) or s.unit_after(k)[1] != k or (s.glued(k) and s.toks[k - 1].kind == WORD):
-        return False
+        return None
     v = s.toks[k].val
-    return v == 0 or (v > MAX_GPUS and (math.isinf(v) or v == int(v)))
+    if v == 0 or (v > MAX_GPUS and (math.isinf(v) or v == int(v))):
+        return "GPU count out of range"
+    if not times and MAX_BARE_COUNT < v <= MAX_GPUS and v == int(v):
+        return "GPU count not read"
+    return None
 
 
 def _count_after(s: Scan, j: int) -> tuple[int, int] | None:
@@ -143,8 +150,8 @@ def named(s: Scan) -> None:
             count = _count_after(s, last)
             if count:
                 last = count[1]
-            elif _impossible_count_before(s, first):
-                s.errors.append("GPU count out of range")
+            elif unread := _unread_count_before(s, first):
+                s.errors.append(unread)
                 first -= 1
         if s.word(last + 1) in ("s", "ти", "ок") and s.glued(last + 1):
             last += 1  # "3090s"
