@@ -63,6 +63,7 @@ class Plan(BaseModel):
     cost_per_1m_tokens: float | None = None  # trained or generated tokens, in `currency`
     tokens_per_second: float | None = None  # inference: decode tokens/s of the whole batch
     own_price: bool = False
+    cpu_ram_gb: float = 0.0  # host memory the offload needs on each machine (its GPUs' shares together)
 
 
 class Suggestion(BaseModel):
@@ -235,7 +236,8 @@ def _plan(base: Scenario, variant: Scenario, techniques: list[str], b: Breakdown
                 headroom_gb=round(usable - b.total, 2), hours=_round(hours), hours_per_100m_tokens=_round(per100),
                 usd=usd, usd_per_hour=_round(usd_per_hour), price_date=price_date, slowdown=1.0,
                 currency=prices.currency, cost=cost, per_hour=_round(per_hour), cost_per_1m_tokens=_round(per_1m, 4),
-                tokens_per_second=_round(tps, 1), own_price=own)
+                tokens_per_second=_round(tps, 1), own_price=own,
+                cpu_ram_gb=round(b.cpu_ram * min(count, speed.gpus_per_node()), 1))
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:
@@ -432,9 +434,10 @@ def _monthly(result: PlanResult, prices: PriceOptions) -> Monthly | None:
 def _input_notes(request: Request, prices: PriceOptions) -> list[Note]:
     """What the input said that cannot be used as given: parse errors, unknown GPUs, impossible prices."""
     notes = [Note(key=reason.strip()) for reason in (request.error or "").split(";") if reason.strip()]
+    known = [ref for ref in request.gpus if ref.memory_gb is not None or find_gpu(ref.name) is not None]
     for ref in request.gpus:
         if ref.name and ref.memory_gb is None and find_gpu(ref.name) is None:
-            notes.append(Note(key="unknown_gpu", params={"name": ref.name}))
+            notes.append(Note(key="unknown_gpu", params={"name": ref.name, "others": bool(known)}))
     if prices.usd_rub is not None:
         try:
             pricing.validate_rate(prices.usd_rub)

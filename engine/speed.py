@@ -103,6 +103,10 @@ def calibration() -> dict[str, Any]:
         return tomllib.load(f)
 
 
+def gpus_per_node() -> int:
+    return int(calibration()["scaling"]["gpus_per_node"])
+
+
 def gpu_class(gpu: Gpu) -> str:
     for name, members in calibration()["classes"].items():
         if gpu.name in members:
@@ -145,7 +149,7 @@ def scaling(gpu: Gpu, count: int, *, inference: bool = False) -> float:
         return 1.0
     cal = calibration()
     sc = cal["scaling"]
-    per_node = int(sc["gpus_per_node"])
+    per_node = gpus_per_node()
     link = link_kind(gpu)
     if inference:
         inf = cal["inference"]

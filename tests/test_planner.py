@@ -189,3 +189,12 @@ def test_a_cheaper_gpu_must_make_the_whole_run_cheaper() -> None:
     asked = next(p for p in result.plans if p.count == 1)
     for p in result.alternatives:
         assert p.per_hour * p.hours_per_100m_tokens < asked.per_hour * asked.hours_per_100m_tokens  # type: ignore[operator]
+
+
+def test_an_offload_plan_says_how_much_host_memory_each_machine_needs() -> None:
+    result = plan(parse("full fine-tuning 70B on 8xH100 with offload"))
+    per_gpu = result.breakdown.cpu_ram
+    for p in result.plans:
+        assert p.cpu_ram_gb == pytest.approx(per_gpu * result.scenario.gpu_count, rel=0.01)  # the whole state
+    unknown = plan(parse("70B qlora on RTX 9090 vs H100"))
+    assert [(n.key, n.params["others"]) for n in unknown.notes] == [("unknown_gpu", True)]

@@ -26,6 +26,7 @@ from engine.planner import HEADROOM, Comparison, Monthly, Note, Plan, PlanResult
 from engine.pricing import Currency
 from engine.scenario import ScenarioError
 from engine.schema import Language, Request
+from engine.speed import gpus_per_node
 
 TEMPLATES = Path(__file__).parent / "templates"
 LOCALES = Path(__file__).resolve().parents[2] / "locales"
@@ -210,11 +211,13 @@ def plan_time(lang: str, p: Plan) -> str:
 
 
 def techniques_text(lang: str, p: Plan) -> str:
-    """The plan's techniques and, when they slow the run, by how much ("8-bit Adam, CPU offload: 2.4× time")."""
-    text = ", ".join(technique_label(lang, t) for t in p.techniques)
-    if text and p.slowdown >= 1.05:
-        text += "; " + _(lang, "%(pct)s%% slower") % {"pct": num(lang, round((p.slowdown - 1) * 100))}
-    return text
+    """The plan's techniques, the host memory an offload needs, and what they cost in time."""
+    parts = [", ".join(technique_label(lang, t) for t in p.techniques)] if p.techniques else []
+    if p.cpu_ram_gb >= 0.05:
+        parts.append(_(lang, "%(gb)s GB of CPU RAM per machine") % {"gb": num(lang, p.cpu_ram_gb)})
+    if p.techniques and p.slowdown >= 1.05:
+        parts.append(_(lang, "%(pct)s%% slower") % {"pct": num(lang, round((p.slowdown - 1) * 100))})
+    return "; ".join(parts)
 
 
 BARE_GPU = re.compile(r"(\d+(?:\.\d+)?) GB GPU")
@@ -265,6 +268,8 @@ NOTE_TEXTS = {
 
 def note_text(lang: str, n: Note, scenario: Any) -> str:
     params = {"seq_len": scenario.seq_len, "batch_size": scenario.batch_size, "lora_rank": scenario.lora_rank}
+    if n.key == "unknown_gpu" and n.params.get("others"):
+        return _(lang, "%(name)s is not in the catalog: left out") % {"name": n.params.get("name", "")}
     if n.key == "unknown_gpu":
         return _(lang, "%(name)s is not in the catalog: all GPUs are compared instead") % {
             "name": n.params.get("name", "")}
@@ -403,7 +408,8 @@ def view_model(lang: str, result: PlanResult, asked_gpu: tuple[str, float, int] 
         "method_label": method_label(lang, result), "seq_len": s.seq_len, "batch_size": s.batch_size,
         "gpu_count": s.gpu_count, "table": memory_table(lang, result), "plans": plans,
         "suggestions": [suggestion_text(lang, x, s.method == "inference") for x in result.suggestions[:4]],
-        "cpu_ram_gb": b.cpu_ram, "assumptions": "; ".join(assumption_text(lang, x) for x in s.assumptions) or "—",
+        "cpu_ram_gb": b.cpu_ram * min(s.gpu_count, gpus_per_node()),
+        "assumptions": "; ".join(assumption_text(lang, x) for x in s.assumptions) or "—",
         "price_date": date_text(lang, dates[-1]) if dates else "",
         "rank_by": result.rank_by, "named": asked_gpu is not None,
         "asked_gpu": gpu_name(lang, asked_gpu[0]) if asked_gpu else "",
