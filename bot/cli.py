@@ -103,8 +103,9 @@ def _ask(args: argparse.Namespace) -> int:
     if args.text:
         sys.stdout.write(one(" ".join(args.text)) + "\n")
         return 0
-    for line in _lines(sys.stdin):
-        sys.stdout.write(json.dumps(one(line), ensure_ascii=False) + "\n")
+    for line in _lines(sys.stdin):  # one JSON object a line (CONTRACT.md): the reply under "answer"
+        _emit({"answer": one(line)})
+        sys.stdout.flush()
     return 0
 
 

@@ -56,3 +56,14 @@ def test_estimate_counts_the_cuda_context_in_the_fit() -> None:
     out = json.loads(run("estimate", "--json", "37B inference on H100").stdout)
     fit = out["fits"][0]
     assert fit["fits"] is False and fit["headroom_gb"] < 0
+
+
+def test_ask_from_stdin_answers_each_line_with_one_json_object() -> None:
+    import json
+
+    out = run("ask", "--format", "html", stdin="70B QLoRA на H100?\n\n<b>x</b>\n")
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0 and len(lines) == 3
+    answers = [json.loads(line)["answer"] for line in lines]
+    assert answers[0].startswith("✅ <b>Помещается") and "<pre>" in answers[0]
+    assert "<b>x</b>" not in answers[2]
