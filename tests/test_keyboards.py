@@ -24,3 +24,4 @@ def test_the_keyboard_serialises_like_a_validated_one() -> None:
     assert fast.model_dump(exclude_none=True) == validated.model_dump(exclude_none=True)
     labels = [b.text for row in fast.inline_keyboard for b in row]
     assert "✓ QLoRA" in labels and "✓ 8k" in labels and "✓ 2×" in labels and "✓ RU" in labels
+    assert "Инференс" in labels  # an inference answer can be reached and left from the keyboard

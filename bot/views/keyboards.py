@@ -69,7 +69,7 @@ def answer_keyboard(qid: str, method: str, ctx: int, count: int, lang: str) -> I
     def cb(m: str = code, c: int = ctx, n: int = count, lg: str = lang, x: str = "r") -> str:
         return pack_answer(qid, m, c, n, lg, x)
 
-    methods = [(t(lang, "Full FT"), "f"), ("LoRA", "l"), ("QLoRA", "q")]
+    methods = [(t(lang, "Full FT"), "f"), ("LoRA", "l"), ("QLoRA", "q"), (t(lang, "Inference"), "i")]
     rows = [
         [_button(_label(label, code == m), cb(m=m)) for label, m in methods],
         [_button(_label(f"{c // 1024}k", ctx == c), cb(c=c)) for c in CONTEXTS],
