@@ -288,21 +288,27 @@ def _rank_key(base: Scenario, scenario: Scenario, techniques: list[str], gpu_nam
 
 
 def _search(base: Scenario, candidates: list[tuple[str, float, int]], tokens: float | None,
-            prices: PriceOptions, rank_by: RankBy, headroom: float = HEADROOM) -> list[Plan]:
+            prices: PriceOptions, rank_by: RankBy, headroom: float = HEADROOM, every_count: bool = True) -> list[Plan]:
     """Arrangements that fit, best first. Named GPUs are tried at the counts named too, and with the
-    verdict's own rule (no headroom), so that the answer never says "fits" above plans that disagree."""
+    verdict's own rule (no headroom), so that the answer never says "fits" above plans that disagree.
+
+    Without `every_count` (the whole catalog, cheapest first) a GPU that fits as asked stops growing: more
+    of it, with no technique to drop, only costs more per token (scaling losses), so it cannot rank higher.
+    """
     options: list[_Option] = []
     variants = _variants(base)
     named_counts = tuple(sorted({c for _, _, c in candidates} - set(COUNTS) - {1}))
+    settled: set[str] = set()
     for counts in (tuple(sorted({*COUNTS, *named_counts})), NODE_COUNTS):
         for count in counts:
+            pool = [c for c in candidates if c[0] not in settled]
             # techniques only add time: a set that contains one that already fits a GPU is not worth a plan
             fitted: dict[str, list[set[str]]] = {}
             for techniques, variant in variants:
                 if count == 1 and techniques[-1:] == ["zero3"]:  # ZeRO-3 alone does nothing on one GPU
                     continue
                 used = set(techniques)
-                open_gpus = [c for c in candidates if not any(f <= used for f in fitted.get(c[0], ()))]
+                open_gpus = [c for c in pool if not any(f <= used for f in fitted.get(c[0], ()))]
                 if not open_gpus:
                     continue
                 scenario = variant.model_copy(update={"gpu_count": count, "sharding": _sharding(variant, count)})
@@ -310,6 +316,8 @@ def _search(base: Scenario, candidates: list[tuple[str, float, int]], tokens: fl
                 for name, memory, _ in open_gpus:
                     if _fits(b, memory, headroom):
                         fitted.setdefault(name, []).append(used)
+                        if not techniques and not every_count and rank_by == "cost":
+                            settled.add(name)
                         key = _rank_key(base, scenario, techniques, name, count, prices, rank_by)
                         options.append(_Option(key, techniques, scenario, b, name, memory, count))
         if options:
@@ -353,7 +361,7 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     if named:
         plans = _search(base, named, tokens, prices, rank_by, headroom=0.0)
     else:
-        plans = _search(base, _catalog_candidates(), tokens, prices, rank_by)
+        plans = _search(base, _catalog_candidates(), tokens, prices, rank_by, every_count=False)
 
     asked_fits = None
     suggestions: list[Suggestion] = []
@@ -367,7 +375,7 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
         if not asked_fits:
             suggestions = what_to_change(base, b0, memory)
         if not plans:
-            alternatives = _search(base, _catalog_candidates(), tokens, prices, rank_by)[:3]
+            alternatives = _search(base, _catalog_candidates(), tokens, prices, rank_by, every_count=False)[:3]
         elif asked_fits and plans:
             cheaper = _cheaper_gpu(base, b0, named[0], plans, tokens, prices)
             if cheaper is not None:

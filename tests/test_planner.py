@@ -198,3 +198,9 @@ def test_an_offload_plan_says_how_much_host_memory_each_machine_needs() -> None:
         assert p.cpu_ram_gb == pytest.approx(per_gpu * result.scenario.gpu_count, rel=0.01)  # the whole state
     unknown = plan(parse("70B qlora on RTX 9090 vs H100"))
     assert [(n.key, n.params["others"]) for n in unknown.notes] == [("unknown_gpu", True)]
+
+
+def test_cheapest_first_over_the_catalog_does_not_repeat_a_gpu_that_already_fits_as_asked() -> None:
+    plans = plan(request(model={"params_b": 8}, method="lora", tokens=2e8)).plans
+    plain = [(p.gpu, p.count) for p in plans if not p.techniques]
+    assert len({gpu for gpu, _ in plain}) == len(plain)  # one count per GPU that needs no technique
