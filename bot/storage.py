@@ -140,13 +140,19 @@ class SQLiteStorage:
             raise StorageError(f"cannot open the settings database {self.path}: {exc}") from None
 
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        if self._conn is None:
-            raise StorageError("storage is not open")
-        with self._lock:
+        with self._lock:  # the check too: close() may take the connection away from under a writer
+            if self._conn is None:
+                raise StorageError("storage is not open")
             try:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 raise StorageError(f"settings database {self.path}: {exc}") from exc
+
+    def _close_sync(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         """A read on the event loop itself: in WAL mode a reader never waits for a writer, and a read of one
@@ -186,10 +192,7 @@ class SQLiteStorage:
         if self._reader is not None:
             self._reader.close()
             self._reader = None
-        if self._conn is not None:
-            conn, self._conn = self._conn, None
-            with self._lock:
-                await asyncio.to_thread(conn.close)
+        await asyncio.to_thread(self._close_sync)  # after the writer's last statement, never during one
 
     async def get_settings(self, chat_id: int) -> ChatSettings:
         rows = self._read("SELECT data FROM chat_settings WHERE chat_id = ?", (chat_id,))
