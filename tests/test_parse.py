@@ -239,3 +239,9 @@ def test_a_count_that_is_not_read_is_said() -> None:
     assert parse("70B qlora on 2000 H100").error == "GPU count not read"
     assert parse("70B qlora on 2000x H100").gpus[0].count == 2000
     assert parse("70B qlora on 0 H100").error == "GPU count out of range"
+
+
+def test_a_context_of_zero_is_reported_not_ignored() -> None:
+    for text in ("7b lora context 0", "7b lora контекст 0"):
+        r = parse(text)
+        assert r.seq_len is None and r.error == "context length out of range", text

@@ -40,7 +40,9 @@ def length_value(s: Scan, i: int) -> tuple[float, int]:
 
 
 def put_seq_len(s: Scan, value: float) -> None:
-    if value >= 1 and value == value:
+    if value == 0:  # "context 0": said, and impossible (negative values are sentinels: "70B" is no length)
+        s.errors.append("context length out of range")
+    elif value >= 1 and value == value:
         if value > MAX_SEQ_LEN:
             s.errors.append("context length out of range")
         else:
@@ -54,7 +56,7 @@ def context(s: Scan) -> None:
         j = s.skip(i + 1, FILLERS | CONTEXT_WORDS)
         if s.num(j):
             value, end = length_value(s, j)
-            if value > 0:
+            if value >= 0:  # 0 is said and reported; a negative value is "not a length"
                 end = s.skip(end + 1, TOKEN_WORDS, 1) - 1
                 put_seq_len(s, value)
                 s.use(i, end)
