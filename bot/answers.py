@@ -24,6 +24,7 @@ from bot.views.render import AnswerOptions, RenderedAnswer, render_request
 from engine.catalog import find_model
 from engine.parse import parse
 from engine.parse.normalize import has_cyrillic
+from engine.pricing import default_rate
 from engine.schema import GpuRef, Language, ModelConfig, ModelRef, Request
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,6 @@ log = logging.getLogger(__name__)
 MAX_QUESTION_CHARS = 4096  # Telegram's own message limit; longer text is not a question
 TELEGRAM_LIMIT = 4096
 HUB_TIMEOUT_S = 3.0
-FX_FALLBACK_RUB_PER_USD = 90.0
 
 # Function words that only an English sentence has; a bare "70B qlora h100" has none and so leaves
 # the language to the chat's setting.
@@ -71,22 +71,13 @@ def resolve_language(question: Language | None, chat: Language | None, user_code
     return question or chat or client_language(user_code) or default or "en"
 
 
-def fx_rate() -> float:
-    try:
-        from engine.pricing import default_rate
-
-        return float(default_rate().rub_per_usd)
-    except Exception:  # the engine's price data is optional for the bot's own conversions
-        return FX_FALLBACK_RUB_PER_USD
-
-
 def own_prices(settings: ChatSettings) -> dict[str, float]:
     """The chat's own prices in the chat's currency (a price set in the other currency is converted)."""
     out: dict[str, float] = {}
     for gpu, price in settings.prices.items():
         value = price.value
         if price.currency != settings.currency:
-            rate = fx_rate()
+            rate = default_rate().rub_per_usd  # the catalog's Bank of Russia rate, as the answers use
             value = value * rate if settings.currency == "RUB" else value / rate
         out[gpu] = round(value, 4)
     return out

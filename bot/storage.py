@@ -139,14 +139,17 @@ class SQLiteStorage:
         except (sqlite3.Error, OSError) as exc:
             raise StorageError(f"cannot open the settings database {self.path}: {exc}") from None
 
+    def _query(self, conn: sqlite3.Connection | None, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        if conn is None:
+            raise StorageError("storage is not open")
+        try:
+            return conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"settings database {self.path}: {exc}") from exc
+
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:  # the check too: close() may take the connection away from under a writer
-            if self._conn is None:
-                raise StorageError("storage is not open")
-            try:
-                return self._conn.execute(sql, params).fetchall()
-            except sqlite3.Error as exc:
-                raise StorageError(f"settings database {self.path}: {exc}") from exc
+            return self._query(self._conn, sql, params)
 
     def _close_sync(self) -> None:
         with self._lock:
@@ -157,12 +160,7 @@ class SQLiteStorage:
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         """A read on the event loop itself: in WAL mode a reader never waits for a writer, and a read of one
         small row costs less than the thread hop that `_execute` takes (writes still go to a thread)."""
-        if self._reader is None:
-            raise StorageError("storage is not open")
-        try:
-            return self._reader.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise StorageError(f"settings database {self.path}: {exc}") from exc
+        return self._query(self._reader, sql, params)
 
     # ---- the interface ----
 

@@ -189,9 +189,7 @@ def _price(gpu: Gpu, prices: PriceOptions) -> pricing.PriceRange | None:
         return None
 
 
-def _usd_price(gpu: Gpu, prices: PriceOptions) -> pricing.PriceRange | None:
-    if prices.currency == "USD":
-        return _price(gpu, prices)
+def _market_usd(gpu: Gpu) -> pricing.PriceRange | None:
     try:
         return pricing.market_range(gpu.name)  # the contract's USD figures stay market prices
     except (LookupError, ValueError):
@@ -215,12 +213,12 @@ def _plan(base: Scenario, variant: Scenario, techniques: list[str], b: Breakdown
             hours = per100 * tokens / speed.TOKENS_100M if tokens else None
         else:
             tps = speed.inference_speed(variant, gpu, count).tokens_per_second
-        usd_price = _usd_price(gpu, prices)
+        price = _price(gpu, prices)
+        usd_price = price if prices.currency == "USD" else _market_usd(gpu)
         if usd_price is not None:
             usd_per_hour = usd_price.typical * count
             if hours is not None:
                 usd = {k: round(getattr(usd_price, k) * count * hours, 2) for k in ("min", "typical", "max")}
-        price = _price(gpu, prices)
         if price is not None:
             own = price.override
             price_date = price.date
@@ -346,13 +344,7 @@ def _catalog_candidates() -> list[tuple[str, float, int]]:
 
 
 def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
-    prices = prices or PriceOptions()
-    notes = _input_notes(request, prices)
-    if any(n.key == "price" for n in notes):
-        bad = {n.params["gpu"] for n in notes if n.key == "price"}
-        prices = prices.model_copy(update={"overrides": {k: v for k, v in prices.overrides.items() if k not in bad}})
-    if any(n.key == "rate" for n in notes):
-        prices = prices.model_copy(update={"usd_rub": None})
+    notes, prices = _checked_inputs(request, prices or PriceOptions())
     rank_by: RankBy = prices.rank_by or request.rank_by or "cost"
     base = build_scenario(request)
     b0 = breakdown(base)
@@ -439,28 +431,32 @@ def _monthly(result: PlanResult, prices: PriceOptions) -> Monthly | None:
                    run_hours=best.hours)
 
 
-def _input_notes(request: Request, prices: PriceOptions) -> list[Note]:
-    """What the input said that cannot be used as given: parse errors, unknown GPUs, impossible prices."""
+def _checked_inputs(request: Request, prices: PriceOptions) -> tuple[list[Note], PriceOptions]:
+    """What the input said that cannot be used as given (parse errors, unknown GPUs, impossible prices and
+    rates), and the price options without the unusable parts."""
     notes = [Note(key=reason.strip()) for reason in (request.error or "").split(";") if reason.strip()]
-    known = [ref for ref in request.gpus if ref.memory_gb is not None or find_gpu(ref.name) is not None]
-    for ref in request.gpus:
-        if ref.name and ref.memory_gb is None and find_gpu(ref.name) is None:
-            notes.append(Note(key="unknown_gpu", params={"name": ref.name, "others": bool(known)}))
-    if prices.usd_rub is not None:
+    known = [ref.memory_gb is not None or find_gpu(ref.name) is not None for ref in request.gpus]
+    for ref, ok in zip(request.gpus, known, strict=True):
+        if ref.name and not ok:
+            notes.append(Note(key="unknown_gpu", params={"name": ref.name, "others": any(known)}))
+    usd_rub = prices.usd_rub
+    if usd_rub is not None:
         try:
-            pricing.validate_rate(prices.usd_rub)
+            pricing.validate_rate(usd_rub)
         except ValueError:
-            notes.append(Note(key="rate", params={"value": prices.usd_rub}))
+            notes.append(Note(key="rate", params={"value": usd_rub}))
+            usd_rub = None
+    overrides = {}
     for gpu_name, value in prices.overrides.items():
-        gpu = find_gpu(gpu_name)
-        if gpu is None:
-            notes.append(Note(key="price", params={"gpu": gpu_name, "value": value, "why": "unknown GPU"}))
-            continue
-        try:
-            pricing.validate_price(value, prices.currency)
-        except ValueError:
-            notes.append(Note(key="price", params={"gpu": gpu_name, "value": value, "why": "impossible"}))
-    return notes
+        why = "unknown GPU" if find_gpu(gpu_name) is None else None
+        if why is None:
+            try:
+                overrides[gpu_name] = pricing.validate_price(value, prices.currency)
+                continue
+            except ValueError:
+                why = "impossible"
+        notes.append(Note(key="price", params={"gpu": gpu_name, "value": value, "why": why}))
+    return notes, prices.model_copy(update={"usd_rub": usd_rub, "overrides": overrides})
 
 
 def _sharding(variant: Scenario, count: int) -> Any:

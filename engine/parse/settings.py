@@ -40,13 +40,11 @@ def length_value(s: Scan, i: int) -> tuple[float, int]:
 
 
 def put_seq_len(s: Scan, value: float) -> None:
-    if value == 0:  # "context 0": said, and impossible (negative values are sentinels: "70B" is no length)
+    # "context 0" is said and impossible; a negative value is a sentinel ("70B" is no length), NaN nothing
+    if value == 0 or value > MAX_SEQ_LEN:
         s.errors.append("context length out of range")
-    elif value >= 1 and value == value:
-        if value > MAX_SEQ_LEN:
-            s.errors.append("context length out of range")
-        else:
-            s.set("seq_len", round(value))
+    elif value >= 1:
+        s.set("seq_len", round(value))
 
 
 def context(s: Scan) -> None:
