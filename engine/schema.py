@@ -15,6 +15,13 @@ Method = Literal["full", "lora", "qlora", "inference"]
 Optimizer = Literal["adamw", "adamw_8bit", "paged_adamw", "paged_adamw_8bit", "sgd", "adafactor", "lion"]
 MixedPrecision = Literal["amp", "pure_bf16"]
 Sharding = Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"]
+# CONTRACT.md v2
+Stage = Literal["sft", "dpo", "orpo", "kto", "simpo", "rm", "ppo", "grpo", "pretrain"]
+Framework = Literal["hf", "trl", "unsloth", "axolotl", "llama-factory", "torchtune", "ms-swift", "litgpt", "deepspeed",
+                    "fsdp-qlora", "verl", "openrlhf", "nemo"]
+ServingEngine = Literal["vllm", "sglang", "tgi", "llama.cpp", "ollama", "tensorrt-llm", "hf"]
+KvCacheDtype = Literal["fp8", "int8", "int4", "bf16"]
+Currency = Literal["USD", "RUB", "EUR"]
 
 # Hard limits that keep arithmetic meaningful; anything beyond is an input error, not an estimate.
 MAX_PARAMS_B = 100_000.0  # 100T parameters
@@ -55,6 +62,32 @@ class GpuRef(Strict):
     name: str | None = Field(default=None, max_length=100)
     memory_gb: float | None = Field(default=None, gt=0, le=100_000)
     count: int = Field(default=1, ge=1, le=MAX_GPUS)
+    total_gib: float | None = Field(default=None, gt=0, le=100_000)  # v2: memory as the driver reports it
+
+
+class Money(Strict):
+    amount: float = Field(gt=0, le=1e12)
+    currency: Currency = "USD"
+
+
+class EngineOptions(Strict):
+    """Serving engine settings (CONTRACT.md v2 `engine_options`); None = the engine's default."""
+
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    max_num_seqs: int | None = Field(default=None, ge=1, le=1_000_000)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN)
+    max_model_len: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN)
+    engine_version: str | None = Field(default=None, max_length=40)
+
+
+class Rollout(Strict):
+    """GRPO/PPO generation (CONTRACT.md v2 `rollout`): colocated on the training GPUs or a server on others."""
+
+    engine: ServingEngine | None = "vllm"
+    mode: Literal["colocate", "server"] | None = None
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    tensor_parallel: int | None = Field(default=None, ge=1, le=1024)
+    sleep: bool | None = None
 
 
 class Request(Strict):
@@ -82,11 +115,37 @@ class Request(Strict):
     sharding: Sharding | None = None
     fused_loss: bool | None = None
     rank_by: Literal["cost", "time"] | None = None  # "the fastest" ranks plans by time, else by cost
+    # CONTRACT.md v2: what people say beyond v1 (every field None when not said)
+    stage: Stage | None = None
+    framework: Framework | None = None
+    serving_engine: ServingEngine | None = None
+    quantization: str | None = Field(default=None, max_length=40)  # nf4 int8 fp8 awq gptq mxfp4 nvfp4 gguf:<type>
+    kv_cache_dtype: KvCacheDtype | None = None
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_BATCH)
+    prompt_len: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN)
+    output_len: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN)
+    num_generations: int | None = Field(default=None, ge=1, le=4096)
+    tensor_parallel: int | None = Field(default=None, ge=1, le=1024)
+    pipeline_parallel: int | None = Field(default=None, ge=1, le=1024)
+    context_parallel: int | None = Field(default=None, ge=1, le=1024)
+    currency: Currency | None = None
+    budget: Money | None = None
+    deadline_hours: float | None = Field(default=None, gt=0, le=1e6)
+    unsupported: list[str] = Field(default_factory=list, max_length=32)
+    # CONTRACT.md v2 `estimate --request` power-user fields
+    engine_options: EngineOptions | None = None
+    rollout: Rollout | None = None
+    reference_model: bool | None = None
+    padding_free: bool | None = None
 
 
 PARSE_FIELDS = (
     "language", "intent", "model", "method", "gpus", "seq_len", "batch_size", "lora_rank", "bits",
     "optimizer", "gradient_checkpointing", "offload", "tokens", "epochs", "error",
+    # v2
+    "stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len", "output_len",
+    "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel", "currency", "budget",
+    "deadline_hours", "unsupported",
 )
 
 

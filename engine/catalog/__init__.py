@@ -31,6 +31,12 @@ class Gpu:
     interconnect: str
     year: int | None
     source: str
+    driver_gib: float  # memory as the driver reports it (an "80 GB" H100: 79.19 GiB)
+    bf16: bool  # compute capability >= 8.0 (T4, V100: fp16 AMP)
+    flash_attention_2: bool
+    bitsandbytes: bool
+    compute_capability: str | None  # NVIDIA; AMD GPUs carry rocm_arch instead
+    rocm_arch: str | None
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,7 @@ def _load(name: str) -> dict[str, Any]:
 
 @cache
 def gpus() -> tuple[Gpu, ...]:
+    driver_fraction = _load("gpus.toml")["driver"]["fraction"]
     return tuple(
         Gpu(
             name=g["name"],
@@ -67,6 +74,12 @@ def gpus() -> tuple[Gpu, ...]:
             interconnect=g["interconnect"],
             year=g.get("year"),
             source=g["source"],
+            driver_gib=float(g.get("driver_gib") or round(float(g["memory_gb"]) * driver_fraction, 2)),
+            bf16=g["bf16"],
+            flash_attention_2=g["flash_attention_2"],
+            bitsandbytes=g["bitsandbytes"],
+            compute_capability=g.get("compute_capability"),
+            rocm_arch=g.get("rocm_arch"),
         )
         for g in _load("gpus.toml")["gpu"]
     )
