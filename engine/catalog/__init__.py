@@ -52,6 +52,12 @@ def _load(name: str) -> dict[str, Any]:
 
 
 @cache
+def data_file(name: str) -> dict[str, Any]:
+    """One data file of this folder (prices.toml, speed.toml, ...), parsed once: read it, never change it."""
+    return _load(name)
+
+
+@cache
 def gpus() -> tuple[Gpu, ...]:
     return tuple(
         Gpu(
