@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.estimate import estimate_request
-from engine.planner import plan
+from engine.contract import estimate_request
+from engine.plan import plan
 from engine.schema import Request
 
 MEASURED = Path(__file__).resolve().parents[2] / "shared" / "data" / "measured-memory.jsonl"

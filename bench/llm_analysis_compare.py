@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.catalog import architecture
-from engine.estimate import estimate_request
+from engine.contract import estimate_request
 from engine.schema import Architecture, ModelRef
 
 HERE = Path(__file__).resolve().parent

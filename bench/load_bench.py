@@ -545,9 +545,9 @@ PROFILE_ROWS: tuple[tuple[str, str, str], ...] = (
     ("      question_language", "bot/answers.py", "question_language"),
     ("      engine parse", "engine/parse/__init__.py", "parse"),
     ("      make_reply", "bot/answers.py", "make_reply"),
-    ("        render_request", "bot/views/render.py", "render_request"),
-    ("          planner.plan", "engine/planner.py", "plan"),
-    ("          view_model", "bot/views/render.py", "view_model"),
+    ("        render_request", "bot/answers.py", "render_request"),
+    ("          engine.answer", "engine/answer.py", "answer"),
+    ("          view_model", "bot/views/view.py", "view_model"),
     ("          jinja Template.render (x2: error page too)", "jinja2/environment.py", "render"),
     ("        storage.put_request (loop side)", "bot/storage.py", "put_request"),
     ("          question_id (model_dump_json + blake2b)", "bot/storage.py", "question_id"),
@@ -567,8 +567,8 @@ PROFILE_ROWS: tuple[tuple[str, str, str], ...] = (
 
 
 OWN_TIME_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("engine: planner, memory, speed, pricing", ("engine/planner", "engine/memory", "engine/speed", "engine/pricing",
-                                                 "engine/estimate", "engine/scenario", "engine/catalog")),
+    ("engine: plan, memory, speed, pricing", ("engine/plan", "engine/answer", "engine/memory", "engine/speed",
+                                              "engine/pricing", "engine/fit", "engine/scenario", "engine/catalog")),
     ("engine: parse", ("engine/parse",)),
     ("engine: schema", ("engine/",)),
     ("bot/views (render, keyboards, messages)", ("bot/views",)),

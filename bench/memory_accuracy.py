@@ -16,7 +16,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from engine.estimate import estimate_request
+from engine.contract import estimate_request
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "measured-memory.jsonl"
 ALLOCATOR_RESERVE = 1.10

@@ -1,7 +1,8 @@
-"""What every front end of the bot shares: language resolution, chat options, the reply to a request,
-keyboard states, and the Hugging Face / config.json enrichment of a question.
+"""The pipeline of one reply: parse → enrich (Hub id, pasted config.json) → engine.answer → render → keyboard,
+and what every front end shares around it: language resolution, chat options, keyboard states.
 
-Handlers stay thin: they pick the text out of an update and send what this module returns.
+Handlers stay thin: they pick the text out of an update and send what this module returns. The Telegram
+and Hub parts import lazily, so that `gpu-advisor ask` runs the same pipeline without aiogram or aiohttp.
 """
 
 from __future__ import annotations
@@ -11,21 +12,37 @@ import html
 import logging
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from aiogram.types import InlineKeyboardMarkup
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
-from bot import hub
-from bot.config import BotConfig
-from bot.storage import ChatSettings, Storage
-from bot.views.keyboards import CODE_METHODS, answer_keyboard
 from bot.views.messages import t
-from bot.views.render import AnswerOptions, RenderedAnswer, render_request
+from bot.views.render import RenderedAnswer, plain, render
+from engine.answer import answer
 from engine.catalog import find_model
 from engine.parse import parse
 from engine.parse.normalize import has_cyrillic
 from engine.pricing import default_rate
-from engine.schema import GpuRef, Language, ModelConfig, ModelRef, Request
+from engine.schema import (
+    Currency,
+    GpuRef,
+    Language,
+    ModelConfig,
+    ModelRef,
+    PriceOptions,
+    RankBy,
+    Request,
+    Tier,
+    error_keys,
+    join_errors,
+)
+
+if TYPE_CHECKING:
+    from aiogram.types import InlineKeyboardMarkup
+
+    from bot import hub
+    from bot.config import BotConfig
+    from bot.storage import ChatSettings, Storage
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +100,38 @@ def own_prices(settings: ChatSettings) -> dict[str, float]:
     return out
 
 
+class AnswerOptions(BaseModel):
+    """How a chat wants its answers: the bot fills this from chat settings and the keyboard."""
+
+    lang: Language | None = None  # forced language; None: the question's own, then default_lang
+    default_lang: Language = "en"
+    currency: Currency = "USD"
+    tier: Tier = "typical"
+    prices: dict[str, float] = Field(default_factory=dict)  # own price per GPU-hour, in `currency`
+    rank_by: RankBy | None = None  # None: as the question asks ("the fastest"), else by cost
+    usd_rub: float | None = None  # None: the catalog's Bank of Russia rate
+
+    def price_options(self) -> PriceOptions:
+        return PriceOptions(currency=self.currency, pick=self.tier, overrides=self.prices, usd_rub=self.usd_rub,
+                            rank_by=self.rank_by)
+
+
+def render_request(request: Request, options: AnswerOptions | None = None) -> RenderedAnswer:
+    """The complete reply to an already parsed (or keyboard-altered, or enriched) request."""
+    options = options or AnswerOptions()
+    return render(answer(request, options.price_options()), options.lang or request.language or options.default_lang)
+
+
+def render_text(text: str, options: AnswerOptions | None = None) -> RenderedAnswer:
+    return render_request(parse(text), options)
+
+
+def ask_text(text: str, options: AnswerOptions | None = None, fmt: str = "text") -> str:
+    """`gpu-advisor ask`: the reply as the bot would send it, as Telegram HTML or plain text."""
+    body = render_text(text, options).html
+    return body if fmt == "html" else plain(body)
+
+
 def answer_options(settings: ChatSettings, lang: Language, default: Language) -> AnswerOptions:
     return AnswerOptions(lang=lang, default_lang=default, currency=settings.currency, tier=settings.tier,
                          prices=own_prices(settings))
@@ -97,14 +146,14 @@ class Reply:
     title: str
     lang: str
     markup: InlineKeyboardMarkup | None
-    answer: RenderedAnswer
+    rendered: RenderedAnswer
     qid: str | None
 
 
-def state_of(answer: RenderedAnswer) -> tuple[str, int, int]:
+def state_of(rendered: RenderedAnswer) -> tuple[str, int, int]:
     """(method, context, GPU count) of a rendered answer, as the keyboard shows them."""
-    assert answer.result is not None
-    s = answer.result.scenario
+    s = rendered.answer.scenario
+    assert s is not None
     return s.method, s.seq_len, s.gpu_count
 
 
@@ -117,18 +166,22 @@ def with_note(html: str, note: str | None) -> str:
 async def make_reply(request: Request, storage: Storage, options: AnswerOptions, note: str | None = None,
                      qid: str | None = None) -> Reply:
     """Render `request` and, when there is an answer, store the request and put a keyboard under it."""
-    answer = render_request(request, options)
-    if answer.result is None:
-        return Reply(answer.html, answer.title, answer.lang, None, answer, None)
+    from bot.views.keyboards import answer_keyboard
+
+    rendered = render_request(request, options)
+    if not rendered.understood:
+        return Reply(rendered.html, rendered.title, rendered.lang, None, rendered, None)
     if qid is None:
         qid = await storage.put_request(request)
-    method, ctx, count = state_of(answer)
-    markup = answer_keyboard(qid, method, ctx, count, answer.lang)
-    return Reply(with_note(answer.html, note), answer.title, answer.lang, markup, answer, qid)
+    method, ctx, count = state_of(rendered)
+    markup = answer_keyboard(qid, method, ctx, count, rendered.lang)
+    return Reply(with_note(rendered.html, note), rendered.title, rendered.lang, markup, rendered, qid)
 
 
 def apply_state(stored: Request, method_code: str, ctx: int, count: int) -> Request:
     """The stored request as the keyboard wants it; ValueError when the state is not a possible one."""
+    from bot.views.keyboards import CODE_METHODS
+
     method = CODE_METHODS.get(method_code)
     if method is None:
         raise ValueError("unknown method")
@@ -147,8 +200,7 @@ def apply_state(stored: Request, method_code: str, ctx: int, count: int) -> Requ
     data["gpus"] = gpus
     # what the question said that could not be used is settled once the button says it
     settled = {"context length out of range", "GPU count out of range", "GPU count not read"}
-    reasons = [r.strip() for r in (stored.error or "").split(";") if r.strip() and r.strip() not in settled]
-    data["error"] = "; ".join(reasons) or None
+    data["error"] = join_errors([r for r in error_keys(stored.error) if r not in settled])
     try:
         return Request.model_validate(data)
     except ValidationError as exc:
@@ -169,6 +221,8 @@ def hub_reason(lang: str, reason: str) -> str:
 
 def config_from_text(text: str) -> ModelConfig | None:
     """A ModelConfig from a pasted config.json, or None."""
+    from bot import hub
+
     if "{" not in text:
         return None
     return hub.parse_pasted_config(text)
@@ -205,6 +259,8 @@ class Enriched:
 async def enrich(text: str, request: Request, config: BotConfig, hub_cache: hub.ConfigCache | None,
                  lang: str) -> Enriched:
     """Use a pasted config.json, or fetch the config of a Hub id the catalog does not know."""
+    from bot import hub
+
     pasted = config_from_text(text) if text.lstrip().startswith("{") else None
     if pasted is not None:
         return Enriched(request_from_config(pasted, "", "config.json"),

@@ -37,20 +37,24 @@ def _safe(handler: Callable[[str], dict[str, Any]], line: str) -> dict[str, Any]
 
 
 def _parse_one(text: str) -> dict[str, Any]:
+    from engine.contract import parse_json
     from engine.parse import parse
-    from engine.schema import PARSE_FIELDS
 
-    return parse(text).model_dump(include=set(PARSE_FIELDS), mode="json")
+    return parse_json(parse(text))
 
 
 def _estimate_text(text: str) -> dict[str, Any]:
-    from engine.estimate import estimate_parsed
+    from engine.contract import NO_MODEL, estimate_request
+    from engine.parse import parse
 
-    return estimate_parsed(text)
+    request = parse(text)
+    if request.model is None:
+        return {"error": request.error or NO_MODEL}
+    return estimate_request(request.model_dump(exclude={"language", "intent", "error"}))
 
 
 def _estimate_json(line: str) -> dict[str, Any]:
-    from engine.estimate import estimate_request
+    from engine.contract import estimate_request
 
     if not line.strip():
         return {"error": "empty request"}
@@ -62,9 +66,11 @@ def _estimate_json(line: str) -> dict[str, Any]:
 
 
 def _plan_text(text: str) -> dict[str, Any]:
-    from engine.planner import plan_text
+    from engine.answer import answer
+    from engine.contract import plan_json
+    from engine.parse import parse
 
-    return plan_text(text)
+    return plan_json(answer(parse(text)))
 
 
 def _run_lines(handler: Callable[[str], dict[str, Any]], text: list[str] | None) -> int:
@@ -89,14 +95,14 @@ def _price_flag(value: str) -> tuple[str, float]:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from bot.views.render import AnswerOptions, render_answer_text
+    from bot.answers import AnswerOptions, ask_text
 
     options = AnswerOptions(lang=args.lang, currency=args.currency, tier=args.tier, prices=dict(args.price),
                             rank_by=args.rank_by, usd_rub=args.usd_rub)
 
     def one(text: str) -> str:
         try:
-            return render_answer_text(text, options, fmt=args.format)
+            return ask_text(text, options, fmt=args.format)
         except Exception as exc:
             return f"Sorry, something went wrong ({type(exc).__name__})."
 

@@ -7,7 +7,7 @@
 - `check` exits 1 when a message has no Russian translation (or misses a plural form).
 - `compile` writes the .mo files (run by the build and by CI; they are build outputs, never committed).
 
-At run time a missing .mo is compiled from its .po in memory (bot/views/render.py), so a checkout
+At run time a missing .mo is compiled from its .po in memory (bot/views/catalogs.py), so a checkout
 works before `compile` too.
 """
 
@@ -21,7 +21,7 @@ from babel.messages.extract import extract_from_file
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
-from bot.views.render import LANGUAGES, LOCALES
+from bot.views.catalogs import LANGUAGES, LOCALES
 
 SOURCES = Path(__file__).resolve().parent
 # The language comes first in our helpers, so the message is the second argument.

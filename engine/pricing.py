@@ -1,7 +1,7 @@
 """What GPU time costs: price ranges per GPU, run costs, monthly against hourly rental.
 
 Data: engine/catalog/prices.toml (built from shared/data/gpu-prices*.csv and the seed articles; every
-figure keeps its provider, tier, date and source). Loaded once, no network in the default path.
+figure keeps its provider, tier, date and source), loaded once by engine.catalog. No network here.
 
 - `price_range(gpu)`: min / typical / max $ per GPU-hour over providers (typical = median of on-demand
   offers), or over one kind of offer (`tier="spot"`, …); a price the user gave for that GPU wins.
@@ -10,8 +10,6 @@ figure keeps its provider, tier, date and source). Loaded once, no network in th
   converted at the configured rate (Bank of Russia, dated) and marked `converted`.
 - `monthly_vs_hourly`: effective $/hour of a monthly rental at the hours actually used, and the
   break-even hours per month against hourly rental.
-- `fetch_cbr_usd_rub()`: optional live Bank of Russia rate, short timeout, cached, falls back to the
-  configured rate offline. Never called at import or by the functions above.
 """
 
 from __future__ import annotations
@@ -19,27 +17,20 @@ from __future__ import annotations
 import math
 import re
 import statistics
-import time
-import tomllib
-import urllib.request
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from engine.catalog import Gpu, find_gpu, gpus
+from engine.catalog import Gpu, data_file, find_gpu, gpus
+from engine.schema import Currency
 
-PRICES_TOML = Path(__file__).parent / "catalog" / "prices.toml"
-CBR_URL = "https://www.cbr.ru/scripts/XML_daily.asp"
 HOURS_PER_MONTH = 730.0  # 365 × 24 / 12: "full use" of a monthly rental
 # Above these a per-GPU-hour price is a typo (the dearest row in the data is $12.29 / 1,667 ₽).
 MAX_PRICE = {"USD": 1_000.0, "RUB": 100_000.0}
 MAX_MONTHLY = {"USD": 1_000_000.0, "RUB": 100_000_000.0}
 
-Currency = Literal["USD", "RUB"]
 KINDS: tuple[str, ...] = ("on_demand", "spot", "marketplace", "reserved", "serverless", "discounted",
                           "monthly", "other")
 
@@ -116,16 +107,13 @@ class FxRate(BaseModel):
     rub_per_usd: float
     date: str
     source: str
-    live: bool  # fetched from the Bank of Russia now, not the configured figure
 
 
 # ---- loading ---------------------------------------------------------------------------------------------
 
 
-@cache
 def catalog() -> dict[str, Any]:
-    with PRICES_TOML.open("rb") as f:
-        return tomllib.load(f)
+    return data_file("prices.toml")
 
 
 @cache
@@ -165,8 +153,7 @@ def _summaries() -> dict[str, dict[str, Any]]:
 
 def default_rate() -> FxRate:
     fx = catalog()["fx"]
-    return FxRate(rub_per_usd=float(fx["usd_rub"]), date=fx["usd_rub_date"], source=fx["usd_rub_source"],
-                  live=False)
+    return FxRate(rub_per_usd=float(fx["usd_rub"]), date=fx["usd_rub_date"], source=fx["usd_rub_source"])
 
 
 # ---- validation ------------------------------------------------------------------------------------------
@@ -423,39 +410,3 @@ def _validate_monthly(value: float, currency: Currency) -> float:
     if value > MAX_MONTHLY[currency]:
         raise ValueError(f"monthly price of {value:g} {currency} per GPU is not plausible")
     return float(value)
-
-
-# ---- live Bank of Russia rate (optional) ------------------------------------------------------------------
-
-_FX_CACHE: dict[str, tuple[float, FxRate]] = {}
-FX_TTL_S = 6 * 3600.0
-
-
-def parse_cbr_xml(payload: bytes) -> FxRate:
-    """The USD rate from the Bank of Russia daily XML (`<ValCurs Date="05.09.2025">…<Valute ID="R01235">`)."""
-    root = ET.fromstring(payload)  # stdlib expat: no external entities, entity expansion limited
-    date = root.attrib.get("Date", "")
-    for valute in root.iter("Valute"):
-        if valute.findtext("CharCode") == "USD":
-            value = float((valute.findtext("Value") or "").replace(",", "."))
-            nominal = float((valute.findtext("Nominal") or "1").replace(",", "."))
-            day, month, year = [*date.split("."), "", "", ""][:3]
-            iso = f"{year}-{month}-{day}" if year else date
-            return FxRate(rub_per_usd=validate_rate(value / nominal), date=iso,
-                          source="Bank of Russia XML_daily", live=True)
-    raise ValueError("no USD rate in the Bank of Russia XML")
-
-
-def fetch_cbr_usd_rub(url: str = CBR_URL, timeout: float = 3.0) -> FxRate:
-    """Today's Bank of Russia USD rate; the configured rate when offline or on any error. Cached for 6 h."""
-    now = time.monotonic()
-    hit = _FX_CACHE.get(url)
-    if hit is not None and now - hit[0] < FX_TTL_S:
-        return hit[1]
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # CBR or loopback (tests)
-            rate = parse_cbr_xml(response.read(1_000_000))
-    except (OSError, ValueError, ET.ParseError):
-        return default_rate()
-    _FX_CACHE[url] = (now, rate)
-    return rate

@@ -2,7 +2,7 @@
 
 The defaults are what a typical team runs today (Hugging Face Trainer + PEFT, FlashAttention/SDPA,
 gradient checkpointing on for parameter-efficient recipes as TRL, Axolotl and Unsloth ship them).
-Each default used becomes an assumption string "key=value" that the answer shows.
+Each default used becomes an assumption (key and value) that the answer shows.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from engine.catalog import architecture, shape_reference
-from engine.schema import Method, Request, Scenario, Sharding
+from engine.schema import Assumption, Method, Request, Scenario, Sharding
 
 T = TypeVar("T")
 
@@ -31,14 +31,14 @@ def gpu_count(request: Request) -> int:
 
 
 def build_scenario(request: Request, count: int | None = None) -> Scenario:
-    assumptions: list[str] = []
+    assumptions: list[Assumption] = []
 
     def pick(key: str, said: T | None, fallback: T) -> T:
         """What the user said, else the default, which then becomes an assumption."""
         if said is not None:
             return said
         shown = ("on" if fallback else "off") if isinstance(fallback, bool) else fallback
-        assumptions.append(f"{key}={shown}")
+        assumptions.append(Assumption(key=key, value=shown))
         return fallback
 
     if request.model is None or (request.model.params_b is None and request.model.config is None
@@ -49,7 +49,7 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
     except ValueError as exc:
         raise ScenarioError(f"unknown model {request.model.name!r} and no size given") from exc
     if not arch.known:
-        assumptions.append(f"architecture=like {shape_reference(arch.params)}")
+        assumptions.append(Assumption(key="architecture", value=shape_reference(arch.params)))
 
     method: Method = pick("method", request.method, DEFAULT_METHOD)
     training = method != "inference"

@@ -1,11 +1,12 @@
 """The data that flows through the engine: Request → Scenario → Breakdown → Plan → Answer.
 
 Field names follow CONTRACT.md (`parse` and `estimate --request`) and Hugging Face `config.json`.
+Everything a view needs to word an answer is here: views import this module and nothing else of the engine.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,7 +22,13 @@ Framework = Literal["hf", "trl", "unsloth", "axolotl", "llama-factory", "torchtu
                     "fsdp-qlora", "verl", "openrlhf", "nemo"]
 ServingEngine = Literal["vllm", "sglang", "tgi", "llama.cpp", "ollama", "tensorrt-llm", "hf"]
 KvCacheDtype = Literal["fp8", "int8", "int4", "bf16"]
-Currency = Literal["USD", "RUB", "EUR"]
+AskedCurrency = Literal["USD", "RUB", "EUR"]  # what a question may ask in; prices are in Currency
+Currency = Literal["USD", "RUB"]
+Tier = Literal["cheapest", "typical", "premium"]  # which figure of a market price range leads
+RankBy = Literal["cost", "time"]
+# fits: with the planner's headroom to spare; tight: fits, with less; fits_with_changes: one listed change makes
+# it fit on the GPUs asked; no_fit: no single change does; compare: several GPUs named side by side
+Verdict = Literal["fits", "tight", "fits_with_changes", "no_fit", "compare"]
 
 # Hard limits that keep arithmetic meaningful; anything beyond is an input error, not an estimate.
 MAX_PARAMS_B = 100_000.0  # 100T parameters
@@ -67,7 +74,7 @@ class GpuRef(Strict):
 
 class Money(Strict):
     amount: float = Field(gt=0, le=1e12)
-    currency: Currency = "USD"
+    currency: AskedCurrency = "USD"
 
 
 class EngineOptions(Strict):
@@ -128,7 +135,7 @@ class Request(Strict):
     tensor_parallel: int | None = Field(default=None, ge=1, le=1024)
     pipeline_parallel: int | None = Field(default=None, ge=1, le=1024)
     context_parallel: int | None = Field(default=None, ge=1, le=1024)
-    currency: Currency | None = None
+    currency: AskedCurrency | None = None
     budget: Money | None = None
     deadline_hours: float | None = Field(default=None, gt=0, le=1e6)
     unsupported: list[str] = Field(default_factory=list, max_length=32)
@@ -173,6 +180,27 @@ class Architecture(BaseModel):
     embedding_params: float  # token embeddings + untied lm_head
 
 
+def error_keys(error: str | None) -> list[str]:
+    """The reasons in a Request's `error` (CONTRACT.md keeps it one string; the parser joins them with "; ")."""
+    return [reason.strip() for reason in (error or "").split(";") if reason.strip()]
+
+
+def join_errors(keys: list[str]) -> str | None:
+    return "; ".join(keys) or None
+
+
+class Assumption(BaseModel):
+    """A default the answer relied on: its key (a Request field, or `architecture`) and the value used."""
+
+    key: str
+    value: str | int | float
+
+    def __str__(self) -> str:  # CONTRACT.md's "seq_len=2048"
+        if self.key == "architecture":
+            return f"architecture=like {self.value}"
+        return f"{self.key}={self.value}"
+
+
 class Scenario(BaseModel):
     """A Request with every default filled in, and the list of those defaults."""
 
@@ -191,7 +219,7 @@ class Scenario(BaseModel):
     sharding: Sharding
     offload: bool
     gpu_count: int
-    assumptions: list[str]
+    assumptions: list[Assumption]
 
 
 class Breakdown(BaseModel):
@@ -217,3 +245,144 @@ class Fit(BaseModel):
     count: int
     fits: bool
     headroom_gb: float
+
+
+# ---- plans and the answer ------------------------------------------------------------------------------------
+
+
+class Arrangement(BaseModel):
+    """GPUs as asked (or as a plan uses them): which, the memory of each, how many."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpu: str
+    memory_gb: float
+    count: int
+
+
+class Note(BaseModel):
+    """A message key with its parameters: something in the input not used as given (and what was used
+    instead), or why no answer could be made."""
+
+    key: str  # unknown_gpu, gpu_count, price, rate, parse error keys ("context length out of range", ...)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class PriceOptions(BaseModel):
+    """How to price plans: the currency, which figure of the market range leads, the user's own prices."""
+
+    currency: Currency = "USD"
+    pick: Tier = "typical"
+    overrides: dict[str, float] = Field(default_factory=dict)  # own price per GPU-hour in `currency`
+    usd_rub: float | None = None
+    rank_by: RankBy | None = None  # None: the request's wish, else cost
+
+
+class Plan(BaseModel):
+    gpu: str
+    count: int
+    techniques: list[str]
+    per_gpu_gb: float
+    memory_gb: float
+    headroom_gb: float
+    hours: float | None
+    hours_per_100m_tokens: float | None
+    usd: dict[str, float] | None  # the whole run: min / typical / max
+    usd_per_hour: float | None  # all GPUs together, typical
+    price_date: str | None
+    slowdown: float  # time factor of the techniques against the plain arrangement
+    currency: str = "USD"
+    cost: dict[str, float] | None = None  # the whole run in `currency`: min / typical / max
+    per_hour: float | None = None  # all GPUs together, in `currency`, the picked figure of the range
+    cost_per_1m_tokens: float | None = None  # trained or generated tokens, in `currency`
+    tokens_per_second: float | None = None  # inference: decode tokens/s of the whole batch
+    own_price: bool = False
+    cpu_ram_gb: float = 0.0  # host memory the offload needs on each machine (its GPUs' shares together)
+
+
+class Change(BaseModel):
+    """One change to the asked arrangement and what it saves per GPU."""
+
+    key: str  # message key: gradient_checkpointing, optimizer_8bit, shorter_context, ...
+    params: dict[str, Any]
+    saves_gb: float
+    fits: bool
+
+
+class Comparison(BaseModel):
+    """One named GPU in a side-by-side comparison, at the count asked."""
+
+    gpu: str
+    count: int
+    fits: bool
+    need_gb: float  # per GPU, with the CUDA context
+    memory_gb: float
+    plan: Plan | None  # the cheapest arrangement of this GPU at this count that fits
+
+
+class Monthly(BaseModel):
+    """Renting the best plan's GPU by the month against by the hour."""
+
+    gpu: str
+    count: int  # GPUs of the best plan (the monthly price is per GPU)
+    currency: str
+    monthly_price: float  # per GPU
+    hourly_price: float  # per GPU-hour
+    break_even_hours: float  # of use per month
+    run_hours: float | None  # the whole run's wall-clock hours, when known
+
+
+class PlanResult(BaseModel):
+    """What the planner found for a request: plans, changes, a comparison, alternatives, notes."""
+
+    scenario: Scenario
+    breakdown: Breakdown
+    plans: list[Plan]
+    changes: list[Change]
+    asked_fits: bool | None  # None when no GPU was named
+    tokens: float | None  # training tokens (dataset × epochs), when known
+    currency: str = "USD"
+    rank_by: RankBy = "cost"
+    comparison: list[Comparison] = Field(default_factory=list)  # two or more GPUs named
+    alternatives: list[Plan] = Field(default_factory=list)  # catalog plans: the named GPU fails, or a cheaper one
+    notes: list[Note] = Field(default_factory=list)
+    monthly: Monthly | None = None
+
+
+class GpuLine(BaseModel):
+    """A GPU to draw against the need (a chart's capacity line), with whether the job as asked fits on it."""
+
+    gpu: str
+    memory_gb: float
+    fits: bool
+    role: Literal["asked", "plan", "common"]  # common: a familiar size that brackets the need
+
+
+class Answer(BaseModel):
+    """The engine's product for one request: everything a view words, nothing it must compute.
+
+    `errors` non-empty means no answer could be made (then `scenario` and `breakdown` are None)."""
+
+    request: Request
+    errors: list[Note] = Field(default_factory=list)
+    scenario: Scenario | None = None
+    breakdown: Breakdown | None = None
+    verdict: Verdict | None = None  # None when no GPU was named
+    asked: Arrangement | None = None  # the (first) GPU named, at its count
+    need_gb: float = 0.0  # one GPU must hold this: the reserved peak plus the CUDA context
+    cluster_gb: float = 0.0  # all GPUs of the job together
+    cpu_ram_gb: float = 0.0  # host memory the offload needs on each machine
+    plans: list[Plan] = Field(default_factory=list)
+    changes: list[Change] = Field(default_factory=list)  # what to change when the asked GPU does not fit
+    comparison: list[Comparison] = Field(default_factory=list)
+    alternatives: list[Plan] = Field(default_factory=list)  # other GPUs: the named one never fits, or none named
+    cheaper: Plan | None = None  # a cheaper GPU that fits too, when the asked one is mostly idle
+    notes: list[Note] = Field(default_factory=list)
+    assumptions: list[Assumption] = Field(default_factory=list)
+    monthly: Monthly | None = None
+    price_date: str | None = None  # the newest price date among the plans shown
+    currency: Currency = "USD"
+    rank_by: RankBy = "cost"
+    tokens: float | None = None
+    shape_reference: str | None = None  # the catalog model an unknown model's shape is borrowed from
+    capacity: list[GpuLine] = Field(default_factory=list)  # the asked GPU, those of the plans, common ones

@@ -43,17 +43,13 @@ Everything here is pure and synchronous; the calibration is read once from speed
 from __future__ import annotations
 
 import math
-import tomllib
-from functools import cache
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from engine.catalog import Gpu, find_gpu
+from engine.catalog import Gpu, data_file, find_gpu
 from engine.schema import Architecture, Scenario
 
-SPEED_TOML = Path(__file__).parent / "catalog" / "speed.toml"
 TOKENS_100M = 1e8
 SECONDS_PER_HOUR = 3600.0
 
@@ -97,10 +93,8 @@ class InferenceSpeed(BaseModel):
 # ---- calibration --------------------------------------------------------------------------------------
 
 
-@cache
 def calibration() -> dict[str, Any]:
-    with SPEED_TOML.open("rb") as f:
-        return tomllib.load(f)
+    return data_file("speed.toml")
 
 
 def gpus_per_node() -> int:
@@ -286,11 +280,6 @@ def seconds_per_token(scenario: Scenario, gpu: Gpu, count: int) -> float:
     streaming, serial = offload_seconds_per_token(scenario, gpu, count)
     return _seconds_per_token(training_flops_per_token(scenario)[0],
                               count * gpu.bf16_tflops * 1e12 * u * scaling(gpu, count), streaming, serial)
-
-
-def hours_per_100m_tokens(scenario: Scenario, gpu: Gpu | str, count: int | None = None) -> TrainingTime:
-    """The same estimate for 100M training tokens: the answer's yardstick when no data amount was given."""
-    return training_time(scenario, gpu, count, TOKENS_100M)
 
 
 def _training_notes(scenario: Scenario, gpu: Gpu, count: int, eff: float, offload_bound: bool) -> list[str]:

@@ -13,10 +13,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-from bot.views.chart import capacity_lines, chart_figure, chart_png, need_gb
-from engine.estimate import candidate_gpus
+from bot.views.chart import capacity_lines, chart_figure, chart_png
+from engine.answer import answer
 from engine.parse import parse
-from engine.planner import PlanResult, plan
+from engine.schema import Answer
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SCENARIOS = {
@@ -27,10 +27,8 @@ SCENARIOS = {
 }
 
 
-def planned(text: str) -> tuple[PlanResult, tuple[str, float, int] | None]:
-    request = parse(text)
-    asked = candidate_gpus(request)[0] if request.gpus else None
-    return plan(request), asked
+def planned(text: str) -> Answer:
+    return answer(parse(text))
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -50,8 +48,8 @@ def legend_labels(fig: Figure) -> list[str]:
 @pytest.mark.parametrize("key", SCENARIOS)
 @pytest.mark.parametrize("lang", ["en", "ru"])
 def test_png_of_the_right_size(key: str, lang: str) -> None:
-    result, asked = planned(SCENARIOS[key])
-    data = chart_png(result, lang, asked)
+    result = planned(SCENARIOS[key])
+    data = chart_png(result, lang)
     assert png_size(data) == (800, 500)
     assert 5_000 < len(data) < 200_000
     from PIL import Image
@@ -63,8 +61,8 @@ def test_png_of_the_right_size(key: str, lang: str) -> None:
 
 
 def test_russian_legend_title_and_axis() -> None:
-    result, asked = planned(SCENARIOS["qlora_70b"])
-    fig = chart_figure(result, "ru", asked)
+    result = planned(SCENARIOS["qlora_70b"])
+    fig = chart_figure(result, "ru")
     labels = legend_labels(fig)
     assert any(label.startswith("веса: ") for label in labels)
     assert any(label.startswith("адаптеры: ") for label in labels)
@@ -79,7 +77,7 @@ def test_russian_legend_title_and_axis() -> None:
 
 
 def test_english_inference_chart() -> None:
-    result, _ = planned(SCENARIOS["inference_8b"])
+    result = planned(SCENARIOS["inference_8b"])
     fig = chart_figure(result, "en")
     labels = legend_labels(fig)
     assert any(label.startswith("weights: ") for label in labels)
@@ -91,54 +89,55 @@ def test_english_inference_chart() -> None:
 
 
 def test_stack_holds_the_nonzero_components_in_order() -> None:
-    result, _ = planned(SCENARIOS["full_7b"])
+    result = planned(SCENARIOS["full_7b"])
     fig = chart_figure(result, "en")
     ax = fig.axes[0]
     bars = [p for p in ax.patches if isinstance(p, Rectangle)]
     heights = [p.get_height() for p in bars]
     b = result.breakdown
+    assert b is not None
     expected = [v for v in (b.weights, b.adapters, b.gradients, b.optimizer, b.activations, b.logits, b.kv_cache,
                             b.overhead, b.cuda_context) if v >= 0.05]
     assert heights == pytest.approx(expected)
     bottoms = [p.get_y() for p in bars]
     assert bottoms[0] == 0 and bottoms[1] == pytest.approx(heights[0])
-    assert ax.get_ylim()[1] > max(need_gb(result), sum(heights))
+    assert ax.get_ylim()[1] > max(result.need_gb, sum(heights))
 
 
 def test_capacity_lines() -> None:
-    result, asked = planned(SCENARIOS["lora_8b_4090"])
-    assert asked is not None and asked[0] == "RTX 4090"
-    lines = capacity_lines(result, asked)
-    memories = [m for m, _ in lines]
+    result = planned(SCENARIOS["lora_8b_4090"])
+    assert result.asked is not None and result.asked.gpu == "RTX 4090"
+    lines = capacity_lines(result)
+    memories = [m for m, _names, _fits in lines]
     assert memories == sorted(memories) and len(memories) == len(set(memories)) <= 5
     assert 24.0 in memories  # the GPU asked about, even though it does not fit
-    assert any(m >= need_gb(result) for m in memories)  # and one that does
+    assert any(m >= result.need_gb for m in memories)  # and one that does
     # the GPU named by the user is drawn and labelled
-    assert any("RTX 4090: 24 GB" in t for t in texts(chart_figure(result, "en", asked)))
+    assert any("RTX 4090: 24 GB" in t for t in texts(chart_figure(result, "en")))
     # GPUs of one memory size share a line
-    qlora, asked70 = planned(SCENARIOS["qlora_70b"])
-    by_size = dict(capacity_lines(qlora, asked70))
+    qlora = planned(SCENARIOS["qlora_70b"])
+    by_size = {m: names for m, names, _fits in capacity_lines(qlora)}
     assert "H100 SXM" in by_size[80.0]
 
 
 def test_lines_for_a_job_far_beyond_any_gpu() -> None:
-    result, _ = planned("405B full fine-tune")
+    result = planned("405B full fine-tune")
     lines = capacity_lines(result)
-    assert lines and all(m < need_gb(result) for m, _ in lines)
+    assert lines and all(m < result.need_gb and not fits for m, _names, fits in lines)
     assert png_size(chart_png(result, "ru")) == (800, 500)
 
 
 def test_deterministic() -> None:
-    result, asked = planned(SCENARIOS["qlora_70b"])
-    assert chart_png(result, "en", asked) == chart_png(result, "en", asked)
+    result = planned(SCENARIOS["qlora_70b"])
+    assert chart_png(result, "en") == chart_png(result, "en")
 
 
 def test_fast_enough() -> None:
-    result, asked = planned(SCENARIOS["full_7b"])
-    chart_png(result, "ru", asked)  # warm: fonts loaded
+    result = planned(SCENARIOS["full_7b"])
+    chart_png(result, "ru")  # warm: fonts loaded
     start = time.perf_counter()
     for _ in range(3):
-        chart_png(result, "ru", asked)
+        chart_png(result, "ru")
     per_chart = (time.perf_counter() - start) / 3
     assert per_chart < 1.0  # measured ~80 ms; the bound only catches a pathological slowdown
 

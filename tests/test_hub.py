@@ -22,7 +22,7 @@ from bot.hub import (
     hub_settings_from_env,
     parse_pasted_config,
 )
-from engine.estimate import estimate
+from engine.contract import estimate_json as estimate
 from engine.schema import ModelRef, Request
 
 # Qwen/Qwen2.5-Coder-32B-Instruct config.json (the public file's fields)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.catalog import architecture, find_gpu
-from engine.estimate import estimate_request
+from engine.contract import estimate_request
 from engine.memory import LoraTargets, lora_parameters
 from engine.schema import ModelRef
 

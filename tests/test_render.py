@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from bot.views.render import (
-    AnswerOptions,
-    assumption_text,
-    hours_text,
-    money,
-    render_answer,
-    render_answer_text,
-    render_text,
-)
+from bot.answers import AnswerOptions, render_text
+from bot.answers import ask_text as render_answer_text
+from bot.views.formats import hours_text, money
+from bot.views.words import assumption_text
+from engine.schema import Assumption
+
+
+def render_answer(text: str) -> tuple[str, str]:
+    rendered = render_text(text)
+    return rendered.lang, rendered.html
+
+
+def assumption(item: str) -> Assumption:
+    key, _sep, value = item.partition("=")
+    return Assumption(key=key, value=int(value) if value.isdigit() else value.removeprefix("like "))
 
 
 def test_russian_question_gets_a_russian_answer_with_a_narrow_table() -> None:
@@ -49,13 +55,13 @@ def test_assumptions_read_in_the_readers_language_with_plural_forms() -> None:
     quote = body.split("<blockquote expandable>")[1]
     assert "8-битные" not in quote and "ранг LoRA 16" in quote and "оптимизатор AdamW" in quote
     assert "=" not in quote.split("Цены")[0]  # no raw key=value left
-    assert assumption_text("ru", "seq_len=8192") == "контекст 8192 токена"
-    assert assumption_text("ru", "seq_len=2048") == "контекст 2048 токенов"
-    assert assumption_text("en", "seq_len=2048") == "context 2048 tokens"
+    assert assumption_text("ru", assumption("seq_len=8192")) == "контекст 8192 токена"
+    assert assumption_text("ru", assumption("seq_len=2048")) == "контекст 2048 токенов"
+    assert assumption_text("en", assumption("seq_len=2048")) == "context 2048 tokens"
 
 
 def test_a_money_range_has_one_precision_one_symbol_and_one_value_when_its_ends_meet() -> None:
-    from bot.views.render import money_range
+    from bot.views.formats import money_range
 
     assert money_range("ru", 57.36, 142.2, "USD") == "57,36–142,20\u00a0$"
     assert money_range("en", 157.36, 1142.2, "USD") == "$157–1,142"
@@ -105,7 +111,7 @@ def test_a_cheaper_gpu_is_suggested_when_the_asked_one_is_mostly_idle() -> None:
 def test_fast_number_format_matches_babel() -> None:
     from babel.numbers import format_decimal
 
-    from bot.views.render import decimal
+    from bot.views.formats import decimal
 
     values = [0, 0.04, 0.05, 0.256, 1, 1.25, 9.95, 12.345, 99.99, 100, 999.5, 1234.5, 12_345.67, 1_234_567.8, -3,
               -1234.5]
@@ -133,7 +139,7 @@ def test_every_default_is_worded_in_russian() -> None:
              "method=full", "mixed_precision=amp", "lora_targets=all_linear", "batch_size=1", "sharding=zero3",
              "optimizer=adamw", "bits=4", "lora_rank=16", "seq_len=4096", "architecture=like Llama-3.1-8B"]
     for item in items:
-        ru, en = assumption_text("ru", item), assumption_text("en", item)
+        ru, en = assumption_text("ru", assumption(item)), assumption_text("en", assumption(item))
         assert ru != en and "=" not in ru and not ru.endswith((" on", " off")), item
 
 

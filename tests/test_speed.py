@@ -87,7 +87,7 @@ def test_checkpointing_slows_by_the_recompute_and_lowers_mfu() -> None:
 
 def test_hours_scale_with_tokens_and_100m_is_the_default_yardstick() -> None:
     sc = scenario("lora")
-    per_100m = speed.hours_per_100m_tokens(sc, "A100")
+    per_100m = speed.training_time(sc, "A100")  # 100M tokens unless told
     assert per_100m.tokens == 1e8
     assert speed.training_time(sc, "A100", tokens=3e8).hours == pytest.approx(3 * per_100m.hours)
 

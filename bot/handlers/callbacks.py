@@ -17,9 +17,7 @@ from bot.handlers.common import answer_question, chat_language
 from bot.storage import Storage
 from bot.views.keyboards import CODE_METHODS, AnswerCb, ExampleCb
 from bot.views.messages import EXAMPLES, t
-from engine.estimate import candidate_gpus
-from engine.planner import PlanResult
-from engine.schema import MAX_GPUS, MAX_SEQ_LEN
+from engine.schema import MAX_GPUS, MAX_SEQ_LEN, Answer
 
 log = logging.getLogger(__name__)
 _chart_lock = asyncio.Lock()  # matplotlib is not thread-safe: one chart at a time, off the event loop
@@ -30,11 +28,11 @@ def valid(cb: AnswerCb) -> bool:
             and 1 <= cb.c <= MAX_SEQ_LEN and 1 <= cb.n <= MAX_GPUS and cb.lg in ("ru", "en") and cb.x in ("r", "p"))
 
 
-async def render_chart(result: PlanResult, lang: str, asked_gpu: tuple[str, float, int] | None) -> bytes:
+async def render_chart(answer: Answer, lang: str) -> bytes:
     from bot.views.chart import chart_png  # matplotlib loads on the first chart, not at start-up
 
     async with _chart_lock:
-        return await asyncio.to_thread(chart_png, result, lang, asked_gpu)
+        return await asyncio.to_thread(chart_png, answer, lang)
 
 
 def make_router() -> Router:
@@ -80,12 +78,10 @@ def make_router() -> Router:
         await query.answer()
 
     async def send_chart(query: CallbackQuery, bot: Bot, reply: Any, chat_id: int, lang: str) -> None:
-        if reply.answer.result is None:
+        if not reply.rendered.understood:
             await query.answer(t(lang, "This button no longer works."))
             return
-        request = reply.answer.request
-        named = candidate_gpus(request) if request is not None and request.gpus else []
-        png = await render_chart(reply.answer.result, lang, named[0] if named else None)
+        png = await render_chart(reply.rendered.answer, lang)
         photo = BufferedInputFile(png, filename="memory.png")
         try:
             await bot.send_photo(chat_id, photo, caption=reply.title[:1000], parse_mode=None)

@@ -26,7 +26,6 @@ from bot.config import BotConfig
 from bot.metrics import Metrics
 from bot.storage import ChatSettings, Storage
 from bot.views.messages import EXAMPLES, t
-from bot.views.render import TAG
 from engine.parse import parse
 from engine.schema import Request
 
@@ -75,16 +74,9 @@ def normalise(query: str) -> str:
     return re.sub(r"\s+", " ", query.strip().lower())[:256]
 
 
-def plain(html_line: str) -> str:
-    import html
-
-    return html.unescape(TAG.sub("", html_line)).strip()
-
-
 def _entry(reply: Reply, title: str | None = None) -> dict[str, Any]:
-    lines = reply.html.split("\n")
     return {"id": f"{reply.qid or 'x'}{reply.lang}", "title": title or reply.title,
-            "description": plain(lines[1]) if len(lines) > 1 else "", "html": reply.html,
+            "description": reply.rendered.description, "html": reply.html,
             "markup": reply.markup.model_dump(mode="json", exclude_none=True) if reply.markup else None}
 
 
@@ -101,16 +93,17 @@ async def build_results(query: str, lang: str, settings: ChatSettings, store: St
     if request.model is None:
         return []
     first = await make_reply(request, store, options)
-    if first.answer.result is None:
+    scenario = first.rendered.answer.scenario
+    if scenario is None:
         return []
     out = [_entry(first)]
-    asked = first.answer.result.scenario.method
+    asked = scenario.method
     for method in ALTERNATIVES.get(asked, ()):
         if len(out) >= MAX_RESULTS:
             break
         variant = Request.model_validate(request.model_dump() | {"method": method, "bits": None})
         reply = await make_reply(variant, store, options)
-        if reply.answer.result is not None:
+        if reply.rendered.understood:
             out.append(_entry(reply))
     return out
 

@@ -27,7 +27,7 @@ OFF_WORDS = {"off", "none", "reset", "delete", "remove", "выкл", "нет", "
 
 
 def price_text(lang: str, value: float, currency: str) -> str:
-    from bot.views.render import money
+    from bot.views.formats import money
 
     return money(lang, value, currency) + t(lang, "/h")  # as the answers write prices
 

@@ -1,4 +1,5 @@
-"""PlanResult → PNG: the memory components stacked in one bar against the capacity of candidate GPUs.
+"""Answer → PNG: the memory components stacked in one bar against the capacity of the Answer's GPUs, each
+line coloured by the Answer's own fit (the chart decides nothing).
 
 Matplotlib's object API (`Figure` + `FigureCanvasAgg`) is used, never pyplot: no global figure
 registry, no backend switching, safe to call from worker threads. Import this module from the
@@ -14,17 +15,16 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from bot.views.render import COMPONENTS, _, component_label, num
-from engine.catalog import find_gpu
-from engine.estimate import USABLE_FRACTION
-from engine.planner import PlanResult
+from bot.views.catalogs import _
+from bot.views.formats import num
+from bot.views.words import COMPONENTS, component_label
+from engine.schema import Answer, Breakdown, Scenario
 
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 5.0, 100  # 800 × 500 px
 MIN_GB = 0.05  # components below this are not drawn (the table hides them too)
 MAX_LINES = 5  # capacity lines; more would overlap
 MAX_NAMES = 2  # GPU names on one line (same memory size)
 LABEL_GAP = 0.04  # axes fraction between two line labels (8-point text on a 400-pixel axis)
-COMMON_GPUS = ("RTX 4090", "A100 80GB SXM", "H100 SXM", "H200 SXM")
 
 # One fixed colour per component, so the same component looks the same in every chart.
 COLOURS = {
@@ -35,8 +35,7 @@ COLOURS = {
 FIT_COLOUR, NO_FIT_COLOUR = "#2E7D32", "#C62828"
 
 
-def method_text(lang: str, result: PlanResult) -> str:
-    s = result.scenario
+def method_text(lang: str, s: Scenario) -> str:
     bits = _(lang, "%(bits)s-bit") % {"bits": s.bits}
     if s.method == "qlora":
         text = f"QLoRA {bits}, r{s.lora_rank}"
@@ -51,44 +50,37 @@ def method_text(lang: str, result: PlanResult) -> str:
     return text
 
 
-def model_text(lang: str, result: PlanResult) -> str:
-    arch = result.scenario.arch
-    return f"{arch.name} ({num(lang, arch.params / 1e9)}B)" if arch.known else arch.name
+def model_text(lang: str, s: Scenario) -> str:
+    return f"{s.arch.name} ({num(lang, s.arch.params / 1e9)}B)" if s.arch.known else s.arch.name
 
 
-def need_gb(result: PlanResult) -> float:
-    """What one GPU must hold: the reserved peak plus the CUDA context."""
-    return result.breakdown.total + result.breakdown.cuda_context
+Line = tuple[float, list[str], bool]  # memory GB, GPU names of that size, whether the job fits on them
 
 
-def capacity_lines(result: PlanResult, asked_gpu: tuple[str, float, int] | None = None,
-                   limit: int = MAX_LINES) -> list[tuple[float, list[str]]]:
-    """(memory GB, GPU names) per capacity line, smallest first: the GPU asked about, the GPUs of
-    the plans, and the common GPUs that bracket the need; GPUs of one size share a line."""
-    need = need_gb(result)
-    picked: list[tuple[str, float]] = []
-    if asked_gpu is not None:
-        picked.append((asked_gpu[0], float(asked_gpu[1])))
-    picked += [(p.gpu, p.memory_gb) for p in result.plans]
-    common = [(g.name, g.memory_gb) for g in (find_gpu(n) for n in COMMON_GPUS) if g is not None]
-    below = [c for c in common if c[1] < need]
-    above = [c for c in common if c[1] >= need]
+def capacity_lines(a: Answer, limit: int = MAX_LINES) -> list[Line]:
+    """One line per memory size, smallest first: the GPU asked about, the GPUs of the plans, and the
+    common GPUs that bracket the need (the largest below it, the smallest above, those within 2.5×)."""
+    need = a.need_gb
+    picked = [c for c in a.capacity if c.role != "common"]
+    common = [c for c in a.capacity if c.role == "common"]
+    below = [c for c in common if c.memory_gb < need]
+    above = [c for c in common if c.memory_gb >= need]
     if below:
-        picked.append(max(below, key=lambda c: c[1]))
+        picked.append(max(below, key=lambda c: c.memory_gb))
     if above:
-        picked.append(min(above, key=lambda c: c[1]))
-    picked += [c for c in common if need / 2.5 <= c[1] <= need * 2.5]
+        picked.append(min(above, key=lambda c: c.memory_gb))
+    picked += [c for c in common if need / 2.5 <= c.memory_gb <= need * 2.5]
 
-    groups: dict[float, list[str]] = {}
-    for name, memory in picked:
-        key = round(memory * 2) / 2
+    groups: dict[float, tuple[list[str], bool]] = {}
+    for c in picked:
+        key = round(c.memory_gb * 2) / 2
         if key not in groups:
             if len(groups) >= limit:
                 continue
-            groups[key] = []
-        if name not in groups[key]:
-            groups[key].append(name)
-    return sorted(groups.items())
+            groups[key] = ([], c.fits)
+        if c.gpu not in groups[key][0]:
+            groups[key][0].append(c.gpu)
+    return [(memory, names, ok) for memory, (names, ok) in sorted(groups.items())]
 
 
 def _line_label(lang: str, memory: float, names: Sequence[str]) -> str:
@@ -96,20 +88,21 @@ def _line_label(lang: str, memory: float, names: Sequence[str]) -> str:
     return f"{shown}: {num(lang, memory)} {_(lang, 'GB')}"
 
 
-def _stack(result: PlanResult) -> Iterable[tuple[str, float]]:
-    b = result.breakdown.model_dump()
-    return [(key, float(b[key])) for key in COMPONENTS if b[key] >= MIN_GB]
+def _stack(b: Breakdown) -> Iterable[tuple[str, float]]:
+    values = b.model_dump()
+    return [(key, float(values[key])) for key in COMPONENTS if values[key] >= MIN_GB]
 
 
-def chart_figure(result: PlanResult, lang: str, asked_gpu: tuple[str, float, int] | None = None) -> Figure:
+def chart_figure(a: Answer, lang: str) -> Figure:
     """The chart as a matplotlib Figure (not yet rendered): one stacked bar, capacity lines, legend."""
+    assert a.scenario is not None and a.breakdown is not None
     fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
     FigureCanvasAgg(fig)
     ax = fig.add_axes((0.09, 0.08, 0.56, 0.80))
-    need = need_gb(result)
+    need = a.need_gb
 
     bottom = 0.0
-    for key, value in _stack(result):
+    for key, value in _stack(a.breakdown):
         ax.bar(0.0, value, width=0.5, bottom=bottom, color=COLOURS[key], edgecolor="white", linewidth=0.6,
                label=f"{component_label(lang, key)}: {num(lang, value)}")
         bottom += value
@@ -120,12 +113,11 @@ def chart_figure(result: PlanResult, lang: str, asked_gpu: tuple[str, float, int
                 xytext=(0, 4), textcoords="offset points", ha="center", va="bottom", fontsize=9,
                 fontweight="bold")
 
-    lines = capacity_lines(result, asked_gpu)
-    top = max([need, bottom, *(m for m, _names in lines)]) * 1.15
+    lines = capacity_lines(a)
+    top = max([need, bottom, *(m for m, _names, _fits in lines)]) * 1.15
     ax.set_ylim(0, top)
     label_y = -1.0  # axes fraction of the last label: close lines get their labels nudged apart
-    for memory, names in lines:
-        fits = need <= memory * USABLE_FRACTION
+    for memory, names, fits in lines:
         colour = FIT_COLOUR if fits else NO_FIT_COLOUR
         ax.axhline(memory, color=colour, linestyle="--", linewidth=1.2, zorder=2)
         label_y = max(memory / top, label_y + LABEL_GAP)
@@ -141,7 +133,7 @@ def chart_figure(result: PlanResult, lang: str, asked_gpu: tuple[str, float, int
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     fig.suptitle(_(lang, "Memory per GPU: %(model)s, %(method)s")
-                 % {"model": model_text(lang, result), "method": method_text(lang, result)},
+                 % {"model": model_text(lang, a.scenario), "method": method_text(lang, a.scenario)},
                  fontsize=11, x=0.02, ha="left")
     handles, labels = ax.get_legend_handles_labels()
     # the legend reads top-down like the stack
@@ -156,7 +148,6 @@ def render_png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def chart_png(result: PlanResult, lang: str, asked_gpu: tuple[str, float, int] | None = None) -> bytes:
-    """The chart as PNG bytes, 800 × 500 px. `asked_gpu` is (name, GB, count) of the GPU the user
-    named, as `engine.estimate.candidate_gpus` gives it: its line is always drawn."""
-    return render_png(chart_figure(result, lang, asked_gpu))
+def chart_png(a: Answer, lang: str) -> bytes:
+    """The chart as PNG bytes, 800 × 500 px; the line of the GPU asked about is always drawn."""
+    return render_png(chart_figure(a, lang))

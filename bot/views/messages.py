@@ -1,6 +1,6 @@
 """The bot's own words (welcome, help, settings, toasts, errors) through the gettext catalogs.
 
-The answer itself is `render.py`'s; this module only reuses its catalogs and jinja2 environment.
+The answer itself is `view.py`'s and `render.py`'s; this module reuses their catalogs and jinja2 environment.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.views import render
+from bot.views.catalogs import translations
 
 LANGUAGES = ("en", "ru")
 
@@ -31,12 +32,12 @@ def lang_of(lang: str | None) -> str:
 
 def t(lang: str, message: str, **params: Any) -> str:
     """The translation of `message`, with %(name)s parameters filled in."""
-    text = render.translations(lang_of(lang)).gettext(message)
+    text = translations(lang_of(lang)).gettext(message)
     return text % params if params else text
 
 
 def tn(lang: str, singular: str, plural: str, n: int, **params: Any) -> str:
-    text = render.translations(lang_of(lang)).ngettext(singular, plural, n)
+    text = translations(lang_of(lang)).ngettext(singular, plural, n)
     return text % {"n": n, **params}
 
 

@@ -58,6 +58,12 @@ def _load(name: str) -> dict[str, Any]:
 
 
 @cache
+def data_file(name: str) -> dict[str, Any]:
+    """One data file of this folder (prices.toml, speed.toml, ...), parsed once: read it, never change it."""
+    return _load(name)
+
+
+@cache
 def gpus() -> tuple[Gpu, ...]:
     driver_fraction = _load("gpus.toml")["driver"]["fraction"]
     return tuple(

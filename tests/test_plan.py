@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from engine.answer import answer
+from engine.contract import plan_json
 from engine.parse import parse
-from engine.planner import PriceOptions, plan, plan_json
-from engine.schema import Request
+from engine.plan import plan
+from engine.schema import PriceOptions, Request
 
 
 def request(**fields: object) -> Request:
@@ -25,18 +27,18 @@ def test_plans_fit_with_headroom_and_are_ranked_by_cost() -> None:
 
 
 def test_without_data_amount_hours_and_money_are_null() -> None:
-    answer = plan_json(plan(request(model={"params_b": 8}, method="lora", gpus=[{"name": "H100"}])))
-    assert answer["plans"] and all(p["hours"] is None and p["usd"] is None for p in answer["plans"])
-    assert all(p["hours_per_100m_tokens"] > 0 for p in answer["plans"])
+    answer_json = plan_json(answer(request(model={"params_b": 8}, method="lora", gpus=[{"name": "H100"}])))
+    assert answer_json["plans"] and all(p["hours"] is None and p["usd"] is None for p in answer_json["plans"])
+    assert all(p["hours_per_100m_tokens"] > 0 for p in answer_json["plans"])
 
 
 def test_when_it_does_not_fit_the_smallest_changes_come_with_their_savings() -> None:
     result = plan(request(model={"params_b": 8}, method="lora", seq_len=8192, gradient_checkpointing=False,
                           gpus=[{"name": "RTX 3090"}]))
     assert result.asked_fits is False
-    keys = [s.key for s in result.suggestions]
+    keys = [s.key for s in result.changes]
     assert "gradient_checkpointing" in keys
-    assert all(s.saves_gb > 0 for s in result.suggestions)
+    assert all(s.saves_gb > 0 for s in result.changes)
 
 
 def test_full_32b_lands_on_a_node_with_zero3() -> None:  # S11
@@ -168,7 +170,7 @@ def test_each_plan_says_what_its_techniques_cost_in_time() -> None:
 
 def test_a_comparison_has_no_single_verdict_and_each_gpu_its_own() -> None:
     result = plan(parse("70B qlora RTX 4090 vs H100"))
-    assert result.asked_fits is None and not result.suggestions
+    assert result.asked_fits is None and not result.changes
     assert {c.gpu: c.fits for c in result.comparison} == {"RTX 4090": False, "H100 SXM": True}
     assert len(plan(parse("70B qlora H100 vs H100")).comparison) == 0  # the same GPU twice is one GPU
 

@@ -1,0 +1,150 @@
+"""The engine's keys in words: components, techniques, notes, assumptions, changes, methods, GPU names."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bot.views.catalogs import N_, _, _n
+from bot.views.formats import num, number_or_text
+from engine.schema import Assumption, Note, Scenario
+
+COMPONENTS = ("weights", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache", "overhead",
+              "cuda_context")
+
+
+def component_label(lang: str, key: str) -> str:
+    labels = {
+        "weights": _(lang, "weights"), "adapters": _(lang, "adapters"), "gradients": _(lang, "gradients"),
+        "optimizer": _(lang, "optimizer"), "activations": _(lang, "activations"), "logits": _(lang, "logits"),
+        "kv_cache": _(lang, "KV cache"), "overhead": _(lang, "allocator"), "cuda_context": _(lang, "CUDA context"),
+    }
+    return labels[key]
+
+
+def technique_label(lang: str, key: str) -> str:
+    labels = {"gradient_checkpointing": _(lang, "checkpointing"), "micro_batch_1": _(lang, "micro-batch 1"),
+              "fused_loss": _(lang, "fused loss"),
+              "optimizer_8bit": "8-bit Adam", "zero3": "ZeRO-3", "cpu_offload": _(lang, "CPU offload")}
+    return labels.get(key, key)
+
+
+BARE_GPU = re.compile(r"(\d+(?:\.\d+)?) GB GPU")
+
+
+def gpu_name(lang: str, name: str) -> str:
+    """A catalog name as it is; a GPU known only by its memory ("24 GB GPU") worded in the reader's language."""
+    bare = BARE_GPU.fullmatch(name)
+    return _(lang, "%(gb)s GB GPU") % {"gb": num(lang, float(bare.group(1)))} if bare else name
+
+
+NOTE_TEXTS = {
+    "model size out of range": N_("model size out of range: ignored"),
+    "context length out of range": N_("context length out of range: the default %(seq_len)s is used"),
+    "batch size out of range": N_("batch size out of range: the default %(batch_size)s is used"),
+    "LoRA rank out of range": N_("LoRA rank out of range: the default %(lora_rank)s is used"),
+    "epochs out of range": N_("number of epochs out of range: ignored"),
+    "amount of data out of range": N_("amount of data out of range: ignored"),
+    "GPU memory out of range": N_("GPU memory out of range: ignored"),
+    "GPU count out of range": N_("GPU count out of range (1–100 000): one GPU is used"),
+    "GPU count not read": N_("a bare number over 1024 before a GPU is not read as a count: one GPU is used "
+                             "(write it as 2048×H100)"),
+    "too long": N_("the message is too long: only its beginning was read"),
+}
+
+
+def note_text(lang: str, n: Note, scenario: Scenario) -> str:
+    params = {"seq_len": scenario.seq_len, "batch_size": scenario.batch_size, "lora_rank": scenario.lora_rank}
+    if n.key == "unknown_gpu" and n.params.get("others"):
+        return _(lang, "%(name)s is not in the catalog: left out") % {"name": n.params.get("name", "")}
+    if n.key == "unknown_gpu":
+        return _(lang, "%(name)s is not in the catalog: all GPUs are compared instead") % {
+            "name": n.params.get("name", "")}
+    if n.key == "price":
+        return _(lang, "your price %(value)s for %(gpu)s is not usable: market prices are used") % {
+            "value": number_or_text(lang, n.params.get("value")), "gpu": n.params.get("gpu")}
+    if n.key == "rate":
+        return _(lang, "the rouble rate %(value)s is not usable: the Bank of Russia rate is used") % {
+            "value": number_or_text(lang, n.params.get("value"))}
+    text = NOTE_TEXTS.get(n.key)
+    return _(lang, text) % params if text else n.key
+
+
+OPTIMIZER_NAMES = {"adamw": "AdamW", "paged_adamw": "paged AdamW", "adamw_8bit": "8-bit AdamW",
+                   "paged_adamw_8bit": "paged 8-bit AdamW", "sgd": "SGD", "adafactor": "Adafactor", "lion": "Lion"}
+SWITCHES = {"gradient_checkpointing": (N_("gradient checkpointing on"), N_("gradient checkpointing off")),
+            "flash_attention": (N_("FlashAttention on"), N_("FlashAttention off")),
+            "fused_loss": (N_("fused loss on"), N_("fused loss off"))}
+
+
+def assumption_text(lang: str, item: Assumption) -> str:
+    """One default the answer relied on, worded in the reader's language."""
+    key, value = item.key, item.value
+    if key in SWITCHES:
+        message = SWITCHES[key][0 if value == "on" else 1]
+        return _(lang, message)
+    match key:
+        case "architecture":
+            like = _(lang, "like")
+            return _(lang, "architecture %(v)s") % {"v": f"{like} {value}"}
+        case "method":
+            names = {"full": _(lang, "full fine-tuning"), "inference": _(lang, "inference"), "lora": "LoRA",
+                     "qlora": "QLoRA"}
+            return _(lang, "method %(v)s") % {"v": names.get(str(value), value)}
+        case "bits":
+            return _(lang, "%(v)s-bit weights") % {"v": value}
+        case "optimizer":
+            return _(lang, "optimizer %(v)s") % {"v": OPTIMIZER_NAMES.get(str(value), value)}
+        case "mixed_precision":
+            return _(lang, "bf16 mixed precision with fp32 master weights") if value == "amp" else _(lang, "pure bf16")
+        case "lora_rank":
+            return _(lang, "LoRA rank %(v)s") % {"v": value}
+        case "lora_targets":
+            return _(lang, "LoRA on all linear layers") if value == "all_linear" else _(lang, "LoRA on %(v)s") % {
+                "v": value}
+        case "seq_len":
+            n = value if isinstance(value, int) else 5
+            return _n(lang, "context %(v)s token", "context %(v)s tokens", n) % {"v": value}
+        case "batch_size":
+            return _(lang, "micro-batch %(v)s") % {"v": value}
+        case "sharding":
+            return _(lang, "%(v)s across the GPUs") % {"v": str(value).upper().replace("ZERO", "ZeRO-")}
+    return str(item)
+
+
+def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
+    match key:
+        case "gradient_checkpointing":
+            return _(lang, "gradient checkpointing")
+        case "optimizer_8bit":
+            return _(lang, "8-bit optimizer")
+        case "fused_loss":
+            return _(lang, "fused/chunked loss")
+        case "cpu_offload":
+            return _(lang, "offload optimizer state to CPU RAM")
+        case "method":
+            return _(lang, "switch to %(to)s") % {"to": {"lora": "LoRA", "qlora": "QLoRA"}.get(p.get("to", ""), "")}
+        case "bits":
+            return _(lang, "weights in %(to)s bits") % {"to": p.get("to")}
+        case "shorter_context":
+            return _(lang, "context %(from)s → %(to)s") % {"from": p.get("from"), "to": p.get("to")}
+        case "smaller_batch" if inference:
+            return _(lang, "concurrent sequences %(from)s → 1") % {"from": p.get("from")}
+        case "smaller_batch":
+            return _(lang, "micro-batch %(from)s → 1 with gradient accumulation") % {"from": p.get("from")}
+        case "more_gpus" if inference:
+            return _(lang, "%(count)s GPUs, the weights split across them") % {"count": p.get("count")}
+        case "more_gpus":
+            return _(lang, "%(count)s GPUs with ZeRO-3") % {"count": p.get("count")}
+    return key
+
+
+def method_label(lang: str, s: Scenario) -> str:
+    bits = _(lang, "%(bits)s-bit") % {"bits": s.bits}
+    if s.method == "qlora":
+        return f"QLoRA {bits} r{s.lora_rank}"
+    if s.method == "lora":
+        return f"LoRA r{s.lora_rank}"
+    if s.method == "inference":
+        return _(lang, "inference, %(bits)s") % {"bits": bits}
+    return _(lang, "full fine-tuning")

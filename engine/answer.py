@@ -1,0 +1,89 @@
+"""Request → Answer: the one entry point the bot and the command line call for a reply.
+
+The verdict is decided here, once, with the fit rule of `engine.fit`; views only word what this returns.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from engine import speed
+from engine.catalog import find_gpu, shape_reference
+from engine.fit import HEADROOM, NO_HEADROOM, fits, need_gb
+from engine.plan import plan
+from engine.plan.search import asked_arrangements
+from engine.scenario import ScenarioError
+from engine.schema import (
+    Answer,
+    Arrangement,
+    Breakdown,
+    Change,
+    GpuLine,
+    Note,
+    PlanResult,
+    PriceOptions,
+    Request,
+    Verdict,
+)
+
+# GPUs a chart draws next to the asked and planned ones, so that the need reads against familiar sizes.
+COMMON_GPUS = ("RTX 4090", "A100 80GB SXM", "H100 SXM", "H200 SXM")
+Role = Literal["asked", "plan", "common"]
+
+
+def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
+    """The complete answer to a parsed (or keyboard-altered) request; never raises on bad input."""
+    if request.model is None:
+        return Answer(request=request, errors=[Note(key="no_model")])
+    try:
+        result = plan(request, prices)
+    except ScenarioError as exc:
+        return Answer(request=request, errors=[Note(key="no_estimate", params={"reason": str(exc)})])
+    named = asked_arrangements(request)
+    asked = named[0] if named else None
+    b, s = result.breakdown, result.scenario
+    cheaper = result.alternatives[0] if result.asked_fits and result.alternatives else None
+    shown = [*result.plans, *result.alternatives]
+    dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
+    return Answer(
+        request=request, scenario=s, breakdown=b,
+        verdict=verdict(result, b, asked), asked=asked,
+        need_gb=need_gb(b), cluster_gb=need_gb(b) * s.gpu_count,
+        cpu_ram_gb=b.cpu_ram * min(s.gpu_count, speed.gpus_per_node()),
+        plans=result.plans, changes=result.changes, comparison=result.comparison,
+        alternatives=[] if cheaper else result.alternatives, cheaper=cheaper, notes=result.notes,
+        assumptions=s.assumptions, monthly=result.monthly if not result.comparison else None,
+        price_date=dates[-1] if dates else None, currency=result.currency,
+        rank_by=result.rank_by, tokens=result.tokens,
+        shape_reference=None if s.arch.known else shape_reference(s.arch.params),
+        capacity=capacity(b, asked, result),
+    )
+
+
+def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None) -> Verdict | None:
+    """fits / tight / fits_with_changes / no_fit on the GPU asked, compare for several, None for none."""
+    if result.comparison:
+        return "compare"
+    if asked is None or result.asked_fits is None:
+        return None
+    if fits(b, asked.memory_gb, HEADROOM):
+        return "fits"
+    if fits(b, asked.memory_gb, NO_HEADROOM):
+        return "tight"  # under the planner's headroom it fits, but a longer sample or an allocator spike may not
+    return "fits_with_changes" if any(_on_the_gpus_asked(c) and c.fits for c in result.changes) else "no_fit"
+
+
+def _on_the_gpus_asked(c: Change) -> bool:
+    return c.key != "more_gpus"
+
+
+def capacity(b: Breakdown, asked: Arrangement | None, result: PlanResult) -> list[GpuLine]:
+    """The GPUs to draw against the need, each with whether the job as asked fits on it: the asked one,
+    those of the plans, and the common ones."""
+    picked: list[tuple[str, float, Role]] = []
+    if asked is not None:
+        picked.append((asked.gpu, asked.memory_gb, "asked"))
+    picked += [(p.gpu, p.memory_gb, "plan") for p in result.plans]
+    picked += [(g.name, g.memory_gb, "common") for g in (find_gpu(n) for n in COMMON_GPUS) if g is not None]
+    return [GpuLine(gpu=name, memory_gb=memory, fits=fits(b, memory, NO_HEADROOM), role=role)
+            for name, memory, role in picked]

@@ -1,0 +1,63 @@
+"""Request → ranked plans: which GPUs × counts × techniques fit, how long they run, what they cost,
+and what to change when the asked arrangement does not fit.
+
+- `search`: arrangements × techniques that fit, best first;
+- `costing`: a plan's hours and money (a `Job` holds what all plans of a request share);
+- `advice`: what to change, a cheaper GPU, the comparison of named GPUs, monthly against hourly;
+- `inputs`: what the input said that cannot be used as given.
+"""
+
+from __future__ import annotations
+
+from engine.fit import NO_HEADROOM, fits
+from engine.memory import breakdown
+from engine.plan.advice import cheaper_gpu, compare, monthly, what_to_change
+from engine.plan.costing import Job
+from engine.plan.inputs import checked_inputs
+from engine.plan.search import asked_arrangements, catalog_arrangements, search
+from engine.scenario import build_scenario
+from engine.schema import Change, Comparison, Plan, PlanResult, PriceOptions, RankBy, Request
+
+__all__ = ["plan"]
+
+
+def training_tokens(request: Request) -> float | None:
+    if request.tokens is None:
+        return None
+    return request.tokens * (request.epochs or 1)
+
+
+def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
+    """Plans for the request; raises ScenarioError when it cannot be estimated."""
+    notes, prices = checked_inputs(request, prices or PriceOptions())
+    rank_by: RankBy = prices.rank_by or request.rank_by or "cost"
+    base = build_scenario(request)
+    b0 = breakdown(base)
+    job = Job(base=base, tokens=training_tokens(request), prices=prices, rank_by=rank_by)
+    named = list(dict.fromkeys(asked_arrangements(request)))  # "H100 vs H100" once
+    if named:
+        plans = search(job, named, headroom=NO_HEADROOM)
+    else:
+        plans = search(job, catalog_arrangements(), every_count=False)
+
+    asked_fits = None
+    changes: list[Change] = []
+    alternatives: list[Plan] = []
+    comparison: list[Comparison] = []
+    if len(named) > 1:
+        comparison = [compare(job, g) for g in named]
+    elif named:
+        asked_fits = fits(b0, named[0].memory_gb, NO_HEADROOM)
+        if not asked_fits:
+            changes = what_to_change(base, b0, named[0].memory_gb)
+        if not plans:
+            alternatives = search(job, catalog_arrangements(), every_count=False)[:3]
+        elif asked_fits:
+            cheaper = cheaper_gpu(job, b0, named[0], plans)
+            if cheaper is not None:
+                alternatives = [cheaper]
+    result = PlanResult(scenario=base, breakdown=b0, plans=plans, changes=changes, asked_fits=asked_fits,
+                        tokens=job.tokens, currency=prices.currency, rank_by=rank_by, comparison=comparison,
+                        alternatives=alternatives, notes=notes)
+    result.monthly = monthly(result, prices)
+    return result
