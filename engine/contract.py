@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from engine import posttrain
 from engine.fit import NO_HEADROOM, fits, headroom_gb
 from engine.memory import breakdown
 from engine.plan.search import all_arrangements, asked_arrangements
@@ -38,10 +39,14 @@ def estimate_json(request: Request) -> dict[str, Any]:
     """`estimate` for a validated request; raises ScenarioError when it cannot be made."""
     scenario = build_scenario(request)
     b = breakdown(scenario)
+    extra: dict[str, Any] = {}
+    if posttrain.applies(request):  # post-training stages and long-context parallelism (engine/posttrain)
+        total, extra["posttrain"] = posttrain.estimate_block(request)
+        b = b.model_copy(update={"total": total})
     per_gpu = {k: round(v, 3) for k, v in b.model_dump().items() if k not in ("cpu_ram", "trainable_params")}
     count = max((g.count for g in request.gpus), default=1)
     candidates = asked_arrangements(request) if request.gpus else all_arrangements(count)
-    return {
+    return {**extra,
         "request": scenario_json(scenario),
         "assumptions": [str(a) for a in scenario.assumptions],
         "per_gpu": per_gpu,

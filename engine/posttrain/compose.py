@@ -1,0 +1,232 @@
+"""Setup → per-GPU peak: the policy's breakdown from engine.memory (with adjusted scenarios) plus the lines that
+post-training adds (reference, reward and value models, generation, the vLLM share), phase by phase.
+
+The memory model's total is not a plain sum (its peak is the larger of backward and the optimizer step, plus the
+allocator's slack). This layer recomposes a total with the same shape, `_peak`, and carries what it cannot see
+(gathered ZeRO-3 units, autocast copies) as the residual between the memory model's total and `_peak` of its lines.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from engine import memory
+from engine.posttrain.setup import Setup, constants
+from engine.schema import Breakdown, Scenario
+
+GIB = float(2**30)
+
+
+def _fragmentation() -> tuple[float, float]:
+    o = memory.constants()["overhead"]
+    return float(o["fragmentation_static"]), float(o["fragmentation_dynamic"])
+
+
+def _peak(static: float, dynamic: float, grads: float) -> float:
+    fs, fd = _fragmentation()
+    live = static + max(dynamic, grads)
+    return live + fs * static + fd * (live - static)
+
+
+@dataclass
+class Policy:
+    b: Breakdown
+    static: float  # weights + adapters + optimizer, GiB
+    grads: float
+    activations: float
+    logits: float
+    residual: float  # memory-model total not explained by _peak of its lines
+    cpu: float
+
+
+def _policy(s: Scenario, logits_gib: float | None, tp: int) -> Policy:
+    b = memory.breakdown(s)
+    static, grads = b.weights + b.adapters + b.optimizer, b.gradients
+    residual = b.total - _peak(static, b.activations + b.logits, grads)
+    logits = b.logits if logits_gib is None else logits_gib
+    act = b.activations
+    if tp > 1:
+        # Megatron-style tensor parallelism with sequence parallelism: every layer's weights, their gradients
+        # and optimizer states, the activations and the (vocab-parallel) logits are split over the TP group
+        static, grads, act, logits, residual = static / tp, grads / tp, act / tp, logits / tp, residual / tp
+    return Policy(b, static, grads, act, logits, residual, b.cpu_ram)
+
+
+def local_tokens(setup: Setup) -> int:
+    return math.ceil(setup.tokens / setup.cp)
+
+
+def policy_scenario(setup: Setup, value_head: bool = False) -> Scenario:
+    s = setup.scenario
+    update: dict[str, object] = {"seq_len": local_tokens(setup), "batch_size": setup.sequences,
+                                 "gpu_count": max(1, s.gpu_count // setup.tp)}
+    if value_head:
+        update["arch"] = s.arch.model_copy(update={"vocab": int(constants()["logits"]["value_head_vocab"])})
+    return s.model_copy(update=update)
+
+
+def logits_override(setup: Setup, s: Scenario) -> float | None:
+    """GiB of the loss's logits when this layer knows better than the plain cross-entropy term."""
+    c = constants()["logits"]
+    vocab = s.arch.vocab
+    if setup.stage in ("grpo", "ppo"):
+        if s.fused_loss:
+            return memory.breakdown(s.model_copy(update={"seq_len": max(1, math.ceil(setup.completion_len /
+                                                                                     setup.cp))})).logits
+        return setup.sequences * math.ceil(setup.completion_len / setup.cp) * vocab * c["rl_logprob"] / GIB
+    if setup.cp > 1 and not s.fused_loss:
+        return setup.sequences * local_tokens(setup) * vocab * c["long_sequence"] / GIB
+    return None
+
+
+def frozen_copy_gib(s: Scenario, value_head: bool = False) -> float:
+    """A frozen copy of the model (reference or reward), sharded as the policy's weights are (TRL prepares it with
+    the same DeepSpeed/FSDP config: trl/models/utils.py prepare_deepspeed), in the base's precision."""
+    arch = s.arch
+    if s.bits >= 16:
+        w = arch.params * 2.0
+    else:
+        w = arch.linear_params * memory.weight_bytes_per_param(s.bits) + arch.embedding_params * 2.0
+    if value_head:
+        w -= (0 if arch.tied else arch.embedding_params / 2) * 2.0  # no lm_head, a 1-wide score
+    shard = s.gpu_count if s.sharding in ("fsdp", "zero3") else 1
+    if s.offload and shard > 1:
+        return 0.0
+    return w / shard / GIB
+
+
+def kv_cache_gib(s: Scenario, sequences: int, tokens: int) -> float:
+    arch = s.arch
+    return 2 * arch.layers * arch.kv_heads * arch.head_dim * constants()["generation"]["kv_bytes"] \
+        * sequences * tokens / GIB
+
+
+def vllm_need_gib(setup: Setup) -> float:
+    """What a vLLM engine needs to start and run the generation batch: its 16-bit weights (TRL loads the model in
+    vLLM by name: LoRA adapters are merged into it), one KV cache per running sequence, its activation reserve."""
+    s = setup.scenario
+    v = constants()["vllm"]
+    weights = s.arch.params * 2.0 / GIB / setup.vllm_tp
+    if setup.framework == "unsloth" and v["unsloth_shares_weights"] and setup.rollout == "colocate":
+        weights = 0.0
+    seqs = setup.generation_batch * (setup.train_gpus if setup.rollout == "server" else 1)
+    kv = kv_cache_gib(s, seqs, setup.tokens) / setup.vllm_tp
+    return weights * (1 + v["activation_reserve_fraction"]) + kv
+
+
+@dataclass
+class Composed:
+    total: float
+    trainer_peak: float
+    phase: str
+    lines: dict[str, float]
+    policy: Policy
+    host_ram: float
+    vllm_share: float
+    vllm_util_needed: float | None
+
+
+def cp_buffers_gib(setup: Setup, s: Scenario) -> float:
+    if setup.cp <= 1:
+        return 0.0
+    c = constants()["context_parallel"]
+    arch = s.arch
+    q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    t = setup.sequences * local_tokens(setup)
+    if setup.cp_kind == "ulysses":
+        return c["ulysses_buffers"] * t * (2 * q + 2 * kv) * 2.0 / GIB
+    return c["ring_kv_buffers"] * t * 2 * kv * 2.0 / GIB + t * arch.heads * (arch.head_dim + 1) * 4.0 / GIB
+
+
+def alst_adjust(setup: Setup, s: Scenario, act: float) -> tuple[float, float]:
+    """(activations on the GPU, host RAM) with ALST activation checkpoint offload."""
+    if not (setup.options.activation_offload and s.gradient_checkpointing):
+        return act, 0.0
+    arch = s.arch
+    resid = 2.0
+    ckpt = setup.sequences * local_tokens(setup) * arch.layers * arch.hidden * resid / GIB
+    moved = ckpt * (arch.layers - 1) / arch.layers
+    return max(0.0, act - moved), moved
+
+
+def tiled_mlp_saving(setup: Setup, s: Scenario) -> float:
+    """GiB that TiledMLP saves: the gated MLP's f-wide intermediates of the recomputed layer, but one tile."""
+    if not setup.options.tiled_mlp:
+        return 0.0
+    arch = s.arch
+    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    tokens = setup.sequences * local_tokens(setup)
+    tiles = max(constants()["alst"]["tiled_mlp_min_tiles"], math.ceil(tokens / arch.hidden))
+    inner = tokens * (3 if arch.gated_mlp else 1) * 2.0 * f * 2 / GIB  # kept + their gradients in backward
+    return inner * (1 - 1 / tiles)
+
+
+def compose(setup: Setup) -> Composed:
+    fs, fd = _fragmentation()
+    s = policy_scenario(setup)
+    pol = _policy(s, logits_override(setup, s), setup.tp)
+    act, host = alst_adjust(setup, s, pol.activations)
+    act = max(0.0, act - tiled_mlp_saving(setup, s))
+    lines: dict[str, float] = {}
+    static_extra, grads_extra, dyn_extra = 0.0, 0.0, 0.0
+    if setup.reference == "copy":
+        lines["reference_model"] = frozen_copy_gib(s) / setup.tp
+    if setup.stage == "ppo":
+        lines["reward_model"] = frozen_copy_gib(s, value_head=True) / setup.tp
+        v = _policy(policy_scenario(setup, value_head=True), None, setup.tp)
+        lines["value_model"] = v.static + v.grads
+        static_extra += v.static
+        grads_extra += v.grads
+        dyn_extra += v.activations + v.logits  # one backward through PolicyAndValueWrapper (ppo_trainer.py)
+        host += v.cpu
+    cpb = cp_buffers_gib(setup, s)
+    if cpb:
+        lines["cp_buffers"] = cpb
+    static_extra += lines.get("reference_model", 0.0) + lines.get("reward_model", 0.0)
+    static = pol.static + static_extra
+    dyn_train = act + pol.logits + dyn_extra + cpb
+    train = _peak(static, dyn_train, pol.grads + grads_extra) + pol.residual
+
+    # generation phase (GRPO/PPO): gradients were freed by zero_grad; the rollout engine works
+    gen = 0.0
+    share = 0.0
+    util_needed: float | None = None
+    if setup.stage in ("grpo", "ppo"):
+        if setup.rollout is None:
+            kv = kv_cache_gib(s, setup.generation_batch, setup.tokens)
+            gathered = 0.0
+            if s.sharding in ("zero3", "fsdp") and s.gpu_count > 1:
+                gathered = s.arch.params * constants()["generation"]["gather_bytes_per_param"] / GIB / setup.tp
+                lines["generation_gathered_weights"] = gathered
+            lines["generation_kv_cache"] = kv
+            gen = static * (1 + fs) + (kv + gathered) * (1 + fd) + pol.residual
+        else:
+            need = vllm_need_gib(setup)
+            card = setup.card_gib
+            if setup.rollout == "colocate":
+                if card:
+                    util = setup.vllm_util if setup.vllm_util is not None else constants()["defaults"][
+                        "vllm_gpu_memory_utilization"]
+                    share = util * card
+                    util_needed = need * constants()["vllm"]["util_headroom"] / card
+                else:
+                    share = need
+                lines["vllm_share"] = share
+                awake = share
+                if setup.framework == "unsloth" and constants()["vllm"]["unsloth_shares_weights"]:
+                    awake = max(0.0, share - s.arch.params * 2.0 / GIB)  # the trainer's weights are vLLM's
+                asleep = constants()["vllm"]["sleep_residual_gib"]
+                standby = setup.sleep or setup.framework == "unsloth"
+                gen = static * (1 + fs) + awake + pol.residual
+                train += asleep if standby else awake
+            elif card:
+                util_needed = need * constants()["vllm"]["util_headroom"] / card
+    total = max(train, gen)
+    trainer_peak = total - (share if setup.rollout == "colocate" and not (setup.sleep or setup.framework ==
+                                                                          "unsloth") else 0.0)
+    host += pol.cpu
+    if setup.sleep and setup.rollout == "colocate":
+        lines["vllm_asleep"] = constants()["vllm"]["sleep_residual_gib"]
+    return Composed(total=total, trainer_peak=trainer_peak, phase="generate" if gen > train else "train",
+                    lines=lines, policy=pol, host_ram=host, vllm_share=share, vllm_util_needed=util_needed)

@@ -1,0 +1,102 @@
+"""Request → PostTrainResult: the per-GPU peak of a post-training or long-context job, its extra lines, the settings
+to use and what to change."""
+
+from __future__ import annotations
+
+import math
+
+from engine import memory
+from engine.posttrain.compose import Composed, compose
+from engine.posttrain.models import Change, Line, PostTrainOptions, PostTrainResult, Settings
+from engine.posttrain.setup import Setup, build_setup, constants
+from engine.posttrain.timing import rl_time, steps_for_tokens
+from engine.schema import Request
+
+USABLE_FRACTION = 0.98  # as engine/estimate.py
+
+
+def card_limit(request: Request) -> float | None:
+    """GiB the busiest GPU may use (label x usable fraction, as engine/estimate.py checks a fit)."""
+    if not request.gpus or request.gpus[0].memory_gb is None:
+        return None
+    return request.gpus[0].memory_gb * USABLE_FRACTION
+
+
+def _round_up(x: float, step: float = 0.05) -> float:
+    return round(math.ceil(x / step - 1e-9) * step, 2)
+
+
+def settings_for(setup: Setup, comp: Composed) -> Settings:
+    s = setup.scenario
+    util = None
+    if setup.rollout == "colocate":
+        util = setup.vllm_util
+        if comp.vllm_util_needed is not None:
+            util = min(0.95, _round_up(max(comp.vllm_util_needed, 0.05)))
+    elif setup.rollout == "server":
+        util = setup.vllm_util
+    grpo = setup.stage == "grpo"
+    return Settings(
+        per_device_train_batch_size=s.batch_size,
+        num_generations=setup.generations if grpo else None,
+        max_prompt_length=setup.prompt_len or None,
+        max_completion_length=setup.completion_len or None,
+        max_length=setup.tokens if setup.stage not in ("grpo", "ppo") else None,
+        use_vllm=(setup.rollout is not None) if setup.stage in ("grpo", "ppo") else None,
+        vllm_mode=setup.rollout if setup.rollout in ("colocate", "server") else None,  # type: ignore[arg-type]
+        vllm_gpu_memory_utilization=util,
+        vllm_enable_sleep_mode=setup.sleep if setup.rollout == "colocate" else None,
+        vllm_tensor_parallel_size=setup.vllm_tp if setup.rollout else None,
+        beta=setup.beta,
+        precompute_ref_log_probs=(setup.reference == "precomputed") if setup.stage in ("dpo", "kto") else None,
+        sequence_parallel_size=setup.cp if setup.cp > 1 else None,
+        cp_kind=setup.cp_kind,
+        tensor_parallel_size=setup.tp if setup.tp > 1 else None,
+        gradient_checkpointing=s.gradient_checkpointing,
+    )
+
+
+
+def posttrain_result(request: Request, options: PostTrainOptions | None = None, *, advise: bool = True,
+                     steps: int | None = None) -> PostTrainResult:
+    """The post-training estimate; raises engine.scenario.ScenarioError (a ValueError) when it cannot be made."""
+    setup = build_setup(request, options)
+    comp = compose(setup)
+    lines = [Line(key=k, gib=round(v, 3)) for k, v in comp.lines.items()]
+    if comp.host_ram:
+        lines.append(Line(key="host_ram", gib=round(comp.host_ram, 3)))
+    pol = comp.policy
+    policy = {k: round(getattr(pol.b, k), 3) for k in ("weights", "adapters", "gradients", "optimizer")}
+    policy.update(activations=round(pol.activations, 3), logits=round(pol.logits, 3))
+    server_total = None
+    if setup.rollout == "server" and setup.card_gib and setup.vllm_util:
+        server_total = round(setup.vllm_util * setup.card_gib, 3)
+    if steps is None and request.tokens:
+        steps = steps_for_tokens(setup, request.tokens * (request.epochs or 1))
+    notes = list(setup.notes)
+    if setup.stage in ("grpo", "ppo") and comp.phase == "generate":
+        notes.append("posttrain.note.generation_peak")
+    if setup.stage == "dpo" and request.padding_free and request.framework in (None, "trl", "hf"):
+        notes.append("posttrain.note.padding_free_disabled_trl")  # trl/trainer/dpo_trainer.py lines 706-713
+    if pol.logits >= max(pol.activations, pol.static):
+        notes.append("posttrain.note.logits_largest")
+    elif pol.activations >= pol.static:
+        notes.append("posttrain.note.activations_largest")
+    result = PostTrainResult(
+        stage=setup.stage, method=setup.scenario.method, per_gpu_total=round(comp.total, 3),
+        cuda_context=float(memory.constants()["overhead"]["cuda_context_gib"]),
+        trainer_peak=round(comp.trainer_peak, 3), phase=comp.phase,  # type: ignore[arg-type]
+        lines=lines, policy=policy, host_ram_gib=round(comp.host_ram, 3), train_gpus=setup.train_gpus,
+        rollout_gpus=setup.rollout_gpus, rollout_gpu_total=server_total, sequences_per_micro_step=setup.sequences,
+        tokens_per_sequence=setup.tokens, tokens_per_gpu=math.ceil(setup.tokens / setup.cp),
+        settings=settings_for(setup, comp), changes=[], assumptions=setup.assumptions, notes=notes,
+        time=rl_time(setup, steps),
+    )
+    if advise:
+        from engine.posttrain.advice import changes
+
+        result.changes = changes(request, options, result)
+    return result
+
+
+__all__ = ["card_limit", "constants", "posttrain_result"]

@@ -1,0 +1,195 @@
+"""Request → Setup: the post-training job as the trainer runs it (sequences, lengths, models, GPUs, rollout).
+
+Defaults are TRL's (catalog/posttrain.toml cites each line); every default used becomes an assumption "key=value".
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from engine.catalog import HERE, find_gpu
+from engine.posttrain.models import PREFERENCE_STAGES, REFERENCE_FREE, CpKind, PostTrainOptions
+from engine.scenario import ScenarioError, build_scenario
+from engine.schema import Request, Scenario
+
+
+@cache
+def constants() -> dict[str, Any]:
+    with (HERE / "posttrain.toml").open("rb") as f:
+        return tomllib.load(f)
+
+
+@dataclass
+class Setup:
+    stage: str
+    scenario: Scenario  # the policy's scenario, whole sequences (before context parallelism)
+    sequences: int  # sequences per micro-step through the policy (pairs counted twice)
+    prompt_len: int
+    completion_len: int
+    tokens: int  # per sequence
+    reference: str | None  # "copy" | "adapter_off" | "precomputed" | None
+    beta: float | None
+    cp: int
+    cp_kind: CpKind | None
+    tp: int
+    train_gpus: int
+    rollout_gpus: int
+    rollout: str | None  # "colocate" | "server" | None (HF generate) ; None also for stages without generation
+    vllm_util: float | None
+    vllm_tp: int
+    sleep: bool
+    generation_batch: int  # sequences generated at once per training GPU
+    card_gib: float | None  # the GPU's memory as the driver reports it (vLLM's share is a fraction of it)
+    gpu_name: str | None
+    framework: str | None
+    generations: int
+    options: PostTrainOptions
+    assumptions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _card(request: Request) -> tuple[str | None, float | None]:
+    if not request.gpus:
+        return None, None
+    ref = request.gpus[0]
+    gpu = find_gpu(ref.name, ref.memory_gb)
+    if ref.total_gib:
+        return (gpu.name if gpu else ref.name), ref.total_gib
+    if gpu is not None and (ref.memory_gb is None or abs(gpu.memory_gb - ref.memory_gb) < 1):
+        return gpu.name, gpu.driver_gib
+    return (gpu.name if gpu else ref.name), (ref.memory_gb * 0.98 if ref.memory_gb else None)
+
+
+def heads_divide(heads: int, kv_heads: int, degree: int) -> bool:
+    """DeepSpeed Ulysses splits attention heads over the degree: q heads must divide, KV heads divide or replicate."""
+    return heads % degree == 0 and (kv_heads % degree == 0 or degree % kv_heads == 0)
+
+
+def build_setup(request: Request, options: PostTrainOptions | None = None) -> Setup:
+    opts = options or PostTrainOptions()
+    c = constants()["defaults"]
+    stage = request.stage or "sft"
+    extra: list[str] = []
+    notes: list[str] = []
+    updates: dict[str, Any] = {}
+
+    prompt = completion = 0
+    if stage in ("grpo", "ppo"):
+        completion = request.output_len or 0
+        prompt = request.prompt_len or 0
+        if not completion:
+            completion = c["completion_len"] if stage == "grpo" else c["ppo_completion_len"]
+            if request.seq_len and not prompt:
+                completion = max(1, request.seq_len - c["prompt_len"]) if request.seq_len > c["prompt_len"] \
+                    else request.seq_len
+            extra.append(f"output_len={completion}")
+        if not prompt:
+            prompt = max(0, request.seq_len - completion) if request.seq_len else c["prompt_len"]
+            if not request.seq_len:
+                extra.append(f"prompt_len={prompt}")
+        updates["seq_len"] = prompt + completion
+    elif stage in PREFERENCE_STAGES or stage == "rm":
+        if request.seq_len is None:
+            updates["seq_len"] = c["preference_max_length"]
+            extra.append(f"max_length={c['preference_max_length']}")
+
+    generations = 0
+    if stage == "grpo":
+        generations = request.num_generations or c["num_generations"]
+        if request.num_generations is None:
+            extra.append(f"num_generations={generations}")
+        if request.batch_size is None:
+            updates["batch_size"] = generations
+            extra.append(f"batch_size={generations}")
+
+    req = request.model_copy(update=updates) if updates else request
+    scenario = build_scenario(req)
+    scenario.assumptions = [a for a in scenario.assumptions
+                            if not (a.startswith("seq_len=") and "seq_len" in updates)
+                            and not (a.startswith("batch_size=") and "batch_size" in updates)] + extra
+    full = scenario.method == "full"
+
+    # reference model
+    beta: float | None = None
+    reference: str | None = None
+    if stage in ("dpo", "kto"):
+        if request.reference_model is False or opts.precompute_ref_log_probs:
+            reference = "precomputed"
+        else:
+            reference = "copy" if full else "adapter_off"
+    elif stage == "ppo":
+        reference = "copy" if full else "adapter_off"
+    elif stage == "grpo":
+        beta = opts.beta if opts.beta is not None else (0.04 if request.reference_model else c["grpo_beta"])
+        if opts.beta is None and not request.reference_model:
+            scenario.assumptions.append(f"beta={beta:g}")
+        if beta > 0:
+            reference = "copy" if full else "adapter_off"
+    elif stage in REFERENCE_FREE:
+        reference = None
+
+    sequences = scenario.batch_size * (2 if stage in ("dpo", "orpo", "simpo", "rm") else 1)
+    tokens = scenario.seq_len
+
+    # parallelism
+    n = scenario.gpu_count
+    cp = request.context_parallel or 1
+    if cp > n:
+        raise ScenarioError(f"context parallel degree {cp} needs at least {cp} GPUs, {n} given")
+    arch = scenario.arch
+    kind: CpKind | None = None
+    if cp > 1:
+        kind = opts.cp_kind or ("ulysses" if heads_divide(arch.heads, arch.kv_heads, cp) else "ring")
+        if kind == "ulysses" and not heads_divide(arch.heads, arch.kv_heads, cp):
+            raise ScenarioError(f"Ulysses sequence parallelism over {cp} GPUs needs the {arch.heads} attention heads "
+                                f"to divide by {cp}; use ring attention or another degree")
+        if opts.cp_kind is None:
+            scenario.assumptions.append(f"cp_kind={kind}")
+        if math.ceil(tokens / cp) < 1:
+            raise ScenarioError("sequence shorter than the context parallel degree")
+    tp = request.tensor_parallel or 1
+    if tp > 1 and arch.heads % tp:
+        raise ScenarioError(f"tensor parallel {tp} needs the {arch.heads} attention heads to divide by it")
+    if cp * tp > n:
+        raise ScenarioError(f"context parallel {cp} x tensor parallel {tp} needs {cp * tp} GPUs, {n} given")
+
+    # rollout
+    rollout: str | None = None
+    util: float | None = None
+    vtp, sleep = 1, False
+    train_gpus, rollout_gpus = n, 0
+    if stage in ("grpo", "ppo") and request.rollout is not None and request.rollout.engine in (None, "vllm"):
+        r = request.rollout
+        rollout = r.mode or "colocate"
+        if r.mode is None:
+            scenario.assumptions.append("vllm_mode=colocate")
+        vtp = r.tensor_parallel or 1
+        sleep = bool(r.sleep)
+        if rollout == "server":
+            util = r.gpu_memory_utilization or c["vllm_server_gpu_memory_utilization"]
+            if n > vtp:
+                train_gpus, rollout_gpus = n - vtp, vtp
+            else:
+                rollout_gpus = vtp
+                notes.append("posttrain.note.server_needs_more_gpus")
+        else:
+            util = r.gpu_memory_utilization
+    elif stage in ("grpo", "ppo"):
+        notes.append("posttrain.note.hf_generate")
+    if train_gpus != n:
+        scenario = scenario.model_copy(update={"gpu_count": train_gpus})
+    name, card = _card(request)
+    framework = request.framework
+    if framework == "unsloth" and rollout == "colocate":
+        notes.append("posttrain.note.unsloth_standby")
+    return Setup(
+        stage=stage, scenario=scenario, sequences=sequences, prompt_len=prompt, completion_len=completion,
+        tokens=tokens, reference=reference, beta=beta, cp=cp, cp_kind=kind, tp=tp, train_gpus=train_gpus,
+        rollout_gpus=rollout_gpus, rollout=rollout, vllm_util=util, vllm_tp=vtp, sleep=sleep,
+        generation_batch=scenario.batch_size * opts.grad_accum, card_gib=card, gpu_name=name,
+        framework=framework, generations=generations, options=opts, assumptions=scenario.assumptions, notes=notes,
+    )
