@@ -45,12 +45,23 @@ def _policy(s: Scenario, logits_gib: float | None, tp: int) -> Policy:
     static, grads = b.weights + b.adapters + b.optimizer, b.gradients
     residual = b.total - _peak(static, b.activations + b.logits, grads)
     logits = b.logits if logits_gib is None else logits_gib
-    act = b.activations
+    act = b.activations - sixteen_bit_checkpoints_gib(s)
     if tp > 1:
         # Megatron-style tensor parallelism with sequence parallelism: every layer's weights, their gradients
         # and optimizer states, the activations and the (vocab-parallel) logits are split over the TP group
         static, grads, act, logits, residual = static / tp, grads / tp, act / tp, logits / tp, residual / tp
     return Policy(b, static, grads, act, logits, residual, b.cpu_ram)
+
+
+def sixteen_bit_checkpoints_gib(s: Scenario) -> float:
+    """GiB the memory model counts twice in the layer-input checkpoints of full training under DeepSpeed ZeRO or
+    FSDP: it keeps fp32 residuals for AMP, but those engines hold the weights in 16 bits (memory.py's own `w_bytes`
+    rule) and run the model in bf16 (DeepSpeed `bf16.enabled`, FSDP MixedPrecision param_dtype), so the hidden states
+    between layers are 16-bit: 2 bytes per element, not 4."""
+    if not (s.method == "full" and s.mixed_precision == "amp" and s.bits < 32 and s.gradient_checkpointing
+            and s.sharding not in ("none", "ddp")):
+        return 0.0
+    return float(s.seq_len) * s.batch_size * s.arch.layers * s.arch.hidden * 2.0 / GIB
 
 
 def local_tokens(setup: Setup) -> int:
