@@ -77,7 +77,10 @@ def changes(request: Request, options: PostTrainOptions | None, result: PostTrai
             continue
         out.append(Change(key=f"posttrain.change.{key}", params=params, per_gpu_total=round(total, 3),
                           fits=_fits(req, total)))
+    seen = {c.key for c in out}
     for opt in long_context_options(request, options):
+        if f"posttrain.change.{opt.kind}" in seen:
+            continue
         if opt.blocked is None and opt.per_gpu_total < result.per_gpu_total:
             out.append(Change(key=f"posttrain.change.{opt.kind}", params={"degree": opt.degree, "gpus": opt.gpus,
                                                                           "host_ram_gib": round(opt.host_ram_gib, 1),

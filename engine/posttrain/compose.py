@@ -208,7 +208,12 @@ def compose(setup: Setup) -> Composed:
             kv = kv_cache_gib(s, setup.generation_batch, setup.tokens)
             gathered = 0.0
             if s.sharding in ("zero3", "fsdp") and s.gpu_count > 1:
-                gathered = s.arch.params * constants()["generation"]["gather_bytes_per_param"] / GIB / setup.tp
+                params = s.arch.params
+                if setup.stage == "ppo":
+                    # PPO gathers self.model, the PolicyAndValueWrapper: the value model's backbone comes along
+                    # (trl/experimental/ppo/ppo_trainer.py, unwrap_model_for_generation(self.model, ...))
+                    params += s.arch.params - (0 if s.arch.tied else s.arch.embedding_params / 2)
+                gathered = params * constants()["generation"]["gather_bytes_per_param"] / GIB / setup.tp
                 lines["generation_gathered_weights"] = gathered
             lines["generation_kv_cache"] = kv
             gen = static * (1 + fs) + (kv + gathered) * (1 + fd) + pol.residual

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from engine import memory
+from engine.catalog import find_gpu
 from engine.posttrain.compose import Composed, compose
 from engine.posttrain.models import Change, Line, PostTrainOptions, PostTrainResult, Settings
 from engine.posttrain.setup import Setup, build_setup, constants
@@ -17,9 +18,12 @@ USABLE_FRACTION = 0.98  # as engine/estimate.py
 
 def card_limit(request: Request) -> float | None:
     """GiB the busiest GPU may use (label x usable fraction, as engine/estimate.py checks a fit)."""
-    if not request.gpus or request.gpus[0].memory_gb is None:
+    if not request.gpus:
         return None
-    return request.gpus[0].memory_gb * USABLE_FRACTION
+    ref = request.gpus[0]
+    gpu = find_gpu(ref.name, ref.memory_gb)
+    memory = ref.memory_gb or (gpu.memory_gb if gpu else None)
+    return None if memory is None else memory * USABLE_FRACTION
 
 
 def _round_up(x: float, step: float = 0.05) -> float:

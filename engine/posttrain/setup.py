@@ -106,6 +106,11 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
             updates["batch_size"] = generations
             extra.append(f"batch_size={generations}")
 
+    if (request.context_parallel or 1) > 1 and request.sharding is None:
+        # sequence parallelism runs with model states sharded over all ranks (ALST: ZeRO-3; 360-LLaMA-Factory,
+        # ms-swift: ZeRO-3 / FSDP)
+        updates["sharding"] = "zero3"
+        extra.append("sharding=zero3")
     req = request.model_copy(update=updates) if updates else request
     scenario = build_scenario(req)
     scenario.assumptions = [a for a in scenario.assumptions
