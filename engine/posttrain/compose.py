@@ -175,7 +175,7 @@ def tiled_mlp_saving(setup: Setup, s: Scenario) -> float:
 
 def compose(setup: Setup) -> Composed:
     fs, fd = _fragmentation()
-    s = policy_scenario(setup)
+    s = policy_scenario(setup, value_head=setup.stage == "rm")
     pol = _policy(s, logits_override(setup, s), setup.tp)
     act, host = alst_adjust(setup, s, pol.activations)
     act = max(0.0, act - tiled_mlp_saving(setup, s))
