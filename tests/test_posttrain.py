@@ -7,8 +7,8 @@ import pytest
 from engine.estimate import estimate, estimate_request
 from engine.posttrain import applies, posttrain_result
 from engine.posttrain.models import PostTrainOptions
-from engine.schema import Request
 from engine.scenario import ScenarioError
+from engine.schema import Request
 
 
 def req(**kw: object) -> Request:

@@ -13,8 +13,16 @@ from __future__ import annotations
 from typing import Any
 
 from engine.posttrain.advice import long_context_options
-from engine.posttrain.models import (POSTTRAIN_STAGES, Change, Line, LongContextOption, PostTrainOptions,
-                                     PostTrainResult, RlTime, Settings)
+from engine.posttrain.models import (
+    POSTTRAIN_STAGES,
+    Change,
+    Line,
+    LongContextOption,
+    PostTrainOptions,
+    PostTrainResult,
+    RlTime,
+    Settings,
+)
 from engine.posttrain.result import posttrain_result
 from engine.schema import Request
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine.posttrain.models import Change, LongContextOption, PostTrainOptions, PostTrainResult
 from engine import speed
+from engine.posttrain.models import Change, LongContextOption, PostTrainOptions, PostTrainResult
 from engine.posttrain.setup import Setup, build_setup, constants, heads_divide
 from engine.scenario import ScenarioError
 from engine.schema import GpuRef, Request, Rollout
@@ -22,8 +22,8 @@ def _total(request: Request, options: PostTrainOptions | None) -> float | None:
 
 
 def _fits(request: Request, total: float) -> bool | None:
-    from engine.posttrain.result import card_limit
     from engine.memory import constants as mc
+    from engine.posttrain.result import card_limit
 
     limit = card_limit(request)
     return None if limit is None else total + float(mc()["overhead"]["cuda_context_gib"]) <= limit
@@ -73,7 +73,7 @@ def changes(request: Request, options: PostTrainOptions | None, result: PostTrai
     out = []
     for key, params, req, opts in _candidates(request, options, result):
         total = _total(req, opts)
-        if total is None or total >= result.per_gpu_total and key not in ("vllm_server_gpu",):
+        if total is None or (total >= result.per_gpu_total and key not in ("vllm_server_gpu",)):
             continue
         out.append(Change(key=f"posttrain.change.{key}", params=params, per_gpu_total=round(total, 3),
                           fits=_fits(req, total)))
@@ -128,7 +128,7 @@ def long_context_options(request: Request, options: PostTrainOptions | None = No
     def add(kind: str, degree: int, req: Request, o: PostTrainOptions, gpus: int, time_factor: float,
             cp_kind: str | None = None, blocked: str | None = None) -> None:
         if blocked:
-            out.append(LongContextOption(kind=kind, degree=degree, cp_kind=cp_kind, gpus=gpus,  # type: ignore
+            out.append(LongContextOption(kind=kind, degree=degree, cp_kind=cp_kind, gpus=gpus,
                                          per_gpu_total=math.inf, host_ram_gib=0.0, time_factor=time_factor,
                                          fits=False, blocked=blocked))
             return
@@ -137,7 +137,7 @@ def long_context_options(request: Request, options: PostTrainOptions | None = No
         except (ScenarioError, ValueError):
             return
         fits = limit is not None and r.per_gpu_total + ctx <= limit
-        out.append(LongContextOption(kind=kind, degree=degree, cp_kind=cp_kind, gpus=gpus,  # type: ignore[arg-type]
+        out.append(LongContextOption(kind=kind, degree=degree, cp_kind=cp_kind, gpus=gpus,
                                      per_gpu_total=r.per_gpu_total, host_ram_gib=r.host_ram_gib,
                                      time_factor=time_factor, fits=fits))
 

@@ -8,7 +8,7 @@ import math
 from engine import memory
 from engine.catalog import find_gpu
 from engine.posttrain.compose import Composed, compose
-from engine.posttrain.models import Change, Line, PostTrainOptions, PostTrainResult, Settings
+from engine.posttrain.models import Line, PostTrainOptions, PostTrainResult, Settings
 from engine.posttrain.setup import Setup, build_setup, constants
 from engine.posttrain.timing import rl_time, steps_for_tokens
 from engine.schema import Request
@@ -47,7 +47,7 @@ def settings_for(setup: Setup, comp: Composed) -> Settings:
         max_completion_length=setup.completion_len or None,
         max_length=setup.tokens if setup.stage not in ("grpo", "ppo") else None,
         use_vllm=(setup.rollout is not None) if setup.stage in ("grpo", "ppo") else None,
-        vllm_mode=setup.rollout if setup.rollout in ("colocate", "server") else None,  # type: ignore[arg-type]
+        vllm_mode=setup.rollout if setup.rollout in ("colocate", "server") else None,
         vllm_gpu_memory_utilization=util,
         vllm_enable_sleep_mode=setup.sleep if setup.rollout == "colocate" else None,
         vllm_tensor_parallel_size=setup.vllm_tp if setup.rollout else None,
@@ -89,7 +89,7 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
     result = PostTrainResult(
         stage=setup.stage, method=setup.scenario.method, per_gpu_total=round(comp.total, 3),
         cuda_context=float(memory.constants()["overhead"]["cuda_context_gib"]),
-        trainer_peak=round(comp.trainer_peak, 3), phase=comp.phase,  # type: ignore[arg-type]
+        trainer_peak=round(comp.trainer_peak, 3), phase=comp.phase,
         lines=lines, policy=policy, host_ram_gib=round(comp.host_ram, 3), train_gpus=setup.train_gpus,
         rollout_gpus=setup.rollout_gpus, rollout_gpu_total=server_total, sequences_per_micro_step=setup.sequences,
         tokens_per_sequence=setup.tokens, tokens_per_gpu=math.ceil(setup.tokens / setup.cp),

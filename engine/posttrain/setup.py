@@ -92,10 +92,9 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
             if not request.seq_len:
                 extra.append(f"prompt_len={prompt}")
         updates["seq_len"] = prompt + completion
-    elif stage in PREFERENCE_STAGES or stage == "rm":
-        if request.seq_len is None:
-            updates["seq_len"] = c["preference_max_length"]
-            extra.append(f"max_length={c['preference_max_length']}")
+    elif (stage in PREFERENCE_STAGES or stage == "rm") and request.seq_len is None:
+        updates["seq_len"] = c["preference_max_length"]
+        extra.append(f"max_length={c['preference_max_length']}")
 
     generations = 0
     if stage == "grpo":
