@@ -134,5 +134,7 @@ def test_bad_parallel_settings_are_errors_not_tracebacks() -> None:
     with pytest.raises(ScenarioError):
         posttrain_result(req(context_parallel=3, gpus=[{"name": "H100", "count": 4}]),
                          PostTrainOptions(cp_kind="ulysses"))  # 32 heads do not divide by 3
+    out = estimate_request({"model": {"name": "Llama-3.1-8B"}, "stage": "grpo", "method": "inference"})
+    assert "error" in out and "training" in out["error"]
     ring = posttrain_result(req(context_parallel=3, gpus=[{"name": "H100", "count": 4}]))
     assert ring.settings.cp_kind == "ring"

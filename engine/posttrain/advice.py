@@ -53,6 +53,12 @@ def _candidates(request: Request, options: PostTrainOptions | None,
         out.append(("use_qlora", {"bits": 4}, request.model_copy(update={"method": "qlora", "bits": 4}), options))
     if st.vllm_mode == "colocate":
         rollout = request.rollout or Rollout()
+        used = rollout.gpu_memory_utilization or constants()["defaults"]["vllm_gpu_memory_utilization"]
+        best = st.vllm_gpu_memory_utilization
+        if best is not None and best < used:
+            out.append(("vllm_gpu_memory_utilization", {"vllm_gpu_memory_utilization": best},
+                        request.model_copy(update={"rollout": rollout.model_copy(update={
+                            "gpu_memory_utilization": best})}), options))
         if not st.vllm_enable_sleep_mode:
             out.append(("sleep_mode", {"vllm_enable_sleep_mode": True},
                         request.model_copy(update={"rollout": rollout.model_copy(update={"sleep": True})}), options))

@@ -75,9 +75,17 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
     server_total = None
     if setup.rollout == "server" and setup.card_gib and setup.vllm_util:
         server_total = round(setup.vllm_util * setup.card_gib, 3)
+    notes = list(setup.notes)
+    util_set = setup.vllm_util if setup.vllm_util is not None else (
+        constants()["defaults"]["vllm_gpu_memory_utilization"] if setup.rollout == "colocate" else None)
+    if comp.vllm_util_needed is not None and util_set is not None and comp.vllm_util_needed > util_set:
+        notes.append("posttrain.note.vllm_share_too_small")  # vLLM cannot hold its weights + KV in its share
+    if setup.rollout == "colocate" and setup.card_gib and comp.vllm_util_needed is not None \
+            and comp.trainer_peak + comp.vllm_util_needed * setup.card_gib > setup.card_gib \
+            and not (setup.sleep or setup.framework == "unsloth"):
+        notes.append("posttrain.note.vllm_does_not_fit_beside_trainer")
     if steps is None and request.tokens:
         steps = steps_for_tokens(setup, request.tokens * (request.epochs or 1))
-    notes = list(setup.notes)
     if setup.stage in ("grpo", "ppo") and comp.phase == "generate":
         notes.append("posttrain.note.generation_peak")
     if setup.stage == "dpo" and request.padding_free and request.framework in (None, "trl", "hf"):

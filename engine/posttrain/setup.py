@@ -115,6 +115,9 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
     scenario.assumptions = [a for a in scenario.assumptions
                             if not (a.startswith("seq_len=") and "seq_len" in updates)
                             and not (a.startswith("batch_size=") and "batch_size" in updates)] + extra
+    if scenario.method == "inference":
+        raise ScenarioError(f"{stage} is training: choose full, lora or qlora (context parallelism here is for "
+                            "training, not serving)")
     full = scenario.method == "full"
 
     # reference model
