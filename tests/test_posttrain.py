@@ -114,6 +114,7 @@ def test_grpo_time_and_hours() -> None:
     assert r.time is not None and r.time.steps == 500
     assert r.time.generation_s > 0 and r.time.training_s > 0
     assert r.time.hours == pytest.approx(r.time.step_s * 500 / 3600)
+    assert r.time.cost is not None and float(r.time.cost["typical"]) > 0
     slow = posttrain_result(req(stage="grpo"), steps=500)  # HF generate
     assert slow.time is not None and slow.time.generation_s > r.time.generation_s
 

@@ -77,6 +77,7 @@ class RlTime(BaseModel):
     hours: float
     decode_tokens_per_s_per_sequence: float
     gpus: int  # all GPUs of the job (trainers + rollout servers)
+    cost: dict[str, float | str] | None = None  # engine.pricing.cost of `hours` on `gpus` GPUs: min/typical/max USD
 
 
 class PostTrainResult(BaseModel):

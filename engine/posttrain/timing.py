@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from engine import speed
+from engine import pricing, speed
 from engine.posttrain.models import RlTime
 from engine.posttrain.setup import Setup, constants
 
@@ -51,9 +51,17 @@ def rl_time(setup: Setup, steps: int | None = None) -> RlTime | None:
         sync = s.arch.params * 2.0 / (c["sync_gbps"] * 1e9)
     step = generation + train + sync
     n = steps if steps is not None else int(c["yardstick_steps"])
+    hours = step * n / 3600.0
+    gpus = setup.train_gpus + setup.rollout_gpus
+    cost: dict[str, float | str] | None = None
+    try:
+        m = pricing.cost(hours, gpu.name, gpus)
+        cost = {"currency": m.currency, "min": m.min, "typical": m.typical, "max": m.max}
+    except (ValueError, KeyError):
+        cost = None
     return RlTime(sequences_per_step=seqs_per_gpu * setup.train_gpus, generation_s=generation, training_s=train,
-                  sync_s=sync, step_s=step, steps=n, hours=step * n / 3600.0,
-                  decode_tokens_per_s_per_sequence=per_seq, gpus=setup.train_gpus + setup.rollout_gpus)
+                  sync_s=sync, step_s=step, steps=n, hours=hours,
+                  decode_tokens_per_s_per_sequence=per_seq, gpus=gpus, cost=cost)
 
 
 def steps_for_tokens(setup: Setup, tokens: float | None) -> int | None:
