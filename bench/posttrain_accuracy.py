@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.catalog import find_model
-from engine.estimate import estimate_request
+from engine.contract import estimate_request
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "posttrain-memory.jsonl"
 STAGE = {"dpo": "dpo", "orpo": "orpo", "kto": "kto", "rm": "rm", "ppo": "ppo", "grpo": "grpo",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.estimate import estimate, estimate_request
+from engine.contract import estimate_json as estimate
+from engine.contract import estimate_request
 from engine.posttrain import applies, posttrain_result
 from engine.posttrain.models import PostTrainOptions
 from engine.scenario import ScenarioError

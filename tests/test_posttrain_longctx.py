@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.estimate import estimate
+from engine.contract import estimate_json as estimate
 from engine.posttrain import long_context_options, posttrain_result
 from engine.posttrain.models import PostTrainOptions
 from engine.schema import Request

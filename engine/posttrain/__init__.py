@@ -5,7 +5,7 @@ API for the answer/plan layers:
     posttrain_result(request, options=None) -> PostTrainResult      # per-GPU peak, extra lines, settings, changes
     long_context_options(request, options=None, memory_gib=None)    # ways to fit a long sequence, fitting first
     applies(request) -> bool                                        # whether estimate() should use this layer
-    estimate_block(request) -> (per_gpu_total, block dict)           # what engine/estimate.py's hook needs
+    estimate_block(request) -> (per_gpu_total, block dict)           # what engine/contract.py's estimate hook needs
 """
 
 from __future__ import annotations

@@ -7,17 +7,17 @@ import math
 
 from engine import memory
 from engine.catalog import find_gpu
+from engine.fit import USABLE_FRACTION
 from engine.posttrain.compose import Composed, compose
 from engine.posttrain.models import Line, PostTrainOptions, PostTrainResult, Settings
 from engine.posttrain.setup import Setup, build_setup, constants
 from engine.posttrain.timing import rl_time, steps_for_tokens
 from engine.schema import Request
 
-USABLE_FRACTION = 0.98  # as engine/estimate.py
 
 
 def card_limit(request: Request) -> float | None:
-    """GiB the busiest GPU may use (label x usable fraction, as engine/estimate.py checks a fit)."""
+    """GiB the busiest GPU may use (label x usable fraction, engine/fit.py's rule)."""
     if not request.gpus:
         return None
     ref = request.gpus[0]

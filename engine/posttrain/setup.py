@@ -64,6 +64,11 @@ def _card(request: Request) -> tuple[str | None, float | None]:
     return (gpu.name if gpu else ref.name), (ref.memory_gb * 0.98 if ref.memory_gb else None)
 
 
+def _key(assumption: object) -> str:
+    """An assumption's key: engine.schema.Assumption.key, or the part before "=" of a "key=value" string."""
+    return str(getattr(assumption, "key", str(assumption).split("=", 1)[0]))
+
+
 def heads_divide(heads: int, kv_heads: int, degree: int) -> bool:
     """DeepSpeed Ulysses splits attention heads over the degree: q heads must divide, KV heads divide or replicate."""
     return heads % degree == 0 and (kv_heads % degree == 0 or degree % kv_heads == 0)
@@ -112,9 +117,9 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
         extra.append("sharding=zero3")
     req = request.model_copy(update=updates) if updates else request
     scenario = build_scenario(req)
-    scenario.assumptions = [a for a in scenario.assumptions
-                            if not (a.startswith("seq_len=") and "seq_len" in updates)
-                            and not (a.startswith("batch_size=") and "batch_size" in updates)] + extra
+    drop = {k for k in ("seq_len", "batch_size") if k in updates}
+    scenario.assumptions = [a for a in scenario.assumptions if _key(a) not in drop]
+    assumptions = [str(a) for a in scenario.assumptions] + extra
     if scenario.method == "inference":
         raise ScenarioError(f"{stage} is training: choose full, lora or qlora (context parallelism here is for "
                             "training, not serving)")
@@ -133,7 +138,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
     elif stage == "grpo":
         beta = opts.beta if opts.beta is not None else (0.04 if request.reference_model else c["grpo_beta"])
         if opts.beta is None and not request.reference_model:
-            scenario.assumptions.append(f"beta={beta:g}")
+            assumptions.append(f"beta={beta:g}")
         if beta > 0:
             reference = "copy" if full else "adapter_off"
     elif stage in REFERENCE_FREE:
@@ -155,7 +160,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
             raise ScenarioError(f"Ulysses sequence parallelism over {cp} GPUs needs the {arch.heads} attention heads "
                                 f"to divide by {cp}; use ring attention or another degree")
         if opts.cp_kind is None:
-            scenario.assumptions.append(f"cp_kind={kind}")
+            assumptions.append(f"cp_kind={kind}")
         if math.ceil(tokens / cp) < 1:
             raise ScenarioError("sequence shorter than the context parallel degree")
     tp = request.tensor_parallel or 1
@@ -173,7 +178,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
         r = request.rollout
         rollout = r.mode or "colocate"
         if r.mode is None:
-            scenario.assumptions.append("vllm_mode=colocate")
+            assumptions.append("vllm_mode=colocate")
         vtp = r.tensor_parallel or 1
         sleep = bool(r.sleep)
         if rollout == "server":
@@ -198,5 +203,5 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
         tokens=tokens, reference=reference, beta=beta, cp=cp, cp_kind=kind, tp=tp, train_gpus=train_gpus,
         rollout_gpus=rollout_gpus, rollout=rollout, vllm_util=util, vllm_tp=vtp, sleep=sleep,
         generation_batch=scenario.batch_size * opts.grad_accum, card_gib=card, gpu_name=name,
-        framework=framework, generations=generations, options=opts, assumptions=scenario.assumptions, notes=notes,
+        framework=framework, generations=generations, options=opts, assumptions=assumptions, notes=notes,
     )
