@@ -15,7 +15,6 @@ from engine.posttrain.timing import rl_time, steps_for_tokens
 from engine.schema import Request
 
 
-
 def card_limit(request: Request) -> float | None:
     """GiB the busiest GPU may use (label x usable fraction, engine/fit.py's rule)."""
     if not request.gpus:
