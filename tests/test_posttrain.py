@@ -6,7 +6,7 @@ import pytest
 
 from engine.contract import estimate_json as estimate
 from engine.contract import estimate_request
-from engine.posttrain import applies, posttrain_result
+from engine.posttrain import applies, breakdown_for, posttrain_result
 from engine.posttrain.models import PostTrainOptions
 from engine.scenario import ScenarioError
 from engine.schema import Request
@@ -140,3 +140,14 @@ def test_bad_parallel_settings_are_errors_not_tracebacks() -> None:
     assert "error" in out and "training" in out["error"]
     ring = posttrain_result(req(context_parallel=3, gpus=[{"name": "H100", "count": 4}]))
     assert ring.settings.cp_kind == "ring"
+
+
+def test_breakdown_for_one_arrangement_of_the_plan_search() -> None:
+    r = req(stage="grpo", method="full", sharding="zero3", gpus=[{"name": "H100", "count": 8}])
+    eight = breakdown_for(r)
+    four = breakdown_for(r, count=4)
+    assert eight.total == pytest.approx(posttrain_result(r).per_gpu_total)
+    assert four.total > eight.total  # states shard over fewer GPUs
+    small = breakdown_for(req(stage="grpo", rollout={"engine": "vllm"}), gpu_name="A100", memory_gb=40)
+    big = breakdown_for(req(stage="grpo", rollout={"engine": "vllm"}), gpu_name="H100", memory_gb=80)
+    assert small.total < big.total  # the colocated vLLM share is a fraction of the card

@@ -6,12 +6,14 @@ API for the answer/plan layers:
     long_context_options(request, options=None, memory_gib=None)    # ways to fit a long sequence, fitting first
     applies(request) -> bool                                        # whether estimate() should use this layer
     estimate_block(request) -> (per_gpu_total, block dict)           # what engine/contract.py's estimate hook needs
+    breakdown_for(request, count=, gpu_name=, memory_gb=) -> Breakdown  # for the plan search: one arrangement
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from engine import memory
 from engine.posttrain.advice import long_context_options
 from engine.posttrain.models import (
     POSTTRAIN_STAGES,
@@ -24,13 +26,30 @@ from engine.posttrain.models import (
     Settings,
 )
 from engine.posttrain.result import posttrain_result
-from engine.schema import Request
+from engine.scenario import build_scenario
+from engine.schema import Breakdown, GpuRef, Request
 
 
 def applies(request: Request) -> bool:
     """Post-training stages, context parallelism, or tensor parallelism of a training stage."""
     return request.stage in POSTTRAIN_STAGES or (request.context_parallel or 1) > 1 \
         or ((request.tensor_parallel or 1) > 1 and request.stage in ("sft", "pretrain"))
+
+
+def breakdown_for(request: Request, *, count: int | None = None, gpu_name: str | None = None,
+                  memory_gb: float | None = None) -> Breakdown:
+    """The memory model's Breakdown of the policy with `total` the post-training peak, for one arrangement
+    (gpu × count): what engine/plan's search can use in place of engine.memory.breakdown when `applies(request)`.
+    Raises engine.scenario.ScenarioError (a ValueError) when the arrangement cannot run the job."""
+    gpus = request.gpus
+    if count is not None or gpu_name is not None or memory_gb is not None:
+        first = gpus[0] if gpus else GpuRef()
+        gpus = [first.model_copy(update={k: v for k, v in (("count", count), ("name", gpu_name),
+                                                          ("memory_gb", memory_gb)) if v is not None})]
+    req = request.model_copy(update={"gpus": gpus})
+    r = posttrain_result(req, advise=False)
+    b = memory.breakdown(build_scenario(req))
+    return b.model_copy(update={"total": r.per_gpu_total, "cpu_ram": max(b.cpu_ram, r.host_ram_gib)})
 
 
 def estimate_block(request: Request) -> tuple[float, dict[str, Any]]:
@@ -40,4 +59,4 @@ def estimate_block(request: Request) -> tuple[float, dict[str, Any]]:
 
 
 __all__ = ["POSTTRAIN_STAGES", "Change", "Line", "LongContextOption", "PostTrainOptions", "PostTrainResult", "RlTime",
-           "Settings", "applies", "estimate_block", "long_context_options", "posttrain_result"]
+           "Settings", "applies", "breakdown_for", "estimate_block", "long_context_options", "posttrain_result"]
