@@ -43,6 +43,14 @@ def test_reference_model_only_when_the_policy_is_fully_trained() -> None:
     assert pre.settings.precompute_ref_log_probs is True
 
 
+def test_kto_is_unpaired_and_simpo_reference_free() -> None:
+    kto = posttrain_result(req(stage="kto", method="full", gpus=[{"name": "H100", "count": 8}]))
+    simpo = posttrain_result(req(stage="simpo", method="full", gpus=[{"name": "H100", "count": 8}]))
+    assert kto.sequences_per_micro_step == 1 and line(kto, "reference_model") > 0
+    assert simpo.sequences_per_micro_step == 2 and line(simpo, "reference_model") == 0
+    assert "max_length=1024" in kto.assumptions
+
+
 def test_reward_model_has_a_value_head_not_logits() -> None:
     rm = posttrain_result(req(stage="rm", seq_len=4096, method="lora"))
     dpo = posttrain_result(req(stage="dpo", seq_len=4096, method="lora"))

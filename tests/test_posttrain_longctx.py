@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.contract import estimate_json as estimate
-from engine.posttrain import long_context_options, posttrain_result
+from engine.posttrain import long_context_options, pick_long_context, posttrain_result
 from engine.posttrain.models import PostTrainOptions
 from engine.schema import Request
 
@@ -81,3 +81,12 @@ def test_options_say_when_tensor_parallel_cannot_split_heads() -> None:
                                 "gpus": [{"name": "H100", "count": 8}]})  # 28 heads
     tp8 = [o for o in long_context_options(r) if o.kind == "tensor_parallel" and o.degree == 8]
     assert tp8 and tp8[0].blocked == "posttrain.blocked.heads_do_not_divide" and not tp8[0].fits
+
+
+def test_planner_picks_cp_only_when_the_sequence_is_what_does_not_fit() -> None:
+    long = pick_long_context(llama8b(seq_len=131_072))
+    assert long is not None and long.kind == "context_parallel" and long.fits
+    # a 70B full fine-tune at 2K does not fit because of its states, not its sequence: no CP proposed
+    states = Request.model_validate({"model": {"name": "Llama-3.1-70B"}, "method": "full", "seq_len": 2048,
+                                     "gpus": [{"name": "H100", "count": 1}]})
+    assert pick_long_context(states) is None

@@ -4,6 +4,7 @@ tensor parallelism, ALST offload and TiledMLP) as a layer over engine.memory.
 API for the answer/plan layers:
     posttrain_result(request, options=None) -> PostTrainResult      # per-GPU peak, extra lines, settings, changes
     long_context_options(request, options=None, memory_gib=None)    # ways to fit a long sequence, fitting first
+    pick_long_context(request, options=None, memory_gib=None)       # the one the planner takes, or None
     applies(request) -> bool                                        # whether estimate() should use this layer
     estimate_block(request) -> (per_gpu_total, block dict)           # what engine/contract.py's estimate hook needs
     breakdown_for(request, count=, gpu_name=, memory_gb=) -> Breakdown  # for the plan search: one arrangement
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine import memory
-from engine.posttrain.advice import long_context_options
+from engine.posttrain.advice import long_context_options, pick_long_context
 from engine.posttrain.models import (
     POSTTRAIN_STAGES,
     Change,
@@ -59,4 +60,5 @@ def estimate_block(request: Request) -> tuple[float, dict[str, Any]]:
 
 
 __all__ = ["POSTTRAIN_STAGES", "Change", "Line", "LongContextOption", "PostTrainOptions", "PostTrainResult", "RlTime",
-           "Settings", "applies", "breakdown_for", "estimate_block", "long_context_options", "posttrain_result"]
+           "Settings", "applies", "breakdown_for", "estimate_block", "long_context_options", "pick_long_context",
+           "posttrain_result"]

@@ -180,3 +180,21 @@ def long_context_options(request: Request, options: PostTrainOptions | None = No
             1.0 + 0.1 * math.log2(t), blocked=blocked)
     out.sort(key=lambda o: (not o.fits, o.blocked is not None, o.gpus, o.time_factor, o.per_gpu_total))
     return out
+
+
+def pick_long_context(request: Request, options: PostTrainOptions | None = None,
+                      memory_gib: float | None = None) -> LongContextOption | None:
+    """The option the planner takes when the sequence is what does not fit: the job's activations + logits
+    outweigh its model states, and an option of `long_context_options` fits (fewest GPUs, then least time).
+    None when the states are the problem (shard them, quantize, offload instead) or nothing fits."""
+    from engine.posttrain.result import posttrain_result
+
+    try:
+        r = posttrain_result(request, options, advise=False)
+    except (ScenarioError, ValueError):
+        return None
+    p = r.policy
+    states = p["weights"] + p["adapters"] + p["gradients"] + p["optimizer"]
+    if p["activations"] + p["logits"] <= states:
+        return None
+    return next((o for o in long_context_options(request, options, memory_gib) if o.fits), None)
