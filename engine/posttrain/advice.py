@@ -156,9 +156,9 @@ def long_context_options(request: Request, options: PostTrainOptions | None = No
         grown = [g.model_copy(update={"count": max(g.count, d)}) for g in request.gpus] or [GpuRef(count=d)]
         req = request.model_copy(update={"context_parallel": d, "gpus": grown,
                                          "sharding": request.sharding or "zero3"})
-        # sequence parallelism keeps the step's FLOPs per token; all-to-all (Ulysses) or ring exchanges cost ~5-10 %
-        add("context_parallel", d, req, opts.model_copy(update={"cp_kind": kind}), gpus, 1.0 + 0.05 * math.log2(d),
-            kind)
+        # sequence parallelism keeps the step's FLOPs per token; the all-to-alls (Ulysses) or ring exchanges cost
+        add("context_parallel", d, req, opts.model_copy(update={"cp_kind": kind}), gpus,
+            1.0 + c["context_parallel"]["overhead_per_doubling"] * math.log2(d), kind)
     if not opts.activation_offload:
         ckpt_gib = base.sequences * base.tokens / (request.context_parallel or 1) * arch.layers * arch.hidden * 2 \
             / 2**30
@@ -166,7 +166,8 @@ def long_context_options(request: Request, options: PostTrainOptions | None = No
         add("activation_offload", 1, request, opts.model_copy(update={"activation_offload": True}), count,
             1.0 + exposed / _step_seconds(base))
     if not opts.tiled_mlp:
-        add("tiled_mlp", 1, request, opts.model_copy(update={"tiled_mlp": True}), count, 1.05)
+        add("tiled_mlp", 1, request, opts.model_copy(update={"tiled_mlp": True}), count,
+            c["alst"]["tiled_mlp_time_factor"])
     if not request.fused_loss:
         add("fused_loss", 1, request.model_copy(update={"fused_loss": True}), opts, count, 1.0)
     current_tp = request.tensor_parallel or 1
@@ -177,7 +178,7 @@ def long_context_options(request: Request, options: PostTrainOptions | None = No
         blocked = None if arch.heads % t == 0 else "posttrain.blocked.heads_do_not_divide"
         grown = [g.model_copy(update={"count": max(g.count, gpus)}) for g in request.gpus] or [GpuRef(count=gpus)]
         add("tensor_parallel", t, request.model_copy(update={"tensor_parallel": t, "gpus": grown}), opts, gpus,
-            1.0 + 0.1 * math.log2(t), blocked=blocked)
+            1.0 + c["tensor_parallel"]["overhead_per_doubling"] * math.log2(t), blocked=blocked)
     out.sort(key=lambda o: (not o.fits, o.blocked is not None, o.gpus, o.time_factor, o.per_gpu_total))
     return out
 

@@ -232,7 +232,7 @@ def compose(setup: Setup) -> Composed:
                 awake = share
                 if setup.framework == "unsloth" and constants()["vllm"]["unsloth_shares_weights"]:
                     awake = max(0.0, share - s.arch.params * 2.0 / GIB)  # the trainer's weights are vLLM's
-                asleep = constants()["vllm"]["sleep_residual_gib"]
+                asleep = share * constants()["vllm"]["sleep_residual_fraction"]
                 standby = setup.sleep or setup.framework == "unsloth"
                 gen = static * (1 + fs) + awake + pol.residual
                 train += asleep if standby else awake
@@ -243,6 +243,6 @@ def compose(setup: Setup) -> Composed:
                                                                           "unsloth") else 0.0)
     host += pol.cpu
     if setup.sleep and setup.rollout == "colocate":
-        lines["vllm_asleep"] = constants()["vllm"]["sleep_residual_gib"]
+        lines["vllm_asleep"] = share * constants()["vllm"]["sleep_residual_fraction"]
     return Composed(total=total, trainer_peak=trainer_peak, phase="generate" if gen > train else "train",
                     lines=lines, policy=pol, host_ram=host, vllm_share=share, vllm_util_needed=util_needed)

@@ -25,7 +25,7 @@ def card_limit(request: Request) -> float | None:
     return None if memory is None else memory * USABLE_FRACTION
 
 
-def _round_up(x: float, step: float = 0.05) -> float:
+def _round_up(x: float, step: float) -> float:
     return round(math.ceil(x / step - 1e-9) * step, 2)
 
 
@@ -35,7 +35,9 @@ def settings_for(setup: Setup, comp: Composed) -> Settings:
     if setup.rollout == "colocate":
         util = setup.vllm_util
         if comp.vllm_util_needed is not None:
-            util = min(0.95, _round_up(max(comp.vllm_util_needed, 0.05)))
+            v = constants()["vllm"]
+            step = v["utilization_step"]
+            util = min(v["max_utilization"], _round_up(max(comp.vllm_util_needed, step), step))
     elif setup.rollout == "server":
         util = setup.vllm_util
     grpo = setup.stage == "grpo"
