@@ -231,7 +231,7 @@ def compose(setup: Setup) -> Composed:
                 lines["vllm_share"] = share
                 awake = share
                 if setup.framework == "unsloth" and constants()["vllm"]["unsloth_shares_weights"]:
-                    awake = max(0.0, share - s.arch.params * 2.0 / GIB)  # the trainer's weights are vLLM's
+                    awake = max(0.0, share - pol.b.weights)  # the trainer's (possibly 4-bit) weights are vLLM's
                 asleep = share * constants()["vllm"]["sleep_residual_fraction"]
                 standby = setup.sleep or setup.framework == "unsloth"
                 gen = static * (1 + fs) + awake + pol.residual
