@@ -90,3 +90,12 @@ def test_planner_picks_cp_only_when_the_sequence_is_what_does_not_fit() -> None:
     states = Request.model_validate({"model": {"name": "Llama-3.1-70B"}, "method": "full", "seq_len": 2048,
                                      "gpus": [{"name": "H100", "count": 1}]})
     assert pick_long_context(states) is None
+
+
+def test_options_without_a_gpu_fit_nothing_and_skip_the_degree_in_use() -> None:
+    r = Request.model_validate({"model": {"name": "Llama-3.1-8B"}, "seq_len": 131_072, "context_parallel": 4,
+                                "gpus": [{"count": 4}]})
+    opts = long_context_options(r)
+    assert opts and not any(o.fits for o in opts)  # no GPU memory to compare with
+    assert all(o.degree > 4 for o in opts if o.kind == "context_parallel")
+    assert long_context_options(r, memory_gib=141 * 0.98)[0].fits
