@@ -147,6 +147,10 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
     sequences = scenario.batch_size * (2 if stage in ("dpo", "orpo", "simpo", "rm") else 1)
     tokens = scenario.seq_len
 
+    if stage in ("grpo", "ppo") and "grad_accum" not in opts.model_fields_set:
+        # TrainingArguments.gradient_accumulation_steps = 1; GRPO generates steps_per_generation (= it) micro-batches
+        assumptions.append(f"grad_accum={opts.grad_accum}")
+
     # parallelism
     n = scenario.gpu_count
     cp = request.context_parallel or 1
