@@ -26,7 +26,7 @@ from redis_server import RedisServer, free_port
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "replica_secret_42"
 HOOK_PATH = "/tg/hook"
-START_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 90.0  # a replica imports aiogram, matplotlib and the catalogs: slow on a loaded 2-core machine
 
 
 class Replica:
