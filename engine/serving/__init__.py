@@ -12,13 +12,21 @@ from __future__ import annotations
 from typing import Any
 
 from engine.catalog import architecture, find_gpu, find_model, gpus
-from engine.schema import MAX_BATCH, Architecture, GpuRef, Request
+from engine.schema import Architecture, GpuRef, Request
 
 from .advice import changes
 from .capacity import arrange, valid_tp
 from .command import command
-from .core import DEFAULT_CONTEXT_UNKNOWN, catalog_gpu, gpu_choice, kv_element_bytes, loads, profile, \
-    settings_for, users_served
+from .core import (
+    DEFAULT_CONTEXT_UNKNOWN,
+    catalog_gpu,
+    gpu_choice,
+    kv_element_bytes,
+    loads,
+    profile,
+    settings_for,
+    users_served,
+)
 from .profile import data, supports, weight_format
 from .speed import cost, decode_and_ttft
 from .types import Arrangement, Issue, ServingResult
@@ -62,7 +70,20 @@ def _fail(name: str, errors: list[Issue], assumptions: list[str]) -> ServingResu
     return ServingResult(model=name, errors=errors, assumptions=assumptions)
 
 
-def serve(request: Request) -> ServingResult:  # noqa: C901 - one pass over the request, in the order of checks
+def _too_many(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtype: str, cands: list[Any],
+              users: int, context: int, max_model_len: int) -> Issue:
+    """More users than the largest arrangement serves: say how many the best instance serves, at most."""
+    most = int(data()["limits"]["max_gpus"])
+    one = arrange(request, arch, engine, fmt, kv_dtype, cands, 1, context, max_model_len)
+    best = 0
+    for a in one:
+        gpus_each = a.tensor_parallel * a.pipeline_parallel
+        best = max(best, a.users_per_instance * (most // gpus_each))
+    return Issue(key="serving.error.users_too_many",
+                 params={"users": users, "max_users": best, "max_gpus": most, "context": context})
+
+
+def serve(request: Request) -> ServingResult:
     assumptions: list[str] = []
     engine = request.serving_engine or "vllm"
     if request.serving_engine is None:
@@ -86,7 +107,7 @@ def serve(request: Request) -> ServingResult:  # noqa: C901 - one pass over the 
         return _fail(name, [Issue(key="serving.error.format_not_supported",
                                   params={"engine": engine, "format": fmt, "engines": engines})], assumptions)
     local = engine in ("llama.cpp", "ollama")
-    kv_dtype = request.kv_cache_dtype or ("f16" if local else "auto")
+    kv_dtype: str = request.kv_cache_dtype or ("f16" if local else "auto")
     if local and kv_dtype in ("int8", "fp8"):
         kv_dtype = "q8_0"
     elif local and kv_dtype == "int4":
@@ -97,10 +118,13 @@ def serve(request: Request) -> ServingResult:  # noqa: C901 - one pass over the 
     max_model_len = (opts.max_model_len if opts and opts.max_model_len else None) or context
     if not (opts and opts.max_model_len):
         assumptions.append(f"max_model_len={max_model_len}")
+    warnings: list[Issue] = []
     if limit and max(context, max_model_len) > limit:
-        return _fail(name, [Issue(key="serving.error.context_beyond_model",
-                                  params={"context": max(context, max_model_len), "limit": limit, "model": name})],
-                     assumptions)
+        beyond = {"context": max(context, max_model_len), "limit": limit, "model": name}
+        if not (opts and opts.max_model_len and opts.max_model_len >= context):
+            return _fail(name, [Issue(key="serving.error.context_beyond_model", params=beyond)], assumptions)
+        # a power user set max_model_len past the model's limit (RoPE scaling, VLLM_ALLOW_LONG_MAX_MODEL_LEN)
+        warnings.append(Issue(key="serving.warning.beyond_model_context", params=beyond))
     users = request.concurrency or (request.batch_size if request.method == "inference" else None)
     pp = request.pipeline_parallel or 1
     ref: GpuRef | None = request.gpus[0] if request.gpus else None
@@ -118,8 +142,11 @@ def serve(request: Request) -> ServingResult:  # noqa: C901 - one pass over the 
         cands = [g for g in gpus() if g.name in names]
         arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(cands), users or 1, context, max_model_len)
         if not arrangements:
-            key = "serving.error.users_too_many" if (users or 1) > 1 else "serving.error.no_arrangement"
-            return _fail(name, [Issue(key=key, params={"users": users or 1, "context": context})], assumptions)
+            if (users or 1) <= 1:
+                return _fail(name, [Issue(key="serving.error.no_arrangement", params={"context": context})],
+                             assumptions)
+            return _fail(name, [_too_many(request, arch, engine, fmt, kv_dtype, list(cands), users or 1, context,
+                                          max_model_len)], assumptions)
         best = arrangements[0]
         ref = GpuRef(name=best.gpu, count=best.count)
         tp, pp = best.tensor_parallel, best.pipeline_parallel
@@ -143,7 +170,7 @@ def serve(request: Request) -> ServingResult:  # noqa: C901 - one pass over the 
     if p.gpu_layers is not None:
         s = s.model_copy(update={"gpu_layers": p.gpu_layers})
     served = users_served(p, s) * replicas if loads(p) else 0
-    errors: list[Issue] = []
+    errors: list[Issue] = warnings
     if users and served < users and request.gpus:
         arrangements = arrange(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
                                users, context, max_model_len)
@@ -151,12 +178,8 @@ def serve(request: Request) -> ServingResult:  # noqa: C901 - one pass over the 
             others = [g for g in gpus() if g.name in data()["limits"]["candidate_gpus"]]
             arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(others), users, context, max_model_len)
         if not arrangements and users > 1:
-            most = int(data()["limits"]["max_gpus"])
-            errors.append(Issue(key="serving.error.users_too_many",
-                                params={"users": users, "max_users": users_served(p, s) * max(1, most // (tp * pp))
-                                        if loads(p) else 0, "max_gpus": most}))
-    if users and users > MAX_BATCH:
-        errors.append(Issue(key="serving.error.users_too_many", params={"users": users, "max_users": MAX_BATCH}))
+            errors.append(_too_many(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
+                                    users, context, max_model_len))
     speed = None
     price = None
     if cat is not None and loads(p):

@@ -50,7 +50,7 @@ def changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
         out.append(Issue(key="serving.change.max_model_len_to_context",
                          params={"from": s.max_model_len, "to": context}, effect=_effect(p, s2, replicas)))
     served = users_served(base, s) * replicas if loads(base) else 0
-    if users and served < users:
+    if users and 0 < served < users:
         out.append(Issue(key="serving.change.fewer_users", params={"from": users, "to": served},
                          effect={"users_served": served}))
     for a in arrangements[:3]:

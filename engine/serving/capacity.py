@@ -70,7 +70,7 @@ def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtyp
                 continue
             price = _price(choice.name, currency)
             option = Arrangement(gpu=choice.name, count=count, tensor_parallel=tp, pipeline_parallel=pp,
-                                 replicas=replicas, users=users, context=context,
+                                 replicas=replicas, users_per_instance=each, users=users, context=context,
                                  concurrency_at_context=p.kv.concurrency_at_context,
                                  kv_pool_gib=round(p.memory.kv_pool_gib, 2),
                                  per_hour=round(price * count, 2) if price is not None else None, currency=currency)

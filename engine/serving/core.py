@@ -53,7 +53,8 @@ def settings_for(request: Request, engine: str, fmt: str, kv_dtype: str, gpu: Gp
     opts = request.engine_options
     version = opts.engine_version if opts else None
     fam = family(engine, version)
-    note = assumptions.append if assumptions is not None else (lambda _x: None)
+    paged = fam not in ("llama.cpp", "ollama", "hf")
+    note = assumptions.append if assumptions is not None and paged else (lambda _x: None)
     mnbt_default, seqs_default = batch_defaults(fam, gpu.total_gib, gpu.name, max_model_len)
     if fam == "sglang":
         util_default = sglang_fraction(tp * pp)
@@ -75,6 +76,8 @@ def settings_for(request: Request, engine: str, fmt: str, kv_dtype: str, gpu: Gp
     seqs = opts.max_num_seqs if opts and opts.max_num_seqs else None
     if fam in ("llama.cpp", "ollama"):
         seqs = seqs or request.concurrency or int(data()["llama_cpp"]["default_parallel"])
+    elif fam == "hf":
+        seqs = seqs or request.concurrency or request.batch_size or 1
     if seqs is None:
         seqs = seqs_default
         note(f"max_num_seqs={seqs}")

@@ -4,6 +4,8 @@ engine/pricing.py's."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from engine import pricing
 from engine.catalog import Gpu
 from engine.schema import Architecture
@@ -17,7 +19,7 @@ from .types import Cost, GpuChoice, Settings, Speed
 def format_bits(fmt: str) -> int:
     if fmt in ("fp8", "int8") or fmt == "gguf:q8_0":
         return 8
-    if fmt in ("gptq", "awq", "bitsandbytes", "mxfp4", "nvfp4") or fmt.startswith("gguf:q") or fmt.startswith("gguf:iq"):
+    if fmt in ("gptq", "awq", "bitsandbytes", "mxfp4", "nvfp4") or fmt.startswith(("gguf:q", "gguf:iq")):
         return 4
     return 32 if fmt == "fp32" else 16
 
@@ -49,7 +51,7 @@ def decode_and_ttft(arch: Architecture, s: Settings, gpu: Gpu, choice: GpuChoice
 
 
 def cost(gpu_name: str, count: int, total_tokens_s: float, currency: str = "USD") -> Cost | None:
-    cur = "RUB" if currency == "RUB" else "USD"
+    cur: Literal["USD", "RUB"] = "RUB" if currency == "RUB" else "USD"
     try:
         price = pricing.price_range(gpu_name, currency=cur)
     except (LookupError, ValueError):

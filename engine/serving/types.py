@@ -93,6 +93,7 @@ class Arrangement(BaseModel):
     tensor_parallel: int
     pipeline_parallel: int
     replicas: int = 1  # data-parallel copies of the TP x PP instance
+    users_per_instance: int = 0  # requests of the asked context one instance runs at once
     users: int  # asked users (requests at once)
     context: int
     concurrency_at_context: float
