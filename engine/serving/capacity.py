@@ -40,8 +40,8 @@ def instance_shapes(arch: Architecture, engine: str) -> list[tuple[int, int]]:
 
 
 def _price(name: str, currency: str) -> float | None:
-    try:
-        return pricing.price_range(name, currency="RUB" if currency == "RUB" else "USD").typical
+    try:  # the catalog's cached range (read only); a user's own price is the answer layer's to apply
+        return pricing.market_range(name, currency="RUB" if currency == "RUB" else "USD").typical
     except (LookupError, ValueError):
         return None
 
@@ -55,7 +55,10 @@ def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtyp
     for cand in candidates:
         ref = cand if isinstance(cand, GpuRef) else GpuRef(name=cand.name, memory_gb=cand.memory_gb)
         best: Arrangement | None = None
+        price = _price(ref.name or "", currency) if ref.name else None
         for tp, pp in instance_shapes(arch, engine):
+            if pp > 1 and best is not None:
+                break  # PP across nodes only when no TP within one node serves the users
             choice, _gpu = gpu_choice(ref.model_copy(update={"count": tp * pp}))
             s = settings_for(request, engine, fmt, kv_dtype, choice, tp, pp, max_model_len)
             p: Profile = profile(request, arch, s, choice, context, users)
@@ -68,7 +71,6 @@ def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtyp
             count = tp * pp * replicas
             if count > most:
                 continue
-            price = _price(choice.name, currency)
             option = Arrangement(gpu=choice.name, count=count, tensor_parallel=tp, pipeline_parallel=pp,
                                  replicas=replicas, users_per_instance=each, users=users, context=context,
                                  concurrency_at_context=p.kv.concurrency_at_context,
