@@ -46,6 +46,46 @@ def request(r: dict[str, Any]) -> dict[str, Any]:
     return q
 
 
+# Decode yardstick: QwenLM/Qwen2.5 docs/source/benchmark/speed_benchmark.rst, vLLM tables (vLLM 0.6.3, A100 80GB,
+# batch 1, 2048 tokens generated; speed = 2048 / (prefill + decode)). (model, format, GPUs, input tokens, tokens/s)
+QWEN_VLLM = (
+    ("Qwen2.5-14B", "bf16", 1, 1, 46.30), ("Qwen2.5-14B", "bf16", 1, 6144, 43.83),
+    ("Qwen2.5-14B", "bf16", 1, 14336, 41.91), ("Qwen2.5-14B", "bf16", 1, 30720, 37.18),
+    ("Qwen2.5-14B", "bf16", 1, 63488, 26.85), ("Qwen2.5-14B", "int8", 1, 1, 70.40),
+    ("Qwen2.5-14B", "int8", 1, 6144, 64.33), ("Qwen2.5-14B", "int8", 1, 14336, 59.21),
+    ("Qwen2.5-14B", "int8", 1, 30720, 49.23), ("Qwen2.5-14B", "gptq", 1, 1, 98.02),
+    ("Qwen2.5-14B", "gptq", 1, 6144, 86.10), ("Qwen2.5-14B", "gptq", 1, 14336, 76.85),
+    ("Qwen2.5-14B", "gptq", 1, 30720, 60.91), ("Qwen2.5-32B", "bf16", 2, 30720, 31.82),
+    ("Qwen2.5-32B", "bf16", 2, 63488, 24.45), ("Qwen2.5-32B", "gptq", 1, 1, 55.83),
+    ("Qwen2.5-32B", "gptq", 1, 6144, 49.96), ("Qwen2.5-32B", "gptq", 1, 14336, 44.79),
+    ("Qwen2.5-72B", "bf16", 4, 1, 31.37), ("Qwen2.5-72B", "bf16", 4, 6144, 29.90),
+    ("Qwen2.5-72B", "bf16", 4, 14336, 30.10), ("Qwen2.5-72B", "bf16", 4, 30720, 27.53),
+    ("Qwen2.5-72B", "bf16", 4, 63488, 20.74), ("Qwen2.5-72B", "int8", 2, 1, 31.40),
+    ("Qwen2.5-72B", "int8", 2, 6144, 29.37), ("Qwen2.5-72B", "int8", 2, 14336, 27.20),
+    ("Qwen2.5-72B", "int8", 2, 30720, 23.32), ("Qwen2.5-72B", "awq", 2, 1, 44.30),
+    ("Qwen2.5-72B", "awq", 2, 6144, 40.67), ("Qwen2.5-72B", "awq", 2, 14336, 36.63),
+    ("Qwen2.5-72B", "awq", 2, 30720, 30.02),
+)
+
+
+def speed_table() -> None:
+    errs: dict[str, list[float]] = defaultdict(list)
+    for model, fmt, gpus, prompt, truth in QWEN_VLLM:
+        s = estimate_request({"model": {"name": model}, "method": "inference", "serving_engine": "vllm",
+                              "quantization": fmt, "concurrency": 1, "prompt_len": prompt, "output_len": 2048,
+                              "tensor_parallel": gpus, "gpus": [{"name": "A100 80GB SXM", "count": gpus}],
+                              "engine_options": {"engine_version": "0.6.3",
+                                                 "max_model_len": max(32768, prompt + 2048)}})["serving"]
+        seconds = s["ttft_s"] + 2048 / s["decode_tokens_per_s"]["per_user"]
+        errs[fmt].append(2048 / seconds / truth - 1)
+    every = [e for es in errs.values() for e in es]
+    print("\n| decode speed (Qwen2.5 vLLM benchmark) | n | median abs error | median error |")
+    print("|---|---|---|---|")
+    for fmt, es in sorted(errs.items()):
+        print(f"| {fmt} | {len(es)} | {statistics.median(abs(e) for e in es):.1%} | {statistics.median(es):+.1%} |")
+    print(f"| all | {len(every)} | {statistics.median(abs(e) for e in every):.1%} | {statistics.median(every):+.1%} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("logs", nargs="?", default=str(DEFAULT))
@@ -85,6 +125,7 @@ def main() -> int:
     print("|---|---|---|---|")
     for (family, truth_key), es in sorted(by_engine.items()):
         print(f"| {family} | {truth_key} | {len(es)} | {statistics.median(abs(e) for e in es):.1%} |")
+    speed_table()
     return 0
 
 

@@ -30,6 +30,7 @@ from .core import (
 from .profile import data, supports, weight_format
 from .speed import cost, decode_and_ttft
 from .types import Arrangement, Issue, ServingResult
+from .weights import rank_weights
 
 __all__ = ["ServingResult", "is_serving_request", "serve", "serving_block"]
 
@@ -184,8 +185,11 @@ def serve(request: Request) -> ServingResult:
     price = None
     if cat is not None and loads(p):
         per_instance = max(1, min(users or 1, served or 1) // replicas) if users else 1
-        speed = decode_and_ttft(arch, s, cat, choice, p.memory.weights_gib * 2**30, per_instance, prompt, output,
-                                kv_element_bytes(s.kv_cache_dtype, s.weight_format))
+        w = rank_weights(arch, s.weight_format, tp, pp, engine)
+        read = p.memory.weights_gib * 2**30 - (w.embedding if s.family not in ("llama.cpp", "ollama") else 0.0)
+        speed = decode_and_ttft(arch, s, cat, choice, read, per_instance, prompt, output,
+                                kv_element_bytes(s.kv_cache_dtype, s.weight_format),
+                                host_bytes=p.memory.host_ram_gib * 2**30 if not choice.unified_memory else 0.0)
         price = cost(cat.name, choice.count, speed.total_tokens_s * replicas, request.currency or "USD")
     fits = loads(p) and (users is None or served >= users)
     return ServingResult(

@@ -1,6 +1,6 @@
 """Decode tokens/s (per user and in total) at the asked concurrency, time to first token, and what a million output
-tokens cost. Bandwidth efficiency and compute utilisation are engine/catalog/speed.toml's (engine.speed); prices are
-engine/pricing.py's."""
+tokens cost. Bandwidth efficiency, all-reduce latency and prefill utilisation are serving.toml's [speed] (fit on the
+Qwen2.5 vLLM speed benchmark); compute utilisation and MoE expert reads are engine.speed's; prices engine.pricing's."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Literal
 from engine import pricing
 from engine.catalog import Gpu
 from engine.schema import Architecture
-from engine.speed import bandwidth_efficiency, calibration, weight_params_read
+from engine.speed import calibration, weight_params_read
 
 from .kv import plain_bytes_per_token
 from .profile import data
@@ -25,25 +25,27 @@ def format_bits(fmt: str) -> int:
 
 
 def decode_and_ttft(arch: Architecture, s: Settings, gpu: Gpu, choice: GpuChoice, weights_bytes: float,
-                    users: int, prompt: int, output: int, element_bytes: float) -> Speed:
+                    users: int, prompt: int, output: int, element_bytes: float, host_bytes: float = 0.0) -> Speed:
+    """`weights_bytes`: what a decode step reads on one rank (the input embedding table excluded)."""
     tp, pp = s.tensor_parallel, s.pipeline_parallel
     batch = max(1, users)
     bits = format_bits(s.weight_format)
-    bw = gpu.bandwidth_tbs * 1e12 * bandwidth_efficiency(bits)
+    sp = data()["speed"]
+    bw = gpu.bandwidth_tbs * 1e12 * sp["bandwidth_efficiency"][str(bits)]
     touched = weight_params_read(arch, batch) / arch.params if arch.params else 1.0
     context = prompt + output // 2  # the average context a decode step reads over a request's life
     kv_read = batch * context * plain_bytes_per_token(arch, tp, arch.layers // pp, element_bytes)
-    memory_step = (weights_bytes * touched + kv_read) / bw
+    memory_step = (weights_bytes * touched + kv_read) / bw + host_bytes * touched / (sp["host_ram_gbs"] * 1e9)
     peak = (gpu.fp8_tflops if bits == 8 and gpu.fp8_tflops else gpu.bf16_tflops) * 1e12
     util = calibration()["inference"]["compute_utilisation"]
     attention = 4.0 * arch.layers * context * arch.heads * arch.head_dim
     compute_step = batch * (2.0 * arch.active_params + attention) / (tp * pp) / (peak * util)
-    latency = data()["speed"]["allreduce_us"]["nvlink" if choice.nvlink else "pcie"] * 1e-6
+    latency = sp["allreduce_us"]["nvlink" if choice.nvlink else "pcie"] * 1e-6
     comm = 2 * (arch.layers // pp) * latency if tp > 1 else 0.0
     stage = max(memory_step, compute_step) + comm
     step = stage * pp  # one token passes every stage in turn
     prefill_flops = 2.0 * arch.active_params * prompt + 2.0 * arch.layers * prompt * prompt * arch.heads * arch.head_dim
-    prefill = prefill_flops / (tp * peak * data()["speed"]["prefill_utilisation"])
+    prefill = prefill_flops / (tp * peak * sp["prefill_utilisation"])
     ttft = max(prefill, weights_bytes * pp / bw) + comm * max(1, prompt // s.max_num_batched_tokens) + step
     return Speed(per_user_tokens_s=round(1.0 / step, 2), total_tokens_s=round(batch / step, 1),
                  ttft_s=round(ttft, 3), bound="memory" if memory_step >= compute_step else "compute",
