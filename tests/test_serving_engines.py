@@ -99,3 +99,21 @@ def test_hf_generate_is_todays_memory_model():
     r = ask(model="Llama-3.1-8B", serving_engine="hf", concurrency=4, seq_len=4096,
             gpus=[{"name": "A100 80GB SXM"}])
     assert r.fits and r.memory.kv_pool_gib == pytest.approx(4 * 4096 * 32 * 2 * 8 * 128 * 2 / 2**30, rel=1e-3)
+
+
+def test_apple_unified_memory_holds_everything_in_one_ram():
+    def mac(gb):
+        return ask(model="Llama-3.1-70B", serving_engine="ollama", concurrency=2, seq_len=8192,
+                   gpus=[{"name": "M2 Max", "memory_gb": gb}])
+    small, big = mac(32), mac(192)
+    assert small.gpu.unified_memory and not small.fits  # 40 GiB of Q4_K_M weights do not fit in 32 GB of RAM
+    assert big.fits and big.settings.gpu_layers == 80
+
+
+def test_hf_generate_is_slower_than_vllm_by_its_per_token_overhead():
+    def speed(engine):
+        return ask(model="Qwen2.5-14B", serving_engine=engine, concurrency=1, prompt_len=1, output_len=2048,
+                   gpus=[{"name": "A100 80GB SXM"}]).speed.per_user_tokens_s
+    vllm, hf = speed("vllm"), speed("hf")
+    assert hf < vllm
+    assert 1 / hf - 1 / vllm == pytest.approx(0.019, rel=0.05)  # serving.toml hf_step_overhead_ms

@@ -89,6 +89,8 @@ def serve(request: Request) -> ServingResult:
     engine = request.serving_engine or "vllm"
     if request.serving_engine is None:
         assumptions.append("serving_engine=vllm")
+    elif engine == "tensorrt-llm":
+        assumptions.append("memory_model=vllm-v1")  # sized with vLLM V1's budget rules (no TRT-LLM profile yet)
     name = request.model.name if request.model and request.model.name else "?"
     try:
         if request.model is None:

@@ -11,7 +11,13 @@ def _fmt(x: float) -> str:
 
 def command(model_id: str, s: Settings, users: int | None, prompt: int | None) -> list[str]:
     tp, pp = s.tensor_parallel, s.pipeline_parallel
-    if s.engine in ("vllm", "tensorrt-llm"):
+    if s.engine == "tensorrt-llm":
+        return ["trtllm-serve", model_id, "--tp_size", str(tp), "--pp_size", str(pp),
+                "--max_seq_len", str(s.max_model_len),
+                "--max_batch_size", str(min(s.max_num_seqs, users) if users else s.max_num_seqs),
+                "--max_num_tokens", str(s.max_num_batched_tokens),
+                "--kv_cache_free_gpu_memory_fraction", _fmt(s.gpu_memory_utilization)]
+    if s.engine == "vllm":
         argv = ["vllm", "serve", model_id, "--tensor-parallel-size", str(tp)]
         if pp > 1:
             argv += ["--pipeline-parallel-size", str(pp)]

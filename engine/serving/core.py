@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from engine.catalog import Gpu, find_gpu, gpus
@@ -15,6 +16,7 @@ from .profile import batch_defaults, data, family, sglang_fraction
 from .types import GpuChoice, KvCapacity, RankMemory, Settings
 from .weights import rank_weights
 
+APPLE = re.compile(r"\b(apple|mac ?(book|studio|mini|pro)?|m[1-5]( ?(pro|max|ultra))?)\b", re.IGNORECASE)
 DEFAULT_CONTEXT_UNKNOWN = 8192  # a bare size has no stated context limit: the assumption shown
 
 
@@ -39,6 +41,11 @@ def gpu_choice(ref: GpuRef | None, fallback: Gpu | None = None) -> tuple[GpuChoi
                          unified_memory=unified), gpu
     fraction = 0.986
     size = ref.memory_gb if ref is not None else None
+    if ref is not None and ref.name and APPLE.search(ref.name):
+        # unified memory: the GPU shares the machine's RAM (llama.cpp's Metal working-set limit applies)
+        total = ref.total_gib or (size or 16.0) * 1e9 / 2**30
+        return GpuChoice(name=ref.name, known=False, total_gib=total, count=count, nvlink=False,
+                         unified_memory=True), None
     total = (ref.total_gib if ref is not None and ref.total_gib else (size or 80.0) * fraction)
     name = (ref.name if ref is not None and ref.name else f"{round(size or total / fraction):g} GB GPU")
     return GpuChoice(name=name, known=False, total_gib=total, count=count, nvlink=False), None
@@ -97,7 +104,7 @@ def profile(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
         memory, kv, layers = llama_cpp(arch, s, gpu, context)
         return Profile(memory, kv, layers)
     if s.family == "hf":
-        memory, kv = hf_generate(request, arch, s, max(1, users), context)
+        memory, kv = hf_generate(request, arch, s, max(1, users), context, gpus=max(1, gpu.count))
         return Profile(memory, kv)
     w = rank_weights(arch, s.weight_format, s.tensor_parallel, s.pipeline_parallel, s.engine)
     b = paged_budget(arch, s, gpu, w)

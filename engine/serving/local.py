@@ -47,25 +47,30 @@ def llama_cpp(arch: Architecture, s: Settings, gpu: GpuChoice, context: int) -> 
     memory = RankMemory(budget_gib=budget / GIB, weights_gib=weights / GIB,
                         activation_peak_gib=compute_buffer(arch) / GIB, non_torch_gib=0.0, cuda_graph_gib=0.0,
                         cuda_graphs_in_budget=True, kv_pool_gib=kv / GIB, host_ram_gib=host / GIB)
+    if gpu.unified_memory and weights + kv + host + compute_buffer(arch) > gpu.total_gib * GIB * 0.9:
+        # one RAM for GPU and CPU: layers "in host RAM" are in the same memory (0.1 left to the system: assumption)
+        memory = memory.model_copy(update={"kv_pool_gib": 0.0})
+        slots = 0
     free = budget - fixed - w.per_layer * arch.layers
     longest = int(max(0.0, free) // (per_token_layer * arch.layers)) if per_token_layer else 0
     limit = arch.max_position_embeddings if arch.known and arch.max_position_embeddings else None
     longest = min(longest, limit) if limit else longest
-    cap = KvCapacity(bytes_per_token=round(per_token_layer * arch.layers), groups=1, blocks=slots, tokens=n_ctx,
-                     max_concurrency=float(slots), max_model_len_that_fits=longest,
+    cap = KvCapacity(bytes_per_token=round(per_token_layer * arch.layers), groups=1, blocks=slots,
+                     tokens=n_ctx if slots else 0, max_concurrency=float(slots), max_model_len_that_fits=longest,
                      concurrency_at_context=float(slots if context <= s.max_model_len else 0))
     return memory, cap, on_gpu
 
 
-def hf_generate(request: Request, arch: Architecture, s: Settings, users: int, context: int
+def hf_generate(request: Request, arch: Architecture, s: Settings, users: int, context: int, gpus: int = 1
                 ) -> tuple[RankMemory, KvCapacity]:
-    """Today's Hugging Face `generate` model (engine/memory.py) for `users` sequences of `context` tokens."""
+    """Today's Hugging Face `generate` model (engine/memory.py) for `users` sequences of `context` tokens, the
+    layers split over `gpus` GPUs (device_map="auto")."""
     from engine.memory import breakdown
     from engine.scenario import build_scenario
 
     asked = request.model_copy(update={"method": "inference", "batch_size": users, "seq_len": context})
-    b = breakdown(build_scenario(asked, count=s.tensor_parallel))
-    per_token = plain_bytes_per_token(arch, 1, arch.layers, 2.0) / s.tensor_parallel
+    b = breakdown(build_scenario(asked, count=gpus))
+    per_token = plain_bytes_per_token(arch, 1, arch.layers, 2.0) / gpus
     memory = RankMemory(budget_gib=b.total + b.cuda_context, weights_gib=b.weights,
                         activation_peak_gib=b.activations + b.logits, non_torch_gib=b.cuda_context,
                         cuda_graph_gib=0.0, cuda_graphs_in_budget=True, kv_pool_gib=b.kv_cache)

@@ -44,6 +44,8 @@ def decode_and_ttft(arch: Architecture, s: Settings, gpu: Gpu, choice: GpuChoice
     comm = 2 * (arch.layers // pp) * latency if tp > 1 else 0.0
     stage = max(memory_step, compute_step) + comm
     step = stage * pp  # one token passes every stage in turn
+    if s.family == "hf":
+        step += sp["hf_step_overhead_ms"] * 1e-3
     prefill_flops = 2.0 * arch.active_params * prompt + 2.0 * arch.layers * prompt * prompt * arch.heads * arch.head_dim
     prefill = prefill_flops / (tp * peak * sp["prefill_utilisation"])
     ttft = max(prefill, weights_bytes * pp / bw) + comm * max(1, prompt // s.max_num_batched_tokens) + step
