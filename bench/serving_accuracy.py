@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from engine.estimate import estimate_request
+from engine.contract import estimate_request
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "serving-logs.jsonl"
 METRICS = (("weights_gib", "weights_gib"), ("activation_peak_gib", "activation_peak_gib"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.catalog import architecture
-from engine.estimate import estimate_request
+from engine.contract import estimate_request
 from engine.schema import ModelRef, Request
 from engine.serving import is_serving_request, serve, serving_block
 from engine.serving.kv import capacity, layer_kinds, plain_bytes_per_token, token_layer_bytes
