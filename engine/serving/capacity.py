@@ -57,8 +57,8 @@ def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtyp
         best: Arrangement | None = None
         price = _price(ref.name or "", currency) if ref.name else None
         for tp, pp in instance_shapes(arch, engine):
-            if pp > 1 and best is not None:
-                break  # PP across nodes only when no TP within one node serves the users
+            if best is not None and (pp > 1 or tp * pp >= best.count):
+                break  # a wider instance cannot use fewer GPUs; PP across nodes only when no node-sized TP serves
             choice, _gpu = gpu_choice(ref.model_copy(update={"count": tp * pp}))
             s = settings_for(request, engine, fmt, kv_dtype, choice, tp, pp, max_model_len)
             p: Profile = profile(request, arch, s, choice, context, users)
