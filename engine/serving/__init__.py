@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.catalog import architecture, find_gpu, find_model, gpus
+from engine.catalog import architecture, find_gpu, find_model, gpus, shape_reference
 from engine.schema import Architecture, GpuRef, Request
 
 from .advice import changes
@@ -99,6 +99,8 @@ def serve(request: Request) -> ServingResult:
     except ValueError:
         return _fail(name, [Issue(key="serving.error.unknown_model", params={"model": name})], assumptions)
     name = arch.name
+    if not arch.known:
+        assumptions.append(f"architecture=like {shape_reference(arch.params)}")
     fmt = weight_format(request.quantization, request.bits, engine)
     if fmt is None:
         return _fail(name, [Issue(key="serving.error.unknown_format", params={"quantization": request.quantization})],
@@ -119,6 +121,10 @@ def serve(request: Request) -> ServingResult:
     limit = arch.max_position_embeddings if arch.known else None
     opts = request.engine_options
     max_model_len = (opts.max_model_len if opts and opts.max_model_len else None) or context
+    said_context = bool(request.seq_len or request.prompt_len or request.output_len)
+    if opts is not None and not opts.max_model_len and not said_context and limit:
+        # an engine configuration without max_model_len: vLLM / SGLang take the model's own limit
+        max_model_len = limit
     if not (opts and opts.max_model_len):
         assumptions.append(f"max_model_len={max_model_len}")
     warnings: list[Issue] = []
