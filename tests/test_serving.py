@@ -183,3 +183,21 @@ def test_engine_that_cannot_load_the_format():
 def test_unknown_model_and_format_are_errors_not_tracebacks():
     assert ask(model="no-such-model-xyz").errors[0].key == "serving.error.unknown_model"
     assert ask(model="Llama-3.1-8B", quantization="zzz").errors[0].key == "serving.error.unknown_format"
+
+
+def test_repository_names_resolve_without_publisher_and_format_tails():
+    from engine.catalog import find_model
+
+    assert find_model("RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic").name == "Llama-3.3-70B"
+    assert find_model("RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16").name == "Llama-3.1-8B"
+    assert find_model("Qwen/Qwen3-235B-A22B-FP8").name == "Qwen3-235B-A22B"
+    assert find_model("microsoft/Phi-4-mini-instruct (LoRA-merged fine-tune)").name == "Phi-4-mini"
+    assert find_model("nvidia/Gemma-4-31B-IT-NVFP4") is None  # not in the catalog: no near match
+    assert arch("Llama-3.1-8B").max_position_embeddings == 131072
+
+
+def test_an_explicit_max_model_len_past_the_limit_is_a_warning():
+    r = ask(model="Qwen3-30B-A3B", seq_len=131072, engine_options={"max_model_len": 131072},
+            gpus=[{"name": "H100 SXM", "count": 2}], tensor_parallel=2)
+    assert r.errors[0].key == "serving.warning.beyond_model_context" and r.errors[0].params["limit"] == 40960
+    assert r.kv is not None and r.settings.max_model_len == 131072
