@@ -21,6 +21,7 @@ def test_engine_version_picks_v0_or_v1():
     assert family("vllm", "0.19.0 (V1)") == "vllm-v1"
     assert family("vllm", "0.8.5 (V0 path)") == "vllm-v0"
     assert family("vllm", None) == "vllm-v1"
+    assert family("vllm", "0.9.0", 7.5) == "vllm-v0"  # a T4 falls back to V0 before V0's removal
 
 
 def test_vllm_batch_defaults_by_memory_and_name():

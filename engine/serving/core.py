@@ -37,8 +37,9 @@ def gpu_choice(ref: GpuRef | None, fallback: Gpu | None = None) -> tuple[GpuChoi
         total = ref.total_gib if ref is not None and ref.total_gib else gpu.driver_gib
         nvlink = not gpu.interconnect.lower().startswith("none") and "bridge" not in gpu.interconnect.lower()
         unified = gpu.vendor.lower() == "apple"
+        cc = float(gpu.compute_capability) if gpu.compute_capability else None
         return GpuChoice(name=gpu.name, known=True, total_gib=total, count=count, nvlink=nvlink,
-                         unified_memory=unified), gpu
+                         unified_memory=unified, compute_capability=cc), gpu
     fraction = 0.986
     size = ref.memory_gb if ref is not None else None
     if ref is not None and ref.name and APPLE.search(ref.name):
@@ -59,7 +60,7 @@ def settings_for(request: Request, engine: str, fmt: str, kv_dtype: str, gpu: Gp
                  max_model_len: int, assumptions: list[str] | None = None) -> Settings:
     opts = request.engine_options
     version = opts.engine_version if opts else None
-    fam = family(engine, version)
+    fam = family(engine, version, gpu.compute_capability)
     paged = fam not in ("llama.cpp", "ollama", "hf")
     note = assumptions.append if assumptions is not None and paged else (lambda _x: None)
     mnbt_default, seqs_default = batch_defaults(fam, gpu.total_gib, gpu.name, max_model_len)

@@ -31,9 +31,11 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.groups() if x is not None)
 
 
-def family(engine: str, version: str | None) -> EngineFamily:
+def family(engine: str, version: str | None, compute_capability: float | None = None) -> EngineFamily:
     if engine == "vllm":
         v = version_tuple(version)
+        if compute_capability is not None and compute_capability < 8.0 and (v is None or v < (0, 11)):
+            return "vllm-v0"  # V1 needs sm80+ until V0's removal (arg_utils _is_v1_supported_oracle falls back)
         if version and re.search(r"\bV0\b", version):
             return "vllm-v0"
         if version and re.search(r"\bV1\b", version):

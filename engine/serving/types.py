@@ -42,6 +42,7 @@ class GpuChoice(BaseModel):
     count: int
     nvlink: bool
     unified_memory: bool = False  # Apple: GPU and CPU share the RAM
+    compute_capability: float | None = None  # NVIDIA sm version (None: AMD, Apple or not known)
 
 
 class RankMemory(BaseModel):
