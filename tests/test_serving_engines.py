@@ -118,3 +118,14 @@ def test_hf_generate_is_slower_than_vllm_by_its_per_token_overhead():
     vllm, hf = speed("vllm"), speed("hf")
     assert hf < vllm
     assert 1 / hf - 1 / vllm == pytest.approx(0.019, rel=0.05)  # serving.toml hf_step_overhead_ms
+
+
+def test_every_serving_table_says_where_its_figures_come_from():
+    from engine.serving.profile import data
+
+    tables = [(k, v) for k, v in data().items() if isinstance(v, dict) and k != "formats"]
+    tables += [(f"vllm.{k}", data()["vllm"][k]) for k in ("v0", "v1", "forward", "non_torch", "cuda_graphs",
+                                                           "batch_defaults")]
+    missing = [name for name, table in tables if isinstance(table, dict) and "source" not in table]
+    missing += [f"formats.{k}" for k, spec in data()["formats"].items() if "source" not in spec]
+    assert tables and not missing, missing
