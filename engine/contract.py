@@ -13,6 +13,7 @@ from engine.memory import breakdown
 from engine.plan.search import all_arrangements, asked_arrangements
 from engine.scenario import ScenarioError, build_scenario
 from engine.schema import PARSE_FIELDS, Answer, Change, Fit, Request, Scenario
+from engine.serving import is_serving_request, serve, serving_block
 
 NO_MODEL = "no model size in the question"
 
@@ -46,7 +47,7 @@ def estimate_json(request: Request) -> dict[str, Any]:
     per_gpu = {k: round(v, 3) for k, v in b.model_dump().items() if k not in ("cpu_ram", "trainable_params")}
     count = max((g.count for g in request.gpus), default=1)
     candidates = asked_arrangements(request) if request.gpus else all_arrangements(count)
-    return {**extra,
+    out = {**extra,
         "request": scenario_json(scenario),
         "assumptions": [str(a) for a in scenario.assumptions],
         "per_gpu": per_gpu,
@@ -56,6 +57,9 @@ def estimate_json(request: Request) -> dict[str, Any]:
         "fits": [Fit(gpu=c.gpu, memory_gb=c.memory_gb, count=c.count, fits=fits(b, c.memory_gb, NO_HEADROOM),
                      headroom_gb=headroom_gb(b, c.memory_gb)).model_dump() for c in candidates],
     }
+    if is_serving_request(request):  # CONTRACT.md v2 `serving` block
+        out["serving"] = serving_block(serve(request))
+    return out
 
 
 def estimate_request(data: object) -> dict[str, Any]:

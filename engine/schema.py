@@ -56,6 +56,13 @@ class ModelConfig(Strict):
     num_experts_per_tok: int | None = Field(default=None, ge=0, le=100_000)
     moe_intermediate_size: int | None = Field(default=None, gt=0, le=10_000_000)
     n_shared_experts: int | None = Field(default=None, ge=0, le=1_000)
+    # attention shapes a serving engine sizes its KV cache by (HF config.json names); None = plain full attention
+    max_position_embeddings: int | None = Field(default=None, gt=0, le=1_000_000_000)
+    sliding_window: int | None = Field(default=None, gt=0, le=100_000_000)
+    sliding_window_pattern: int | None = Field(default=None, gt=0, le=10_000)  # one full layer in every N (Gemma 3: 6)
+    attention_chunk_size: int | None = Field(default=None, gt=0, le=100_000_000)  # Llama 4 chunked local attention
+    kv_lora_rank: int | None = Field(default=None, gt=0, le=100_000)  # MLA (DeepSeek-V2/V3): one latent per token
+    qk_rope_head_dim: int | None = Field(default=None, ge=0, le=100_000)
 
 
 class ModelRef(Strict):
@@ -178,6 +185,13 @@ class Architecture(BaseModel):
     shared_experts: int
     linear_params: float  # parameters in linear layers of the blocks (quantizable, LoRA targets)
     embedding_params: float  # token embeddings + untied lm_head
+    # serving: attention shapes (defaults = plain full attention, no stated context limit)
+    max_position_embeddings: int | None = None
+    sliding_window: int | None = None
+    sliding_window_pattern: int | None = None
+    attention_chunk_size: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
 
 
 def error_keys(error: str | None) -> list[str]:

@@ -6,6 +6,7 @@ Every figure in the .toml files carries its source; this module only reads and i
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -100,7 +101,7 @@ def models() -> tuple[CatalogModel, ...]:
             aliases=tuple(m["aliases"]),
             params_b=float(m["params_b"]),
             active_params_b=m.get("active_params_b"),
-            config=ModelConfig(**m["config"]),
+            config=ModelConfig(**{"max_position_embeddings": m.get("max_position_embeddings"), **m["config"]}),
             arch_family=m["arch_family"],
             mlp_kind=m["mlp_kind"],
             source=m["source"],
@@ -150,10 +151,30 @@ def find_gpu(name: str | None, memory_gb: float | None = None) -> Gpu | None:
     return gpu
 
 
+# A repository name often carries its format or publisher: "RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic",
+# "Qwen/Qwen3-235B-A22B-FP8", "...-quantized.w4a16". Tried one tail at a time when the whole name is not known.
+_NAME_TAIL = re.compile(
+    r"[-_. ](fp8[-_]dynamic|fp8|int4|int8|w4a16|w8a8|w8a16|w4a4|awq|gptq|nvfp4|mxfp4|gguf|bnb[-_]4bit|4bit|8bit"
+    r"|quantized|instruct|it|chat|hf|\d{4})$", re.IGNORECASE)
+
+
 def find_model(name: str | None) -> CatalogModel | None:
     if not name:
         return None
-    return _model_index().get(_key(name))
+    found = _model_index().get(_key(name))
+    if found is not None:
+        return found
+    tail = re.sub(r"\s*\(.*\)\s*$", "", name).strip()
+    tail = tail.rsplit("/", 1)[-1]
+    for _ in range(6):
+        found = _model_index().get(_key(tail))
+        if found is not None:
+            return found
+        shorter = _NAME_TAIL.sub("", tail)
+        if shorter == tail or not shorter:
+            return None
+        tail = shorter
+    return None
 
 
 # Bare sizes ("70B") are shaped like the nearest of these dense models (all Llama-style, GQA),
@@ -244,4 +265,7 @@ def _from_config(name: str, cfg: ModelConfig, params: float | None, active: floa
         ffn=f, heads=a, kv_heads=kv, head_dim=d, vocab=V, tied=tied, gated_mlp=gated, experts=E,
         experts_per_token=k, expert_ffn=fe, shared_experts=shared, linear_params=linear,
         embedding_params=float(embedding),
+        max_position_embeddings=cfg.max_position_embeddings, sliding_window=cfg.sliding_window,
+        sliding_window_pattern=cfg.sliding_window_pattern, attention_chunk_size=cfg.attention_chunk_size,
+        kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.qk_rope_head_dim,
     )

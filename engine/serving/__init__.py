@@ -1,0 +1,244 @@
+"""Serving capacity: how a serving engine (vLLM V0/V1, SGLang, TGI, llama.cpp / Ollama, HF generate) shares the
+GPUs, how many users it serves at the asked context, how fast, for how much, and the launch command.
+
+API (pure, synchronous):
+- `is_serving_request(request)`: method "inference" with a serving engine, or a concurrency.
+- `serve(request) -> ServingResult`: the whole answer as data (errors and changes as message keys).
+- `serving_block(result) -> dict`: CONTRACT.md v2 `serving` block (and the extra fields the views read).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.catalog import architecture, find_gpu, find_model, gpus, shape_reference
+from engine.schema import Architecture, GpuRef, Request
+
+from .advice import changes
+from .capacity import arrange, valid_tp
+from .command import command
+from .core import (
+    DEFAULT_CONTEXT_UNKNOWN,
+    catalog_gpu,
+    gpu_choice,
+    kv_element_bytes,
+    loads,
+    profile,
+    settings_for,
+    users_served,
+)
+from .profile import data, supports, weight_format
+from .speed import cost, decode_and_ttft
+from .types import Arrangement, Issue, ServingResult
+from .weights import rank_weights
+
+__all__ = ["ServingResult", "is_serving_request", "serve", "serving_block"]
+
+DEFAULT_CONTEXT = 4096  # tokens in + out when the question names no context (shown as an assumption)
+DEFAULT_OUTPUT = 512
+
+
+def is_serving_request(request: Request) -> bool:
+    return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
+
+
+def _context(request: Request, arch: Architecture, assumptions: list[str]) -> tuple[int, int, int]:
+    """(context, prompt, output): prompt + output when said, else seq_len / max_model_len, else the default."""
+    opts = request.engine_options
+    if request.prompt_len or request.output_len:
+        output = request.output_len or DEFAULT_OUTPUT
+        if not request.output_len:
+            assumptions.append(f"output_len={output}")
+        prompt = request.prompt_len or max(1, (request.seq_len or DEFAULT_CONTEXT) - output)
+        return prompt + output, prompt, output
+    context = request.seq_len or (opts.max_model_len if opts else None)
+    if context is None:
+        context = DEFAULT_CONTEXT if arch.known else min(DEFAULT_CONTEXT, DEFAULT_CONTEXT_UNKNOWN)
+        assumptions.append(f"context={context}")
+    output = min(DEFAULT_OUTPUT, max(1, context // 4))
+    return context, max(1, context - output), output
+
+
+def _model_id(request: Request, arch: Architecture) -> str:
+    name = request.model.name if request.model and request.model.name else arch.name
+    if "/" in name:
+        return name
+    entry = find_model(name)
+    return entry.hf_id if entry else name
+
+
+def _fail(name: str, errors: list[Issue], assumptions: list[str]) -> ServingResult:
+    return ServingResult(model=name, errors=errors, assumptions=assumptions)
+
+
+def _too_many(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtype: str, cands: list[Any],
+              users: int, context: int, max_model_len: int) -> Issue:
+    """More users than the largest arrangement serves: say how many the best instance serves, at most."""
+    most = int(data()["limits"]["max_gpus"])
+    one = arrange(request, arch, engine, fmt, kv_dtype, cands, 1, context, max_model_len)
+    best = 0
+    for a in one:
+        gpus_each = a.tensor_parallel * a.pipeline_parallel
+        best = max(best, a.users_per_instance * (most // gpus_each))
+    return Issue(key="serving.error.users_too_many",
+                 params={"users": users, "max_users": best, "max_gpus": most, "context": context})
+
+
+def serve(request: Request) -> ServingResult:
+    assumptions: list[str] = []
+    engine = request.serving_engine or "vllm"
+    if request.serving_engine is None:
+        assumptions.append("serving_engine=vllm")
+    elif engine == "tensorrt-llm":
+        assumptions.append("memory_model=vllm-v1")  # sized with vLLM V1's budget rules (no TRT-LLM profile yet)
+    name = request.model.name if request.model and request.model.name else "?"
+    try:
+        if request.model is None:
+            raise ValueError("no model")
+        arch = architecture(request.model)
+    except ValueError:
+        return _fail(name, [Issue(key="serving.error.unknown_model", params={"model": name})], assumptions)
+    name = arch.name
+    if not arch.known:
+        assumptions.append(f"architecture=like {shape_reference(arch.params)}")
+    fmt = weight_format(request.quantization, request.bits, engine)
+    if fmt is None:
+        return _fail(name, [Issue(key="serving.error.unknown_format", params={"quantization": request.quantization})],
+                     assumptions)
+    if not request.quantization:
+        assumptions.append(f"weight_format={fmt}")
+    if not supports(engine, fmt):
+        engines = [e for e in data()["support"] if e != "source" and supports(e, fmt)]
+        return _fail(name, [Issue(key="serving.error.format_not_supported",
+                                  params={"engine": engine, "format": fmt, "engines": engines})], assumptions)
+    local = engine in ("llama.cpp", "ollama")
+    kv_dtype: str = request.kv_cache_dtype or ("f16" if local else "auto")
+    if local and kv_dtype in ("int8", "fp8"):
+        kv_dtype = "q8_0"
+    elif local and kv_dtype == "int4":
+        kv_dtype = "q4_0"
+    context, prompt, output = _context(request, arch, assumptions)
+    limit = arch.max_position_embeddings if arch.known else None
+    opts = request.engine_options
+    max_model_len = (opts.max_model_len if opts and opts.max_model_len else None) or context
+    said_context = bool(request.seq_len or request.prompt_len or request.output_len)
+    if opts is not None and not opts.max_model_len and not said_context and limit:
+        # an engine configuration without max_model_len: vLLM / SGLang take the model's own limit
+        max_model_len = limit
+    if not (opts and opts.max_model_len):
+        assumptions.append(f"max_model_len={max_model_len}")
+    warnings: list[Issue] = []
+    if limit and max(context, max_model_len) > limit:
+        beyond = {"context": max(context, max_model_len), "limit": limit, "model": name}
+        if not (opts and opts.max_model_len and opts.max_model_len >= context):
+            return _fail(name, [Issue(key="serving.error.context_beyond_model", params=beyond)], assumptions)
+        # a power user set max_model_len past the model's limit (RoPE scaling, VLLM_ALLOW_LONG_MAX_MODEL_LEN)
+        warnings.append(Issue(key="serving.warning.beyond_model_context", params=beyond))
+    users = request.concurrency or (request.batch_size if request.method == "inference" else None)
+    pp = request.pipeline_parallel or 1
+    ref: GpuRef | None = request.gpus[0] if request.gpus else None
+    if request.tensor_parallel is not None and request.tensor_parallel not in valid_tp(arch, engine, 1 << 20) \
+            and (arch.heads % request.tensor_parallel or
+                 (arch.kv_heads % request.tensor_parallel and request.tensor_parallel % arch.kv_heads)):
+        return _fail(name, [Issue(key="serving.error.tp_not_divisor",
+                                  params={"tensor_parallel": request.tensor_parallel, "heads": arch.heads,
+                                          "kv_heads": arch.kv_heads,
+                                          "valid": valid_tp(arch, engine, max(8, request.tensor_parallel))})],
+                     assumptions)
+    arrangements: list[Arrangement] = []
+    if ref is None:
+        names = data()["limits"]["candidate_gpus"]
+        cands = [g for g in gpus() if g.name in names]
+        arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(cands), users or 1, context, max_model_len)
+        if not arrangements:
+            if (users or 1) <= 1:
+                return _fail(name, [Issue(key="serving.error.no_arrangement", params={"context": context})],
+                             assumptions)
+            return _fail(name, [_too_many(request, arch, engine, fmt, kv_dtype, list(cands), users or 1, context,
+                                          max_model_len)], assumptions)
+        best = arrangements[0]
+        ref = GpuRef(name=best.gpu, count=best.count)
+        tp, pp = best.tensor_parallel, best.pipeline_parallel
+        assumptions.append(f"gpu={best.gpu}")
+    else:
+        if request.tensor_parallel is not None:
+            tp = request.tensor_parallel
+        else:
+            fits_in = max(1, ref.count // pp)
+            tp = max([t for t in valid_tp(arch, engine, fits_in)] or [1])
+            assumptions.append(f"tensor_parallel={tp}")
+    if tp * pp > ref.count:
+        ref = ref.model_copy(update={"count": tp * pp})
+        assumptions.append(f"gpu_count={tp * pp}")
+    choice, cat = gpu_choice(ref)
+    if cat is None and choice.name:
+        cat = catalog_gpu(choice.name) or find_gpu(choice.name)
+    replicas = max(1, choice.count // (tp * pp))
+    s = settings_for(request, engine, fmt, kv_dtype, choice, tp, pp, max_model_len, assumptions)
+    p = profile(request, arch, s, choice, context, users or 1)
+    if p.gpu_layers is not None:
+        s = s.model_copy(update={"gpu_layers": p.gpu_layers})
+    served = users_served(p, s) * replicas if loads(p) else 0
+    errors: list[Issue] = warnings
+    if users and served < users and request.gpus:
+        arrangements = arrange(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
+                               users, context, max_model_len)
+        if not arrangements:
+            others = [g for g in gpus() if g.name in data()["limits"]["candidate_gpus"]]
+            arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(others), users, context, max_model_len)
+        if not arrangements and users > 1:
+            errors.append(_too_many(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
+                                    users, context, max_model_len))
+    speed = None
+    price = None
+    if cat is not None and loads(p):
+        per_instance = max(1, min(users or 1, served or 1) // replicas) if users else 1
+        w = rank_weights(arch, s.weight_format, tp, pp, engine)
+        read = p.memory.weights_gib * 2**30 - (w.embedding if s.family not in ("llama.cpp", "ollama") else 0.0)
+        speed = decode_and_ttft(arch, s, cat, choice, read, per_instance, prompt, output,
+                                kv_element_bytes(s.kv_cache_dtype, s.weight_format),
+                                host_bytes=p.memory.host_ram_gib * 2**30 if not choice.unified_memory else 0.0)
+        price = cost(cat.name, choice.count, speed.total_tokens_s * replicas, request.currency or "USD")
+    fits = loads(p) and (users is None or served >= users)
+    return ServingResult(
+        model=name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), settings=s, gpu=choice,
+        memory=p.memory, kv=p.kv, speed=speed, cost=price, users=users, context=context, prompt_len=prompt,
+        output_len=output, replicas=replicas, fits=fits,
+        arrangement=arrangements[0] if arrangements else None, alternatives=arrangements[1:4],
+        changes=changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements),
+        errors=errors, assumptions=assumptions, command=command(_model_id(request, arch), s, users, prompt),
+    )
+
+
+def serving_block(r: ServingResult) -> dict[str, Any]:
+    """CONTRACT.md v2 `serving`: per GPU where it applies (rank 0 with PP; kv_tokens engine-wide)."""
+    errors = [e.model_dump() for e in r.errors]
+    if r.settings is None or r.memory is None or r.kv is None or r.gpu is None:
+        return {"error": errors[0]["key"] if errors else "serving.error", "errors": errors,
+                "assumptions": r.assumptions}
+    m, k, s = r.memory, r.kv, r.settings
+    return {
+        "tensor_parallel": s.tensor_parallel, "pipeline_parallel": s.pipeline_parallel,
+        "weights_gib": round(m.weights_gib, 2), "activation_peak_gib": round(m.activation_peak_gib, 2),
+        "non_torch_gib": round(m.non_torch_gib, 2), "cuda_graph_gib": round(m.cuda_graph_gib, 2),
+        "kv_pool_gib": round(m.kv_pool_gib, 2), "kv_bytes_per_token": int(k.bytes_per_token),
+        "kv_tokens": k.tokens, "max_concurrency": k.max_concurrency,
+        "max_model_len_that_fits": k.max_model_len_that_fits,
+        "decode_tokens_per_s": ({"per_user": r.speed.per_user_tokens_s, "total": r.speed.total_tokens_s}
+                                if r.speed else None),
+        "ttft_s": r.speed.ttft_s if r.speed else None,
+        # beyond the contract's minimum: what the views need
+        "engine": s.engine, "engine_family": s.family, "engine_version": s.version, "weight_format": s.weight_format,
+        "kv_cache_dtype": s.kv_cache_dtype, "gpu": r.gpu.name, "gpu_total_gib": r.gpu.total_gib,
+        "gpu_count": r.gpu.count, "replicas": r.replicas, "gpu_memory_utilization": s.gpu_memory_utilization,
+        "max_model_len": s.max_model_len, "max_num_seqs": s.max_num_seqs,
+        "max_num_batched_tokens": s.max_num_batched_tokens, "gpu_layers": s.gpu_layers,
+        "budget_gib": round(m.budget_gib, 2), "cuda_graphs_in_budget": m.cuda_graphs_in_budget,
+        "host_ram_gib": round(m.host_ram_gib, 2), "kv_blocks": k.blocks, "kv_groups": k.groups,
+        "users": r.users, "context": r.context, "concurrency_at_context": k.concurrency_at_context, "fits": r.fits,
+        "cost": r.cost.model_dump() if r.cost else None,
+        "arrangement": r.arrangement.model_dump() if r.arrangement else None,
+        "alternatives": [a.model_dump() for a in r.alternatives],
+        "changes": [c.model_dump() for c in r.changes], "errors": errors, "assumptions": r.assumptions,
+        "command": r.command,
+    }

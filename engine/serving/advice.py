@@ -1,0 +1,64 @@
+"""Changes that help, as message keys with parameters and the numbers each gives (re-running the same model)."""
+
+from __future__ import annotations
+
+from engine.catalog import Gpu
+from engine.schema import Architecture, Request
+
+from .core import Profile, loads, profile, users_served
+from .profile import supports
+from .types import Arrangement, GpuChoice, Issue, Settings
+
+
+def _effect(p: Profile, s: Settings, replicas: int) -> dict[str, float | int | bool]:
+    return {"kv_pool_gib": round(p.memory.kv_pool_gib, 2), "kv_tokens": p.kv.tokens,
+            "max_concurrency": p.kv.max_concurrency, "concurrency_at_context": p.kv.concurrency_at_context,
+            "users_served": users_served(p, s) * replicas if loads(p) else 0, "loads": loads(p)}
+
+
+def changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, catalog_gpu: Gpu | None,
+            base: Profile, context: int, users: int | None, replicas: int,
+            arrangements: list[Arrangement]) -> list[Issue]:
+    out: list[Issue] = []
+    paged = s.family not in ("llama.cpp", "ollama", "hf")
+    asked = users or 1
+
+    def run(**update: object) -> tuple[Settings, Profile]:
+        s2 = s.model_copy(update=update)
+        return s2, profile(request, arch, s2, gpu, min(context, s2.max_model_len), asked)
+
+    fp8_ok = catalog_gpu is None or bool(catalog_gpu.fp8_tflops) or float(catalog_gpu.compute_capability or 0) >= 8.0
+    if paged and s.weight_format in ("bf16", "fp16", "fp32") and supports(s.engine, "fp8") and fp8_ok:
+        s2, p = run(weight_format="fp8")
+        out.append(Issue(key="serving.change.fp8_weights", params={"from": s.weight_format, "to": "fp8"},
+                         effect={**_effect(p, s2, replicas), "weights_gib": round(p.memory.weights_gib, 2)}))
+    if paged and s.kv_cache_dtype in ("auto", "bf16", "fp16"):
+        s2, p = run(kv_cache_dtype="fp8")
+        out.append(Issue(key="serving.change.fp8_kv_cache", params={"from": s.kv_cache_dtype, "to": "fp8"},
+                         effect=_effect(p, s2, replicas)))
+    if s.family in ("llama.cpp", "ollama") and s.kv_cache_dtype == "f16":
+        s2, p = run(kv_cache_dtype="q8_0")
+        out.append(Issue(key="serving.change.q8_kv_cache", params={"from": "f16", "to": "q8_0"},
+                         effect=_effect(p, s2, replicas)))
+    if not loads(base) and base.kv.max_model_len_that_fits > 0:
+        fit = base.kv.max_model_len_that_fits
+        s2, p = run(max_model_len=fit)
+        out.append(Issue(key="serving.change.shorter_max_model_len",
+                         params={"from": s.max_model_len, "to": fit}, effect=_effect(p, s2, replicas)))
+    elif paged and s.max_model_len > context:
+        s2, p = run(max_model_len=context)
+        out.append(Issue(key="serving.change.max_model_len_to_context",
+                         params={"from": s.max_model_len, "to": context}, effect=_effect(p, s2, replicas)))
+    served = users_served(base, s) * replicas if loads(base) else 0
+    if users and 0 < served < users:
+        out.append(Issue(key="serving.change.fewer_users", params={"from": users, "to": served},
+                         effect={"users_served": served}))
+    for a in arrangements[:3]:
+        if a.gpu == gpu.name and a.count <= gpu.count:
+            continue
+        out.append(Issue(key="serving.change.arrangement",
+                         params={"gpu": a.gpu, "count": a.count, "tensor_parallel": a.tensor_parallel,
+                                 "pipeline_parallel": a.pipeline_parallel, "replicas": a.replicas},
+                         effect={"concurrency_at_context": a.concurrency_at_context, "kv_pool_gib": a.kv_pool_gib,
+                                 "per_hour": a.per_hour, "currency": a.currency}))
+    return out

@@ -1,0 +1,109 @@
+"""How a paged-KV engine shares one GPU (vLLM V0/V1, SGLang, TGI): budget, weights, the profiled batch's peak,
+non-torch memory, CUDA graphs, and the KV pool that is left (engine/catalog/serving.toml for every figure)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from engine.schema import Architecture
+
+from .profile import cuda_graphs_in_budget, data
+from .types import GpuChoice, RankMemory, Settings
+from .weights import RankWeights
+
+GIB = float(2**30)
+
+
+@dataclass(frozen=True)
+class Budget:
+    memory: RankMemory  # rank 0 (first PP stage), as a start-up log prints it
+    pools: tuple[float, ...]  # KV pool bytes of each PP stage (the engine sizes blocks by the smallest)
+    layers: tuple[int, ...]  # layers on each PP stage
+
+
+def moe_workspace(arch: Architecture, tokens: int, tp: int) -> float:
+    """Fused-MoE intermediate caches for `tokens` tokens on one TP rank (16-bit)."""
+    if not arch.experts:
+        return 0.0
+    k = max(1, arch.experts_per_token)
+    return tokens * k * (3.0 * arch.expert_ffn / tp + arch.hidden) * 2.0
+
+
+def forward_bytes(arch: Architecture, tokens: int, tp: int) -> float:
+    """The dense part of the forward peak of a batch of `tokens` tokens on one TP rank."""
+    f = data()["vllm"]["forward"]
+    ffn = arch.shared_experts * arch.expert_ffn if arch.experts else arch.ffn
+    return tokens * 2.0 * (f["k_hidden"] * arch.hidden + f["k_ffn"] * ffn / tp)
+
+
+def sampler_bytes(arch: Architecture, rows: int, copies: float) -> float:
+    return copies * 4.0 * rows * arch.vocab
+
+
+def activation_peak(arch: Architecture, s: Settings, last_stage: bool) -> float:
+    tokens, tp = s.max_num_batched_tokens, s.tensor_parallel
+    ws = moe_workspace(arch, tokens, tp)
+    dense = forward_bytes(arch, tokens, tp)
+    if s.family == "vllm-v0":
+        rows = s.max_num_seqs
+        sampler = sampler_bytes(arch, rows, data()["vllm"]["v0"]["sampler_fp32_copies"]) if last_stage else 0.0
+        return max(dense + ws, sampler)
+    rows = min(s.max_num_seqs, tokens)
+    sampler = sampler_bytes(arch, rows, data()["vllm"]["v1"]["sampler_fp32_copies"]) if last_stage else 0.0
+    return ws + max(dense, sampler)
+
+
+def non_torch(s: Settings, gpu: GpuChoice) -> float:
+    n = data()["vllm"]["non_torch"]
+    if s.tensor_parallel == 1:
+        return n["tp1_gib"] * GIB if s.pipeline_parallel == 1 else n["pp_only_gib"] * GIB
+    if not gpu.nvlink:
+        return n["tp_pcie_gib"] * GIB
+    return (n["tp_nvlink_gib"] + n["tp_nvlink_per_doubling_gib"] * math.log2(s.tensor_parallel / 2)) * GIB
+
+
+def cuda_graphs(layers: int) -> float:
+    g = data()["vllm"]["cuda_graphs"]
+    return (g["base_gib"] + g["per_layer_gib"] * layers) * GIB
+
+
+def stage_layers(arch: Architecture, pp: int) -> tuple[int, ...]:
+    if pp == 1:
+        return (arch.layers,)
+    each = arch.layers // pp
+    return (*([each] * (pp - 1)), arch.layers - each * (pp - 1))
+
+
+def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights) -> Budget:
+    total = gpu.total_gib * GIB
+    layers = stage_layers(arch, s.pipeline_parallel)
+    pp = s.pipeline_parallel
+    weights = [w.first] + [w.per_layer * n for n in layers[1:-1]] + ([w.last] if pp > 1 else [])
+    graphs = [cuda_graphs(n) for n in layers]
+    if s.family == "sglang":
+        budget = total * s.gpu_memory_utilization
+        held = data()["sglang"]["held_at_load_gib"] * GIB + (non_torch(s, gpu) if s.tensor_parallel > 1 else 0.0)
+        pools = tuple(budget - wt - held for wt in weights)
+        act = forward_bytes(arch, s.max_num_batched_tokens, s.tensor_parallel) + moe_workspace(
+            arch, s.max_num_batched_tokens, s.tensor_parallel)
+        memory = RankMemory(budget_gib=budget / GIB, weights_gib=weights[0] / GIB, activation_peak_gib=act / GIB,
+                            non_torch_gib=held / GIB, cuda_graph_gib=graphs[0] / GIB, cuda_graphs_in_budget=False,
+                            kv_pool_gib=max(pools[0], 0.0) / GIB)
+        return Budget(memory, pools, layers)
+    acts = [activation_peak(arch, s, last_stage=(i == pp - 1)) for i in range(pp)]
+    extra = non_torch(s, gpu)
+    if s.family == "tgi":
+        t = data()["tgi"]
+        budget = total * s.gpu_memory_utilization
+        pools = tuple((budget - wt - a - extra) * t["wiggle_room"] for wt, a in zip(weights, acts, strict=True))
+        in_budget = True
+    else:
+        budget = total * s.gpu_memory_utilization
+        in_budget = cuda_graphs_in_budget(s.version)
+        pools = tuple(budget - wt - a - extra - (g if in_budget else 0.0)
+                      for wt, a, g in zip(weights, acts, graphs, strict=True))
+    memory = RankMemory(budget_gib=budget / GIB, weights_gib=weights[0] / GIB, activation_peak_gib=acts[0] / GIB,
+                        non_torch_gib=extra / GIB, cuda_graph_gib=graphs[0] / GIB, cuda_graphs_in_budget=in_budget,
+                        kv_pool_gib=max(pools[0], 0.0) / GIB)
+    return Budget(memory, pools, layers)

@@ -1,0 +1,109 @@
+"""KV cache: bytes per token per layer (GQA, MLA latent, fp8/int8), layer kinds (full, sliding window, chunked local),
+and how a pool of bytes becomes blocks, tokens and concurrent requests (vLLM V1's hybrid allocator groups,
+vllm/v1/core/kv_cache_utils.py; V0, SGLang, TGI and llama.cpp hold every layer for every token)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from engine.schema import Architecture
+
+from .types import EngineFamily, KvCapacity
+
+
+@dataclass(frozen=True)
+class LayerKind:
+    kind: str  # "full" | "sliding" | "chunked"
+    count: int  # layers of this kind on the rank
+    window: int  # sliding window or chunk size (0 for full)
+
+
+def token_layer_bytes(arch: Architecture, tp: int, element_bytes: float) -> float:
+    """One token of one layer on one TP rank.
+
+    GQA/MHA: K and V for the rank's KV heads (heads are replicated when TP exceeds them). MLA: one latent of
+    kv_lora_rank + qk_rope_head_dim values, the same on every TP rank (vllm MLAAttentionSpec, num_kv_heads 1).
+    """
+    if arch.kv_lora_rank:
+        return (arch.kv_lora_rank + (arch.qk_rope_head_dim or 0)) * element_bytes
+    heads = max(1, arch.kv_heads // tp) if arch.kv_heads >= tp else 1
+    return 2.0 * heads * arch.head_dim * element_bytes
+
+
+def layer_kinds(arch: Architecture, layers: int) -> list[LayerKind]:
+    """Layer kinds on a rank holding `layers` of the model's layers (in the model's proportions)."""
+    local = arch.sliding_window or arch.attention_chunk_size
+    if not local:
+        return [LayerKind("full", layers, 0)]
+    kind = "sliding" if arch.sliding_window else "chunked"
+    if not arch.sliding_window_pattern:
+        return [LayerKind(kind, layers, int(local))]
+    full = layers // arch.sliding_window_pattern
+    out = [LayerKind("full", full, 0)] if full else []
+    return [*out, LayerKind(kind, layers - full, int(local))]
+
+
+def _blocks_per_request(kind: LayerKind, length: int, mnbt: int, block: int) -> int:
+    """vllm/v1/kv_cache_interface.py max_memory_usage_bytes / page size, for a request of `length` tokens."""
+    if kind.kind == "sliding":
+        return math.ceil(min(kind.window - 1 + mnbt, length) / block) + 1
+    if kind.kind == "chunked":
+        return math.ceil(min(kind.window + mnbt, length) / block)
+    return math.ceil(length / block)
+
+
+def _groups(kinds: list[LayerKind]) -> list[tuple[LayerKind, int]]:
+    """(kind, groups of that kind): layers split into groups of the smallest kind's size (hybrid allocator)."""
+    size = min(k.count for k in kinds)
+    return [(k, math.ceil(k.count / size)) for k in kinds]
+
+
+def capacity(arch: Architecture, family: EngineFamily, pool_bytes: float, tp: int, layers: int,
+             element_bytes: float, block: int, max_model_len: int, mnbt: int, context: int) -> KvCapacity:
+    per_layer = token_layer_bytes(arch, tp, element_bytes)
+    limit = arch.max_position_embeddings if arch.known and arch.max_position_embeddings else None
+    pool = max(pool_bytes, 0.0)
+    kinds = layer_kinds(arch, layers)
+    hybrid = family == "vllm-v1" and len(kinds) > 1 and not arch.kv_lora_rank
+    uniform_local = family == "vllm-v1" and len(kinds) == 1 and kinds[0].kind != "full"
+    if hybrid:
+        groups = _groups(kinds)
+        size = min(k.count for k in kinds)
+        n_groups = sum(n for _, n in groups)
+        blocks = int(pool // (per_layer * block * size))
+        tokens = blocks // n_groups * block
+
+        def need(length: int) -> int:
+            return sum(n * _blocks_per_request(k, length, mnbt, block) for k, n in groups)
+    else:
+        n_groups = 1
+        blocks = int(pool // (per_layer * block * layers)) if layers else 0
+        tokens = blocks * block
+        kind = kinds[0] if uniform_local else LayerKind("full", layers, 0)
+
+        def need(length: int) -> int:
+            return _blocks_per_request(kind, length, mnbt, block)
+    concurrency = blocks / need(max_model_len) if blocks else 0.0
+    at_context = blocks / need(min(context, max_model_len)) if blocks else 0.0
+    # the longest request the pool holds: need() grows with the length, so search it
+    lo, hi = 0, max(1, (limit or 16 * 1024 * 1024))
+    if need(hi) <= blocks:
+        lo = hi
+    else:
+        while hi - lo > block:
+            mid = (lo + hi) // 2
+            if need(mid) <= blocks:
+                lo = mid
+            else:
+                hi = mid
+        lo = lo // block * block
+    bytes_per_token = per_layer * (min(k.count for k in kinds) * n_groups if hybrid else layers)
+    return KvCapacity(bytes_per_token=round(bytes_per_token), groups=n_groups, blocks=blocks, tokens=tokens,
+                      max_concurrency=round(concurrency, 2), max_model_len_that_fits=lo,
+                      concurrency_at_context=round(at_context, 2))
+
+
+def plain_bytes_per_token(arch: Architecture, tp: int, layers: int, element_bytes: float) -> float:
+    """Every layer holding every token (the HF / llama.cpp cache, and the figure for one full-attention request)."""
+    return token_layer_bytes(arch, tp, element_bytes) * layers

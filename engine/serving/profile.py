@@ -1,0 +1,108 @@
+"""Engine profiles: which engine and version, its defaults, the weight format it loads (engine/catalog/serving.toml)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from functools import cache
+from typing import Any
+
+from engine.catalog import HERE
+
+from .types import EngineFamily
+
+ENGINES = ("vllm", "sglang", "tgi", "llama.cpp", "ollama", "hf", "tensorrt-llm")
+GGUF = re.compile(r"^(?:gguf[:\s_-]*)?(f32|f16|bf16|q\d_k_[sml]|q\d_k|q\d_[01]|iq\d_[a-z]+|mxfp4)$", re.IGNORECASE)
+
+
+@cache
+def data() -> dict[str, Any]:
+    with (HERE / "serving.toml").open("rb") as f:
+        return tomllib.load(f)
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    """"0.19.0 (V1)" -> (0, 19, 0); None when no number is given."""
+    if not version:
+        return None
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+    if not m:
+        return None
+    return tuple(int(x) for x in m.groups() if x is not None)
+
+
+def family(engine: str, version: str | None, compute_capability: float | None = None) -> EngineFamily:
+    if engine == "vllm":
+        v = version_tuple(version)
+        if compute_capability is not None and compute_capability < 8.0 and (v is None or v < (0, 11)):
+            return "vllm-v0"  # V1 needs sm80+ until V0's removal (arg_utils _is_v1_supported_oracle falls back)
+        if version and re.search(r"\bV0\b", version):
+            return "vllm-v0"
+        if version and re.search(r"\bV1\b", version):
+            return "vllm-v1"
+        if v is not None and v < version_tuple(data()["vllm"]["v1_from"]):  # type: ignore[operator]
+            return "vllm-v0"
+        return "vllm-v1"
+    if engine in ("sglang", "tgi", "llama.cpp", "ollama", "hf"):
+        return engine  # type: ignore[return-value]
+    return "vllm-v1"  # tensorrt-llm: sized like a paged-KV engine with the same budget rules (said as such)
+
+
+def cuda_graphs_in_budget(version: str | None) -> bool:
+    v = version_tuple(version)
+    return v is not None and v >= version_tuple(data()["vllm"]["cuda_graphs_in_budget_from"])  # type: ignore[operator]
+
+
+def weight_format(quantization: str | None, bits: int | None, engine: str) -> str | None:
+    """The format key a request names: "fp8 (compressed-tensors, fp8-dynamic)" -> "fp8"; None = not understood."""
+    q = (quantization or "").strip().lower()
+    if not q:
+        if engine in ("llama.cpp", "ollama"):
+            return "gguf:" + str(data()["ollama"]["default_gguf"]) if engine == "ollama" or bits == 4 else \
+                "gguf:" + ("q8_0" if bits == 8 else "f16" if bits in (16, None) else "f32")
+        return {4: "awq", 8: "int8", 32: "fp32"}.get(bits or 16, "bf16")
+    head = q.split("(")[0].strip()
+    m = GGUF.match(head.replace("gguf:", "").strip()) if head.startswith("gguf") or engine in ("llama.cpp", "ollama") \
+        else None
+    if m:
+        return "gguf:" + m.group(1).lower()
+    for key, words in (("nvfp4", ("nvfp4",)), ("mxfp4", ("mxfp4",)), ("fp8", ("fp8", "float8")),
+                       ("awq", ("awq",)), ("gptq", ("gptq", "w4a16", "int4", "marlin")),
+                       ("bitsandbytes", ("bitsandbytes", "bnb", "nf4")), ("int8", ("int8", "w8a8", "w8a16")),
+                       ("fp16", ("fp16", "float16", "half")), ("bf16", ("bf16", "bfloat16")), ("fp32", ("fp32",))):
+        if any(w in head for w in words):
+            return key
+    return None
+
+
+def supports(engine: str, fmt: str) -> bool:
+    table = data()["support"]
+    key = "gguf" if fmt.startswith("gguf") else fmt
+    return key in table.get(engine, table["vllm"])
+
+
+def sglang_fraction(tp: int) -> float:
+    for least, fraction in data()["sglang"]["mem_fraction_static"]:
+        if tp >= least:
+            return float(fraction)
+    return 0.88
+
+
+def batch_defaults(fam: EngineFamily, total_gib: float, gpu_name: str, max_model_len: int) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) the engine picks when the request leaves them out."""
+    v = data()["vllm"]
+    if fam == "vllm-v0":
+        v0 = v["v0"]
+        if max_model_len > v0["chunked_prefill_above"]:
+            return int(v0["chunked_batched_tokens"]), int(v0["max_num_seqs"])
+        return max(max_model_len, int(v0["min_batched_tokens"])), int(v0["max_num_seqs"])
+    if fam == "sglang":
+        return int(data()["sglang"]["chunked_prefill_size"]), 1024
+    if fam == "tgi":
+        return int(data()["tgi"]["max_batch_prefill_tokens"]), 128
+    if fam in ("llama.cpp", "ollama", "hf"):
+        return int(data()["llama_cpp"]["n_ubatch"]), 1
+    bd = v["batch_defaults"]
+    large = total_gib >= bd["large_memory_gib"] and not any(x.lower() in gpu_name.lower() for x in bd["excluded_names"])
+    row = bd["large" if large else "small"]
+    return int(row["max_num_batched_tokens"]), int(row["max_num_seqs"])
