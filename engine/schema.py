@@ -133,7 +133,7 @@ class Request(Strict):
     stage: Stage | None = None
     framework: Framework | None = None
     serving_engine: ServingEngine | None = None
-    quantization: str | None = Field(default=None, max_length=40)  # nf4 int8 fp8 awq gptq mxfp4 nvfp4 gguf:<type>
+    quantization: str | None = Field(default=None, max_length=100)  # nf4 int8 fp8 awq gptq mxfp4 nvfp4 gguf:<type>
     kv_cache_dtype: KvCacheDtype | None = None
     concurrency: int | None = Field(default=None, ge=1, le=MAX_BATCH)
     prompt_len: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN)
