@@ -1,0 +1,307 @@
+"""How long a fine-tuning run takes: the FLOPs model of DESIGN.md, with the terms that are not FLOPs.
+
+Per GPU and micro-batch of m = batch × seq tokens:
+
+    compute   = m · FLOPs per token / (peak_bf16_dense · u)       u by method and GPU class (speed.toml)
+    dequant   = passes · 4-bit linear params · bytes / bandwidth    QLoRA only (bitsandbytes MatMul4Bit)
+    dispatch  = layers · seconds per layer                          CPU launch time; the GPU runs ahead of it
+    busy      = max(compute + dequant, dispatch)
+    comm      = collective bytes / bus bandwidth                    ZeRO-3/FSDP gathers and reduce-scatters
+    offload   = host <-> GPU bytes / PCIe                           gradients each micro-step, weights (ZeRO-3)
+    micro     = busy + comm + offload − overlap · min(busy, comm + offload) + collective latencies
+
+Per optimizer step: accumulation × micro + the optimizer update (state bytes / memory bandwidth, or with CPU
+offload the updated weights back over PCIe and CPU Adam while the GPUs wait) + the DDP gradient all-reduce that
+the last backward did not hide. Seconds per token = step / tokens per step.
+
+FLOPs per token: k · P_matmul, k = 6 full (forward 2 + backward 4), 4 LoRA/QLoRA (the frozen base gets no weight
+gradients), + 2 · P_matmul recomputed with checkpointing; P_matmul = active parameters less an untied input
+embedding (a lookup, not a matmul). Attention 12 · L · s · h_attn (+ 4 · L · s · h_attn recomputed), not halved
+for the causal mask (the llm-foundry convention in which utilisation was measured).
+"""
+
+from __future__ import annotations
+
+import math
+from pydantic import BaseModel
+
+from engine.catalog import Gpu
+from engine.schema import Scenario
+from engine.speed.hardware import (
+    by_class,
+    calibration,
+    gpus_per_node,
+    intra_node_gbs,
+    network_gbs,
+    nodes,
+    pcie_gbs,
+    resolve_gpu,
+)
+from engine.speed.inference import attention_width
+
+TOKENS_100M = 1e8
+SECONDS_PER_HOUR = 3600.0
+SHARDED_PARAMS = ("zero3", "fsdp")
+SHARDED_OPTIMIZER = ("zero1", "zero2", "zero3", "fsdp")
+
+
+class StepTime(BaseModel):
+    """Seconds of one optimizer step on each GPU, by term."""
+
+    tokens: float  # training tokens per optimizer step, all GPUs together
+    micro_batches: int  # per GPU per optimizer step
+    compute: float
+    dequantisation: float
+    dispatch: float
+    busy: float  # per micro-batch max(compute + dequantisation, dispatch), summed over the step
+    communication: float  # collective bytes / bus bandwidth, before overlap
+    network: float  # the part of `communication` the inter-node network adds (0 inside one node)
+    latency: float  # collective launch latencies (not hidden)
+    offload_transfer: float  # host <-> GPU traffic that can overlap compute
+    exposed: float  # communication and transfers that compute did not hide
+    optimizer: float  # update on the GPU
+    offload_serial: float  # CPU Adam + updated weights over PCIe, GPUs idle
+    total: float
+    collective_bytes: float  # per GPU
+    pcie_bytes: float  # per GPU, host <-> GPU
+
+
+class TrainingTime(BaseModel):
+    """Wall-clock time of a training run on `count` GPUs, with the range that the utilisation spread gives."""
+
+    gpu: str
+    count: int
+    tokens: float  # training tokens processed (dataset tokens × epochs)
+    hours: float  # typical
+    hours_fast: float  # at the high end of the utilisation range
+    hours_slow: float  # at the low end
+    tokens_per_second: float  # all GPUs together, typical
+    tokens_per_second_per_gpu: float
+    mfu: float  # model FLOPs (k · P_matmul + attention, no recompute) / (GPUs × dense BF16 peak × time)
+    utilisation: float  # of the matmuls while the GPU computes (per GPU)
+    scaling: float  # time without communication / time with it (1 for one GPU)
+    flops: float  # hardware FLOPs of the whole run
+    offload_bound: bool  # PCIe transfers or CPU Adam take longer than the GPU's own work
+    step: StepTime
+
+
+# ---- FLOPs ------------------------------------------------------------------------------------------------
+
+
+def matmul_params(scenario: Scenario) -> float:
+    """Active parameters that take part in matmuls: an untied input embedding is a lookup."""
+    arch = scenario.arch
+    embedding = 0.0 if arch.tied else float(arch.vocab * arch.hidden)
+    return max(arch.active_params - embedding, arch.active_params * 0.5)
+
+
+def dense_flops_per_token(scenario: Scenario, *, recompute: bool) -> float:
+    """k · P_matmul (+ 2 · P_matmul recomputed forward when `recompute`)."""
+    k = 6.0 if scenario.method == "full" else 4.0
+    return (k + (2.0 if recompute else 0.0)) * matmul_params(scenario)
+
+
+def attention_flops_per_token(scenario: Scenario, *, recompute: bool) -> float:
+    """12 · L · s · h_attn for forward + backward, + 4 · L · s · h_attn recomputed."""
+    arch = scenario.arch
+    forward = 4.0 * arch.layers * scenario.seq_len * attention_width(arch)
+    return 3.0 * forward + (forward if recompute else 0.0)
+
+
+def training_flops_per_token(scenario: Scenario) -> tuple[float, float]:
+    """(hardware FLOPs, model FLOPs) per training token; they differ by the checkpointing recompute."""
+    def per_token(recompute: bool) -> float:
+        return dense_flops_per_token(scenario, recompute=recompute) + attention_flops_per_token(
+            scenario, recompute=recompute)
+
+    return per_token(scenario.gradient_checkpointing), per_token(False)
+
+
+# ---- utilisation ------------------------------------------------------------------------------------------
+
+
+def utilisation(scenario: Scenario, gpu: Gpu) -> tuple[float, float, float]:
+    """Utilisation of the dense BF16 peak by the matmuls (typical, low, high) for this method on this GPU."""
+    cal = calibration()
+    method = "full" if scenario.method == "full" else "lora"
+    band = by_class(cal["utilisation"][method], gpu)
+    factor = float(cal["gpu_factor"].get(gpu.name, 1.0))
+    return band["typical"] * factor, band["low"] * factor, band["high"] * factor
+
+
+def trainable_params(scenario: Scenario) -> float:
+    if scenario.method == "full":
+        return scenario.arch.params
+    return scenario.arch.params * float(calibration()["lora"]["trainable_fraction"])
+
+
+def default_accumulation(scenario: Scenario, count: int) -> int:
+    """Micro-batches per GPU per optimizer step: enough for the assumed tokens per optimizer step."""
+    per_micro = scenario.batch_size * scenario.seq_len * count
+    target = float(calibration()["step"]["tokens_per_optimizer_step"])
+    return max(1, math.ceil(target / per_micro))
+
+
+# ---- the step ---------------------------------------------------------------------------------------------
+
+
+def _ring_latency_s(count: int) -> float:
+    """One all-gather / reduce-scatter: NCCL's ring model, base + (n - nodes) in-node hops + (nodes - 1)
+    network hops (src/graph/tuning.cc, Simple protocol)."""
+    lat = calibration()["comm"]["latency_us"]
+    k = nodes(count)
+    return (lat["base"] + (count - k) * lat["hop_intra"] + (k - 1) * lat["hop_network"]) * 1e-6
+
+
+def _weight_bytes(scenario: Scenario) -> float:
+    """Bytes per parameter the GPUs gather (FSDP-QLoRA gathers the 4-bit storage) or stream from the host."""
+    return scenario.bits / 8.0 if scenario.method == "qlora" else 2.0
+
+
+def _gathers(scenario: Scenario) -> int:
+    """All-gathers of the sharded weights per micro-batch: forward and backward; DeepSpeed ZeRO-3 gathers again
+    for a checkpointing recompute (its fetch hooks run on every module forward, the recompute included), FSDP
+    recomputes inside the unit it has already gathered for backward."""
+    return 3 if scenario.sharding == "zero3" and scenario.gradient_checkpointing else 2
+
+
+def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
+              accumulation: int | None = None, u: float | None = None,
+              ideal_network: bool = False, no_communication: bool = False) -> StepTime:
+    """Seconds of one optimizer step, by term. `ideal_network`: as if every GPU sat in one node (the cost of
+    the inter-node network is the difference); `no_communication`: without collectives (their cost)."""
+    g = resolve_gpu(gpu)
+    n = count if count is not None else scenario.gpu_count
+    if n < 1:
+        raise ValueError(f"GPU count must be at least 1, got {n}")
+    cal = calibration()
+    arch = scenario.arch
+    accum = accumulation if accumulation is not None else default_accumulation(scenario, n)
+    m = scenario.batch_size * scenario.seq_len
+    util = u if u is not None else utilisation(scenario, g)[0]
+    bandwidth = g.bandwidth_tbs * 1e12
+    compute = m * training_flops_per_token(scenario)[0] / (g.bf16_tflops * 1e12 * util)
+    dequant = 0.0
+    if scenario.method == "qlora":
+        q = cal["qlora"]
+        passes = 3.0 if scenario.gradient_checkpointing else 2.0
+        dequant = passes * arch.linear_params * q["bytes_per_param_per_pass"] / (bandwidth * q["bandwidth_efficiency"])
+    disp = cal["dispatch"]
+    per_layer = disp["seconds_per_layer"] + (disp["zero3_seconds_per_layer"] if scenario.sharding == "zero3" else 0.0)
+    dispatch = arch.layers * per_layer
+    busy = max(compute + dequant, dispatch)
+
+    trainable = trainable_params(scenario)
+    comm_cal = cal["comm"]
+    grad_bytes = float(comm_cal["gradient_bytes"])
+    share = (n - 1) / n
+    micro_bytes = allreduce_bytes = 0.0
+    collectives = 0
+    if n > 1 and not no_communication:
+        if scenario.sharding in SHARDED_PARAMS:
+            gathers = _gathers(scenario)
+            micro_bytes = share * (gathers * arch.params * _weight_bytes(scenario) + trainable * grad_bytes)
+            collectives = (gathers + 1) * arch.layers
+        elif scenario.sharding == "zero2":
+            micro_bytes = share * trainable * grad_bytes
+            collectives = arch.layers
+        else:  # DDP / ZeRO-1: one bucketed all-reduce per optimizer step
+            allreduce_bytes = 2.0 * share * trainable * grad_bytes
+    bus = (intra_node_gbs(g) if ideal_network else network_gbs(g, n)) * 1e9
+    comm = micro_bytes / bus
+    network = comm - micro_bytes / (intra_node_gbs(g) * 1e9)
+    latency = 0.0 if ideal_network or not collectives else collectives * _ring_latency_s(n)
+    if ideal_network and collectives:
+        latency = collectives * _ring_latency_s(min(n, gpus_per_node()))
+
+    off = cal["offload"]
+    pcie = pcie_gbs(g) * 1e9
+    pcie_micro = pcie_step = cpu_adam = 0.0
+    if scenario.offload:
+        # DeepSpeed stage_1_and_2.py async_accumulate_grad_in_cpu_via_gpu: each micro-step the 16-bit gradient
+        # partition comes back from the host, is added, and goes out again (once when there is no accumulation)
+        pcie_micro = trainable / n * 2.0 * (2.0 if accum > 1 else 1.0)
+        if scenario.sharding == "zero3":  # parameter offload: each GPU fetches its shard for every gather
+            pcie_micro += _gathers(scenario) * arch.params * _weight_bytes(scenario) / n
+        pcie_step = trainable / n * 2.0  # updated 16-bit weights back to the GPU
+        cpu_adam = trainable * min(n, gpus_per_node()) / n / off["cpu_adam_params_per_s_per_node"]
+    transfer = pcie_micro / pcie
+    overlap = float(comm_cal["overlap"])
+    hidden = comm + transfer
+    micro = busy + hidden - overlap * min(busy, hidden) + latency
+    allreduce = allreduce_bytes / bus
+    allreduce_exposed = allreduce - overlap * min(allreduce, busy)
+
+    opt = cal["optimizer"]
+    if scenario.offload:
+        optimizer = 0.0
+        serial = pcie_step / pcie + cpu_adam
+    else:
+        shard = n if scenario.sharding in SHARDED_OPTIMIZER else 1
+        per_param = opt["bytes_per_param_8bit"] if "8bit" in (scenario.optimizer or "") else opt["bytes_per_param"]
+        optimizer = trainable / shard * per_param / (bandwidth * opt["bandwidth_efficiency"])
+        serial = 0.0
+    exposed = accum * (micro - busy - latency) + allreduce_exposed
+    total = accum * micro + allreduce_exposed + optimizer + serial
+    return StepTime(
+        tokens=float(accum * m * n), micro_batches=accum, compute=accum * compute, dequantisation=accum * dequant,
+        dispatch=accum * dispatch, busy=accum * busy, communication=accum * comm + allreduce,
+        network=accum * network + (allreduce - allreduce_bytes / (intra_node_gbs(g) * 1e9)),
+        latency=accum * latency, offload_transfer=accum * transfer, exposed=exposed, optimizer=optimizer,
+        offload_serial=serial, total=total,
+        collective_bytes=accum * micro_bytes + allreduce_bytes, pcie_bytes=accum * pcie_micro + pcie_step,
+    )
+
+
+# ---- training time -----------------------------------------------------------------------------------------
+
+
+def _check(scenario: Scenario, tokens: float) -> None:
+    if scenario.method == "inference":
+        raise ValueError("training_time needs a training method (full, lora or qlora), not inference")
+    if not (tokens > 0 and math.isfinite(tokens)):
+        raise ValueError(f"tokens must be a positive number, got {tokens!r}")
+
+
+def training_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None,
+                  tokens: float = TOKENS_100M, *, accumulation: int | None = None) -> TrainingTime:
+    """Hours to process `tokens` training tokens (dataset tokens × epochs) on `count` GPUs."""
+    _check(scenario, tokens)
+    g = resolve_gpu(gpu)
+    n = count if count is not None else scenario.gpu_count
+    if n < 1:
+        raise ValueError(f"GPU count must be at least 1, got {n}")
+    u, u_low, u_high = utilisation(scenario, g)
+    step = step_time(scenario, g, n, accumulation=accumulation)
+    alone = step_time(scenario, g, n, accumulation=accumulation, no_communication=True)
+    spt = step.total / step.tokens
+
+    def hours_at(util: float) -> float:
+        s = step_time(scenario, g, n, accumulation=accumulation, u=util)
+        return tokens * s.total / s.tokens / SECONDS_PER_HOUR
+
+    tps = 1.0 / spt
+    hw_per_token, model_per_token = training_flops_per_token(scenario)
+    peak = g.bf16_tflops * 1e12
+    return TrainingTime(
+        gpu=g.name, count=n, tokens=tokens, hours=tokens * spt / SECONDS_PER_HOUR,
+        hours_fast=hours_at(u_high), hours_slow=hours_at(u_low),
+        tokens_per_second=tps, tokens_per_second_per_gpu=tps / n,
+        mfu=model_per_token * tps / (n * peak), utilisation=u, scaling=alone.total / step.total,
+        flops=hw_per_token * tokens,
+        offload_bound=bool(scenario.offload and step.offload_serial + step.offload_transfer > step.busy),
+        step=step,
+    )
+
+
+def seconds_per_token(scenario: Scenario, gpu: Gpu, count: int) -> float:
+    """The typical seconds per training token of the whole job: `training_time` without its report, for
+    searches that rank many arrangements."""
+    step = step_time(scenario, gpu, count)
+    return step.total / step.tokens
+
+
+def hours_per_100m_tokens(scenario: Scenario, gpu: Gpu | str, count: int | None = None) -> TrainingTime:
+    """The same estimate for 100M training tokens: the answer's yardstick when no data amount was given."""
+    return training_time(scenario, gpu, count, TOKENS_100M)
+
