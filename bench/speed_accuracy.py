@@ -201,16 +201,16 @@ def main() -> None:
     out: list[str] = []
     out += table(f"By method ({len(main_stack)} runs of the modelled stacks; other stacks below)", main_stack,
                  lambda r: r.group, after, before, args.markdown)
-    out += [""] + table("By GPU (modelled stacks)", main_stack, lambda r: r.row["gpu"], after, before, args.markdown)
-    out += [""] + table("All modelled stacks", main_stack, lambda r: "all", after, before, args.markdown)
+    out += ["", *table("By GPU (modelled stacks)", main_stack, lambda r: r.row["gpu"], after, before, args.markdown)]
+    out += ["", *table("All modelled stacks", main_stack, lambda r: "all", after, before, args.markdown)]
     others = [r for r in scored if "(" in r.group]
-    out += [""] + table("Stacks the model does not describe (reported, not calibrated on)", others,
-                        lambda r: r.group, after, before, args.markdown)
+    out += ["", *table("Stacks the model does not describe (reported, not calibrated on)", others,
+                       lambda r: r.group, after, before, args.markdown)]
     unscored = [r for r in runs if not r.scored]
-    out += [""] + table("torchtune (relative only, throughput.md)", unscored, lambda r: r.group, after, before,
-                        args.markdown)
+    out += ["", *table("torchtune (relative only, throughput.md)", unscored, lambda r: r.group, after, before,
+                       args.markdown)]
     if not args.markdown:
-        out += [""] + ratio_checks(ratios) + [""] + offload_check()
+        out += ["", *ratio_checks(ratios), "", *offload_check()]
     print("\n".join(out))
     if args.rows:
         print("\nsource        model          method gpu              n   seq  mb  acc  measured  after  before")

@@ -5,6 +5,7 @@
 For every published run (engine/catalog/speed_measured.toml) it solves for the one figure that makes the model
 match that run, holding the others at their speed.toml values, and prints the median over each set:
 - utilisation of the matmuls, by method and GPU (runs where compute is at least 60 % of the step);
+- the LoRA adapters' bytes per element per pass (one-GPU LoRA runs where they are at least 20 % of the step);
 - the dispatch floor per layer (Qwen LoRA runs at 256 tokens, where compute is a small part);
 - DeepSpeed ZeRO-3's extra per-layer time (Qwen ZeRO-3 runs at 256-1,024 tokens);
 - the overlap of communication with compute (multi-GPU sharded runs where communication is at least 20 %).
@@ -22,10 +23,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from speed_accuracy import Run, load_runs  # noqa: E402
+from speed_accuracy import Run, load_runs
 
-from engine import speed  # noqa: E402
-from engine.speed import calibration as cal_module  # noqa: E402
+from engine import speed
 
 
 def tokens_per_s(run: Run, **kw: Any) -> float:
@@ -95,6 +95,17 @@ def main() -> None:
                 out.append(value)
         return out
 
+    def adapter_heavy(r: Run) -> bool:
+        if r.scenario.method != "lora" or r.scenario.sharding == "zero3" or r.row["count"] > 1:
+            return False
+        step = speed.step_time(r.scenario, r.row["gpu"], r.row["count"], accumulation=r.row["accum"])
+        return step.adapters >= 0.2 * step.total and step.busy > step.dispatch
+
+    for source in ("qwen", "llama-factory"):
+        ad = implied(("lora", "bytes_per_element_per_pass"), lambda r, s=source: r.source == s and adapter_heavy(r),
+                     0.0, 200.0)
+        print(f"LoRA adapter bytes per element per pass ({source}, one GPU, adapters >= 20 % of the step): "
+              f"{[round(x, 1) for x in ad]}" + (f", median {statistics.median(ad):.1f}" if ad else ""))
     floor = implied(("dispatch", "seconds_per_layer"),
                     lambda r: r.source == "qwen" and r.scenario.method == "lora" and r.scenario.sharding == "none"
                     and r.row["seq"] == 256, 0.0, 0.05)

@@ -28,30 +28,38 @@ def scenario(method: str = "full", *, model: str | None = None, **changes: Any) 
 # ---- FLOPs ----------------------------------------------------------------------------------------------
 
 P = LLAMA2_7B.params
+P_MATMUL = P - 32000 * 4096  # Llama-2's input embedding is untied: a lookup, not a matmul
 ATTN_FWD_2K = 4 * 32 * 2048 * (32 * 128)  # 4 · L · s · h_attn per token
 
 
 def test_full_fine_tuning_flops_are_6p_plus_attention() -> None:
     hardware, model = speed.training_flops_per_token(scenario("full"))
-    assert hardware == model == pytest.approx(6 * P + 3 * ATTN_FWD_2K)
+    assert hardware == model == pytest.approx(6 * P_MATMUL + 3 * ATTN_FWD_2K)
+
+
+def test_a_tied_embedding_is_the_lm_head_and_counts_once() -> None:
+    tied = scenario("full", model="Gemma-2-2B")
+    assert tied.arch.tied and speed.matmul_params(tied) == tied.arch.params
+    assert speed.matmul_params(scenario("full")) == pytest.approx(P - LLAMA2_7B.vocab * LLAMA2_7B.hidden)
 
 
 def test_checkpointing_adds_a_recomputed_forward_to_hardware_flops_only() -> None:
     hardware, model = speed.training_flops_per_token(scenario("full", gradient_checkpointing=True))
-    assert hardware == pytest.approx(8 * P + 4 * ATTN_FWD_2K)
-    assert model == pytest.approx(6 * P + 3 * ATTN_FWD_2K)
+    assert hardware == pytest.approx(8 * P_MATMUL + 4 * ATTN_FWD_2K)
+    assert model == pytest.approx(6 * P_MATMUL + 3 * ATTN_FWD_2K)
 
 
 def test_lora_and_qlora_skip_weight_gradients_but_not_attention_backward() -> None:
     for method in ("lora", "qlora"):
         hardware, _ = speed.training_flops_per_token(scenario(method))
-        assert hardware == pytest.approx(4 * P + 3 * ATTN_FWD_2K)
+        assert hardware == pytest.approx(4 * P_MATMUL + 3 * ATTN_FWD_2K)
 
 
 def test_moe_training_counts_active_parameters_only() -> None:
     moe = scenario("full", model="Mixtral-8x7B")
     dense, _ = speed.training_flops_per_token(moe)
-    assert dense == pytest.approx(6 * moe.arch.active_params + 3 * 4 * 32 * 2048 * 32 * 128)
+    active_matmul = moe.arch.active_params - moe.arch.vocab * moe.arch.hidden
+    assert dense == pytest.approx(6 * active_matmul + 3 * 4 * 32 * 2048 * 32 * 128)
     assert moe.arch.active_params < moe.arch.params / 3
 
 
@@ -66,23 +74,23 @@ def test_attention_dominates_at_long_context() -> None:
 # ---- time ------------------------------------------------------------------------------------------------
 
 
-def test_time_is_flops_over_peak_times_utilisation() -> None:
-    sc = scenario("full")
+def test_time_is_flops_over_peak_times_utilisation_when_the_gpu_sets_the_pace() -> None:
+    sc = scenario("full")  # one GPU, 4 × 2,048 tokens per micro-batch: compute dominates the step
     t = speed.training_time(sc, "A100 80GB SXM", 1, tokens=1e9)
     hardware, _ = speed.training_flops_per_token(sc)
-    expected_s = 1e9 * hardware / (312e12 * t.utilisation)
-    assert t.hours * 3600 == pytest.approx(expected_s)
-    assert t.utilisation == pytest.approx(0.66)
-    assert t.mfu == pytest.approx(0.66)  # no recompute, one GPU: MFU = hardware utilisation
+    compute_s = 1e9 * hardware / (312e12 * t.utilisation)
+    assert compute_s <= t.hours * 3600 <= 1.02 * compute_s  # + the optimizer step, under 2 %
+    assert t.step.busy == t.step.compute and t.step.dispatch < t.step.compute
+    assert t.mfu == pytest.approx(t.utilisation, rel=0.02)  # no recompute, one GPU: MFU ≈ utilisation
     assert t.hours_fast < t.hours < t.hours_slow
 
 
 def test_checkpointing_slows_by_the_recompute_and_lowers_mfu() -> None:
     plain = speed.training_time(scenario("full"), "H100", 1)
     gc = speed.training_time(scenario("full", gradient_checkpointing=True), "H100", 1)
-    ratio = (8 * P + 4 * ATTN_FWD_2K) / (6 * P + 3 * ATTN_FWD_2K)
-    assert gc.hours / plain.hours == pytest.approx(ratio)
-    assert gc.mfu == pytest.approx(plain.mfu / ratio)
+    ratio = (8 * P_MATMUL + 4 * ATTN_FWD_2K) / (6 * P_MATMUL + 3 * ATTN_FWD_2K)
+    assert gc.hours / plain.hours == pytest.approx(ratio, rel=0.02)
+    assert gc.mfu == pytest.approx(plain.mfu / ratio, rel=0.02)
 
 
 def test_hours_scale_with_tokens_and_100m_is_the_default_yardstick() -> None:
@@ -93,18 +101,29 @@ def test_hours_scale_with_tokens_and_100m_is_the_default_yardstick() -> None:
 
 
 def test_qlora_is_slower_than_lora_by_dequantisation() -> None:
-    lora = speed.training_time(scenario("lora"), "A100")
-    qlora = speed.training_time(scenario("qlora", bits=4), "A100")
-    assert lora.hours / qlora.hours == pytest.approx(0.85)
-    lora_4090 = speed.training_time(scenario("lora"), "RTX 4090")
-    qlora_4090 = speed.training_time(scenario("qlora", bits=4), "RTX 4090")
-    assert lora_4090.hours / qlora_4090.hours == pytest.approx(0.80)
+    for gpu in ("A100", "RTX 4090"):
+        lora = speed.training_time(scenario("lora"), gpu)
+        qlora = speed.training_time(scenario("qlora", bits=4), gpu)
+        assert 1.0 < qlora.hours / lora.hours < 1.3  # litgpt +15-16 %, torchtune +28 %, LLaMA-Factory +1 %
+        assert qlora.step.dequantisation > 0 == lora.step.dequantisation
 
 
-def test_small_micro_batches_lose_utilisation() -> None:
+def test_dequantisation_weighs_less_as_the_micro_batch_grows() -> None:
+    def extra(batch: int) -> float:
+        lora = speed.training_time(scenario("lora", batch_size=batch), "A100")
+        qlora = speed.training_time(scenario("qlora", bits=4, batch_size=batch), "A100")
+        return qlora.hours / lora.hours
+
+    assert extra(1) > extra(4) > extra(16) > 1.0  # the same weights are expanded once per micro-batch
+
+
+def test_small_micro_batches_hit_the_dispatch_floor() -> None:
     big = speed.training_time(scenario("lora", batch_size=4, seq_len=1024), "A100")
-    small = speed.training_time(scenario("lora", batch_size=1, seq_len=1024), "A100")
-    assert small.utilisation == pytest.approx(0.7 * big.utilisation)
+    small = speed.training_time(scenario("lora", batch_size=1, seq_len=256), "A100")
+    assert small.tokens_per_second < big.tokens_per_second / 2
+    assert small.mfu < big.mfu
+    assert small.step.busy == small.step.dispatch > small.step.compute  # the CPU sets the pace
+    assert big.step.busy == pytest.approx(big.step.compute + big.step.adapters)
 
 
 def test_consumer_boards_sustain_lower_full_fine_tuning_utilisation_than_a100() -> None:
@@ -114,13 +133,12 @@ def test_consumer_boards_sustain_lower_full_fine_tuning_utilisation_than_a100() 
 
 
 def test_several_gpus_are_faster_but_not_linearly() -> None:
-    sc = scenario("full")
+    sc = scenario("full", sharding="ddp")
     one = speed.training_time(sc, "H100", 1)
     eight = speed.training_time(sc, "H100", 8)
     sixteen = speed.training_time(sc, "H100", 16)
-    assert 7.0 < one.hours / eight.hours < 8.0
-    assert eight.scaling == pytest.approx(0.97**3)
-    assert sixteen.scaling == pytest.approx(0.97**3 * 0.92)  # second node over the network
+    assert 7.0 < one.hours / eight.hours < 8.0  # the gradient all-reduce is only partly hidden
+    assert one.scaling == 1.0 and eight.scaling < 1.0
     assert one.hours / sixteen.hours < 2 * one.hours / eight.hours
 
 
@@ -128,6 +146,9 @@ def test_pcie_boards_scale_worse_than_nvlink() -> None:
     assert speed.link_kind(find_gpu("RTX 4090")) == "pcie"  # type: ignore[arg-type]
     assert speed.link_kind(find_gpu("H100 SXM")) == "nvlink"  # type: ignore[arg-type]
     assert speed.scaling(find_gpu("RTX 4090"), 4) < speed.scaling(find_gpu("H100 SXM"), 4)  # type: ignore[arg-type]
+    ddp = scenario("full", sharding="ddp")
+    assert (speed.training_time(ddp, "RTX 4090", 4).scaling
+            < speed.training_time(ddp, "RTX 6000 Ada", 1).scaling == 1.0)
 
 
 def test_gpu_count_defaults_to_the_scenario() -> None:

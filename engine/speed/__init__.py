@@ -2,6 +2,14 @@
 (costs.py), and how fast a model generates (inference.py). Calibration: engine/catalog/speed.toml, checked
 against published throughput by bench/speed_accuracy.py. Pure and synchronous."""
 
+from engine.speed.costs import (
+    CommunicationCost,
+    MultiNodeCost,
+    OffloadCost,
+    communication_cost,
+    multi_node_cost,
+    offload_cost,
+)
 from engine.speed.hardware import (
     calibration,
     gpu_class,
@@ -12,14 +20,6 @@ from engine.speed.hardware import (
     node_network_gbs,
     pcie_gbs,
     resolve_gpu,
-)
-from engine.speed.costs import (
-    CommunicationCost,
-    MultiNodeCost,
-    OffloadCost,
-    communication_cost,
-    multi_node_cost,
-    offload_cost,
 )
 from engine.speed.inference import (
     InferenceSpeed,

@@ -23,9 +23,11 @@ for the causal mask (the llm-foundry convention in which utilisation was measure
 from __future__ import annotations
 
 import math
+
 from pydantic import BaseModel
 
 from engine.catalog import Gpu
+from engine.memory import LoraTargets, lora_parameters
 from engine.schema import Scenario
 from engine.speed.hardware import (
     by_class,
@@ -51,6 +53,7 @@ class StepTime(BaseModel):
     tokens: float  # training tokens per optimizer step, all GPUs together
     micro_batches: int  # per GPU per optimizer step
     compute: float
+    adapters: float  # LoRA: the adapters' elementwise work, memory-bound
     dequantisation: float
     dispatch: float
     busy: float  # per micro-batch max(compute + dequantisation, dispatch), summed over the step
@@ -121,18 +124,32 @@ def training_flops_per_token(scenario: Scenario) -> tuple[float, float]:
 
 
 def utilisation(scenario: Scenario, gpu: Gpu) -> tuple[float, float, float]:
-    """Utilisation of the dense BF16 peak by the matmuls (typical, low, high) for this method on this GPU."""
+    """Utilisation of the dense BF16 peak by the matmuls (typical, low, high) on this GPU. The same for every
+    method: LoRA runs the base model's matmuls (4 · P instead of 6 · P); what its adapters add is a separate
+    memory-bound term."""
     cal = calibration()
-    method = "full" if scenario.method == "full" else "lora"
-    band = by_class(cal["utilisation"][method], gpu)
+    band = by_class(cal["utilisation"], gpu)
     factor = float(cal["gpu_factor"].get(gpu.name, 1.0))
     return band["typical"] * factor, band["low"] * factor, band["high"] * factor
 
 
 def trainable_params(scenario: Scenario) -> float:
+    """Full: every parameter; LoRA/QLoRA: the adapters, r · Σ(in + out) over the adapted projections."""
     if scenario.method == "full":
         return scenario.arch.params
-    return scenario.arch.params * float(calibration()["lora"]["trainable_fraction"])
+    return lora_parameters(scenario.arch, LoraTargets.parse(scenario.lora_targets), max(scenario.lora_rank, 1))
+
+
+def adapter_elements_per_token(scenario: Scenario) -> float:
+    """Σ(in + out) over the adapted projections a token passes through (MoE: its routed and shared experts):
+    the activations PEFT's LoRA wrappers touch outside the base matmul (dropout of the input, the rank-r
+    products, scaling, the add onto the base output)."""
+    if scenario.method == "full":
+        return 0.0
+    arch = scenario.arch
+    routed = scenario.arch.model_copy(update={
+        "experts": arch.experts_per_token if arch.experts else 0, "shared_experts": arch.shared_experts})
+    return lora_parameters(routed, LoraTargets.parse(scenario.lora_targets), 1)
 
 
 def default_accumulation(scenario: Scenario, count: int) -> int:
@@ -174,6 +191,8 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
     n = count if count is not None else scenario.gpu_count
     if n < 1:
         raise ValueError(f"GPU count must be at least 1, got {n}")
+    if accumulation is not None and accumulation < 1:
+        raise ValueError(f"accumulation must be at least 1 micro-batch, got {accumulation}")
     cal = calibration()
     arch = scenario.arch
     accum = accumulation if accumulation is not None else default_accumulation(scenario, n)
@@ -181,6 +200,12 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
     util = u if u is not None else utilisation(scenario, g)[0]
     bandwidth = g.bandwidth_tbs * 1e12
     compute = m * training_flops_per_token(scenario)[0] / (g.bf16_tflops * 1e12 * util)
+    adapters = 0.0
+    if scenario.method in ("lora", "qlora"):
+        lora = cal["lora"]
+        passes = 4.0 if scenario.gradient_checkpointing else 3.0  # forward, backward x2, recompute
+        adapters = (m * adapter_elements_per_token(scenario) * passes * lora["bytes_per_element_per_pass"]
+                    / (bandwidth * lora["bandwidth_efficiency"]))
     dequant = 0.0
     if scenario.method == "qlora":
         q = cal["qlora"]
@@ -189,7 +214,7 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
     disp = cal["dispatch"]
     per_layer = disp["seconds_per_layer"] + (disp["zero3_seconds_per_layer"] if scenario.sharding == "zero3" else 0.0)
     dispatch = arch.layers * per_layer
-    busy = max(compute + dequant, dispatch)
+    busy = max(compute + adapters + dequant, dispatch)
 
     trainable = trainable_params(scenario)
     comm_cal = cal["comm"]
@@ -244,7 +269,8 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
     exposed = accum * (micro - busy - latency) + allreduce_exposed
     total = accum * micro + allreduce_exposed + optimizer + serial
     return StepTime(
-        tokens=float(accum * m * n), micro_batches=accum, compute=accum * compute, dequantisation=accum * dequant,
+        tokens=float(accum * m * n), micro_batches=accum, compute=accum * compute, adapters=accum * adapters,
+        dequantisation=accum * dequant,
         dispatch=accum * dispatch, busy=accum * busy, communication=accum * comm + allreduce,
         network=accum * network + (allreduce - allreduce_bytes / (intra_node_gbs(g) * 1e9)),
         latency=accum * latency, offload_transfer=accum * transfer, exposed=exposed, optimizer=optimizer,
