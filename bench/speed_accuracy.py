@@ -6,7 +6,8 @@
 
 Runs: engine/catalog/speed_measured.toml (llm-foundry, Qwen, LLaMA-Factory, torchtune; each with its source).
 Error of tokens/s = predicted / measured - 1 (negative: we say slower than it ran); error of hours = measured /
-predicted - 1. "before" is the model at BASELINE (git show), run on the same rows.
+predicted - 1; bias = the median signed error. "before -> after": the model at BASELINE (git show) and now, on
+the same rows.
 """
 
 from __future__ import annotations
@@ -121,31 +122,35 @@ def stats(errors: list[float]) -> tuple[float, float, float]:
 
 def table(title: str, runs: list[Run], key: Callable[[Run], str], after: dict[int, float],
           before: dict[int, float] | None, markdown: bool) -> list[str]:
+    """Per group: median |error| of tokens/s and of hours, the median signed error (bias) and the worst run,
+    "before -> after" when the baseline ran."""
     groups: dict[str, list[Run]] = {}
     for r in runs:
         groups.setdefault(key(r), []).append(r)
-    head = ["group", "runs", "tok/s median |err| after", "worst", "bias", "hours median |err| after"]
-    if before is not None:
-        head[2:2] = ["tok/s median |err| before", "bias before"]
-    lines = [f"{title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)] if markdown else [title]
+    head = ["group", "runs", "tokens/s: median abs. error", "bias", "worst", "hours: median abs. error"]
+    rows = []
     for name in sorted(groups):
         members = groups[name]
-        tok = [after[id(r)] / r.measured - 1 for r in members]
-        hrs = [r.measured / after[id(r)] - 1 for r in members]
-        med, worst, bias = stats(tok)
-        cells = [name, str(len(members))]
+
+        def figures(pred: dict[int, float], members: list[Run] = members) -> tuple[float, float, float, float]:
+            tok = [pred[id(r)] / r.measured - 1 for r in members]
+            med, worst, bias = stats(tok)
+            hours = statistics.median(abs(r.measured / pred[id(r)] - 1) for r in members)
+            return med, bias, worst, hours
+
+        med, bias, worst, hours = figures(after)
         if before is not None:
-            b = [before[id(r)] / r.measured - 1 for r in members]
-            bmed, _, bbias = stats(b)
-            cells += [f"{bmed:.0%}", f"{bbias:+.0%}"]
-        cells += [f"{med:.0%}", f"{worst:+.0%}", f"{bias:+.0%}", f"{statistics.median(abs(h) for h in hrs):.0%}"]
-        if markdown:
-            lines.append("| " + " | ".join(cells) + " |")
+            bmed, bbias, bworst, bhours = figures(before)
+            cells = [f"{bmed:.0%} → {med:.0%}", f"{bbias:+.0%} → {bias:+.0%}", f"{bworst:+.0%} → {worst:+.0%}",
+                     f"{bhours:.0%} → {hours:.0%}"]
         else:
-            lines.append("  " + "  ".join(f"{c:>10}" if i else f"{c:<26}" for i, c in enumerate(cells)))
-    if not markdown:
-        lines.insert(1, "  " + "  ".join(f"{h[:10]:>10}" if i else f"{h:<26}" for i, h in enumerate(head)))
-    return lines
+            cells = [f"{med:.0%}", f"{bias:+.0%}", f"{worst:+.0%}", f"{hours:.0%}"]
+        rows.append([name, str(len(members)), *cells])
+    if markdown:
+        return [f"**{title}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+                *("| " + " | ".join(r) + " |" for r in rows), ""]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return [title, *("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [head, *rows])]
 
 
 def ratio_checks(ratios: list[dict[str, Any]]) -> list[str]:
