@@ -48,7 +48,7 @@ def faster_pcie() -> Iterator[None]:
 def test_offload_costs_time_for_the_bytes_it_moves_and_the_cpu_adam_step() -> None:
     sc = scenario("full", sharding="zero2", offload=True)
     cost = speed.offload_cost(sc, "RTX 4090", 1)
-    assert cost.slowdown > 1.5  # CPU Adam over 6.7B parameters per step while the GPU waits
+    assert cost.slowdown > 1.2  # 27 GB of gradients over PCIe each micro-step, CPU Adam while the GPU waits
     trainable = sc.arch.params
     # gradients out and back every micro-step (accumulating on the host) and the weights back once a step
     micro_batches = speed.default_accumulation(sc, 1)

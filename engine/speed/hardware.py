@@ -31,6 +31,7 @@ def gpus_per_node() -> int:
     return int(calibration()["scaling"]["gpus_per_node"])
 
 
+@cache
 def gpu_class(gpu: Gpu) -> str:
     for name, members in calibration()["classes"].items():
         if gpu.name in members:
@@ -52,6 +53,7 @@ def resolve_gpu(gpu: Gpu | str) -> Gpu:
     return found
 
 
+@cache
 def link_kind(gpu: Gpu) -> Link:
     """NVLink/NVSwitch/Infinity Fabric between all GPUs of a node, or PCIe (2-way bridges count as PCIe)."""
     text = gpu.interconnect.lower()
@@ -66,17 +68,26 @@ def pcie_gbs(gpu: Gpu) -> float:
     """Host link of one GPU, GB/s per direction as NCCL counts it (x16 at the generation the catalog names,
     else the class's usual generation)."""
     comm = calibration()["comm"]
-    found = re.search(r"pcie\s*([345])\.0", gpu.interconnect.lower())
-    gen = found.group(1) if found else str(by_class(comm["pcie_generation"], gpu))
+    gen = _named_pcie_generation(gpu) or str(by_class(comm["pcie_generation"], gpu))
     return float(comm["pcie_gbs"][gen])
+
+
+@cache
+def _named_pcie_generation(gpu: Gpu) -> str | None:
+    found = re.search(r"pcie\s*([345])\.0", gpu.interconnect.lower())
+    return found.group(1) if found else None
+
+
+@cache
+def _interconnect_gbs(gpu: Gpu) -> float:
+    """The catalog's interconnect figure, GB/s (bidirectional as vendors quote it); 0 when none is given."""
+    found = re.search(r"(\d+(?:\.\d+)?)\s*gb/s", gpu.interconnect.lower())
+    return float(found.group(1)) if found else 0.0
 
 
 def nvlink_gbs(gpu: Gpu) -> float:
     """One direction of the GPU's NVLink/Infinity Fabric as NCCL reaches it (0 when the catalog gives no figure)."""
-    found = re.search(r"(\d+(?:\.\d+)?)\s*gb/s", gpu.interconnect.lower())
-    if not found:
-        return 0.0
-    return float(found.group(1)) / 2.0 * float(calibration()["comm"]["nvlink_efficiency"])
+    return _interconnect_gbs(gpu) / 2.0 * float(calibration()["comm"]["nvlink_efficiency"])
 
 
 def intra_node_gbs(gpu: Gpu) -> float:

@@ -147,9 +147,9 @@ def adapter_elements_per_token(scenario: Scenario) -> float:
     if scenario.method == "full":
         return 0.0
     arch = scenario.arch
-    routed = scenario.arch.model_copy(update={
-        "experts": arch.experts_per_token if arch.experts else 0, "shared_experts": arch.shared_experts})
-    return lora_parameters(routed, LoraTargets.parse(scenario.lora_targets), 1)
+    if arch.experts:
+        arch = arch.model_copy(update={"experts": arch.experts_per_token})
+    return lora_parameters(arch, LoraTargets.parse(scenario.lora_targets), 1)
 
 
 def default_accumulation(scenario: Scenario, count: int) -> int:
