@@ -13,6 +13,7 @@ match that run, holding the others at their speed.toml values, and prints the me
 
 from __future__ import annotations
 
+import copy
 import statistics
 import sys
 from collections.abc import Callable, Iterator
@@ -26,6 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from speed_accuracy import Run, load_runs
 
 from engine import speed
+from engine.speed import hardware
+
+original_calibration = hardware.calibration
+ORIGINAL = original_calibration()
 
 
 def tokens_per_s(run: Run, **kw: Any) -> float:
@@ -49,17 +54,17 @@ def solve(f: Callable[[float], float], target: float, lo: float, hi: float, incr
 
 @contextmanager
 def with_value(path: tuple[str, ...], value: float) -> Iterator[None]:
-    """speed.toml with one figure changed (the loaded table is shared, so change it in place and restore)."""
-    table = speed.calibration()
+    """speed.toml with one figure changed: a copy put in the loaded table's place, which is never changed."""
+    table = copy.deepcopy(ORIGINAL)
+    node = table
     for part in path[:-1]:
-        table = table[part]
-    key = path[-1]
-    old = table[key]
-    table[key] = value
+        node = node[part]
+    node[path[-1]] = value
+    hardware.calibration = lambda: table  # type: ignore[assignment]
     try:
         yield
     finally:
-        table[key] = old
+        hardware.calibration = original_calibration  # type: ignore[assignment]
 
 
 def main() -> None:

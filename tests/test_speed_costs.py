@@ -3,12 +3,12 @@ the published runs the model is checked against (bench/speed_accuracy.py)."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import itertools
 import statistics
 import sys
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import pytest
 from engine import speed
 from engine.catalog import architecture, find_gpu
 from engine.schema import ModelRef, Scenario
+from engine.speed import hardware
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,14 +33,11 @@ def scenario(method: str = "full", *, params_b: float | None = None, model: str 
     return Scenario(**fields)
 
 
-@pytest.fixture
-def faster_pcie() -> Iterator[None]:
-    """speed.toml with PCIe Gen4 at twice NCCL's 24 GB/s."""
-    table = speed.calibration()["comm"]["pcie_gbs"]
-    old = table["4"]
-    table["4"] = 2 * old
-    yield
-    table["4"] = old
+def with_pcie_gen4(monkeypatch: pytest.MonkeyPatch, gbs: float) -> None:
+    """speed.toml with another PCIe Gen4 bandwidth (a copy: the loaded table is shared and never changed)."""
+    table = copy.deepcopy(hardware.calibration())
+    table["comm"]["pcie_gbs"]["4"] = gbs
+    monkeypatch.setattr(hardware, "calibration", lambda: table)
 
 
 # ---- CPU offload ---------------------------------------------------------------------------------------------
@@ -68,14 +66,11 @@ def test_offload_time_and_bytes_grow_with_model_size_and_the_slowdown_does_not_s
     assert costs[-1].slowdown >= 0.97 * costs[0].slowdown > 1.5
 
 
-def test_offload_slowdown_falls_with_pcie_bandwidth(faster_pcie: None) -> None:
+def test_offload_slowdown_falls_with_pcie_bandwidth(monkeypatch: pytest.MonkeyPatch) -> None:
     sc = scenario("full", sharding="zero3", offload=True)  # parameter offload: weights stream in every pass
+    with_slow = speed.offload_cost(sc, "RTX 4090", 1)  # NCCL's 24 GB/s for PCIe 4.0 x16
+    with_pcie_gen4(monkeypatch, 48.0)
     with_fast = speed.offload_cost(sc, "RTX 4090", 1)
-    speed.calibration()["comm"]["pcie_gbs"]["4"] /= 2  # back to 24 GB/s for the comparison
-    try:
-        with_slow = speed.offload_cost(sc, "RTX 4090", 1)
-    finally:
-        speed.calibration()["comm"]["pcie_gbs"]["4"] *= 2
     assert with_fast.parameters_offloaded
     assert with_fast.slowdown < with_slow.slowdown
     assert with_fast.pcie_bytes_per_step == with_slow.pcie_bytes_per_step

@@ -9,22 +9,18 @@ catalog's bidirectional figure halved (one direction) times what NCCL reaches of
 from __future__ import annotations
 
 import re
-import tomllib
 from functools import cache
-from pathlib import Path
 from typing import Any, Literal
 
-from engine.catalog import Gpu, find_gpu
-
-SPEED_TOML = Path(__file__).parent.parent / "catalog" / "speed.toml"
+from engine.catalog import Gpu, data_file, find_gpu
 
 Link = Literal["nvlink", "pcie"]
 
 
-@cache
 def calibration() -> dict[str, Any]:
-    with SPEED_TOML.open("rb") as f:
-        return tomllib.load(f)
+    """engine/catalog/speed.toml, parsed once (engine.catalog.data_file): read it, never change it. Every
+    module of the time model reads it through this function, the one place to substitute another table."""
+    return data_file("speed.toml")
 
 
 def gpus_per_node() -> int:

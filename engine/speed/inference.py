@@ -10,7 +10,8 @@ from pydantic import BaseModel
 
 from engine.catalog import Gpu
 from engine.schema import Architecture, Scenario
-from engine.speed.hardware import calibration, gpus_per_node, link_kind, resolve_gpu
+from engine.speed import hardware
+from engine.speed.hardware import gpus_per_node, link_kind, resolve_gpu
 
 
 class InferenceSpeed(BaseModel):
@@ -35,7 +36,7 @@ def scaling(gpu: Gpu, count: int, *, inference: bool = True) -> float:
     """
     if count <= 1:
         return 1.0
-    inf = calibration()["inference"]
+    inf = hardware.calibration()["inference"]
     per_doubling = inf["nvlink_per_doubling"] if link_kind(gpu) == "nvlink" else inf["pcie_per_doubling"]
     in_node = min(count, gpus_per_node())
     result = per_doubling ** math.log2(in_node)
@@ -63,11 +64,11 @@ def weight_params_read(arch: Architecture, batch: int) -> float:
 
 def kv_bytes_per_token(arch: Architecture) -> float:
     """K and V for every layer: 2 · L · kv_heads · head_dim · bytes."""
-    return 2.0 * arch.layers * arch.kv_heads * arch.head_dim * calibration()["inference"]["kv_bytes"]
+    return 2.0 * arch.layers * arch.kv_heads * arch.head_dim * hardware.calibration()["inference"]["kv_bytes"]
 
 
 def bandwidth_efficiency(bits: int) -> float:
-    table = calibration()["inference"]["bandwidth_efficiency"]
+    table = hardware.calibration()["inference"]["bandwidth_efficiency"]
     return float(table.get(str(bits), table["16"]))
 
 
@@ -86,7 +87,7 @@ def inference_speed(scenario: Scenario, gpu: Gpu | str, count: int | None = None
     step_bytes = weight_bytes + kv_bytes
     memory_step = step_bytes / (n * g.bandwidth_tbs * 1e12 * eff_bw * eff_n)
     flops_step = batch * (2.0 * arch.active_params + 4.0 * arch.layers * context * attention_width(arch))
-    compute_step = flops_step / (n * g.bf16_tflops * 1e12 * calibration()["inference"]["compute_utilisation"]
+    compute_step = flops_step / (n * g.bf16_tflops * 1e12 * hardware.calibration()["inference"]["compute_utilisation"]
                                  * eff_n)
     step = max(memory_step, compute_step)
     bound: Literal["memory", "compute"] = "memory" if memory_step >= compute_step else "compute"

@@ -29,9 +29,9 @@ from pydantic import BaseModel
 from engine.catalog import Gpu
 from engine.memory import LoraTargets, lora_parameters
 from engine.schema import Scenario
+from engine.speed import hardware
 from engine.speed.hardware import (
     by_class,
-    calibration,
     gpus_per_node,
     intra_node_gbs,
     network_gbs,
@@ -127,7 +127,7 @@ def utilisation(scenario: Scenario, gpu: Gpu) -> tuple[float, float, float]:
     """Utilisation of the dense BF16 peak by the matmuls (typical, low, high) on this GPU. The same for every
     method: LoRA runs the base model's matmuls (4 · P instead of 6 · P); what its adapters add is a separate
     memory-bound term."""
-    cal = calibration()
+    cal = hardware.calibration()
     band = by_class(cal["utilisation"], gpu)
     factor = float(cal["gpu_factor"].get(gpu.name, 1.0))
     return band["typical"] * factor, band["low"] * factor, band["high"] * factor
@@ -155,7 +155,7 @@ def adapter_elements_per_token(scenario: Scenario) -> float:
 def default_accumulation(scenario: Scenario, count: int) -> int:
     """Micro-batches per GPU per optimizer step: enough for the assumed tokens per optimizer step."""
     per_micro = scenario.batch_size * scenario.seq_len * count
-    target = float(calibration()["step"]["tokens_per_optimizer_step"])
+    target = float(hardware.calibration()["step"]["tokens_per_optimizer_step"])
     return max(1, math.ceil(target / per_micro))
 
 
@@ -165,7 +165,7 @@ def default_accumulation(scenario: Scenario, count: int) -> int:
 def _ring_latency_s(count: int) -> float:
     """One all-gather / reduce-scatter: NCCL's ring model, base + (n - nodes) in-node hops + (nodes - 1)
     network hops (src/graph/tuning.cc, Simple protocol)."""
-    lat = calibration()["comm"]["latency_us"]
+    lat = hardware.calibration()["comm"]["latency_us"]
     k = nodes(count)
     return (lat["base"] + (count - k) * lat["hop_intra"] + (k - 1) * lat["hop_network"]) * 1e-6
 
@@ -193,7 +193,7 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
         raise ValueError(f"GPU count must be at least 1, got {n}")
     if accumulation is not None and accumulation < 1:
         raise ValueError(f"accumulation must be at least 1 micro-batch, got {accumulation}")
-    cal = calibration()
+    cal = hardware.calibration()
     arch = scenario.arch
     accum = accumulation if accumulation is not None else default_accumulation(scenario, n)
     m = scenario.batch_size * scenario.seq_len
@@ -325,9 +325,3 @@ def seconds_per_token(scenario: Scenario, gpu: Gpu, count: int) -> float:
     searches that rank many arrangements."""
     step = step_time(scenario, gpu, count)
     return step.total / step.tokens
-
-
-def hours_per_100m_tokens(scenario: Scenario, gpu: Gpu | str, count: int | None = None) -> TrainingTime:
-    """The same estimate for 100M training tokens: the answer's yardstick when no data amount was given."""
-    return training_time(scenario, gpu, count, TOKENS_100M)
-
