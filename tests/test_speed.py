@@ -316,3 +316,12 @@ def test_tensor_parallel_adds_bandwidth_with_a_loss() -> None:
     one = speed.inference_speed(sc, "H100", 1)
     four = speed.inference_speed(sc, "H100", 4)
     assert 3.0 < four.tokens_per_second / one.tokens_per_second < 4.0
+
+
+def test_s12_checkpointing_costs_a_fifth_to_a_third_more_time_in_full_fine_tuning() -> None:
+    # the recompute is 2 · P of 6 · P (+33 % of FLOPs); communication and the step's fixed costs dilute it
+    for gpu, sharding, batch in (("A100", "fsdp", 1), ("A100", "fsdp", 4), ("H100", "fsdp", 4)):
+        plain = speed.training_time(scenario("full", sharding=sharding, batch_size=batch), gpu, 8)
+        gc = speed.training_time(scenario("full", sharding=sharding, batch_size=batch,
+                                          gradient_checkpointing=True), gpu, 8)
+        assert 1.2 <= gc.hours / plain.hours <= 1.34, (gpu, batch)

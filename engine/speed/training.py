@@ -268,7 +268,7 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
         serial = 0.0
     exposed = accum * (micro - busy - latency) + allreduce_exposed
     total = accum * micro + allreduce_exposed + optimizer + serial
-    return StepTime(
+    return StepTime.model_construct(  # every field a float computed above: no validation to do
         tokens=float(accum * m * n), micro_batches=accum, compute=accum * compute, adapters=accum * adapters,
         dequantisation=accum * dequant,
         dispatch=accum * dispatch, busy=accum * busy, communication=accum * comm + allreduce,
@@ -299,7 +299,7 @@ def training_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None,
         raise ValueError(f"GPU count must be at least 1, got {n}")
     u, u_low, u_high = utilisation(scenario, g)
     step = step_time(scenario, g, n, accumulation=accumulation)
-    alone = step_time(scenario, g, n, accumulation=accumulation, no_communication=True)
+    alone = step_time(scenario, g, n, accumulation=accumulation, no_communication=True) if n > 1 else step
     spt = step.total / step.tokens
 
     def hours_at(util: float) -> float:
