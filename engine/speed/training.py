@@ -2,10 +2,12 @@
 
 Per GPU and micro-batch of m = batch × seq tokens:
 
-    compute   = m · FLOPs per token / (peak_bf16_dense · u)       u by method and GPU class (speed.toml)
+    compute   = m · FLOPs per token / (peak_bf16_dense · u)       u of the matmuls, by GPU class (speed.toml)
+    elementw. = m · layers · hidden · bytes · passes / bandwidth    norms, activations, residuals
+    adapters  = m · Σ(in + out) · bytes · passes / bandwidth        LoRA only (PEFT's wrappers around the base)
     dequant   = passes · 4-bit linear params · bytes / bandwidth    QLoRA only (bitsandbytes MatMul4Bit)
     dispatch  = layers · seconds per layer                          CPU launch time; the GPU runs ahead of it
-    busy      = max(compute + dequant, dispatch)
+    busy      = max(compute + elementwise + adapters + dequant, dispatch)
     comm      = collective bytes / bus bandwidth                    ZeRO-3/FSDP gathers and reduce-scatters
     offload   = host <-> GPU bytes / PCIe                           gradients each micro-step, weights (ZeRO-3)
     micro     = busy + comm + offload − overlap · min(busy, comm + offload) + collective latencies
@@ -53,6 +55,7 @@ class StepTime(BaseModel):
     tokens: float  # training tokens per optimizer step, all GPUs together
     micro_batches: int  # per GPU per optimizer step
     compute: float
+    elementwise: float  # norms, activations, residual adds: memory-bound work per token and layer
     adapters: float  # LoRA: the adapters' elementwise work, memory-bound
     dequantisation: float
     dispatch: float
@@ -200,6 +203,10 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
     util = u if u is not None else utilisation(scenario, g)[0]
     bandwidth = g.bandwidth_tbs * 1e12
     compute = m * training_flops_per_token(scenario)[0] / (g.bf16_tflops * 1e12 * util)
+    act = cal["activations"]
+    act_passes = 4.0 if scenario.gradient_checkpointing else 3.0  # forward, backward x2, recompute
+    elementwise = (m * arch.layers * arch.hidden * act["bytes_per_hidden_per_layer_per_pass"] * act_passes
+                   / (bandwidth * act["bandwidth_efficiency"]))
     adapters = 0.0
     if scenario.method in ("lora", "qlora"):
         lora = cal["lora"]
@@ -214,7 +221,7 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
     disp = cal["dispatch"]
     per_layer = disp["seconds_per_layer"] + (disp["zero3_seconds_per_layer"] if scenario.sharding == "zero3" else 0.0)
     dispatch = arch.layers * per_layer
-    busy = max(compute + adapters + dequant, dispatch)
+    busy = max(compute + elementwise + adapters + dequant, dispatch)
 
     trainable = trainable_params(scenario)
     comm_cal = cal["comm"]
@@ -269,7 +276,7 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
     exposed = accum * (micro - busy - latency) + allreduce_exposed
     total = accum * micro + allreduce_exposed + optimizer + serial
     return StepTime.model_construct(  # every field a float computed above: no validation to do
-        tokens=float(accum * m * n), micro_batches=accum, compute=accum * compute, adapters=accum * adapters,
+        tokens=float(accum * m * n), micro_batches=accum, compute=accum * compute, elementwise=accum * elementwise, adapters=accum * adapters,
         dequantisation=accum * dequant,
         dispatch=accum * dispatch, busy=accum * busy, communication=accum * comm + allreduce,
         network=accum * network + (allreduce - allreduce_bytes / (intra_node_gbs(g) * 1e9)),
