@@ -276,9 +276,9 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
     exposed = accum * (micro - busy - latency) + allreduce_exposed
     total = accum * micro + allreduce_exposed + optimizer + serial
     return StepTime.model_construct(  # every field a float computed above: no validation to do
-        tokens=float(accum * m * n), micro_batches=accum, compute=accum * compute, elementwise=accum * elementwise, adapters=accum * adapters,
-        dequantisation=accum * dequant,
-        dispatch=accum * dispatch, busy=accum * busy, communication=accum * comm + allreduce,
+        tokens=float(accum * m * n), micro_batches=accum, compute=accum * compute, elementwise=accum * elementwise,
+        adapters=accum * adapters, dequantisation=accum * dequant, dispatch=accum * dispatch, busy=accum * busy,
+        communication=accum * comm + allreduce,
         network=accum * network + (allreduce - allreduce_bytes / (intra_node_gbs(g) * 1e9)),
         latency=accum * latency, offload_transfer=accum * transfer, exposed=exposed, optimizer=optimizer,
         offload_serial=serial, total=total,
