@@ -15,7 +15,6 @@ from engine.catalog import Gpu, find_gpu, gpus
 from engine.fit import headroom_gb
 from engine.schema import Breakdown, Plan, PriceOptions, RankBy, Scenario
 
-MICRO_BATCH_SLOWDOWN = 1.10  # micro-batch 1 + accumulation: smaller GEMMs, same tokens (S12 order of magnitude)
 TOKENS_1M = 1e6
 PICK_FIELD = {"cheapest": "min", "typical": "typical", "premium": "max"}
 
@@ -72,12 +71,6 @@ def _market_usd(gpu: Gpu) -> pricing.PriceRange | None:
         return None
 
 
-def _accumulation(job: Job, scenario: Scenario) -> float:
-    # speed.py counts the recompute of checkpointing and offload's PCIe traffic in its time;
-    # a smaller micro-batch (same tokens, smaller matmuls) it does not
-    return MICRO_BATCH_SLOWDOWN if scenario.batch_size < job.base.batch_size else 1.0
-
-
 def cost_plan(job: Job, o: Option) -> Plan:
     """The option as a plan: its hours (or decode speed), money in the job's currency and in dollars."""
     prices = job.prices
@@ -88,7 +81,7 @@ def cost_plan(job: Job, o: Option) -> Plan:
     own = False
     if gpu is not None:
         if o.scenario.method != "inference":
-            per100 = speed.training_time(o.scenario, gpu, o.count).hours * _accumulation(job, o.scenario)
+            per100 = speed.training_time(o.scenario, gpu, o.count).hours
             hours = per100 * job.tokens / speed.TOKENS_100M if job.tokens else None
         else:
             tps = speed.inference_speed(o.scenario, gpu, o.count).tokens_per_second
@@ -138,7 +131,7 @@ def rank_key(job: Job, o: Option) -> tuple[float, float, int]:
         tps = speed.inference_speed(o.scenario, gpu, o.count).tokens_per_second
         work = 1.0 if job.rank_by == "cost" else 1 / tps
     else:
-        work = speed.seconds_per_token(o.scenario, gpu, o.count) * _accumulation(job, o.scenario)
+        work = speed.seconds_per_token(o.scenario, gpu, o.count)
     if job.rank_by == "time":
         return (work, per_hour, len(o.techniques))
     return (per_hour * work, work, len(o.techniques))
