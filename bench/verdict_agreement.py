@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.catalog import find_gpu, usable_memory_gib
-from engine.estimate import estimate_request
+from engine.contract import estimate_request
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "measured-memory.jsonl"
 TIGHT = 0.10  # under 10 % to spare: "tight" (still a fit)

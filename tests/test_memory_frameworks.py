@@ -6,7 +6,7 @@ from typing import get_args
 
 import pytest
 
-from engine.estimate import estimate_request
+from engine.contract import estimate_request
 from engine.frameworks import SWITCHES, profile, profiles
 from engine.schema import Framework
 
