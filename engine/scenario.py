@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from engine.catalog import Gpu, architecture, find_gpu, find_model, shape_reference, usable_memory_gib
+from engine.catalog import (
+    Gpu,
+    architecture,
+    find_gpu,
+    find_model,
+    shape_reference,
+    unified_memory,
+    usable_memory_gib,
+)
 from engine.frameworks import DEFAULT as DEFAULT_FRAMEWORK
 from engine.frameworks import profile
 from engine.memory.constants import constants
@@ -155,7 +163,7 @@ def for_gpu(s: Scenario, gpu: Gpu, said: Request | None = None) -> Scenario:
     """
     update: dict[str, object] = {"capacity_gib": usable_memory_gib(gpu)}
     notes: list[Assumption] = []
-    platform = "mps" if gpu.vendor.lower() == "apple" else ("rocm" if gpu.rocm_arch else "cuda")
+    platform = "mps" if unified_memory(gpu) else ("rocm" if gpu.rocm_arch else "cuda")
     update["platform"] = platform
     if not gpu.bf16 and s.mixed_precision == "pure_bf16" and s.method != "inference":
         update["mixed_precision"] = "amp"

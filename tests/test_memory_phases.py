@@ -55,6 +55,9 @@ def test_usable_memory_is_what_the_driver_reports() -> None:
     assert usable_memory_gib(find_gpu("H100")) == 79.19
     assert usable_memory_gib(find_gpu("M2 Ultra")) == 144.0  # 0.75 of 192 GB unified memory
     assert usable_memory_gib(None, 24) == round(24 * 0.986, 2)
+    assert usable_memory_gib(find_gpu("M3 Max"), 64) == 48.0  # a smaller configuration of the same chip
+    rocm = for_gpu(scenario(model={"params_b": 7}), find_gpu("MI300X"))  # type: ignore[arg-type]
+    assert rocm.platform == "rocm" and rocm.flash_attention and rocm.capacity_gib == find_gpu("MI300X").driver_gib  # type: ignore[union-attr]
 
 
 def test_t4_trains_in_fp16_amp_with_sdpa_memory() -> None:
