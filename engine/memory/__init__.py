@@ -67,8 +67,8 @@ def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
         # reserved peak stops at the capacity; only the split blocks' slack cannot be given back
         room = (s.capacity_gib - cuda_context) * GIB - live - 2**21  # less one 2 MiB allocator block
         floor = c["overhead"]["fragmentation_floor"] * live
-        if overhead > room:
-            overhead, pressure = max(room, floor), True
+        if floor <= room < overhead:  # a peak that cannot fit even so keeps its full slack
+            overhead, pressure = room, True
     return Breakdown(
         weights=st.weights / GIB, adapters=st.adapters / GIB, gradients=st.gradients / GIB,
         optimizer=st.optimizer / GIB, activations=activations / GIB, logits=logits / GIB,
