@@ -106,3 +106,10 @@ def test_what_the_hardware_cannot_run_is_named() -> None:
     tune = s.model_copy(update={"framework": "torchtune"})
     assert "qlora_needs_bitsandbytes" not in hardware_conflicts(tune, mac, said)
     assert hardware_conflicts(build_scenario(Request.model_validate({"model": {"params_b": 7}})), mac) == []
+
+
+def test_a_job_over_the_card_keeps_its_full_allocator_slack() -> None:
+    request = {"model": {"name": "Llama-3.1-8B"}, "method": "full", "seq_len": 4096}
+    free = estimate_request(request)["per_gpu"]
+    on_small = estimate_request({**request, "gpus": [{"name": "RTX 4090"}]})["per_gpu"]
+    assert on_small["total"] == free["total"] and not on_small["pressure"]
