@@ -2,14 +2,30 @@
 
 The defaults are what a typical team runs today (Hugging Face Trainer + PEFT, FlashAttention/SDPA,
 gradient checkpointing on for parameter-efficient recipes as TRL, Axolotl and Unsloth ship them).
-Each default used becomes an assumption (key and value) that the answer shows.
+Each default used becomes an assumption (key and value) that the answer shows. Without a named
+framework the stack is plain Hugging Face + TRL (engine/frameworks/trl.toml): Scenario.framework_assumed
+says so, for the answer to show (with engine.memory.fused_loss_alternative: what a fused loss would
+change). `for_gpu` adapts a scenario to the hardware it runs on (no bf16, no FlashAttention-2, Apple's
+unified memory, the card's usable memory), and `build_scenario` applies it when the request names one
+kind of GPU.
 """
 
 from __future__ import annotations
 
 from typing import TypeVar
 
-from engine.catalog import architecture, shape_reference
+from engine.catalog import (
+    Gpu,
+    architecture,
+    find_gpu,
+    find_model,
+    shape_reference,
+    unified_memory,
+    usable_memory_gib,
+)
+from engine.frameworks import DEFAULT as DEFAULT_FRAMEWORK
+from engine.frameworks import profile
+from engine.memory.constants import constants
 from engine.schema import Assumption, Method, Request, Scenario, Sharding
 
 T = TypeVar("T")
@@ -64,11 +80,19 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
     elif n > 1 and training:
         sharding = pick("sharding", None, "zero3" if method == "full" else "ddp")
 
-    return Scenario(
+    framework = request.framework or DEFAULT_FRAMEWORK
+    prof = profile(framework)
+    family = _model_family(request)
+    kernel = loss_kernel(framework, family, request.fused_loss)
+    if training and request.fused_loss is None:
+        assumptions.append(Assumption(key="fused_loss", value="on" if kernel in FUSED_OR_CHUNKED else "off"))
+    precision_default = prof.default_mixed_precision if request.framework else "amp"
+    scenario = Scenario(
         arch=arch, method=method, bits=bits,
         optimizer=pick("optimizer", request.optimizer, "paged_adamw" if method == "qlora" else "adamw")
         if training else None,
-        mixed_precision=pick("mixed_precision", request.mixed_precision, "amp") if training else "amp",
+        mixed_precision=pick("mixed_precision", request.mixed_precision, precision_default)
+        if training else "amp",
         lora_rank=pick("lora_rank", request.lora_rank, DEFAULT_LORA_RANK) if peft else 0,
         lora_targets=pick("lora_targets", request.lora_targets, DEFAULT_LORA_TARGETS) if peft else "",
         seq_len=pick("seq_len", request.seq_len, DEFAULT_SEQ_LEN[method]),
@@ -76,6 +100,101 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
         gradient_checkpointing=pick("gradient_checkpointing", request.gradient_checkpointing, True)
         if training else False,
         flash_attention=pick("flash_attention", request.flash_attention, True),
-        fused_loss=pick("fused_loss", request.fused_loss, False) if training else False,
+        fused_loss=training and kernel in FUSED_OR_CHUNKED,
         sharding=sharding, offload=bool(request.offload), gpu_count=n, assumptions=assumptions,
+        framework=framework, framework_assumed=request.framework is None, model_family=family,
+        loss_kernel=kernel if training else "",
     )
+    hardware = request_gpu(request)
+    if hardware is not None:
+        return for_gpu(scenario, hardware, said=request)
+    sizes = {ref.memory_gb for ref in request.gpus if ref.memory_gb}
+    if len(sizes) == 1 and not any(ref.name for ref in request.gpus):
+        scenario = scenario.model_copy(update={"capacity_gib": usable_memory_gib(None, sizes.pop())})
+    return scenario
+
+
+FUSED_OR_CHUNKED = ("chunked", "fused_linear", "unsloth")
+
+
+def _model_family(request: Request) -> str:
+    entry = find_model(request.model.name if request.model else None)
+    return entry.arch_family if entry else ""
+
+
+def loss_kernel(framework: str, family: str, fused: bool | None) -> str:
+    """The loss kernel the scenario runs: the stack's, unless the request says fused (or not).
+
+    fused=True on a stack whose loss is plain cross-entropy means a chunked loss (the conservative
+    reading of "fused"; Liger's fused linear CE is lower, see engine.memory.fused_loss_alternative);
+    fused=False on a chunked/fused stack means the plain transformers loss. Model code that computes
+    cross-entropy on 16-bit logits (memory.toml [loss.model_code]) replaces the transformers kernels.
+    """
+    kernel = profile(framework).loss_kernel
+    if fused is True and kernel not in FUSED_OR_CHUNKED:
+        kernel = "chunked"
+    elif fused is False and kernel in FUSED_OR_CHUNKED:
+        kernel = "hf"
+    if kernel in ("hf", "hf_legacy") and family in constants()["loss"]["model_code"]["bf16_families"]:
+        kernel = "bf16"
+    return kernel
+
+
+def request_gpu(request: Request) -> Gpu | None:
+    """The one kind of GPU the request runs on (None when it names none, or several kinds)."""
+    found = {find_gpu(ref.name, ref.memory_gb) for ref in request.gpus if ref.name}
+    if len(found) != 1:
+        return None
+    gpu = found.pop()
+    return gpu
+
+
+def for_gpu(s: Scenario, gpu: Gpu, said: Request | None = None) -> Scenario:
+    """The scenario as it runs on `gpu` (a catalog Gpu): what the hardware cannot do is replaced and said.
+
+    - no bf16 (T4, V100: compute capability < 8.0): fp16 autocast over fp32 master weights instead of
+      pure bf16 ("mixed_precision=amp" assumption; memory of fp16 equals bf16's);
+    - no FlashAttention-2 ("flash_attention=off" assumption): Scenario.attention "sdpa" on CUDA/ROCm
+      (PyTorch SDPA's memory-efficient kernel: linear memory), "eager" on Apple MPS (the s² softmax is
+      stored: PyTorch's MPS SDPA falls back to the math path for training);
+    - Apple Silicon: platform "mps" (no CUDA context line);
+    - capacity_gib: the GPU's usable memory, so that the allocator's cache is bounded by it.
+    Planners call this for each candidate GPU (build_scenario already does for the request's own GPU).
+    """
+    update: dict[str, object] = {"capacity_gib": usable_memory_gib(gpu)}
+    notes: list[Assumption] = []
+    platform = "mps" if unified_memory(gpu) else ("rocm" if gpu.rocm_arch else "cuda")
+    update["platform"] = platform
+    if not gpu.bf16 and s.mixed_precision == "pure_bf16" and s.method != "inference":
+        update["mixed_precision"] = "amp"
+        notes.append(Assumption(key="mixed_precision", value="amp"))
+    if not gpu.flash_attention_2 and s.flash_attention:
+        kind = "eager" if platform == "mps" else "sdpa"
+        update["attention"] = kind
+        update["flash_attention"] = False
+        notes.append(Assumption(key="flash_attention", value="off"))
+    return s.model_copy(update={**update, "assumptions": [*s.assumptions, *notes]})
+
+
+# stacks whose 4-bit base does not need bitsandbytes (torchtune: torchao NF4Tensor, plain PyTorch ops)
+NO_BITSANDBYTES_QLORA = ("torchtune",)
+
+
+def hardware_conflicts(s: Scenario, gpu: Gpu, said: Request | None = None) -> list[str]:
+    """What the scenario asks that `gpu` cannot run, as message keys (empty when it can run as is).
+
+    - "qlora_needs_bitsandbytes": a 4/8-bit base through bitsandbytes where bitsandbytes has no backend
+      (Apple Silicon; catalog `bitsandbytes`), unless the stack quantizes without it (torchtune);
+    - "flash_attention_unsupported": the request asked for FlashAttention on a GPU without FlashAttention-2;
+    - "bf16_unsupported": the request asked for pure bf16 on a GPU without bf16 (T4, V100, M1).
+    for_gpu replaces what was only a default; these are what the user said, for the answer to say.
+    """
+    out = []
+    quantized_training = s.method == "qlora" or (s.method != "inference" and s.bits < 16)
+    if quantized_training and not gpu.bitsandbytes and s.framework not in NO_BITSANDBYTES_QLORA:
+        out.append("qlora_needs_bitsandbytes")
+    if said is not None and said.flash_attention and not gpu.flash_attention_2:
+        out.append("flash_attention_unsupported")
+    if said is not None and said.mixed_precision == "pure_bf16" and not gpu.bf16:
+        out.append("bf16_unsupported")
+    return out

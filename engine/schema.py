@@ -234,6 +234,15 @@ class Scenario(BaseModel):
     offload: bool
     gpu_count: int
     assumptions: list[Assumption]
+    # appended (issue 11, memory): the stack's profile, the resolved loss kernel, the attention kernel
+    # the hardware allows, the platform (CUDA, ROCm, Apple MPS) and the model code's family
+    framework: str = "trl"
+    framework_assumed: bool = False  # no framework named: the default stack, to be shown as an assumption
+    loss_kernel: str = ""
+    attention: Literal["flash", "sdpa", "eager"] | None = None
+    platform: Literal["cuda", "rocm", "mps"] = "cuda"
+    model_family: str = ""
+    capacity_gib: float | None = None  # usable memory of the GPU it runs on (engine.catalog.usable_memory_gib)
 
 
 class Breakdown(BaseModel):
@@ -251,6 +260,11 @@ class Breakdown(BaseModel):
     cuda_context: float  # outside the allocator; needed on the GPU on top of `total`
     cpu_ram: float  # GiB of host memory the offload needs (0 without offload)
     trainable_params: float
+    # appended (issue 11, memory): non-quantized parameters of a 4/8-bit model cast to fp32 for training
+    # (PEFT prepare_model_for_kbit_training), on top of `weights` (the model as loaded)
+    upcast: float = 0.0
+    # the allocator had to give back its cache to fit the GPU (the peak is at the card's capacity: tight)
+    pressure: bool = False
 
 
 class Fit(BaseModel):

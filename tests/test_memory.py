@@ -180,13 +180,26 @@ SEED_TABLE = {  # S5: method settings -> {size: GB}
 @pytest.mark.parametrize("settings", list(SEED_TABLE))
 def test_s5_seed_table_within_25_percent(settings: tuple[str, int, str]) -> None:
     method, bits, precision = settings
+    # the seed's QLoRA cells count the non-quantized parameters in 16 bits ("0.5 B/param + a small
+    # overhead"), as stacks without PEFT's prepare_model_for_kbit_training keep them (LLaMA-Factory,
+    # Unsloth, torchtune); the default TRL stack casts them to fp32 on top (checked below)
+    stack = {"framework": "llama-factory"} if method == "qlora" else {}
     for size, gb in SEED_TABLE[settings].items():
         got = total(model={"params_b": size}, method=method, bits=bits, mixed_precision=precision,
-                    seq_len=64, batch_size=1)
+                    seq_len=64, batch_size=1, **stack)
         if size == 1:
             assert abs(got - gb) <= 0.7, (settings, size, got)
         else:
             assert abs(got / gb - 1) <= 0.25, (settings, size, got)
+
+
+def test_trl_qlora_adds_the_fp32_upcast_of_the_16_bit_parameters() -> None:
+    request = {"model": {"name": "Llama-2-7B"}, "method": "qlora", "seq_len": 64}
+    trl, kept = per_gpu(**request), per_gpu(**request, framework="llama-factory")
+    embeddings = 2 * 32000 * 4096  # embed_tokens + lm_head, bf16 -> fp32: 2 more bytes each
+    assert trl["upcast"] == pytest.approx(embeddings * 2 / 2**30, abs=1e-3)
+    assert trl["weights"] == kept["weights"] and kept["upcast"] == 0
+    assert trl["total"] > kept["total"] + trl["upcast"]
 
 
 def test_s7_one_h100() -> None:

@@ -5,6 +5,7 @@ Every figure in the .toml files carries its source; this module only reads and i
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import tomllib
@@ -90,6 +91,27 @@ def gpus() -> tuple[Gpu, ...]:
         )
         for g in _load("gpus.toml")["gpu"]
     )
+
+
+def usable_memory_gib(gpu: Gpu | None = None, memory_gb: float | None = None) -> float:
+    """The GPU memory a job can use, GiB: the driver-reported total of a catalog GPU (an "80 GB" H100 is
+    79.19 GiB; Apple Silicon: the GPU's share of unified memory), or a bare size times the driver fraction.
+
+    This is the capacity every fit is checked against (total + cuda_context <= usable_memory_gib).
+    A size the user gave for a catalog GPU family member that the catalog lacks scales the same way.
+    """
+    if gpu is not None and (memory_gb is None or abs(memory_gb - gpu.memory_gb) <= 0.5):
+        return gpu.driver_gib
+    if memory_gb is None:
+        raise ValueError("no GPU and no memory size")
+    share = _load("gpus.toml")["driver"]["apple_gpu_share"] if gpu is not None and gpu.vendor == "Apple" else \
+        _load("gpus.toml")["driver"]["fraction"]
+    return round(float(memory_gb) * float(share), 2)
+
+
+def unified_memory(gpu: Gpu | None) -> bool:
+    """Apple Silicon: the GPU's memory is the machine's RAM (no CUDA context; offload gains nothing)."""
+    return gpu is not None and gpu.vendor == "Apple"
 
 
 @cache
@@ -218,6 +240,25 @@ def representative(params: float, name: str | None = None) -> Architecture:
         layers = 1
     scaled = cfg.model_copy(update={"num_hidden_layers": layers})
     return _from_config(name or f"{params / 1e9:g}B", scaled, params, None, known=False)
+
+
+@lru_cache(maxsize=1024)
+def smaller_shapes(params: float) -> tuple[Architecture, ...]:
+    """The representative architectures of the sizes just below each shape boundary under `params`.
+
+    A bare size borrows the nearest ladder model's shape, and the shapes differ (a 3B is shaped like
+    Llama-3.2-3B with a 128k vocabulary, a 5B like Mistral-7B with 32k): just across a boundary the same
+    job can need less memory than just before it. A job on a larger model needs at least what it needs on
+    a smaller one, so the estimate of a bare size is at least that of each of these
+    (engine.memory.breakdown takes the largest).
+    """
+    ladder = sorted((m for m in models() if m.name in REFERENCE_LADDER), key=lambda m: m.params_b)
+    out = []
+    for lower, upper in itertools.pairwise(ladder):
+        boundary = math.sqrt(lower.params_b * upper.params_b) * 1e9  # where the nearest shape switches
+        if boundary < params:
+            out.append(representative(boundary * (1 - 1e-9)))
+    return tuple(out)
 
 
 def shape_reference(params: float) -> str:

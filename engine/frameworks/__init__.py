@@ -1,0 +1,92 @@
+"""Framework profiles: the switches of each training stack that change peak memory, as data.
+
+One TOML file per stack (CONTRACT.md v2 `framework`), each switch with the code it was read from
+under `[sources]`. The memory model reads a `Profile`; it never branches on a framework's name.
+A constant only one stack needs lives in that stack's file (`[constants]`), not in memory.toml.
+Without a named framework the scenario takes `DEFAULT` (plain Hugging Face Trainer + TRL) and says so.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+DEFAULT = "trl"
+
+# loss kernels the memory model knows (engine/memory/loss.py says what each keeps alive)
+LOSS_KERNELS = ("hf", "hf_legacy", "chunked", "fused_linear", "unsloth")
+SWITCHES = (
+    "loss_kernel", "held_output_bytes", "reentrant_checkpointing", "checkpoint_offload", "kbit_upcast_fp32",
+    "lm_head_quantized", "bnb_inputs_outside_checkpoint", "fsdp_gather_bits", "fsdp_full_state_dict_load",
+    "fused_adam", "default_mixed_precision",
+)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    label: str
+    loss_kernel: str  # one of LOSS_KERNELS
+    held_output_bytes: float  # bytes per token x vocabulary entry the loop keeps alive through backward
+    reentrant_checkpointing: bool  # torch.utils.checkpoint(use_reentrant=True): nothing saved inside a layer
+    checkpoint_offload: bool  # checkpointed layer inputs go to CPU RAM (Unsloth "unsloth" checkpointing)
+    kbit_upcast_fp32: bool  # PEFT prepare_model_for_kbit_training: non-quantized params (embeddings, lm_head) -> fp32
+    lm_head_quantized: bool  # the 4/8-bit conversion replaces lm_head too
+    bnb_inputs_outside_checkpoint: bool  # bitsandbytes 4-bit matmul keeps its input on ctx (escapes checkpointing)
+    fsdp_gather_bits: int  # FSDP all-gathers 16-bit units, or 4-bit flat params (quant_storage) for QLoRA
+    fsdp_full_state_dict_load: bool  # every rank holds the whole unsharded model while loading
+    fused_adam: bool  # the optimizer step updates in place (no foreach temporaries)
+    default_mixed_precision: str  # "amp" or "pure_bf16" when the request does not say
+    constants: dict[str, float] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def constant(self, key: str, fallback: float) -> float:
+        return float(self.constants.get(key, fallback))
+
+
+def _parse(name: str, data: dict[str, Any]) -> Profile:
+    switches = data["switches"]
+    missing = [k for k in SWITCHES if k not in switches]
+    if missing:
+        raise ValueError(f"framework profile {name}: missing switches {missing}")
+    if switches["loss_kernel"] not in LOSS_KERNELS:
+        raise ValueError(f"framework profile {name}: unknown loss kernel {switches['loss_kernel']!r}")
+    return Profile(
+        name=name, label=data["label"], loss_kernel=switches["loss_kernel"],
+        held_output_bytes=float(switches["held_output_bytes"]),
+        reentrant_checkpointing=bool(switches["reentrant_checkpointing"]),
+        checkpoint_offload=bool(switches["checkpoint_offload"]),
+        kbit_upcast_fp32=bool(switches["kbit_upcast_fp32"]),
+        lm_head_quantized=bool(switches["lm_head_quantized"]),
+        bnb_inputs_outside_checkpoint=bool(switches["bnb_inputs_outside_checkpoint"]),
+        fsdp_gather_bits=int(switches["fsdp_gather_bits"]),
+        fsdp_full_state_dict_load=bool(switches["fsdp_full_state_dict_load"]),
+        fused_adam=bool(switches["fused_adam"]),
+        default_mixed_precision=str(switches["default_mixed_precision"]),
+        constants={k: float(v) for k, v in data.get("constants", {}).items()},
+        sources=dict(data.get("sources", {})),
+    )
+
+
+@cache
+def profiles() -> dict[str, Profile]:
+    """Every profile, by its CONTRACT.md name (the file name: engine/frameworks/<name>.toml)."""
+    out: dict[str, Profile] = {}
+    for path in sorted(HERE.glob("*.toml")):
+        with path.open("rb") as f:
+            out[path.stem] = _parse(path.stem, tomllib.load(f))
+    return out
+
+
+def profile(name: str | None) -> Profile:
+    """The profile of a stack; None is the default stack (plain HF + TRL)."""
+    table = profiles()
+    if name is None:
+        return table[DEFAULT]
+    if name not in table:
+        raise ValueError(f"no memory profile for framework {name!r}")
+    return table[name]

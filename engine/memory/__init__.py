@@ -1,0 +1,103 @@
+"""Scenario → Breakdown: the peak GPU memory of one GPU, by component, in GiB.
+
+The model follows DESIGN.md "The memory model": weights by precision, trainable state by optimizer
+and mixed precision (state.py), activations counted tensor by tensor (activations.py), the loss phase
+by loss kernel (loss.py), the training peak as phases (training.py), the KV cache and prefill for
+inference (inference.py), sharding over N GPUs, offload to CPU RAM, and the allocator's slack as
+overhead. The stack's switches come from its framework profile (engine/frameworks/); constants live
+in catalog/memory.toml with their sources.
+
+Symbols (DESIGN.md): s sequence length, b micro-batch, h hidden size, f FFN size per projection,
+a heads, kv KV heads, d head dim, V vocabulary, L layers, P parameters, N GPUs.
+"""
+
+from __future__ import annotations
+
+from engine.catalog import smaller_shapes
+from engine.frameworks import profile
+from engine.memory.activations import activation_bytes_per_token_layer
+from engine.memory.constants import GIB, constants
+from engine.memory.inference import inference_peak
+from engine.memory.lora import LoraTargets, lora_parameters
+from engine.memory.loss import effective_kernel
+from engine.memory.state import dequantized_weight_bytes, training_state, weight_bytes_per_param
+from engine.memory.training import training_phases
+from engine.schema import Breakdown, Scenario
+
+__all__ = [
+    "GIB", "LoraTargets", "activation_bytes_per_token_layer", "breakdown", "constants",
+    "dequantized_weight_bytes", "fused_loss_alternative", "lora_parameters", "weight_bytes_per_param",
+    "with_loss_kernel",
+]
+
+FUSED_KERNELS = ("fused_linear", "unsloth")
+
+
+def _targets(s: Scenario) -> LoraTargets:
+    return LoraTargets.parse(s.lora_targets) if s.method in ("lora", "qlora") else LoraTargets(frozenset())
+
+
+def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
+    """The breakdown with the scenario's loss kernel, or with `kernel` instead (e.g. "fused_linear")."""
+    c = constants()
+    prof = profile(s.framework)
+    targets = _targets(s)
+    st = training_state(s, targets)
+    cuda_context = float(c["overhead"]["cuda_context_gib"]) if s.platform != "mps" else 0.0
+    kv_cache = 0.0
+    cpu = st.cpu
+    if s.method == "inference":
+        inf = inference_peak(s, st)
+        kv_cache, activations, logits, static, live = inf.kv_cache, inf.activations, inf.logits, inf.static, inf.live
+    else:
+        ph = training_phases(s, st, targets, prof, kernel)
+        activations = ph.stored + ph.layer + ph.dequant
+        logits = max(ph.loss, ph.held)
+        live = ph.live
+        static = min(st.weights + st.upcast + st.adapters + st.optimizer + ph.gathered + st.gradients, live)
+        cpu += ph.cpu_extra
+    # the allocator's slack is part of the reserved peak; the CUDA context is not (it is outside
+    # PyTorch's allocator) and is reported on its own line, added when checking a fit
+    overhead = (c["overhead"]["fragmentation_static"] * static
+                + c["overhead"]["fragmentation_dynamic"] * (live - static))
+    pressure = False
+    if s.capacity_gib is not None:
+        # near the card's capacity the caching allocator frees its cached blocks and retries before it
+        # fails (c10/cuda/CUDACachingAllocator.cpp: release_cached_blocks on a failed cudaMalloc), so the
+        # reserved peak stops at the capacity; only the split blocks' slack cannot be given back
+        room = (s.capacity_gib - cuda_context) * GIB - live - 2**21  # less one 2 MiB allocator block
+        floor = c["overhead"]["fragmentation_floor"] * live
+        if floor <= room < overhead:  # a peak that cannot fit even so keeps its full slack
+            overhead, pressure = room, True
+    return Breakdown(
+        weights=st.weights / GIB, adapters=st.adapters / GIB, gradients=st.gradients / GIB,
+        optimizer=st.optimizer / GIB, activations=activations / GIB, logits=logits / GIB,
+        kv_cache=kv_cache / GIB, overhead=overhead / GIB, total=(live + overhead) / GIB,
+        cuda_context=cuda_context, cpu_ram=cpu / GIB, trainable_params=st.trainable, upcast=st.upcast / GIB,
+        pressure=pressure,
+    )
+
+
+def breakdown(s: Scenario) -> Breakdown:
+    """Peak memory of the busiest GPU for the scenario.
+
+    A bare size ("5B", arch.known false) takes the largest estimate over its own representative shape and
+    the shapes of the smaller sizes' classes at its parameter count (engine.catalog.smaller_shapes), so
+    the estimate never falls as the size grows.
+    """
+    best = with_loss_kernel(s)
+    if s.arch.known:
+        return best
+    for arch in smaller_shapes(s.arch.params):
+        alt = with_loss_kernel(s.model_copy(update={"arch": arch.model_copy(update={"name": s.arch.name})}))
+        if alt.total > best.total:
+            best = alt
+    return best
+
+
+def fused_loss_alternative(s: Scenario) -> Breakdown | None:
+    """What a fused linear cross-entropy (Liger, Cut Cross-Entropy, Unsloth's fused loss) would give:
+    the same scenario with the logits never materialised. None for inference or when already fused."""
+    if s.method == "inference" or effective_kernel(s, profile(s.framework)) in FUSED_KERNELS:
+        return None
+    return with_loss_kernel(s, "fused_linear")

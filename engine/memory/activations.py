@@ -1,0 +1,75 @@
+"""What autograd keeps per token per layer, and what a backward pass over one layer needs.
+
+Counted tensor by tensor from what PyTorch saves (Korthikanti et al. 2022, "Reducing Activation
+Recomputation in Large Transformer Models", section 4.1, adapted to RMSNorm, rotary attention with
+GQA, gated MLPs, frozen and 4-bit base layers).
+"""
+
+from __future__ import annotations
+
+from engine.memory.constants import constants
+from engine.memory.lora import LoraTargets
+from engine.schema import Scenario
+
+
+def _attention_kind(s: Scenario) -> str:
+    if s.flash_attention:
+        return "flash"
+    return s.attention if s.attention in ("sdpa", "eager") else "eager"
+
+
+def activation_bytes_per_token_layer(s: Scenario, targets: LoraTargets) -> float:
+    """Bytes autograd keeps per token per layer between forward and backward (no recomputation).
+
+    RMSNorm keeps its fp32 input; a linear layer keeps its input only when its weight is trained (or
+    bitsandbytes 4-bit, which always keeps it); SiLU·up keeps three f-wide tensors; flash attention
+    and SDPA's memory-efficient kernel keep q, k, v and the output (no s² term); eager attention
+    keeps the fp32 softmax and its 16-bit copy (a·s per token).
+    """
+    arch = s.arch
+    h, q_dim, kv_dim = arch.hidden, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    act = 2.0  # 16-bit activations (bf16, or fp16 on GPUs without bf16)
+    full = s.method == "full"
+    keeps_inputs = full or (s.method == "qlora" and s.bits == 4)
+    peft = s.method in ("lora", "qlora")
+    dropout = peft and bool(constants()["activations"]["lora_dropout"])
+    adapter_act = 4.0 if s.mixed_precision == "amp" else act
+
+    def saved_input(width: float, modules: set[str]) -> float:
+        """A projection group's input as kept for backward, per token."""
+        adapted = modules & targets.modules if peft else set()
+        kept = act if keeps_inputs else 0.0
+        if adapted and dropout:
+            # each adapter has its own dropout: its output (the lora_A input, in the adapter's
+            # dtype: PEFT casts x to fp32 for fp32 adapters under AMP) and a bool mask
+            copies = 1 if targets.qkv_fused and modules == {"q", "k", "v"} else len(adapted)
+            kept += copies * (adapter_act + 1)
+        elif adapted:
+            kept = adapter_act  # lora_A keeps the (shared) input itself
+        return width * kept
+
+    norms = 2 * h * (4 + (act if full else 0))
+    attention_in = saved_input(h, {"q", "k", "v"})
+    attention = act * (2 * q_dim + 2 * kv_dim)
+    if _attention_kind(s) == "eager":
+        # eager: fp32 softmax output and its 16-bit copy, a·s per token
+        attention += (4 + act) * arch.heads * s.seq_len
+    attention_out = saved_input(q_dim, {"o"})
+    mlp_in = saved_input(h, {"gate", "up"})
+    mlp_inner = (3 if arch.gated_mlp else 1) * act * f  # SiLU(gate)·up keeps gate, SiLU out and up
+    mlp_out = saved_input(f, {"down"})
+    return norms + attention_in + attention + attention_out + mlp_in + mlp_inner + mlp_out
+
+
+def quantized_inputs_per_token_layer(s: Scenario) -> float:
+    """Inputs of the 4-bit matmuls of one layer, 16-bit, per token (q/k/v and gate/up share theirs)."""
+    arch = s.arch
+    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    return 2.0 * (arch.hidden + arch.heads * arch.head_dim + arch.hidden + f)
+
+
+def checkpointed_inputs(s: Scenario, tokens: float) -> float:
+    """With gradient checkpointing: each layer's input (the residual stream) stays until its backward."""
+    resid = 4.0 if (s.method == "full" and s.mixed_precision == "amp") or s.bits == 32 else 2.0
+    return tokens * s.arch.layers * s.arch.hidden * resid

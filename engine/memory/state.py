@@ -1,0 +1,135 @@
+"""Weights, adapters, gradients and optimizer state per GPU, by method, precision and sharding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.frameworks import Profile, profile
+from engine.memory.constants import constants
+from engine.memory.lora import LoraTargets, lora_parameters
+from engine.schema import Scenario
+
+
+@dataclass(frozen=True)
+class State:
+    weights: float
+    adapters: float
+    gradients: float
+    optimizer: float
+    trainable: float
+    cpu: float
+    upcast: float = 0.0  # extra bytes of non-quantized parameters cast to fp32 (prepare_model_for_kbit_training)
+
+
+def weight_bytes_per_param(bits: int, prof: Profile | None = None) -> float:
+    """Stored bytes per weight; a stack with its own 4-bit format says its size (profile nf4_bytes)."""
+    w = constants()["weights"]
+    if bits >= 32:
+        return float(w["fp32"])
+    if bits >= 16:
+        return float(w["bf16"])
+    if bits >= 8:
+        return float(w["int8"] * (1 + w["int8_overhead"]))
+    return prof.constant("nf4_bytes", float(w["nf4"])) if prof is not None else float(w["nf4"])
+
+
+def optimizer_bytes(s: Scenario) -> float:
+    o = constants()["optimizer"]
+    pure = s.mixed_precision == "pure_bf16"
+    opt = s.optimizer or "adamw"
+    if opt in ("adamw", "paged_adamw"):
+        return float(o["adamw_bf16"] if pure else o["adamw_fp32"])
+    if opt in ("adamw_8bit", "paged_adamw_8bit"):
+        return float(o["adamw_8bit"])
+    if opt in ("sgd", "lion"):
+        return float(o["sgd_fp32"]) / (2 if pure else 1)
+    return float(o["adafactor_fp32"])
+
+
+def frozen_base_bytes(s: Scenario, prof: Profile | None = None) -> float:
+    """Quantized bases (NF4, int8, fp8) quantize the block linears; embeddings and lm_head stay 16-bit
+    unless the stack quantizes lm_head too (profile lm_head_quantized)."""
+    arch = s.arch
+    prof = prof or profile(s.framework)
+    if s.bits >= 16:
+        return arch.params * weight_bytes_per_param(s.bits)
+    q = weight_bytes_per_param(s.bits, prof)
+    lm_head = 0.0 if arch.tied else arch.vocab * arch.hidden
+    if prof.lm_head_quantized:
+        return (arch.linear_params + lm_head) * q + (arch.embedding_params - lm_head) * 2.0
+    return arch.linear_params * q + arch.embedding_params * 2.0
+
+
+def kbit_upcast_bytes(s: Scenario, prof: Profile | None = None) -> float:
+    """What prepare_model_for_kbit_training adds: the 16-bit parameters of a quantized model made fp32."""
+    prof = prof or profile(s.framework)
+    if s.method == "inference" or s.bits >= 16 or not prof.kbit_upcast_fp32:
+        return 0.0
+    lm_head = 0.0 if (s.arch.tied or not prof.lm_head_quantized) else s.arch.vocab * s.arch.hidden
+    return (s.arch.embedding_params - lm_head) * 2.0
+
+
+def training_state(s: Scenario, targets: LoraTargets) -> State:
+    arch = s.arch
+    n = s.gpu_count
+    shard_w = n if s.sharding in ("fsdp", "zero3") else 1
+    shard_g = n if s.sharding in ("fsdp", "zero3", "zero2") else 1
+    shard_o = n if s.sharding in ("fsdp", "zero3", "zero2", "zero1") else 1
+    opt_bytes = optimizer_bytes(s)
+
+    if s.method == "inference":
+        return State(frozen_base_bytes(s) / n, 0, 0, 0, 0, 0)
+
+    if s.method == "full":
+        trainable = arch.params
+        pure = s.mixed_precision == "pure_bf16" and s.bits < 32
+        # HF Trainer AMP keeps fp32 weights; DeepSpeed ZeRO and FSDP keep 16-bit weights + fp32 master
+        w_bytes = 2.0 if pure or s.sharding not in ("none", "ddp") else 4.0
+        g_bytes = 2.0 if pure else 4.0
+        master = 0.0 if pure or w_bytes == 4.0 else float(constants()["optimizer"]["master_fp32"])
+        weights = trainable * w_bytes / shard_w
+        gradients = trainable * g_bytes / shard_g
+        optimizer = trainable * (opt_bytes + master) / shard_o
+        cpu = 0.0
+        if s.offload:
+            cpu = optimizer + gradients * (shard_g > 1)
+            optimizer = 0.0
+            if shard_w > 1:
+                cpu += weights
+                weights = 0.0
+        return State(weights, 0.0, gradients, optimizer, trainable, cpu)
+
+    # LoRA / QLoRA: a frozen base (16-bit, or NF4/int8 on the block linears) plus adapters
+    base = frozen_base_bytes(s)
+    trainable = lora_parameters(arch, targets, s.lora_rank)
+    p_bytes = 2.0 if s.mixed_precision == "pure_bf16" else 4.0
+    weights = base / shard_w
+    adapters = trainable * p_bytes / shard_w
+    gradients = trainable * p_bytes / shard_g
+    optimizer = trainable * opt_bytes / shard_o
+    upcast = kbit_upcast_bytes(s) / shard_w
+    cpu = 0.0
+    if s.offload:
+        cpu = weights + optimizer + upcast
+        weights, optimizer, upcast = 0.0, 0.0, 0.0
+    return State(weights, adapters, gradients, optimizer, trainable, cpu, upcast)
+
+
+def dequantized_weight_bytes(s: Scenario, prof: Profile | None = None) -> float:
+    """The 16-bit copy of one quantized matrix that bitsandbytes makes to multiply with it.
+
+    A 4-bit layer dequantizes its whole weight to the compute dtype for every matmul over more than
+    one token (bitsandbytes/autograd/_functions.py MatMul4Bit: forward, and backward for the input
+    gradient; one-token decoding uses the gemv kernel); an LLM.int8 layer does so in backward only.
+    The copy of the largest quantized matrix is live beside the activations; where the stack quantizes
+    lm_head too (profile lm_head_quantized), that is usually lm_head (V x h).
+    """
+    prof = prof or profile(s.framework)
+    if s.bits > 8 or (s.bits > 4 and s.method == "inference"):
+        return 0.0
+    arch = s.arch
+    f = arch.expert_ffn if arch.experts else arch.ffn
+    largest = arch.hidden * max(f, arch.heads * arch.head_dim)
+    if prof.lm_head_quantized and not arch.tied:
+        largest = max(largest, arch.hidden * arch.vocab)
+    return largest * float(constants()["weights"]["dequant_bytes"])

@@ -1,0 +1,98 @@
+"""The training peak as phases, not a sum.
+
+A training step goes through three phases, each with its own live set (per GPU):
+
+- loss: the model's checkpointed (or stored) activations, plus the logits and what cross-entropy
+  keeps (engine/memory/loss.py). The loss backward finishes (and frees what cross-entropy saved)
+  before the last layer's backward starts (torch.autograd runs the graph in reverse topological
+  order; torch/utils/checkpoint.py recomputes a layer only when its backward is reached);
+- layer backward: the stored activations, the outputs the loop still holds, and one layer's working
+  set (with checkpointing, the layer recomputed from its saved input, its activations and the
+  gradients flowing through it);
+- optimizer step: weights, gradients, optimizer state and the step's temporaries.
+
+The peak is max(static + stored + max(loss, held + layer), step). Where a stack leaves the whole
+unsharded model on every rank after loading a full state dict (Lightning 2.1 FSDP in litgpt), that
+copy is part of the static set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.frameworks import Profile
+from engine.memory.activations import (
+    activation_bytes_per_token_layer,
+    checkpointed_inputs,
+    quantized_inputs_per_token_layer,
+)
+from engine.memory.constants import constants
+from engine.memory.lora import LoraTargets
+from engine.memory.loss import held_outputs, loss_phase
+from engine.memory.state import State, dequantized_weight_bytes, weight_bytes_per_param
+from engine.schema import Scenario
+
+
+@dataclass(frozen=True)
+class Phases:
+    stored: float  # activations kept between forward and backward (checkpointed inputs, or all)
+    layer: float  # one layer's backward working set (recomputed activations + gradients)
+    loss: float  # logits and cross-entropy tensors at the loss phase
+    held: float  # outputs the loop keeps through backward
+    dequant: float  # bitsandbytes' 16-bit copy of one quantized matrix
+    gathered: float  # FSDP / ZeRO-3 units gathered whole (and a resident unsharded copy, if any)
+    autocast: float  # 16-bit copies of fp32 weights that autocast keeps for backward
+    backward: float
+    step: float
+    cpu_extra: float  # host RAM for offloaded activations
+
+    @property
+    def live(self) -> float:
+        return max(self.backward, self.step)
+
+
+def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
+                    kernel: str | None = None) -> Phases:
+    c = constants()
+    arch = s.arch
+    tokens = float(s.seq_len) * s.batch_size
+    per_layer = activation_bytes_per_token_layer(s, targets)
+    act = c["activations"]
+    working = tokens * per_layer * float(act["backward_working_layers"])
+    cpu_extra = 0.0
+    if s.gradient_checkpointing:
+        stored = checkpointed_inputs(s, tokens)
+        if prof.checkpoint_offload:
+            cpu_extra, stored = stored, 0.0
+        if (prof.bnb_inputs_outside_checkpoint and s.method == "qlora" and s.bits == 4
+                and not prof.reentrant_checkpointing):
+            # the 4-bit matmuls' inputs stay on ctx in every layer (profile source: bitsandbytes < 0.43.2)
+            stored += tokens * arch.layers * quantized_inputs_per_token_layer(s)
+        layer = tokens * per_layer * float(act["recomputed_layers"]) + working
+    else:
+        stored = tokens * per_layer * arch.layers
+        layer = working
+    loss = loss_phase(s, tokens, prof, kernel)
+    held = held_outputs(s, tokens, prof, kernel)
+    dequant = dequantized_weight_bytes(s, prof)
+
+    # HF AMP keeps fp32 weights and autocast keeps 16-bit copies of them for backward
+    autocast = arch.params * 2.0 if (s.method == "full" and st.weights and s.mixed_precision == "amp"
+                                     and s.sharding not in ("fsdp", "zero3")) else 0.0
+    gathered = 0.0
+    sharded = s.sharding in ("fsdp", "zero3") and s.gpu_count > 1
+    if sharded:
+        # the unit being computed and the one prefetched are gathered whole
+        unit_bytes = 2.0 if prof.fsdp_gather_bits >= 16 or s.bits >= 16 else weight_bytes_per_param(s.bits, prof)
+        gathered = 2 * (arch.linear_params / arch.layers) * unit_bytes
+    resident = 0.0
+    if prof.fsdp_full_state_dict_load and sharded:
+        # every rank holds the whole unsharded model beside its own shard (profile source)
+        resident = arch.params * (2.0 if s.bits >= 16 else weight_bytes_per_param(s.bits, prof))
+    static = st.weights + st.upcast + st.adapters + st.optimizer + gathered + resident
+    activity = stored + max(loss, held + layer) + dequant
+    backward = static + autocast + max(activity, st.gradients)
+    step_temp = 0.0 if prof.fused_adam else float(c["optimizer"]["step_temp_fraction"])
+    step = static + st.gradients + st.optimizer * step_temp
+    return Phases(stored=stored, layer=layer, loss=loss, held=held, dequant=dequant, gathered=gathered + resident,
+                  autocast=autocast, backward=backward, step=step, cpu_extra=cpu_extra)
