@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.parse import hardware, settings, training
+from engine.parse import families, hardware, money, serving, settings, stack, talk, training
+from engine.parse import fuzzy
 from engine.parse.gpus import gpu_index
 from engine.parse.intent import intent, rank_by
 from engine.parse.models import catalog_names, model_index, sizes
@@ -39,12 +40,17 @@ from engine.schema import PARSE_FIELDS, Request
 __all__ = ["PARSE_FIELDS", "parse", "warm"]
 
 MAX_GPU_ENTRIES = 16
+V2_FIELDS = ("stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len",
+             "output_len", "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel",
+             "currency", "budget", "deadline_hours")
 
 
 def warm() -> None:
     """Build the name indexes now (they are cached) rather than on the first question."""
     model_index()
     gpu_index()
+    fuzzy.warm()
+    families.families()
 
 
 def parse(text: str) -> Request:
@@ -67,26 +73,53 @@ def _parse(text: str) -> Request:
         return Request(error="not text")
     cleaned = clean(text)
     s = Scan(cleaned, tokenize(cleaned))
+    s.language = "ru" if has_cyrillic(text) else "en"
+    _negatives(s)
+    stack.names(s)
     catalog_names(s)
+    families.family_models(s)
     training.optimizer(s)
+    serving.parallelism(s)  # before context: "context parallel 8", "sequence parallel"
+    serving.generations(s)  # before data: "8 samples per prompt"
+    serving.lengths(s)  # before context: "prompt length 2k"
+    money.budget(s)  # before sizes: "1 млн рублей" is no model
+    money.deadline(s)
     settings.context(s)
     settings.epochs(s)
     settings.data(s)
+    serving.concurrency(s)
     settings.batch(s)
     settings.rank(s)
+    serving.kv_cache(s)
+    serving.quantization(s)
     training.bits(s)
     hardware.named(s)
     # sizes after GPU names ("8 H100" is a count), before bare memory ("70B 24GB")
     sizes(s)
     hardware.bare_memory(s)
     hardware.generic_count(s)
+    stack.colab(s)
     _leftover_context(s)
+    stack.stage(s)
+    stack.framework(s)
     training.method(s)
+    stack.framework(s)  # "transformers" is the serving engine once the method is inference
     training.checkpointing(s)
     training.offload(s)
     training.sharding(s)
+    stack.fused_loss(s)
+    stack.unsupported(s)
+    money.currency(s)
     errors += s.errors
-    return _request(s, intent(s), "ru" if has_cyrillic(cleaned) else "en", errors)
+    return _request(s, errors)
+
+
+def _negatives(s: Scan) -> None:
+    """"-7B", "on -2 H100": a negative number is reported, never read as its absolute value."""
+    for t in s.toks:
+        if t.kind == "n" and t.val < 0:
+            t.used = True
+            s.errors.append("negative number")
 
 
 def _control_share(text: str) -> float:
@@ -103,11 +136,18 @@ def _leftover_context(s: Scan) -> None:
             s.use(i, i + 1)
 
 
-def _request(s: Scan, kind: str, language: str, errors: list[str]) -> Request:
+def _request(s: Scan, errors: list[str]) -> Request:
     said = s.said
     gpus = [g[1] for g in sorted(s.gpus, key=lambda g: g[0])][:MAX_GPU_ENTRIES]
     fields: dict[str, Any] = {k: said.get(k) for k in (
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
-        "gradient_checkpointing", "offload", "tokens", "epochs", "sharding")}
-    return Request(language=language, intent=kind, gpus=gpus, rank_by=rank_by(s),
-                   error="; ".join(dict.fromkeys(errors)) or None, **fields)
+        "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", *V2_FIELDS)}
+    asked = money.asks(s) + talk.serving_asks(s)
+    kind = intent(s)
+    if kind == "estimate" and any(a in ("money", "time") for a in asked):
+        kind = "cost"
+    chat = talk.smalltalk(s) if kind == "help" else None
+    return Request(language=s.language, intent=kind, gpus=gpus, rank_by=rank_by(s),
+                   error="; ".join(dict.fromkeys(errors)) or None, unsupported=s.unsupported[:32],
+                   assumed=list(dict.fromkeys(s.assumed)), smalltalk=chat, asks=list(dict.fromkeys(asked))[:4],
+                   **fields)

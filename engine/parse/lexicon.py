@@ -149,7 +149,7 @@ WEIGHT_WORDS = frozenset({"weights", "parameters", "params", "веса", "вес
 INFERENCE_WORDS = frozenset({"inference", "inferencing", "infer", "инференс", "инференса", "инференсе",
                              "инференсом", "инферить", "serve", "serving", "served", "сервинг", "сервить",
                              "deploy", "deployment", "деплой", "деплоить", "задеплоить", "развернуть",
-                             "развертывание", "развертывания", "vllm", "tgi", "ollama", "sglang", "генерация",
+                             "развертывание", "развертывания", "генерация",
                             "генерации", "generation", "host", "hosting", "хостить", "захостить", "запустить",
                              "запуск", "запуска", "вывод", "predict", "prediction", "инференсить"})
 WEAK_INFERENCE_WORDS = frozenset({"run", "running", "запущу", "запускать", "крутить", "гонять", "chat",
@@ -162,6 +162,8 @@ TRAIN_WORDS = frozenset({"train", "training", "trained", "обучение", "о
 
 # Words that glue to a size without naming a model: "qlora70b", "70b-instruct", "13b-model".
 NOT_NAME_WORDS = QLORA_WORDS | LORA_WORDS | FULL_WORDS | INFERENCE_WORDS | TRAIN_WORDS | frozenset({
+    "vllm", "tgi", "ollama", "sglang", "dpo", "sft", "grpo", "orpo", "kto", "ppo", "simpo", "rm", "awq", "gptq",
+    "fp", "nf", "int", "mxfp", "nvfp", "fused", "liger", "unsloth", "axolotl", "kv",
     "instruct", "chat", "base", "it", "hf", "model", "models", "модель", "модели", "моделька", "param", "params",
     "parameters", "параметров", "x", "q", "fp", "bf", "int", "bit", "a", "the", "llm", "ллм", "v", "gguf",
     "awq", "gptq", "в", "на", "size", "class", "scale", "dense", "moe",

@@ -20,7 +20,7 @@ MAX_NAME_TOKENS = 14
 
 
 def key_of(text: str) -> str:
-    return "".join(t.key for t in tokenize(clean(text)))
+    return "".join(t.key for t in tokenize(clean(text), fix=False))
 
 
 class NameIndex(Generic[V]):

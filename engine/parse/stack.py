@@ -1,0 +1,185 @@
+"""What the job runs on and how it is trained: stage, framework, serving engine, fused loss, and what the
+engine cannot model (`unsupported`, short keys)."""
+
+from __future__ import annotations
+
+from engine.parse.lexicon import NEG_BEFORE, OFFLOAD_HEADS, RAM_WORDS
+from engine.parse.lexicon2 import (
+    APPLE_CHIPS,
+    COLAB_WORDS,
+    CONTINUED,
+    CPU_ONLY_LEADS,
+    CPU_WORDS,
+    DISK_CONTEXT,
+    DISK_WORDS,
+    FRAMEWORK_KEYS,
+    FRAMEWORK_WORDS,
+    FUSED_PAIRS,
+    FUSED_WORDS,
+    HF_WORDS,
+    NO_GPU,
+    PREFERENCE,
+    REWARD_NOUNS,
+    REWARD_WORDS,
+    SCRATCH_PAIRS,
+    SERVING_KEYS,
+    SERVING_WORDS,
+    STAGE_WORDS,
+    SUPERVISED,
+    TRAINER_STAGES,
+    UNSUPPORTED_WORDS,
+)
+from engine.parse.normalize import PUNCT, WORD
+from engine.parse.scan import Phrases, Scan
+from engine.parse.serving import GLUE
+
+TPU_KEYS = frozenset({"v5e", "v5p", "v6e", "v4", "v5litepod", "v3"})
+APPLE_TIERS = frozenset({"max", "ultra", "pro"})
+TUNE_WORDS = frozenset({"finetuning", "tuning", "finetune", "fine", "тюнинг", "файнтюн", "файнтюнинг",
+                        "дообучение", "дообучения", "обучение", "learning"})
+OPTIMIZATION = frozenset({"optimization", "optimisation", "tuning", "оптимизация", "оптимизации", "alignment"})
+
+
+SCRATCH = Phrases(SCRATCH_PAIRS)
+FUSED = Phrases(FUSED_PAIRS)
+NO_GPU_P = Phrases(NO_GPU)
+
+
+def names(s: Scan) -> None:
+    """Multi-token names of frameworks and engines ("llama.cpp", "llama-factory", "tensorrt-llm", "lm studio"),
+    read before model names so that their "llama" is not a model."""
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind == PUNCT:
+            continue
+        key = ""
+        for j in range(i, min(i + 5, s.n)):
+            tj = s.toks[j]
+            if tj.used or (tj.kind == PUNCT and tj.text not in GLUE):
+                break
+            key += tj.key
+            if j == i:
+                continue
+            if key in SERVING_KEYS:
+                s.set("serving_engine", SERVING_KEYS[key])
+                s.use(i, j)
+                break
+            if key in FRAMEWORK_KEYS:
+                s.set("framework", FRAMEWORK_KEYS[key])
+                if "qlora" not in key:  # "fsdp_qlora" still says the method
+                    s.use(i, j)
+                break
+
+
+def stage(s: Scan) -> None:
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD or t.used or i in s.ids:
+            continue
+        w = t.text
+        found = STAGE_WORDS.get(w)
+        if w in TRAINER_STAGES:
+            found = TRAINER_STAGES[w]
+            s.set("framework", "trl")
+        elif w in REWARD_WORDS and s.word(s.skip(i + 1, GLUE, 1)) in REWARD_NOUNS:
+            found = "rm"
+        elif w in ("модель", "модели") and s.word(i + 1) in ("вознаграждения", "награды"):
+            found = "rm"
+        elif w == "rm" and not (i > 0 and s.toks[i - 1].text == "-"):
+            found = "rm"
+        elif w in SUPERVISED and s.word(s.skip(i + 1, GLUE, 1)) in TUNE_WORDS:
+            found = "sft"
+        elif w in PREFERENCE and s.word(s.skip(i + 1, GLUE, 1)) in OPTIMIZATION:
+            found = "dpo"
+        elif SCRATCH.at(s.texts, i):
+            found = "pretrain"
+        elif w in CONTINUED and STAGE_WORDS.get(s.word(s.skip(i + 1, GLUE, 1))) == "pretrain":
+            found = "pretrain"
+        if found:
+            s.set("stage", found)
+
+
+def framework(s: Scan) -> None:
+    """The training stack or, for serving, the engine; "transformers"/"HF Trainer" is either, by the method."""
+    hf = False
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD or i in s.ids:
+            continue
+        w = t.text
+        if w in FRAMEWORK_WORDS:
+            s.set("framework", FRAMEWORK_WORDS[w])
+        elif w in SERVING_WORDS:
+            s.set("serving_engine", SERVING_WORDS[w])
+        elif w in HF_WORDS and (w != "hf" or s.word(i + 1) in ("trainer", "transformers", "generate")):
+            hf = w != "huggingface" or s.word(i + 1) == "trainer"
+    if hf:
+        s.set("serving_engine" if s.said.get("method") == "inference" else "framework", "hf")
+
+
+def fused_loss(s: Scan) -> None:
+    """"с liger", "fused loss", "chunked CE", "cut cross-entropy"; "без liger" is off."""
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD:
+            continue
+        if t.text in FUSED_WORDS or FUSED.at(s.texts, i) or (
+                t.text == "cut" and s.word(s.skip(i + 1, GLUE, 1)) in ("cross", "crossentropy")):
+            s.set("fused_loss", s.near(i, NEG_BEFORE, 2, 0) is None)
+            return
+
+
+def _add(s: Scan, key: str) -> None:
+    if key not in s.unsupported:
+        s.unsupported.append(key)
+
+
+def unsupported(s: Scan) -> None:
+    """Things named that the engine cannot honour: TPUs, CPU-only, Apple silicon, vision/audio/diffusion
+    models, unmodelled serving engines, disk space for checkpoints. Model ids count too ("…-Vision")."""
+    toks = s.toks
+    for i, t in enumerate(toks):
+        if t.kind == PUNCT:
+            continue
+        w = t.text
+        if w in UNSUPPORTED_WORDS:
+            _add(s, UNSUPPORTED_WORDS[w])
+        elif w == "v" and any(k in TPU_KEYS for k, _ in _keys(s, i)) and s.near(i, frozenset({"tpu"}), 3, 0):
+            _add(s, "tpu")
+        elif w in CPU_WORDS:
+            nxt = s.skip(i + 1, GLUE, 1)
+            if s.word(nxt) in RAM_WORDS or s.near(i, OFFLOAD_HEADS, 4, 4) is not None:  # "CPU RAM", "cpu offload"
+                continue
+            before = toks[i - 1].text if i > 0 else ""
+            after = toks[nxt].text if nxt < s.n else ""
+            if before in CPU_ONLY_LEADS or after in ("only", "inference", "инференс") or \
+                    (i > 1 and before in ("a", "the") and toks[i - 2].text in CPU_ONLY_LEADS):
+                _add(s, "cpu_only")
+        elif w in APPLE_CHIPS and s.word(i + 1) in APPLE_TIERS:
+            _add(s, "apple")
+        elif w in DISK_WORDS and s.near(i, DISK_CONTEXT, 4, 4) is not None and \
+                s.near(i, OFFLOAD_HEADS, 4, 4) is None:
+            _add(s, "disk")
+        elif NO_GPU_P.at(s.texts, i):
+            _add(s, "cpu_only")
+        # "m", "2" glued: "M2 Max"
+        if t.kind == WORD and w == "m" and i + 2 < s.n and s.glued(i + 1) and toks[i + 1].text in ("1", "2", "3", "4") \
+                and s.word(i + 2) in APPLE_TIERS:
+            _add(s, "apple")
+
+
+def _keys(s: Scan, i: int) -> list[tuple[str, int]]:
+    from engine.parse.serving import glued_key
+    return glued_key(s, i, 4)
+
+
+def colab(s: Scan) -> None:
+    """Colab and Kaggle name a GPU without saying it: the free tier's T4 (Kaggle: two), said as assumed.
+    "Colab Pro" gets the A100 40GB that Pro's premium GPUs include. A GPU named wins."""
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD or t.text not in COLAB_WORDS:
+            continue
+        if s.gpus:
+            return
+        kaggle = t.text.startswith(("kaggle", "каггл", "кагл"))
+        pro = s.word(i + 1) in ("pro", "про", "pro+")
+        name, memory, count = ("A100 40GB SXM", 40.0, 1) if pro else ("T4", 16.0, 2 if kaggle else 1)
+        s.gpus.append((i, {"name": name, "memory_gb": memory, "count": count}, kaggle))
+        s.assumed.append("gpus")
+        return
