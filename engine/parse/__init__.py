@@ -61,16 +61,21 @@ def parse(text: str) -> Request:
 
 
 def _parse(text: str) -> Request:
+    return parse_scan(text)[0]
+
+
+def parse_scan(text: str) -> tuple[Request, Scan | None]:
+    """The Request and the token scan behind it (None for unusable text): for the follow-up reader."""
     if not isinstance(text, str):
-        return Request(error="not text")
+        return Request(error="not text"), None
     errors: list[str] = []
     if len(text) > MAX_CHARS:
         text = text[:MAX_CHARS]
         errors.append("too long")
     if not text.strip():
-        return Request(error="empty")
+        return Request(error="empty"), None
     if "\x00" in text or _control_share(text) > 0.3:
-        return Request(error="not text")
+        return Request(error="not text"), None
     cleaned = clean(text)
     s = Scan(cleaned, tokenize(cleaned))
     s.language = "ru" if has_cyrillic(text) else "en"
@@ -111,7 +116,7 @@ def _parse(text: str) -> Request:
     stack.unsupported(s)
     money.currency(s)
     errors += s.errors
-    return _request(s, errors)
+    return _request(s, errors), s
 
 
 def _negatives(s: Scan) -> None:

@@ -39,6 +39,8 @@ def amount_at(s: Scan, i: int) -> tuple[float, str, int, int] | None:
         if mult > 1e9:
             return None
         cur = s.word(end + 1)
+        if cur and toks[end + 1].orig in CURRENCY_WORDS:
+            cur = toks[end + 1].orig  # "150р": a Cyrillic р glued to digits was folded to a Latin p
         if cur in CURRENCY_WORDS:
             value = base * mult
             if first > 0 and s.word(first - 1) in CURRENCY_SYMBOLS:
@@ -180,13 +182,13 @@ def asks(s: Scan) -> list[str]:
     """Whether the question asks for money, time, or both, in the order asked: ["time", "money"]."""
     found: list[tuple[int, str]] = []
     texts = s.texts
-    for i, w in enumerate(texts):
+    for i, w in enumerate(texts if not MONEY.firsts.isdisjoint(s.words) else ()):
         if w in MONEY.by_first:
             p = MONEY.at(texts, i)
             if p is not None and not (p == ("how", "much") and i + 2 < len(texts) and texts[i + 2] in MEMORY_WORDS):
                 found.append((i, "money"))
                 break
-    t = TIME.first(texts)
+    t = TIME.first(texts, s.words)
     if t is not None:
         found.append((t, "time"))
     if s.said.get("budget") is not None and not any(k == "money" for _, k in found):

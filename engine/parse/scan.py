@@ -113,6 +113,7 @@ class Phrases:
         self.by_first: dict[str, list[tuple[str, ...]]] = {}
         for p in sorted(set(phrases), key=len, reverse=True):  # longest first
             self.by_first.setdefault(p[0], []).append(p)
+        self.firsts = frozenset(self.by_first)
 
     def at(self, texts: list[str], i: int) -> tuple[str, ...] | None:
         """The longest phrase starting at position i, or None."""
@@ -121,8 +122,10 @@ class Phrases:
                 return p
         return None
 
-    def first(self, texts: list[str]) -> int | None:
-        """Position of the first phrase in the text, or None."""
+    def first(self, texts: list[str], words: frozenset[str] | None = None) -> int | None:
+        """Position of the first phrase in the text, or None (`words`: the text's words, to skip early)."""
+        if words is not None and self.firsts.isdisjoint(words):
+            return None
         for i, w in enumerate(texts):
             if w in self.by_first and self.at(texts, i) is not None:
                 return i

@@ -42,6 +42,7 @@ PER_PROMPT = frozenset({"prompt", "промпт", "промпта", "вопро�
 RATE_AFTER = frozenset({"/", "per", "в", "a", "an"})
 SECOND = frozenset({"s", "sec", "second", "секунду", "сек", "с", "day", "день", "hour", "час", "min", "минуту"})
 MAX_PARALLEL = 1024
+HEAD_FIRSTS = frozenset({"num", "numgenerations", "group", "groupsize", "g", "rollout", "n", "nsamples"})
 MAX_GENERATIONS = 4096
 
 
@@ -276,6 +277,8 @@ def generations(s: Scan) -> None:
                     continue
                 _put_gen(s, t.val)
                 s.use(i, j)
+            continue
+        if t.text not in HEAD_FIRSTS:
             continue
         j = -1
         for key, last in glued_key(s, i, 5):

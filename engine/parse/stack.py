@@ -40,6 +40,7 @@ TUNE_WORDS = frozenset({"finetuning", "tuning", "finetune", "fine", "тюнин�
 OPTIMIZATION = frozenset({"optimization", "optimisation", "tuning", "оптимизация", "оптимизации", "alignment"})
 
 
+NAME_PREFIXES = frozenset(k[:n] for k in (*SERVING_KEYS, *FRAMEWORK_KEYS) for n in range(1, len(k) + 1))
 SCRATCH = Phrases(SCRATCH_PAIRS)
 FUSED = Phrases(FUSED_PAIRS)
 NO_GPU_P = Phrases(NO_GPU)
@@ -49,7 +50,7 @@ def names(s: Scan) -> None:
     """Multi-token names of frameworks and engines ("llama.cpp", "llama-factory", "tensorrt-llm", "lm studio"),
     read before model names so that their "llama" is not a model."""
     for i, t in enumerate(s.toks):
-        if t.used or t.kind == PUNCT:
+        if t.used or t.kind == PUNCT or t.key not in NAME_PREFIXES:
             continue
         key = ""
         for j in range(i, min(i + 5, s.n)):
@@ -57,6 +58,8 @@ def names(s: Scan) -> None:
             if tj.used or (tj.kind == PUNCT and tj.text not in GLUE):
                 break
             key += tj.key
+            if key not in NAME_PREFIXES:
+                break
             if j == i:
                 continue
             if key in SERVING_KEYS:
@@ -134,8 +137,10 @@ def unsupported(s: Scan) -> None:
     """Things named that the engine cannot honour: TPUs, CPU-only, Apple silicon, vision/audio/diffusion
     models, unmodelled serving engines, disk space for checkpoints. Model ids count too ("…-Vision")."""
     toks = s.toks
+    if s.words.isdisjoint(TRIGGERS):
+        return
     for i, t in enumerate(toks):
-        if t.kind == PUNCT:
+        if t.kind == PUNCT or t.text not in TRIGGERS:
             continue
         w = t.text
         if w in UNSUPPORTED_WORDS:
@@ -162,6 +167,9 @@ def unsupported(s: Scan) -> None:
         if t.kind == WORD and w == "m" and i + 2 < s.n and s.glued(i + 1) and toks[i + 1].text in ("1", "2", "3", "4") \
                 and s.word(i + 2) in APPLE_TIERS:
             _add(s, "apple")
+
+
+TRIGGERS = frozenset(UNSUPPORTED_WORDS) | CPU_WORDS | APPLE_CHIPS | DISK_WORDS | NO_GPU_P.firsts | {"v", "m"}
 
 
 def _keys(s: Scan, i: int) -> list[tuple[str, int]]:

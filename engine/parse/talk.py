@@ -40,8 +40,8 @@ def smalltalk(s: Scan) -> str | None:
 def serving_asks(s: Scan) -> list[str]:
     texts = s.texts
     out = []
-    if LAT.first(texts) is not None:
+    if LAT.first(texts, s.words) is not None:
         out.append("latency")
-    if THRU.first(texts) is not None:
+    if THRU.first(texts, s.words) is not None:
         out.append("throughput")
     return out
