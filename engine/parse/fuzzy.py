@@ -151,6 +151,9 @@ def correct(word: str) -> str | None:
 
 def _meaning(w: str) -> str:
     """Words of one set mean the same: a tie between two of them is no ambiguity."""
+    for table in (l2.UNSUPPORTED_WORDS, l2.STAGE_WORDS, l2.FRAMEWORK_WORDS, l2.SERVING_WORDS, l2.CURRENCY_WORDS):
+        if w in table:
+            return table[w]
     for group in (lx.QLORA_WORDS, lx.LORA_WORDS, lx.FULL_WORDS, lx.INFERENCE_WORDS, lx.TRAIN_WORDS,
                   lx.CONTEXT_WORDS, lx.GC_HEADS, lx.OFFLOAD_HEADS, l2.GENERATION_WORDS, l2.USER_NOUNS):
         if w in group:

@@ -81,7 +81,7 @@ OUTPUT_WORDS = frozenset({"output", "outputs", "выход", "выхода", "в
                           "max_tokens", "maxtokens", "response", "responses"})
 GENERATION_WORDS = frozenset({"генераций", "генерации", "генерациями", "generations", "completions", "rollouts",
                               "роллаутов", "роллаута", "роллауты", "samples", "сэмплов", "семплов", "ответов",
-                              "responses", "комплишенов", "completion"})
+                              "responses", "комплишенов"})
 GENERATION_HEADS = frozenset({"numgenerations", "numgeneration", "groupsize", "nsamples", "n_samples",
                               "rolloutn", "numsamples"})
 
@@ -139,6 +139,8 @@ NAMED_SPANS: dict[tuple[str, ...], float] = {
 UNSUPPORTED_WORDS: dict[str, str] = {
     "tpu": "tpu", "tpus": "tpu", "тпу": "tpu", "v5e": "tpu", "v5p": "tpu", "v6e": "tpu", "trillium": "tpu",
     "vision": "vision", "картинки": "vision", "картинками": "vision", "картинок": "vision", "картинках": "vision",
+    "картинкам": "vision", "картинку": "vision", "картинка": "vision", "изображениям": "vision", "фоткам": "vision",
+    "фотках": "vision", "фотки": "vision", "vl": "vision",
     "изображения": "vision", "изображений": "vision", "изображениях": "vision", "изображениями": "vision",
     "images": "vision", "image": "vision", "multimodal": "vision", "мультимодальная": "vision",
     "мультимодальную": "vision", "мультимодальной": "vision", "мультимодальные": "vision", "vlm": "vision",
@@ -170,6 +172,14 @@ FUSED_WORDS = frozenset({"liger", "лайгер", "лигер", "cce", "fusedce"
 FUSED_PAIRS = (("fused", "loss"), ("fused", "cross"), ("fused", "ce"), ("chunked", "cross"), ("chunked", "ce"),
                ("chunked", "loss"), ("cut", "cross"), ("фьюзед", "лосс"), ("fused", "crossentropy"),
                ("слитый", "лосс"), ("fused", "лосс"))
+
+# ── GPU slang ──
+# "аш сотка" = H100, "эйч двухсотка" = H200, "аш100": the letter said as a word.
+LETTER_WORDS = {"аш": "h", "эйч": "h", "эич": "h", "ash": "h"}
+HUNDREDS = {**dict.fromkeys(("сотка", "сотку", "сотке", "сотки", "соток", "сотках", "сотками", "соточка",
+                              "соточку", "соточке", "соточки", "сотой", "сотая", "сотую"), "100"),
+             **dict.fromkeys(("двухсотка", "двухсотку", "двухсотке", "двухсотки", "двухсоток", "двухсотках",
+                              "двухсотая", "двухсотой", "двухсотую"), "200")}
 
 # ── method slang ────────────────────────────────────────────────────────────────────────
 FULL_SLANG = frozenset({"фулл", "фул", "фуллом", "фулом", "фуллфт", "фулфт", "fullft", "фулл-файнтюн"})

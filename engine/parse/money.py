@@ -75,13 +75,6 @@ def budget(s: Scan) -> None:
             continue
         got = amount_at(s, i)
         if got is None:
-            if t.kind != NUM and t.text in ("budget", "бюджет", "бюджетом", "бюджета", "бюджете"):
-                j = s.skip(i + 1, frozenset({"=", ":", "-", "of", "в", "до", "около", "~", "is", "примерно"}), 2)
-                if s.num(j) and amount_at(s, j) is None:
-                    mult, end = s.unit_after(j)
-                    base, _ = _grouped(s, j)
-                    _put_budget(s, base * mult, None)
-                    s.use(i, end)
             continue
         value, currency, first, last = got
         rate = per_time_after(s, last)
@@ -90,6 +83,15 @@ def budget(s: Scan) -> None:
             s.prices.append((value, currency))
             continue
         _put_budget(s, value, currency)
+    for i, t in enumerate(s.toks):  # "бюджет 50000": a sum without its currency
+        if t.used or t.kind == NUM or t.text not in ("budget", "бюджет", "бюджетом", "бюджета", "бюджете"):
+            continue
+        j = s.skip(i + 1, frozenset({"=", ":", "-", "of", "в", "до", "около", "~", "is", "примерно"}), 2)
+        if s.num(j):
+            k = j + 1 if s.num(j + 1) and _grouped(s, j + 1)[1] == j else j
+            mult, end = s.unit_after(k)
+            _put_budget(s, _grouped(s, k)[0] * mult, None)
+            s.use(i, end)
 
 
 def _put_budget(s: Scan, value: float, currency: str | None) -> None:

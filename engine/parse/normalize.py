@@ -12,6 +12,7 @@ import unicodedata
 
 from engine.parse.fuzzy import correct
 from engine.parse.lexicon import CYRILLIC_WORDS, LOOKALIKE_LETTERS, LOOKALIKE_TABLE
+from engine.parse.lexicon2 import HUNDREDS, LETTER_WORDS
 from engine.parse.numbers import number_value
 
 MAX_CHARS = 4096
@@ -23,7 +24,7 @@ _INVISIBLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202
 # "100 000" typed with a no-break or thin space is one number (Russian typography).
 _GROUP_SPACE = re.compile(r"(?<=[0-9])[\u00a0\u202f\u2009](?=[0-9]{3}(?![0-9]))")
 # "4О90", "A1OO": a letter O (Latin or Cyrillic) between digits is a zero typed on the wrong key.
-_O_BETWEEN_DIGITS = re.compile(r"(?<=[0-9])[oо]+(?=[0-9])")
+_O_BETWEEN_DIGITS = re.compile(r"(?<=[0-9])[oо]+(?=[0-9])|(?<=\b[0-9][0oо][0-9])[oо]\b")
 # number (digit groups joined by . or ,) | letters | whitespace | any other single character
 _TOKEN = re.compile(r"([0-9]+(?:[.,][0-9]+)*)|([^\W\d_]+)|(\s+)|(.)", re.S)
 
@@ -172,29 +173,21 @@ def _power(base: float, exponent: float) -> float:
     return float(base ** exponent)
 
 
-# "аш сотка" = H100, "эйч двухсотка" = H200, "аш100": the letter said as a word.
-_LETTER_WORDS = {"аш": "h", "эйч": "h", "эич": "h", "ash": "h"}
-_HUNDREDS = {**dict.fromkeys(("сотка", "сотку", "сотке", "сотки", "соток", "сотках", "сотками", "соточка",
-                              "соточку", "соточке", "соточки", "сотой", "сотая", "сотую"), "100"),
-             **dict.fromkeys(("двухсотка", "двухсотку", "двухсотке", "двухсотки", "двухсоток", "двухсотках",
-                              "двухсотая", "двухсотой", "двухсотую"), "200")}
-
-
 def _slang(toks: list[Tok]) -> None:
     for i in range(len(toks) - 1):
         t, nxt = toks[i], toks[i + 1]
-        if t.kind != WORD or t.text not in _LETTER_WORDS:
+        if t.kind != WORD or t.text not in LETTER_WORDS:
             continue
         j = i + 2 if nxt.text in ("-", "‐") and i + 2 < len(toks) else i + 1
         nxt = toks[j]
-        if nxt.kind == WORD and nxt.text in _HUNDREDS:
-            digits = _HUNDREDS[nxt.text]
+        if nxt.kind == WORD and nxt.text in HUNDREDS:
+            digits = HUNDREDS[nxt.text]
             toks[j] = Tok(NUM, digits, nxt.start, nxt.end, False, float(digits))
         elif nxt.kind == NUM and nxt.text in ("100", "200"):
             nxt.sp = False
         else:
             continue
-        t.text = t.key = _LETTER_WORDS[t.text]
+        t.text = t.key = LETTER_WORDS[t.text]
         if j == i + 2:
             toks[i + 1].text = toks[i + 1].key = ""
             toks[i + 1].kind = PUNCT  # an empty joiner: no key, no meaning

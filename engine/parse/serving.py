@@ -37,7 +37,8 @@ PAR_FILLERS = frozenset({"=", ":", "-", "_", "of", "size", "degree", "на", "в
                          "way", "is", "with", "с", "--"})
 LEN_FILLERS = FILLERS | TOKEN_WORDS | frozenset({"длина", "длиной", "length", "len", "в", "of", "max", "до", "на",
                                                  "~", "примерно", "около", "about", "around"})
-WEAK_GENERATIONS = frozenset({"samples", "сэмплов", "семплов", "ответов", "responses", "completion"})
+WEAK_GENERATIONS = frozenset({"samples", "сэмплов", "семплов", "ответов", "responses"})
+LENGTH_AFTER = TOKEN_WORDS | frozenset({"length", "len", "длина", "длиной", "длины", "tokens"})
 PER_PROMPT = frozenset({"prompt", "промпт", "промпта", "вопрос", "question", "запрос", "query", "задачу"})
 RATE_AFTER = frozenset({"/", "per", "в", "a", "an"})
 SECOND = frozenset({"s", "sec", "second", "секунду", "сек", "с", "day", "день", "hour", "час", "min", "минуту"})
@@ -209,7 +210,8 @@ def _length(s: Scan, j: int) -> tuple[float, int] | None:
     mult, end = s.unit_after(j)
     if mult > 1e6:
         return None
-    if s.word(end + 1) in ("/", "per") or (s.word(end + 1) in TOKEN_WORDS and s.word(end + 2) in ("/", "per")):
+    k = end + 2 if s.word(end + 1) in TOKEN_WORDS else end + 1
+    if s.word(k) in ("/", "per", "в") and s.word(k + 1) in SECOND:
         return None  # "50 tokens/s" is a speed
     v = s.toks[j].val * KIB.get(mult, mult)
     end = s.skip(end + 1, TOKEN_WORDS, 1) - 1
@@ -271,7 +273,7 @@ def generations(s: Scan) -> None:
         if t.kind == NUM:
             j = s.skip(i + 1, GLUE, 1)
             w = s.word(j)
-            if w in GENERATION_WORDS:
+            if w in GENERATION_WORDS and s.word(s.skip(j + 1, GLUE, 1)) not in LENGTH_AFTER:
                 per = s.near(j, PER_PROMPT, 0, 3) is not None
                 if w in WEAK_GENERATIONS and not (per or grpo_said):
                     continue

@@ -27,14 +27,14 @@ from engine.parse.lexicon import (
     WEAK_INFERENCE_WORDS,
     WEIGHT_WORDS,
 )
-from engine.parse.lexicon2 import FULL_SLANG, INFER_SLANG, SERVING_WORDS, STAGE_WORDS
+from engine.parse.lexicon2 import FULL_SLANG, INFER_SLANG, SERVING_WORDS, STAGE_WORDS, UNMODELLED_SERVING
 from engine.parse.normalize import NUM, WORD
 from engine.parse.scan import Scan
 from engine.parse.talk import serving_asks
 
 BITS = (4, 8, 16, 32)
 PRETRAIN_WORDS = frozenset(w for w, v in STAGE_WORDS.items() if v == "pretrain")
-SERVING_NAMES = frozenset(SERVING_WORDS) | {"vllm", "tgi", "ollama", "sglang"}
+SERVING_NAMES = frozenset(SERVING_WORDS) | frozenset(UNMODELLED_SERVING)
 HYPHENS = frozenset({"-", "‐", "‑", "–", "_"})
 POSITIVE_AFTER = frozenset({"on", "true", "enabled", "вкл", "включен", "включено", "1", "yes", "да"})
 
