@@ -7,8 +7,10 @@ lookups and never a scan of the lexicon. How far a word may be from its target d
 length, so short words cannot drift into each other:
 
 - targets of 4–5 letters ("lora", "qlora", "grpo"): only a swap of neighbours or a doubled letter;
-- 6–8 letters: one edit;
-- 9 letters and more ("inference", "чекпоинтинг"): two edits.
+- 6–10 letters: one edit;
+- 11 letters and more ("checkpointing", "чекпоинтинг"): two edits.
+
+A typo keeps the first letter (a swap of the first two aside): "reference" is no "inference".
 
 Only words outside the known vocabulary (every lexicon word, every word of a catalog name) are corrected,
 and only when one target is nearest (a tie is left alone).
@@ -22,6 +24,7 @@ from engine.parse import lexicon as lx
 from engine.parse import lexicon2 as l2
 
 MIN_LEN = 4
+LONG = 11  # targets this long may be two edits away
 # Real words one edit from a target ("content" ~ "context", "version" ~ "vision"): never typos.
 REAL_WORDS = frozenset({
     "content", "contents", "contest", "version", "versions", "simple", "inner", "flora", "fully", "server",
@@ -30,7 +33,10 @@ REAL_WORDS = frozenset({
     "floats", "mistake", "imagine", "images", "limits", "spent", "users", "haven", "cached", "caches",
     "tuned", "turn", "tone", "prompted", "promote", "output", "putput", "outlet", "budge", "pipe", "pipes",
     "phil", "gamma", "llamas", "qwerty", "falco", "modes", "model", "models", "token", "taken", "thanks",
-    "thank", "trainee", "trainers", "retrain", "serving", "deploy", "hosted", "post", "posts",
+    "thank", "trainee", "trainers", "retrain", "serving", "deploy", "hosted", "post", "posts", "reference",
+    "compute", "computed", "production", "reduction", "turing", "doubles", "torchrun", "state", "stated",
+    "status", "stats", "stages", "generator", "predictor", "precomputed", "slang", "sessions", "stream",
+    "сотках", "сотка", "сотки", "фото", "лора", "плата", "платы", "карты", "карта", "очень", "можно",
 })
 
 
@@ -51,6 +57,7 @@ def _targets() -> frozenset[str]:
     words |= {"llama", "mistral", "mixtral", "gemma", "qwen", "falcon", "deepseek", "phi", "quantization",
               "квантизация", "квантизацией", "квантование", "checkpointing", "gradient", "tensor", "pipeline",
               "parallel", "parallelism", "параллелизм", "sequence"}
+    words -= {"states"}
     return frozenset(w for w in words if len(w) >= MIN_LEN and w.isalpha())
 
 
@@ -86,7 +93,7 @@ def _deletes() -> dict[str, tuple[str, ...]]:
         index.setdefault(w, set()).add(w)
         for d in _dels(w):
             index.setdefault(d, set()).add(w)
-            if len(w) >= 9:
+            if len(w) >= LONG:
                 for d2 in _dels(d):
                     index.setdefault(d2, set()).add(w)
     return {k: tuple(sorted(v)) for k, v in index.items()}
@@ -128,7 +135,10 @@ def _allowed(word: str, target: str) -> bool:
         if len(word) == n + 1:  # a doubled letter: "lorra", "qllora"
             return any(word[i] == word[i + 1] and word[:i] + word[i + 1:] == target for i in range(len(word) - 1))
         return False
-    return osa(word, target, 2 if n >= 9 else 1) <= (2 if n >= 9 else 1)
+    if word[0] != target[0]:
+        return False
+    limit = 2 if n >= LONG else 1
+    return osa(word, target, limit) <= limit
 
 
 @lru_cache(maxsize=8192)
@@ -139,7 +149,7 @@ def correct(word: str) -> str | None:
     index = _deletes()
     candidates: set[str] = set()
     probes = {word} | _dels(word)
-    if len(word) >= 9:
+    if len(word) >= LONG - 1:
         probes |= {d2 for d in _dels(word) for d2 in _dels(d)}
     for p in probes:
         candidates.update(index.get(p, ()))

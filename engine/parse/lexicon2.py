@@ -52,7 +52,8 @@ SERVING_WORDS: dict[str, str] = {
     "trtllm": "tensorrt-llm", "trt": "tensorrt-llm", "triton": "tensorrt-llm",
 }
 SERVING_KEYS: dict[str, str] = {"llamacpp": "llama.cpp", "llamaserver": "llama.cpp", "tensorrtllm": "tensorrt-llm",
-                                "trtllm": "tensorrt-llm", "textgenerationinference": "tgi", "lmstudio": "llama.cpp"}
+                                "trtllm": "tensorrt-llm", "textgenerationinference": "tgi", "lmstudio": "llama.cpp",
+                                "тртллм": "tensorrt-llm", "ламацпп": "llama.cpp", "ламасрр": "llama.cpp"}
 UNMODELLED_SERVING = {"lmdeploy": "lmdeploy", "exllama": "exllama", "exllamav2": "exllama", "exl2": "exllama",
                       "mlc": "mlc"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from engine.parse.lexicon import FILLERS, TOKEN_WORDS
+from engine.parse.lexicon import CONCURRENCY_ADJ, CONCURRENCY_NOUNS, FILLERS, TOKEN_WORDS
 from engine.parse.lexicon2 import (
     CACHE_WORDS,
     CONCURRENCY_HEADS,
@@ -42,6 +42,7 @@ LENGTH_AFTER = TOKEN_WORDS | frozenset({"length", "len", "длина", "длин
 PER_PROMPT = frozenset({"prompt", "промпт", "промпта", "вопрос", "question", "запрос", "query", "задачу"})
 RATE_AFTER = frozenset({"/", "per", "в", "a", "an"})
 SECOND = frozenset({"s", "sec", "second", "секунду", "сек", "с", "day", "день", "hour", "час", "min", "минуту"})
+CONCURRENT_WORDS = USER_NOUNS | CONCURRENCY_ADJ | CONCURRENCY_NOUNS
 MAX_PARALLEL = 1024
 HEAD_FIRSTS = frozenset({"num", "numgenerations", "group", "groupsize", "g", "rollout", "n", "nsamples"})
 MAX_GENERATIONS = 4096
@@ -180,7 +181,7 @@ def concurrency(s: Scan) -> None:
                 _put(s, got[0])
                 s.use(i, got[1])
             continue
-        if t.text not in USER_NOUNS or _rate_follows(s, i):
+        if t.text not in CONCURRENT_WORDS or _rate_follows(s, i):
             continue
         # a number, then at most two words before the noun: "32 одновременных пользователя", "100 active users"
         k = i - 1
