@@ -28,8 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.parse import families, hardware, money, serving, settings, stack, talk, training
-from engine.parse import fuzzy
+from engine.parse import families, fuzzy, hardware, money, serving, settings, stack, talk, training
 from engine.parse.gpus import gpu_index
 from engine.parse.intent import intent, rank_by
 from engine.parse.models import catalog_names, model_index, sizes

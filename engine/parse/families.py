@@ -47,8 +47,7 @@ def _version(s: Scan, i: int) -> tuple[str, int] | None:
         j += 1
     if not s.num(j) or s.toks[j].val >= 10:
         return None
-    mult, end = s.unit_after(j)
-    if mult != 1.0:
+    if s.unit_after(j)[0] != 1.0:
         return None  # "llama 8b": a size
     text = s.toks[j].text.replace(",", ".")
     return text, j

@@ -1,8 +1,8 @@
 """Conversation: a message that changes one thing of the previous question ("а если 8k контекст?", "and on two
 of them?", "а с QLoRA?", "в рублях", "а на H200?").
 
-    fu = read_follow_up("а с QLoRA?")      → FollowUp(is_follow_up=True, said=["method"], changes=Request(method="qlora"))
-    merge_follow_up(previous_request, fu)  → the previous Request with that change (and what it implies reset)
+    fu = read_follow_up("а с QLoRA?")  → FollowUp(is_follow_up=True, said=["method"], changes=Request(method="qlora"))
+    merge_follow_up(previous, fu)     → the previous Request with that change (and what it implies reset)
 
 Whether a message IS a follow-up is decided from the text alone (the bot decides whether it is a reply to
 one of its answers): it changes at least one field, and it either starts with a change word ("а", "и",

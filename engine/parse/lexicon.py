@@ -165,8 +165,8 @@ NOT_NAME_WORDS = QLORA_WORDS | LORA_WORDS | FULL_WORDS | INFERENCE_WORDS | TRAIN
     "vllm", "tgi", "ollama", "sglang", "dpo", "sft", "grpo", "orpo", "kto", "ppo", "simpo", "rm", "awq", "gptq",
     "fp", "nf", "int", "mxfp", "nvfp", "fused", "liger", "unsloth", "axolotl", "kv",
     "instruct", "chat", "base", "it", "hf", "model", "models", "модель", "модели", "моделька", "param", "params",
-    "parameters", "параметров", "x", "q", "fp", "bf", "int", "bit", "a", "the", "llm", "ллм", "v", "gguf",
-    "awq", "gptq", "в", "на", "size", "class", "scale", "dense", "moe",
+    "parameters", "параметров", "x", "q", "bf", "bit", "a", "the", "llm", "ллм", "v", "gguf",
+    "в", "на", "size", "class", "scale", "dense", "moe",
 })
 MODEL_NOUNS = frozenset({"model", "модель", "модели", "моделью", "моделька", "llm", "ллм", "params", "param",
                          "parameters", "parameter", "параметров", "параметра", "параметрами", "параметрах"})

@@ -7,7 +7,6 @@ import math
 
 from engine.parse.lexicon import COUNT_WORDS, MEMORY_WORDS
 from engine.parse.lexicon2 import (
-    BUDGET_WORDS,
     CURRENCY_SYMBOLS,
     CURRENCY_WORDS,
     DEADLINE_LEADS,

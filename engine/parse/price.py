@@ -86,5 +86,5 @@ def _read(text: str) -> PriceArgs:
         if typed:
             gpu_text = typed[:100]
             errors.append("unknown gpu")
-    return PriceArgs(gpu=gpu, gpu_text=gpu_text, price=price, currency=currency,  # type: ignore[arg-type]
+    return PriceArgs(gpu=gpu, gpu_text=gpu_text, price=price, currency=currency,
                      error="; ".join(errors) or None)

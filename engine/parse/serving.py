@@ -128,7 +128,7 @@ def quantization(s: Scan) -> None:
             continue
         if t.text in ("q", "iq") and s.num(i + 1) and s.glued(i + 1):
             a, b = i, i
-            while b + 1 < s.n and s.glued(b + 1) and s.toks[b + 1].kind != PUNCT or (
+            while (b + 1 < s.n and s.glued(b + 1) and s.toks[b + 1].kind != PUNCT) or (
                     b + 2 < s.n and s.toks[b + 1].text == "_" and s.glued(b + 1) and s.glued(b + 2)):
                 b += 1
             raw = s.text[s.toks[a].start:s.toks[b].end]

@@ -73,29 +73,37 @@ def names(s: Scan) -> None:
                 break
 
 
+def _rm(s: Scan, i: int, w: str) -> bool:
+    """"reward model", "ревард-модель", "модель вознаграждения", "RM" (not "-rm" inside a name)."""
+    if w in REWARD_WORDS:
+        return s.word(s.skip(i + 1, GLUE, 1)) in REWARD_NOUNS
+    if w in ("модель", "модели"):
+        return s.word(i + 1) in ("вознаграждения", "награды")
+    return w == "rm" and not (i > 0 and s.toks[i - 1].text == "-")
+
+
+def _stage_at(s: Scan, i: int, w: str) -> str | None:
+    after = s.word(s.skip(i + 1, GLUE, 1))
+    if _rm(s, i, w):
+        return "rm"
+    if w in SUPERVISED and after in TUNE_WORDS:
+        return "sft"
+    if w in PREFERENCE and after in OPTIMIZATION:
+        return "dpo"
+    if SCRATCH.at(s.texts, i) or (w in CONTINUED and STAGE_WORDS.get(after) == "pretrain"):
+        return "pretrain"
+    return STAGE_WORDS.get(w)
+
+
 def stage(s: Scan) -> None:
     for i, t in enumerate(s.toks):
         if t.kind != WORD or t.used or i in s.ids:
             continue
-        w = t.text
-        found = STAGE_WORDS.get(w)
-        if w in TRAINER_STAGES:
-            found = TRAINER_STAGES[w]
+        if t.text in TRAINER_STAGES:
             s.set("framework", "trl")
-        elif w in REWARD_WORDS and s.word(s.skip(i + 1, GLUE, 1)) in REWARD_NOUNS:
-            found = "rm"
-        elif w in ("модель", "модели") and s.word(i + 1) in ("вознаграждения", "награды"):
-            found = "rm"
-        elif w == "rm" and not (i > 0 and s.toks[i - 1].text == "-"):
-            found = "rm"
-        elif w in SUPERVISED and s.word(s.skip(i + 1, GLUE, 1)) in TUNE_WORDS:
-            found = "sft"
-        elif w in PREFERENCE and s.word(s.skip(i + 1, GLUE, 1)) in OPTIMIZATION:
-            found = "dpo"
-        elif SCRATCH.at(s.texts, i):
-            found = "pretrain"
-        elif w in CONTINUED and STAGE_WORDS.get(s.word(s.skip(i + 1, GLUE, 1))) == "pretrain":
-            found = "pretrain"
+            s.set("stage", TRAINER_STAGES[t.text])
+            continue
+        found = _stage_at(s, i, t.text)
         if found:
             s.set("stage", found)
 
