@@ -73,6 +73,8 @@ def family_models(s: Scan) -> None:
     if s.said.get("model") is not None or "model" in s.said:
         return
     table = families()
+    if s.words.isdisjoint(table) and "gpt" not in s.words:
+        return
     for i, t in enumerate(s.toks):
         if t.used or t.kind != WORD:
             continue

@@ -25,6 +25,7 @@ from engine.parse.settings import _grouped
 SHORT_CURRENCY = frozenset({"р", "тр", "дол", "долл"})  # only right after a number
 MAX_MONEY = 1e12
 MAX_HOURS = 1e6
+MONEY_TRIGGERS = frozenset(CURRENCY_WORDS) | {"p", "budget", "бюджет", "бюджетом", "бюджета", "бюджете"}
 HALF = {"полтора": 1.5, "полторы": 1.5, "пару": 2.0, "пара": 2.0, "couple": 2.0, "half": 0.5}
 
 
@@ -69,6 +70,8 @@ def per_time_after(s: Scan, j: int) -> int | None:
 
 def budget(s: Scan) -> None:
     """A budget: a sum of money that is not a price per hour or month ("H100 за 2$ в час" is a price)."""
+    if s.words.isdisjoint(MONEY_TRIGGERS):
+        return
     for i, t in enumerate(s.toks):
         if t.used:
             continue
@@ -104,6 +107,8 @@ def _put_budget(s: Scan, value: float, currency: str | None) -> None:
 
 def currency(s: Scan) -> None:
     """"в рублях", "in euros", "сколько долларов", a budget in rubles: the currency to answer in."""
+    if s.words.isdisjoint(MONEY_TRIGGERS):
+        return
     for i, t in enumerate(s.toks):
         if t.used or t.kind == NUM or t.text not in CURRENCY_WORDS or t.text in SHORT_CURRENCY:
             continue
@@ -146,12 +151,15 @@ def _span_value(s: Scan, j: int) -> tuple[float, int] | None:
 
 
 SPANS = Phrases(NAMED_SPANS)
+TIME_TRIGGERS = DEADLINE_LEADS | SPANS.firsts
 MONEY = Phrases(MONEY_ASKS)
 TIME = Phrases(TIME_ASKS)
 
 
 def deadline(s: Scan) -> None:
     """"за сутки" = 24, "by tomorrow" ≈ 24, "in 3 days" = 72, "за 10 часов", "within 48h", "дедлайн 2 дня"."""
+    if s.words.isdisjoint(TIME_TRIGGERS):
+        return
     toks = s.toks
     for i, t in enumerate(toks):
         if t.used or t.kind == NUM:

@@ -84,16 +84,16 @@ def tokenize(text: str, fix: bool = True) -> list[Tok]:
         else:
             toks.append(Tok(PUNCT, other or "", m.start(), m.end(), sp))
         sp = False
-    _fold_words(toks, fix)
+    _fold_words(toks, fix, has_cyrillic(text))
     _merge_exponents(toks)
     _slang(toks)
     _negatives(toks)
     return toks
 
 
-def _fold_words(toks: list[Tok], fix: bool) -> None:
+def _fold_words(toks: list[Tok], fix: bool, cyrillic: bool = True) -> None:
     n = len(toks)
-    for i, t in enumerate(toks):
+    for i, t in enumerate(toks if cyrillic else ()):
         if t.kind != WORD or not has_cyrillic(t.text):
             continue
         glued_digit = (i > 0 and not t.sp and toks[i - 1].kind == NUM) or (

@@ -43,6 +43,9 @@ PER_PROMPT = frozenset({"prompt", "промпт", "промпта", "вопро�
 RATE_AFTER = frozenset({"/", "per", "в", "a", "an"})
 SECOND = frozenset({"s", "sec", "second", "секунду", "сек", "с", "day", "день", "hour", "час", "min", "минуту"})
 CONCURRENT_WORDS = USER_NOUNS | CONCURRENCY_ADJ | CONCURRENCY_NOUNS
+QUANT_TRIGGERS = frozenset({"awq", "gptq", "nf", "fp", "int", "mxfp", "nvfp", "w", "e", "bnb", "q", "iq"}) | GGUF
+LENGTH_TRIGGERS = PROMPT_WORDS | OUTPUT_WORDS | {"new"}
+PARALLEL_TRIGGERS = TP_WORDS | PP_WORDS | CP_WORDS
 MAX_PARALLEL = 1024
 HEAD_FIRSTS = frozenset({"num", "numgenerations", "group", "groupsize", "g", "rollout", "n", "nsamples"})
 MAX_GENERATIONS = 4096
@@ -80,6 +83,8 @@ def _dtype_at(s: Scan, k: int, table: dict[str, str]) -> tuple[str, int] | None:
 # ── weight format ───────────────────────────────────────────────────────────────────────
 def kv_cache(s: Scan) -> None:
     """"fp8 kv", "KV-кэш в fp8", "kv_cache_dtype=fp8": the dtype next to a KV cache word."""
+    if s.words.isdisjoint(KV_WORDS):
+        return
     for i, t in enumerate(s.toks):
         if t.kind != WORD or t.text not in KV_WORDS:
             continue
@@ -118,6 +123,8 @@ def _bits_at(s: Scan, k: int) -> tuple[str, int] | None:
 
 def quantization(s: Scan) -> None:
     """A weight format named: awq, gptq, fp8, int8, nf4, mxfp4, nvfp4, gguf (with its type: "q4_k_m")."""
+    if s.words.isdisjoint(QUANT_TRIGGERS):
+        return
     gguf = False
     for i, t in enumerate(s.toks):
         if t.used or t.kind != WORD:
@@ -171,6 +178,8 @@ def _rate_follows(s: Scan, j: int) -> bool:
 
 def concurrency(s: Scan) -> None:
     """"32 concurrent users", "на 50 пользователей", "concurrency=16" (also the serving batch)."""
+    if s.words.isdisjoint(CONCURRENT_WORDS) and s.words.isdisjoint(CONCURRENCY_HEADS):
+        return
     for i, t in enumerate(s.toks):
         if t.used or t.kind == NUM:
             continue
@@ -228,6 +237,8 @@ def _put_len(s: Scan, field: str, v: float) -> None:
 
 def lengths(s: Scan) -> None:
     """"prompt 2k, output 512", "вход 1к выход 256", "2048 input tokens", "ISL/OSL 1024/128"."""
+    if s.words.isdisjoint(LENGTH_TRIGGERS):
+        return
     for i, t in enumerate(s.toks):
         if t.used or t.kind != WORD:
             continue
@@ -267,6 +278,8 @@ def lengths(s: Scan) -> None:
 
 def generations(s: Scan) -> None:
     """"8 генераций", "num_generations=8", "G=8", "group size 8", "16 completions per prompt"."""
+    if s.words.isdisjoint(GENERATION_WORDS) and s.words.isdisjoint(HEAD_FIRSTS):
+        return
     grpo_said = bool(s.words & {"grpo", "ppo", "rloo", "dapo", "grpotrainer", "грпо", "rl"})
     for i, t in enumerate(s.toks):
         if t.used:
@@ -311,6 +324,8 @@ def _put_gen(s: Scan, v: float) -> None:
 # ── parallel degrees ────────────────────────────────────────────────────────────────────
 def parallelism(s: Scan) -> None:
     """"TP 4", "tp=4", "tensor parallel 4", "4-way TP", "PP 2", "CP 8", "sequence parallel 8", "Ulysses 8"."""
+    if s.words.isdisjoint(PARALLEL_TRIGGERS):
+        return
     for i, t in enumerate(s.toks):
         if t.used or t.kind != WORD:
             continue

@@ -49,6 +49,8 @@ NO_GPU_P = Phrases(NO_GPU)
 def names(s: Scan) -> None:
     """Multi-token names of frameworks and engines ("llama.cpp", "llama-factory", "tensorrt-llm", "lm studio"),
     read before model names so that their "llama" is not a model."""
+    if s.words.isdisjoint(NAME_PREFIXES):
+        return
     for i, t in enumerate(s.toks):
         if t.used or t.kind == PUNCT or t.key not in NAME_PREFIXES:
             continue
@@ -95,7 +97,13 @@ def _stage_at(s: Scan, i: int, w: str) -> str | None:
     return STAGE_WORDS.get(w)
 
 
+STAGE_TRIGGERS = (frozenset(STAGE_WORDS) | frozenset(TRAINER_STAGES) | REWARD_WORDS | SUPERVISED | PREFERENCE
+                  | CONTINUED | {"модель", "модели", "rm"} | SCRATCH.firsts)
+
+
 def stage(s: Scan) -> None:
+    if s.words.isdisjoint(STAGE_TRIGGERS):
+        return
     for i, t in enumerate(s.toks):
         if t.kind != WORD or t.used or i in s.ids:
             continue
@@ -108,8 +116,13 @@ def stage(s: Scan) -> None:
             s.set("stage", found)
 
 
+STACK_TRIGGERS = frozenset(FRAMEWORK_WORDS) | frozenset(SERVING_WORDS) | HF_WORDS
+
+
 def framework(s: Scan) -> None:
     """The training stack or, for serving, the engine; "transformers"/"HF Trainer" is either, by the method."""
+    if s.words.isdisjoint(STACK_TRIGGERS):
+        return
     hf = False
     for i, t in enumerate(s.toks):
         if t.kind != WORD or i in s.ids:
@@ -127,6 +140,8 @@ def framework(s: Scan) -> None:
 
 def fused_loss(s: Scan) -> None:
     """"с liger", "fused loss", "chunked CE", "cut cross-entropy"; "без liger" is off."""
+    if s.words.isdisjoint(FUSED_WORDS) and s.words.isdisjoint(FUSED.firsts):
+        return
     for i, t in enumerate(s.toks):
         if t.kind != WORD:
             continue
@@ -188,6 +203,8 @@ def _keys(s: Scan, i: int) -> list[tuple[str, int]]:
 def colab(s: Scan) -> None:
     """Colab and Kaggle name a GPU without saying it: the free tier's T4 (Kaggle: two), said as assumed.
     "Colab Pro" gets the A100 40GB that Pro's premium GPUs include. A GPU named wins."""
+    if s.words.isdisjoint(COLAB_WORDS):
+        return
     for i, t in enumerate(s.toks):
         if t.kind != WORD or t.text not in COLAB_WORDS:
             continue
