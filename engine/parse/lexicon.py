@@ -152,7 +152,8 @@ INFERENCE_WORDS = frozenset({"inference", "inferencing", "infer", "инфере�
                              "развертывание", "развертывания", "генерация",
                             "генерации", "generation", "host", "hosting", "хостить", "захостить", "запустить",
                              "запуск", "запуска", "вывод", "predict", "prediction", "инференсить"})
-WEAK_INFERENCE_WORDS = frozenset({"run", "running", "запущу", "запускать", "крутить", "гонять", "chat",
+WEAK_INFERENCE_WORDS = frozenset({"run", "running", "запущу", "запускать", "крутить", "гонять", "chat", "прогнать",
+                                  "прогонять", "прогоню",
                                   "поднять", "use", "gguf", "cpp", "exllama", "exl2", "lmstudio"})
 TRAIN_WORDS = frozenset({"train", "training", "trained", "обучение", "обучения", "обучить", "дообучение",
                          "дообучения", "дообучить", "дообучении", "finetune", "finetuning", "fine", "tune",

@@ -153,6 +153,9 @@ UNSUPPORTED_WORDS: dict[str, str] = {
     "asr": "audio", "голос": "audio",
     "mac": "apple", "macbook": "apple", "макбук": "apple", "макбуке": "apple", "мак": "apple", "маке": "apple",
     "mps": "apple", "mlx": "apple",
+    "distillation": "distillation", "distill": "distillation", "distilling": "distillation",
+    "дистилляция": "distillation", "дистилляции": "distillation", "дистилляцию": "distillation",
+    "дистиллировать": "distillation", "дистиллят": "distillation",
     **UNMODELLED_SERVING,
 }
 CPU_WORDS = frozenset({"cpu", "цпу", "процессоре", "проце", "процессорах", "cpus", "цп"})
@@ -160,6 +163,10 @@ CPU_ONLY_LEADS = frozenset({"на", "on", "only", "just", "чисто", "тол�
 NO_GPU = (("без", "gpu"), ("без", "видеокарты"), ("без", "видеокарт"), ("без", "гпу"), ("without", "gpu"),
           ("without", "a", "gpu"), ("no", "gpu"), ("без", "видюхи"), ("without", "gpus"))
 DISK_WORDS = frozenset({"диске", "диска", "диск", "disk", "storage", "хранилище", "ssd", "nvme"})
+CHECKPOINT_NOUNS = frozenset({"чекпоинты", "чекпоинтов", "чекпоинт", "checkpoints", "checkpoint", "чекпойнты",
+                              "чекпойнтов"})
+SIZE_VERBS = frozenset({"весят", "весит", "весить", "займут", "занимают", "займет", "size", "weigh", "weighs",
+                        "big", "размер", "объем", "много", "места"})
 DISK_CONTEXT = frozenset({"место", "места", "space", "чекпоинты", "чекпоинтов", "checkpoints", "checkpoint",
                           "сохранить", "save", "saving", "хранить", "store", "займут", "занимают", "take"})
 TTFT_PHRASES = (("time", "to", "first", "token"), ("ttft",), ("время", "до", "первого", "токена"))
@@ -168,7 +175,7 @@ COLAB_WORDS = frozenset({"colab", "колаб", "колабе", "колабу", 
 APPLE_CHIPS = frozenset({"m1", "m2", "m3", "m4"})
 
 # ── fused loss ──────────────────────────────────────────────────────────────────────────
-FUSED_WORDS = frozenset({"liger", "лайгер", "лигер", "cce", "fusedce", "fusedloss", "cutcrossentropy",
+FUSED_WORDS = frozenset({"liger", "лайгер", "лигер", "лайгером", "лайгера", "лигером", "лигера", "лайгеру", "cce", "fusedce", "fusedloss", "cutcrossentropy",
                          "chunkedce", "chunked_ce"})
 FUSED_PAIRS = (("fused", "loss"), ("fused", "cross"), ("fused", "ce"), ("chunked", "cross"), ("chunked", "ce"),
                ("chunked", "loss"), ("cut", "cross"), ("фьюзед", "лосс"), ("fused", "crossentropy"),
@@ -183,7 +190,8 @@ HUNDREDS = {**dict.fromkeys(("сотка", "сотку", "сотке", "сотк
                               "двухсотая", "двухсотой", "двухсотую"), "200")}
 
 # ── method slang ────────────────────────────────────────────────────────────────────────
-FULL_SLANG = frozenset({"фулл", "фул", "фуллом", "фулом", "фуллфт", "фулфт", "fullft", "фулл-файнтюн"})
+FULL_SLANG = frozenset({"полнопараметрическое", "полнопараметрический", "полнопараметрического",
+                        "полнопараметрическом", "полнопараметрическим", "полнопараметрическую", "fullparam","фулл", "фул", "фуллом", "фулом", "фуллфт", "фулфт", "fullft", "фулл-файнтюн"})
 INFER_SLANG = frozenset({"инфер", "инфера", "инфере", "инферим", "инферить", "инфернуть", "инферю", "инферс",
                          "сервить", "серв", "задеплоить", "поднять", "поднимать", "подниму", "развернуть",
                          "разверну", "хостинг", "serve", "served", "serving", "inference"})

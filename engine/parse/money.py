@@ -26,7 +26,8 @@ SHORT_CURRENCY = frozenset({"р", "тр", "дол", "долл"})  # only right a
 MAX_MONEY = 1e12
 MAX_HOURS = 1e6
 MONEY_TRIGGERS = frozenset(CURRENCY_WORDS) | {"p", "budget", "бюджет", "бюджетом", "бюджета", "бюджете"}
-HALF = {"полтора": 1.5, "полторы": 1.5, "пару": 2.0, "пара": 2.0, "couple": 2.0, "half": 0.5}
+HALF = {"полтора": 1.5, "полторы": 1.5, "пару": 2.0, "пара": 2.0, "couple": 2.0, "half": 0.5, "двое": 2.0,
+        "трое": 3.0, "четверо": 4.0, "пятеро": 5.0, "семеро": 7.0, "полсуток": 0.5}
 
 
 def amount_at(s: Scan, i: int) -> tuple[float, str, int, int] | None:

@@ -264,13 +264,16 @@ def lengths(s: Scan) -> None:
             _put_len(s, field, got[0])
             s.use(i, got[1])
             continue
-        # "2048 input tokens", "2k prompt", "512 токенов ответа"
+        # "2048 input tokens", "2k prompt", "512 токенов ответа" ("1000 промптов" counts prompts)
         k = i - 1
+        tokens_said = s.word(i + 1) in TOKEN_WORDS
         if s.word(k) in TOKEN_WORDS:
             k -= 1
+            tokens_said = True
         if s.word(k) in ("k", "к") and s.glued(k):
             k -= 1
-        got = _length(s, k)
+            tokens_said = True
+        got = _length(s, k) if tokens_said else None
         if got and got[1] >= i - 1:
             _put_len(s, field, got[0])
             s.use(k, i)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from engine.parse.lexicon import NEG_BEFORE, OFFLOAD_HEADS, RAM_WORDS
 from engine.parse.lexicon2 import (
     APPLE_CHIPS,
+    CHECKPOINT_NOUNS,
     COLAB_WORDS,
     CONTINUED,
     CPU_ONLY_LEADS,
@@ -24,6 +25,7 @@ from engine.parse.lexicon2 import (
     SCRATCH_PAIRS,
     SERVING_KEYS,
     SERVING_WORDS,
+    SIZE_VERBS,
     STAGE_WORDS,
     SUPERVISED,
     TRAINER_STAGES,
@@ -34,6 +36,7 @@ from engine.parse.scan import Phrases, Scan
 from engine.parse.serving import GLUE
 
 TPU_KEYS = frozenset({"v5e", "v5p", "v6e", "v4", "v5litepod", "v3"})
+ID_SILENT = frozenset({"distillation"})  # "DeepSeek-R1-Distill-Qwen-7B" is a model to tune, not a distillation
 APPLE_TIERS = frozenset({"max", "ultra", "pro"})
 TUNE_WORDS = frozenset({"finetuning", "tuning", "finetune", "fine", "тюнинг", "файнтюн", "файнтюнинг",
                         "дообучение", "дообучения", "обучение", "learning"})
@@ -166,7 +169,7 @@ def unsupported(s: Scan) -> None:
         if t.kind == PUNCT or t.text not in TRIGGERS:
             continue
         w = t.text
-        if w in UNSUPPORTED_WORDS:
+        if w in UNSUPPORTED_WORDS and not (i in s.ids and UNSUPPORTED_WORDS[w] in ID_SILENT):
             _add(s, UNSUPPORTED_WORDS[w])
         elif w == "v" and any(k in TPU_KEYS for k, _ in _keys(s, i)) and s.near(i, frozenset({"tpu"}), 3, 0):
             _add(s, "tpu")
@@ -181,8 +184,8 @@ def unsupported(s: Scan) -> None:
                 _add(s, "cpu_only")
         elif w in APPLE_CHIPS and s.word(i + 1) in APPLE_TIERS:
             _add(s, "apple")
-        elif w in DISK_WORDS and s.near(i, DISK_CONTEXT, 4, 4) is not None and \
-                s.near(i, OFFLOAD_HEADS, 4, 4) is None:
+        elif (w in DISK_WORDS and s.near(i, DISK_CONTEXT, 4, 4) is not None and
+              s.near(i, OFFLOAD_HEADS, 4, 4) is None) or (w in CHECKPOINT_NOUNS and s.near(i, SIZE_VERBS, 3, 3)):
             _add(s, "disk")
         elif NO_GPU_P.at(s.texts, i):
             _add(s, "cpu_only")
@@ -192,7 +195,7 @@ def unsupported(s: Scan) -> None:
             _add(s, "apple")
 
 
-TRIGGERS = frozenset(UNSUPPORTED_WORDS) | CPU_WORDS | APPLE_CHIPS | DISK_WORDS | NO_GPU_P.firsts | {"v", "m"}
+TRIGGERS = frozenset(UNSUPPORTED_WORDS) | CHECKPOINT_NOUNS | CPU_WORDS | APPLE_CHIPS | DISK_WORDS | NO_GPU_P.firsts | {"v", "m"}
 
 
 def _keys(s: Scan, i: int) -> list[tuple[str, int]]:
