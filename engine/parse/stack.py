@@ -195,7 +195,8 @@ def unsupported(s: Scan) -> None:
             _add(s, "apple")
 
 
-TRIGGERS = frozenset(UNSUPPORTED_WORDS) | CHECKPOINT_NOUNS | CPU_WORDS | APPLE_CHIPS | DISK_WORDS | NO_GPU_P.firsts | {"v", "m"}
+TRIGGERS = (frozenset(UNSUPPORTED_WORDS) | CHECKPOINT_NOUNS | CPU_WORDS | APPLE_CHIPS | DISK_WORDS | NO_GPU_P.firsts
+            | {"v", "m"})
 
 
 def _keys(s: Scan, i: int) -> list[tuple[str, int]]:
