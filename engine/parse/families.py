@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 
 from engine.catalog import CatalogModel, models
-from engine.parse.models import model_index
+from engine.parse.models import chunk_bounds, model_index
 from engine.parse.normalize import PUNCT, WORD
 from engine.parse.scan import Scan
 from engine.parse.serving import GLUE
@@ -69,6 +69,13 @@ def _size_near(s: Scan, i: int) -> tuple[float, int, int] | None:
     return None
 
 
+def _in_id(s: Scan, i: int) -> bool:
+    """"acme/custom-llama-8b": a family word inside someone's model id is not the family's model."""
+    a, b = chunk_bounds(s.toks, i)
+    chunk = s.toks[a:b + 1]
+    return any(t.text == "/" for t in chunk) or any(t.kind == WORD for t in s.toks[a:i])
+
+
 def family_models(s: Scan) -> None:
     if s.said.get("model") is not None or "model" in s.said:
         return
@@ -83,7 +90,7 @@ def family_models(s: Scan) -> None:
         if key == "gpt" and s.word(i + 1) in GLUE and s.word(i + 2) == "oss":
             key, last = "gptoss", i + 2
         fam = table.get(key)
-        if fam is None or (key == "phi" and t.orig != "phi" and t.orig != "фи"):
+        if fam is None or (key == "phi" and t.orig != "phi" and t.orig != "фи") or _in_id(s, i):
             continue
         version = _version(s, last)
         after = version[1] if version else last
