@@ -22,10 +22,28 @@ Guarantees:
   range", … (joined by "; "). So `error` set means "answer with care", not always "nothing to do".
 - Language: "ru" when the text holds any Cyrillic letter, else "en" (names and numbers are Latin
   in both languages, so the Cyrillic words decide).
+
+CONTRACT.md v2 (stage, framework, serving_engine, quantization, kv_cache_dtype, concurrency, prompt/output
+lengths, num_generations, TP/PP/CP, currency, budget, deadline_hours, unsupported) come from `serving`,
+`stack` and `money`. Before any extractor the tokens are folded: Cyrillic look-alikes ("А100", "4О90"),
+letter slang ("аш сотка" = H100) and typos (`fuzzy`: edit distance on the lexicon, "qlroa" = qlora).
+The words of the question decide method and stage; the words of a model id never do ("…-pretrain").
+A negative number is reported ("negative number"), never read as its absolute value.
+
+Beyond the contract, the Request carries what the answer needs to say:
+- `assumed`: fields filled from what the text implied, not said — "model" when a family was named without
+  its full name ("llama 70b" → Llama-3.3-70B, "мистраль" → Mistral-7B-v0.3; engine/catalog/families.toml),
+  "gpus" for Colab/Kaggle (a T4), "budget.currency" for a budget said without a currency.
+- `smalltalk`: "greeting" | "thanks" | "capabilities" for a message with no question (intent "help").
+- `asks`: "money" / "time" / "latency" / "throughput", in the order asked (intent "cost" for money/time).
+
+Conversation helpers: `followup.read_follow_up` / `followup.merge_follow_up` ("а если 8k контекст?"),
+and `price.read_price_args` for the `/price` command.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from engine.parse import families, fuzzy, hardware, money, serving, settings, stack, talk, training
@@ -126,9 +144,11 @@ def _negatives(s: Scan) -> None:
             s.errors.append("negative number")
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
+
+
 def _control_share(text: str) -> float:
-    bad = sum(1 for ch in text if (ch < " " and ch not in "\t\n\r") or "\x7f" <= ch < "\xa0" or ch == "\ufffd")
-    return bad / len(text)
+    return len(_CONTROL.findall(text)) / len(text)
 
 
 def _leftover_context(s: Scan) -> None:

@@ -85,6 +85,11 @@ def _known() -> frozenset[str]:
     return frozenset(known)
 
 
+def known_words() -> frozenset[str]:
+    """Words never corrected (every lexicon word, every word of a catalog name)."""
+    return _known()
+
+
 @cache
 def _deletes() -> dict[str, tuple[str, ...]]:
     """Every target and its one-deletion forms → the targets they come from."""

@@ -10,7 +10,7 @@ import math
 import re
 import unicodedata
 
-from engine.parse.fuzzy import correct
+from engine.parse.fuzzy import MIN_LEN, correct, known_words
 from engine.parse.lexicon import CYRILLIC_WORDS, LOOKALIKE_LETTERS, LOOKALIKE_TABLE
 from engine.parse.lexicon2 import HUNDREDS, LETTER_WORDS
 from engine.parse.numbers import number_value
@@ -58,8 +58,11 @@ def clean(text: str) -> str:
     return _O_BETWEEN_DIGITS.sub(lambda m: "0" * len(m.group()), text.replace("ё", "е"))
 
 
+_CYRILLIC = re.compile("[\u0400-\u04ff]")
+
+
 def has_cyrillic(text: str) -> bool:
-    return any("\u0400" <= ch <= "\u04ff" for ch in text)
+    return _CYRILLIC.search(text) is not None
 
 
 def tokenize(text: str, fix: bool = True) -> list[Tok]:
@@ -86,8 +89,10 @@ def tokenize(text: str, fix: bool = True) -> list[Tok]:
         sp = False
     _fold_words(toks, fix, has_cyrillic(text))
     _merge_exponents(toks)
-    _slang(toks)
-    _negatives(toks)
+    if "аш" in text or "эйч" in text or "эич" in text or "ash" in text:
+        _slang(toks)
+    if "-" in text or "−" in text or "–" in text:
+        _negatives(toks)
     return toks
 
 
@@ -111,8 +116,9 @@ def _fold_words(toks: list[Tok], fix: bool, cyrillic: bool = True) -> None:
         t.key = t.text
     if not fix:
         return
+    known = known_words()
     for t in toks:  # Latin typos ("qlroa", "infernce")
-        if t.kind == WORD and "a" <= t.text[:1] <= "z":
+        if t.kind == WORD and len(t.text) >= MIN_LEN and t.text not in known and "a" <= t.text[:1] <= "z":
             fixed = correct(t.text)
             if fixed is not None:
                 t.text = t.key = fixed
