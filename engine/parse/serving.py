@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import re
 
-from engine.parse.lexicon import CONCURRENCY_ADJ, CONCURRENCY_NOUNS, FILLERS, TOKEN_WORDS
+from engine.parse.lexicon import (
+    CONCURRENCY_ADJ,
+    CONCURRENCY_NOUNS,
+    FILLERS,
+    INFERENCE_WORDS,
+    TOKEN_WORDS,
+    TRAIN_WORDS,
+)
 from engine.parse.lexicon2 import (
     CACHE_WORDS,
     CONCURRENCY_HEADS,
@@ -41,7 +48,8 @@ WEAK_GENERATIONS = frozenset({"samples", "сэмплов", "семплов", "о
 LENGTH_AFTER = TOKEN_WORDS | frozenset({"length", "len", "длина", "длиной", "длины", "tokens"})
 PER_PROMPT = frozenset({"prompt", "промпт", "промпта", "вопрос", "question", "запрос", "query", "задачу"})
 RATE_AFTER = frozenset({"/", "per", "в", "a", "an"})
-SECOND = frozenset({"s", "sec", "second", "секунду", "сек", "с", "day", "день", "hour", "час", "min", "минуту"})
+SECOND = frozenset({"s", "sec", "second", "секунду", "сек", "с", "day", "день", "hour", "час", "min", "минуту",
+                    "month", "месяц", "week", "неделю", "сутки"})
 CONCURRENT_WORDS = USER_NOUNS | CONCURRENCY_ADJ | CONCURRENCY_NOUNS
 QUANT_TRIGGERS = frozenset({"awq", "gptq", "nf", "fp", "int", "mxfp", "nvfp", "w", "e", "bnb", "q", "iq"}) | GGUF
 LENGTH_TRIGGERS = PROMPT_WORDS | OUTPUT_WORDS | {"new"}
@@ -180,6 +188,8 @@ def concurrency(s: Scan) -> None:
     """"32 concurrent users", "на 50 пользователей", "concurrency=16" (also the serving batch)."""
     if s.words.isdisjoint(CONCURRENT_WORDS) and s.words.isdisjoint(CONCURRENCY_HEADS):
         return
+    # "команда из 5 человек хочет дообучить 7B": people around a training job are no serving load
+    training = not s.words.isdisjoint(TRAIN_WORDS) and s.words.isdisjoint(INFERENCE_WORDS)
     for i, t in enumerate(s.toks):
         if t.used or t.kind == NUM:
             continue
@@ -190,7 +200,7 @@ def concurrency(s: Scan) -> None:
                 _put(s, got[0])
                 s.use(i, got[1])
             continue
-        if t.text not in CONCURRENT_WORDS or _rate_follows(s, i):
+        if t.text not in CONCURRENT_WORDS or training or _rate_follows(s, i):
             continue
         # a number, then at most two words before the noun: "32 одновременных пользователя", "100 active users"
         k = i - 1

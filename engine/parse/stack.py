@@ -135,6 +135,8 @@ def framework(s: Scan) -> None:
             s.set("framework", FRAMEWORK_WORDS[w])
         elif w in SERVING_WORDS:
             s.set("serving_engine", SERVING_WORDS[w])
+        elif w == "trainer" and i > 0 and s.toks[i - 1].text in STAGE_WORDS:
+            s.set("framework", "trl")  # "SFT trainer", "DPO trainer": TRL's
         elif w in HF_WORDS and (w != "hf" or s.word(i + 1) in ("trainer", "transformers", "generate")):
             hf = w != "huggingface" or s.word(i + 1) == "trainer"
     if hf:
