@@ -109,7 +109,7 @@ def _fold_words(toks: list[Tok], fix: bool, cyrillic: bool = True) -> None:
         elif (glued_digit or mixed) and all(ch in LOOKALIKE_LETTERS or "a" <= ch <= "z" for ch in t.text):
             # "Н100", "а6000", "70б", "128к", "2х4090", "LoRА": Cyrillic letters typed for Latin ones
             t.text = t.text.translate(LOOKALIKE_TABLE)
-        elif fix:
+        elif fix and len(t.text) >= MIN_LEN and t.text not in known_words():
             fixed = correct(t.text)
             if fixed is not None:
                 t.text = CYRILLIC_WORDS.get(fixed, fixed)

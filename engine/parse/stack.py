@@ -44,6 +44,7 @@ OPTIMIZATION = frozenset({"optimization", "optimisation", "tuning", "оптим�
 
 
 NAME_PREFIXES = frozenset(k[:n] for k in (*SERVING_KEYS, *FRAMEWORK_KEYS) for n in range(1, len(k) + 1))
+NAME_STARTS = frozenset(p for p in NAME_PREFIXES if len(p) > 1)  # a first word has two letters at least
 SCRATCH = Phrases(SCRATCH_PAIRS)
 FUSED = Phrases(FUSED_PAIRS)
 NO_GPU_P = Phrases(NO_GPU)
@@ -52,7 +53,7 @@ NO_GPU_P = Phrases(NO_GPU)
 def names(s: Scan) -> None:
     """Multi-token names of frameworks and engines ("llama.cpp", "llama-factory", "tensorrt-llm", "lm studio"),
     read before model names so that their "llama" is not a model."""
-    if s.words.isdisjoint(NAME_PREFIXES):
+    if s.words.isdisjoint(NAME_STARTS):
         return
     for i, t in enumerate(s.toks):
         if t.used or t.kind == PUNCT or t.key not in NAME_PREFIXES:
