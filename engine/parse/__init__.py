@@ -47,14 +47,17 @@ import re
 from typing import Any
 
 from engine.parse import families, fuzzy, hardware, money, serving, settings, stack, talk, training
+from engine.parse.followup import FollowUp, merge_follow_up, read_follow_up
 from engine.parse.gpus import gpu_index
 from engine.parse.intent import intent, rank_by
 from engine.parse.models import catalog_names, model_index, sizes
 from engine.parse.normalize import MAX_CHARS, clean, has_cyrillic, tokenize
+from engine.parse.price import PriceArgs, read_price_args
 from engine.parse.scan import Scan
 from engine.schema import PARSE_FIELDS, Request
 
-__all__ = ["PARSE_FIELDS", "parse", "warm"]
+__all__ = ["PARSE_FIELDS", "FollowUp", "PriceArgs", "merge_follow_up", "parse", "read_follow_up", "read_price_args",
+           "warm"]
 
 MAX_GPU_ENTRIES = 16
 V2_FIELDS = ("stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len",
