@@ -35,6 +35,7 @@ from engine.parse.talk import serving_asks
 BITS = (4, 8, 16, 32)
 PRETRAIN_WORDS = frozenset(w for w, v in STAGE_WORDS.items() if v == "pretrain")
 SERVING_NAMES = frozenset(SERVING_WORDS) | frozenset(UNMODELLED_SERVING)
+STRONG_INFERENCE = INFERENCE_WORDS | (INFER_SLANG - WEAK_INFERENCE_WORDS)
 HYPHENS = frozenset({"-", "‐", "‑", "–", "_"})
 POSITIVE_AFTER = frozenset({"on", "true", "enabled", "вкл", "включен", "включено", "1", "yes", "да"})
 
@@ -188,7 +189,7 @@ def method(s: Scan) -> None:
             pretrain = True
         elif w in SERVING_NAMES:
             weak = True  # "GRPO with vLLM rollouts" is training
-        elif w in INFERENCE_WORDS or w in INFER_SLANG - WEAK_INFERENCE_WORDS:
+        elif w in STRONG_INFERENCE:
             found = "inference"
         elif w in WEAK_INFERENCE_WORDS:
             weak = True
