@@ -165,6 +165,8 @@ PARSE_FIELDS = (
     "stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len", "output_len",
     "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel", "currency", "budget",
     "deadline_hours", "unsupported",
+    # beyond CONTRACT.md ("everything not named here is free"): the parser's signals for the answer
+    "fused_loss", "assumed", "smalltalk", "asks",
 )
 
 
