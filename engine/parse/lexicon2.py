@@ -80,6 +80,9 @@ PROMPT_WORDS = frozenset({"prompt", "prompts", "промпт", "промпта",
 OUTPUT_WORDS = frozenset({"output", "outputs", "выход", "выхода", "выходе", "выходной", "выходных", "ответ",
                           "ответа", "ответы", "completion", "completions", "генерация", "osl", "аутпут",
                           "max_tokens", "maxtokens", "response", "responses"})
+# plural nouns a number before counts rather than measures: "1000 промптов" is no prompt length
+COUNTED = frozenset({"prompts", "промптов", "промпты", "inputs", "outputs", "completions", "responses", "ответов",
+                     "ответы", "входов", "выходов"})
 GENERATION_WORDS = frozenset({"генераций", "генерации", "генерациями", "generations", "completions", "rollouts",
                               "роллаутов", "роллаута", "роллауты", "samples", "сэмплов", "семплов", "ответов",
                               "responses", "комплишенов"})
@@ -169,7 +172,8 @@ SIZE_VERBS = frozenset({"весят", "весит", "весить", "займу�
                         "big", "размер", "объем", "много", "места"})
 DISK_CONTEXT = frozenset({"место", "места", "space", "чекпоинты", "чекпоинтов", "checkpoints", "checkpoint",
                           "сохранить", "save", "saving", "хранить", "store", "займут", "занимают", "take"})
-TTFT_PHRASES = (("time", "to", "first", "token"), ("ttft",), ("время", "до", "первого", "токена"))
+TTFT_PHRASES = (("time", "to", "first", "token"), ("ttft",), ("время", "до", "первого", "токена"),
+                ("time", "-", "to", "-", "first", "-", "token"))
 COLAB_WORDS = frozenset({"colab", "колаб", "колабе", "колабу", "колаба", "коллаб", "коллабе", "kaggle", "каггл",
                          "каггле", "кагле"})
 APPLE_CHIPS = frozenset({"m1", "m2", "m3", "m4"})

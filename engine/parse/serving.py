@@ -16,6 +16,7 @@ from engine.parse.lexicon import (
 from engine.parse.lexicon2 import (
     CACHE_WORDS,
     CONCURRENCY_HEADS,
+    COUNTED,
     CP_WORDS,
     GENERATION_HEADS,
     GENERATION_WORDS,
@@ -283,7 +284,7 @@ def lengths(s: Scan) -> None:
         if s.word(k) in ("k", "к") and s.glued(k):
             k -= 1
             tokens_said = True
-        got = _length(s, k) if tokens_said else None
+        got = _length(s, k) if tokens_said or t.orig not in COUNTED else None
         if got and got[1] >= i - 1:
             _put_len(s, field, got[0])
             s.use(k, i)

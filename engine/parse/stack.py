@@ -37,6 +37,7 @@ from engine.parse.serving import GLUE
 
 TPU_KEYS = frozenset({"v5e", "v5p", "v6e", "v4", "v5litepod", "v3"})
 ID_SILENT = frozenset({"distillation"})  # "DeepSeek-R1-Distill-Qwen-7B" is a model to tune, not a distillation
+OWNERS = frozenset({"a", "the", "my", "our", "моем", "своем", "обычном", "домашнем", "нашем", "одном"})
 APPLE_TIERS = frozenset({"max", "ultra", "pro"})
 TUNE_WORDS = frozenset({"finetuning", "tuning", "finetune", "fine", "тюнинг", "файнтюн", "файнтюнинг",
                         "дообучение", "дообучения", "обучение", "learning"})
@@ -183,7 +184,7 @@ def unsupported(s: Scan) -> None:
             before = toks[i - 1].text if i > 0 else ""
             after = toks[nxt].text if nxt < s.n else ""
             if before in CPU_ONLY_LEADS or after in ("only", "inference", "инференс") or \
-                    (i > 1 and before in ("a", "the") and toks[i - 2].text in CPU_ONLY_LEADS):
+                    (i > 1 and before in OWNERS and toks[i - 2].text in CPU_ONLY_LEADS):
                 _add(s, "cpu_only")
         elif w in APPLE_CHIPS and s.word(i + 1) in APPLE_TIERS:
             _add(s, "apple")
