@@ -27,7 +27,7 @@ CHANGEABLE = ("model", "method", "seq_len", "batch_size", "lora_rank", "bits", "
               "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "stage",
               "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len",
               "output_len", "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel",
-              "currency", "budget", "deadline_hours", "gpus", "unsupported")
+              "currency", "budget", "deadline_hours", "gpus", "unsupported", "rank_by", "asks")
 SHORT = 6  # words and numbers: "а на двух H100?" is short, a new question rarely is
 LEADS = Phrases([("а",), ("и",), ("and",), ("what", "if"), ("what", "about"), ("how", "about"), ("instead",),
                  ("вместо",), ("теперь",), ("now",), ("then",), ("тогда",), ("same",), ("то", "же"),
@@ -64,7 +64,9 @@ def read_follow_up(text: str) -> FollowUp:
         request, s = Request(error="unreadable"), None
     if s is None:
         return FollowUp(is_follow_up=False, changes=request)
-    said = [k for k in CHANGEABLE if getattr(request, k) not in (None, [])]
+    said = [k for k in CHANGEABLE if getattr(request, k) not in (None, []) and k != "asks"]
+    if not said and request.asks:
+        said = ["asks"]  # "а сколько это будет стоить?": only what the answer leads with changes
     if "method" in said and not (s.words & METHOD_WORDS):
         # "а с AWQ?" after a LoRA question: the weight format alone must not switch the method
         said.remove("method")
@@ -121,7 +123,7 @@ def merge_follow_up(previous: Request, follow: FollowUp) -> Request:
     data: dict[str, Any] = previous.model_dump()
     said = set(follow.said)
     for k in CHANGEABLE:
-        if k in said and k not in ("gpus", "unsupported", "method"):
+        if k in said and k not in ("gpus", "unsupported", "method", "asks"):
             data[k] = getattr(new, k).model_dump() if isinstance(getattr(new, k), BaseModel) else getattr(new, k)
     if "method" in said and new.method != previous.method:
         _switch_method(data, previous, new, said)
@@ -155,7 +157,9 @@ def merge_follow_up(previous: Request, follow: FollowUp) -> Request:
     elif data.get("intent") in (None, "help"):
         data["intent"] = "estimate"
     if new.asks:
-        data["asks"] = list(new.asks)
+        data["asks"] = list(new.asks)  # "а сколько это будет стоить?": the same question, money first
+        if any(a in ("money", "time") for a in new.asks) and data["intent"] != "compare":
+            data["intent"] = "cost"
     data["smalltalk"] = None
     try:
         return Request.model_validate(data)

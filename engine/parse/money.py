@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from engine.parse.lexicon import COUNT_WORDS, MEMORY_WORDS
+from engine.parse.lexicon import COST_WORDS, COUNT_WORDS, MEMORY_WORDS
 from engine.parse.lexicon2 import (
     CURRENCY_SYMBOLS,
     CURRENCY_WORDS,
@@ -151,6 +151,9 @@ def _span_value(s: Scan, j: int) -> tuple[float, int] | None:
     return n * HOURS_PER[unit], k
 
 
+TIME_WORDS = frozenset({"часов", "hours", "долго", "days", "дней", "суток"})
+MONEY_WORDS = COST_WORDS - TIME_WORDS - {"$", "₽", "€", "usd", "eur", "рублей", "рубля", "руб", "рубли", "dollars",
+                                         "dollar", "euro", "euros"}
 SPANS = Phrases(NAMED_SPANS)
 TIME_TRIGGERS = DEADLINE_LEADS | SPANS.firsts
 MONEY = Phrases(MONEY_ASKS)
@@ -198,7 +201,11 @@ def asks(s: Scan) -> list[str]:
             if p is not None and not (p == ("how", "much") and i + 2 < len(texts) and texts[i + 2] in MEMORY_WORDS):
                 found.append((i, "money"))
                 break
+    if not found and not s.words.isdisjoint(MONEY_WORDS):  # "а сколько это будет стоить?", "цена?"
+        found.append((next(i for i, w in enumerate(texts) if w in MONEY_WORDS), "money"))
     t = TIME.first(texts, s.words)
+    if t is None and not s.words.isdisjoint(TIME_WORDS):  # "сколько часов", "how many days"
+        t = next(i for i, w in enumerate(texts) if w in TIME_WORDS)
     if t is not None:
         found.append((t, "time"))
     if s.said.get("budget") is not None and not any(k == "money" for _, k in found):
