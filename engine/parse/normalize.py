@@ -24,7 +24,8 @@ _INVISIBLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202
 # "100 000" typed with a no-break or thin space is one number (Russian typography).
 _GROUP_SPACE = re.compile(r"(?<=[0-9])[\u00a0\u202f\u2009](?=[0-9]{3}(?![0-9]))")
 # "4О90", "A1OO": a letter O (Latin or Cyrillic) between digits is a zero typed on the wrong key.
-_O_BETWEEN_DIGITS = re.compile(r"(?<=[0-9])[oо]+(?=[0-9])|(?<=\b[0-9][0oо][0-9])[oо]\b")
+_O_BETWEEN_DIGITS = re.compile(
+    r"(?<=[0-9])[oо]+(?=[0-9])|(?<=\b[0-9][0oо][0-9])[oо]\b|(?<=\b[a-zа-я][0-9])[oо]{2}\b")  # "4О9О", "А1ОО"
 # number (digit groups joined by . or ,) | letters | whitespace | any other single character
 _TOKEN = re.compile(r"([0-9]+(?:[.,][0-9]+)*)|([^\W\d_]+)|(\s+)|(.)", re.S)
 
