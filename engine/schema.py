@@ -151,6 +151,11 @@ class Request(Strict):
     rollout: Rollout | None = None
     reference_model: bool | None = None
     padding_free: bool | None = None
+    # Parser signals beyond CONTRACT.md (engine/parse): what was implied rather than said, small talk, and
+    # what a cost question asks for first ("how long and how much" → ["time", "money"])
+    assumed: list[str] = Field(default_factory=list, max_length=16)  # "model": a family's default; "gpus": Colab's T4
+    smalltalk: Literal["greeting", "thanks", "capabilities"] | None = None
+    asks: list[Literal["money", "time", "latency", "throughput"]] = Field(default_factory=list, max_length=4)
 
 
 PARSE_FIELDS = (
@@ -160,6 +165,8 @@ PARSE_FIELDS = (
     "stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len", "output_len",
     "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel", "currency", "budget",
     "deadline_hours", "unsupported",
+    # beyond CONTRACT.md ("everything not named here is free"): the parser's signals for the answer
+    "fused_loss", "assumed", "smalltalk", "asks",
 )
 
 

@@ -22,29 +22,55 @@ Guarantees:
   range", … (joined by "; "). So `error` set means "answer with care", not always "nothing to do".
 - Language: "ru" when the text holds any Cyrillic letter, else "en" (names and numbers are Latin
   in both languages, so the Cyrillic words decide).
+
+CONTRACT.md v2 (stage, framework, serving_engine, quantization, kv_cache_dtype, concurrency, prompt/output
+lengths, num_generations, TP/PP/CP, currency, budget, deadline_hours, unsupported) come from `serving`,
+`stack` and `money`. Before any extractor the tokens are folded: Cyrillic look-alikes ("А100", "4О90"),
+letter slang ("аш сотка" = H100) and typos (`fuzzy`: edit distance on the lexicon, "qlroa" = qlora).
+The words of the question decide method and stage; the words of a model id never do ("…-pretrain").
+A negative number is reported ("negative number"), never read as its absolute value.
+
+Beyond the contract, the Request carries what the answer needs to say:
+- `assumed`: fields filled from what the text implied, not said — "model" when a family was named without
+  its full name ("llama 70b" → Llama-3.3-70B, "мистраль" → Mistral-7B-v0.3; engine/catalog/families.toml),
+  "gpus" for Colab/Kaggle (a T4), "budget.currency" for a budget said without a currency.
+- `smalltalk`: "greeting" | "thanks" | "capabilities" for a message with no question (intent "help").
+- `asks`: "money" / "time" / "latency" / "throughput", in the order asked (intent "cost" for money/time).
+
+Conversation helpers: `followup.read_follow_up` / `followup.merge_follow_up` ("а если 8k контекст?"),
+and `price.read_price_args` for the `/price` command.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from engine.parse import hardware, settings, training
+from engine.parse import families, fuzzy, hardware, money, serving, settings, stack, talk, training
+from engine.parse.followup import FollowUp, merge_follow_up, read_follow_up
 from engine.parse.gpus import gpu_index
 from engine.parse.intent import intent, rank_by
 from engine.parse.models import catalog_names, model_index, sizes
 from engine.parse.normalize import MAX_CHARS, clean, has_cyrillic, tokenize
+from engine.parse.price import PriceArgs, read_price_args
 from engine.parse.scan import Scan
 from engine.schema import PARSE_FIELDS, Request
 
-__all__ = ["PARSE_FIELDS", "parse", "warm"]
+__all__ = ["PARSE_FIELDS", "FollowUp", "PriceArgs", "merge_follow_up", "parse", "read_follow_up", "read_price_args",
+           "warm"]
 
 MAX_GPU_ENTRIES = 16
+V2_FIELDS = ("stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len",
+             "output_len", "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel",
+             "currency", "budget", "deadline_hours")
 
 
 def warm() -> None:
     """Build the name indexes now (they are cached) rather than on the first question."""
     model_index()
     gpu_index()
+    fuzzy.warm()
+    families.families()
 
 
 def parse(text: str) -> Request:
@@ -55,43 +81,77 @@ def parse(text: str) -> Request:
 
 
 def _parse(text: str) -> Request:
+    return parse_scan(text)[0]
+
+
+def parse_scan(text: str) -> tuple[Request, Scan | None]:
+    """The Request and the token scan behind it (None for unusable text): for the follow-up reader."""
     if not isinstance(text, str):
-        return Request(error="not text")
+        return Request(error="not text"), None
     errors: list[str] = []
     if len(text) > MAX_CHARS:
         text = text[:MAX_CHARS]
         errors.append("too long")
     if not text.strip():
-        return Request(error="empty")
+        return Request(error="empty"), None
     if "\x00" in text or _control_share(text) > 0.3:
-        return Request(error="not text")
+        return Request(error="not text"), None
     cleaned = clean(text)
     s = Scan(cleaned, tokenize(cleaned))
+    s.language = "ru" if has_cyrillic(text) else "en"
+    _negatives(s)
+    stack.names(s)
     catalog_names(s)
+    families.family_models(s)
     training.optimizer(s)
+    serving.parallelism(s)  # before context: "context parallel 8", "sequence parallel"
+    serving.generations(s)  # before data: "8 samples per prompt"
+    serving.lengths(s)  # before context: "prompt length 2k"
+    money.budget(s)  # before sizes: "1 млн рублей" is no model
+    money.deadline(s)
     settings.context(s)
     settings.epochs(s)
     settings.data(s)
+    serving.concurrency(s)
     settings.batch(s)
     settings.rank(s)
+    serving.kv_cache(s)
+    serving.quantization(s)
     training.bits(s)
     hardware.named(s)
     # sizes after GPU names ("8 H100" is a count), before bare memory ("70B 24GB")
     sizes(s)
     hardware.bare_memory(s)
     hardware.generic_count(s)
+    stack.colab(s)
     _leftover_context(s)
+    stack.stage(s)
+    stack.framework(s)
     training.method(s)
+    stack.framework(s)  # "transformers" is the serving engine once the method is inference
     training.checkpointing(s)
     training.offload(s)
     training.sharding(s)
+    stack.fused_loss(s)
+    stack.unsupported(s)
+    money.currency(s)
     errors += s.errors
-    return _request(s, intent(s), "ru" if has_cyrillic(cleaned) else "en", errors)
+    return _request(s, errors), s
+
+
+def _negatives(s: Scan) -> None:
+    """"-7B", "on -2 H100": a negative number is reported, never read as its absolute value."""
+    for t in s.toks:
+        if t.kind == "n" and t.val < 0:
+            t.used = True
+            s.errors.append("negative number")
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 
 
 def _control_share(text: str) -> float:
-    bad = sum(1 for ch in text if (ch < " " and ch not in "\t\n\r") or "\x7f" <= ch < "\xa0" or ch == "\ufffd")
-    return bad / len(text)
+    return len(_CONTROL.findall(text)) / len(text)
 
 
 def _leftover_context(s: Scan) -> None:
@@ -103,11 +163,18 @@ def _leftover_context(s: Scan) -> None:
             s.use(i, i + 1)
 
 
-def _request(s: Scan, kind: str, language: str, errors: list[str]) -> Request:
+def _request(s: Scan, errors: list[str]) -> Request:
     said = s.said
     gpus = [g[1] for g in sorted(s.gpus, key=lambda g: g[0])][:MAX_GPU_ENTRIES]
     fields: dict[str, Any] = {k: said.get(k) for k in (
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
-        "gradient_checkpointing", "offload", "tokens", "epochs", "sharding")}
-    return Request(language=language, intent=kind, gpus=gpus, rank_by=rank_by(s),
-                   error="; ".join(dict.fromkeys(errors)) or None, **fields)
+        "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", *V2_FIELDS)}
+    asked = money.asks(s) + talk.serving_asks(s)
+    kind = intent(s)
+    if kind == "estimate" and any(a in ("money", "time") for a in asked):
+        kind = "cost"
+    chat = talk.smalltalk(s) if kind == "help" else None
+    return Request(language=s.language, intent=kind, gpus=gpus, rank_by=rank_by(s),
+                   error="; ".join(dict.fromkeys(errors)) or None, unsupported=s.unsupported[:32],
+                   assumed=list(dict.fromkeys(s.assumed)), smalltalk=chat, asks=list(dict.fromkeys(asked))[:4],
+                   **fields)

@@ -207,7 +207,8 @@ def generic_count(s: Scan) -> None:
         open_ = [g for g in s.gpus if not g[2]]
         if not s.gpus:
             s.gpus.append((j, {"name": None, "memory_gb": None, "count": count}, True))
-        elif len(s.gpus) == 1 and open_:
-            pos, entry, _ = s.gpus[0]
-            entry["count"] = count
-            s.gpus[0] = (pos, entry, True)
+        elif open_ and len(open_) == len(s.gpus):
+            # "H100, 8 штук"; "A100 vs H100 for 13B full on 4 GPUs": every GPU compared at that count
+            for k, (pos, entry, _) in enumerate(s.gpus):
+                entry["count"] = count
+                s.gpus[k] = (pos, entry, True)

@@ -20,7 +20,9 @@ FAST_ADJECTIVES = frozenset({"быстрый", "быстрая", "быстрое
 SUPERLATIVE = frozenset({"самый", "самая", "самое", "самые", "самого", "самую", "most"})
 
 SUBSTANCE = ("model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
-             "gradient_checkpointing", "offload", "tokens", "epochs")
+             "gradient_checkpointing", "offload", "tokens", "epochs", "stage", "framework", "serving_engine",
+             "quantization", "kv_cache_dtype", "concurrency", "prompt_len", "output_len", "num_generations",
+             "tensor_parallel", "pipeline_parallel", "context_parallel", "budget", "deadline_hours", "fused_loss")
 
 
 def _asks_cost(s: Scan) -> bool:
@@ -61,7 +63,7 @@ def rank_by(s: Scan) -> str | None:
 
 
 def intent(s: Scan) -> str:
-    substantive = bool(s.gpus) or any(s.said.get(k) is not None for k in SUBSTANCE)
+    substantive = bool(s.gpus) or bool(s.unsupported) or any(s.said.get(k) is not None for k in SUBSTANCE)
     if s.words & COMPARE_STRONG and substantive:
         return "compare"
     if s.words & COMPARE_WEAK and _options(s) >= 2:

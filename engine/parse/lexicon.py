@@ -22,7 +22,8 @@ CYRILLIC_WORDS = {
     "квен": "qwen", "квена": "qwen", "квене": "qwen", "кьювен": "qwen",
     "мистраль": "mistral", "мистрал": "mistral", "мистраля": "mistral", "мистрале": "mistral",
     "микстраль": "mixtral", "микстрал": "mixtral", "микстраля": "mixtral",
-    "гемма": "gemma", "гемму": "gemma", "геммы": "gemma", "гемме": "gemma",
+    "гемма": "gemma", "гемму": "gemma", "геммы": "gemma", "гемме": "gemma", "джемма": "gemma", "джемму": "gemma",
+    "джеммы": "gemma", "джемме": "gemma",
     "фи": "phi",
     "дипсик": "deepseek", "дипсика": "deepseek", "дипсике": "deepseek", "дипсик-в3": "deepseek",
     "фалкон": "falcon", "фалькон": "falcon",
@@ -149,10 +150,11 @@ WEIGHT_WORDS = frozenset({"weights", "parameters", "params", "веса", "вес
 INFERENCE_WORDS = frozenset({"inference", "inferencing", "infer", "инференс", "инференса", "инференсе",
                              "инференсом", "инферить", "serve", "serving", "served", "сервинг", "сервить",
                              "deploy", "deployment", "деплой", "деплоить", "задеплоить", "развернуть",
-                             "развертывание", "развертывания", "vllm", "tgi", "ollama", "sglang", "генерация",
+                             "развертывание", "развертывания", "генерация",
                             "генерации", "generation", "host", "hosting", "хостить", "захостить", "запустить",
                              "запуск", "запуска", "вывод", "predict", "prediction", "инференсить"})
-WEAK_INFERENCE_WORDS = frozenset({"run", "running", "запущу", "запускать", "крутить", "гонять", "chat",
+WEAK_INFERENCE_WORDS = frozenset({"run", "running", "запущу", "запускать", "крутить", "гонять", "chat", "прогнать",
+                                  "прогонять", "прогоню",
                                   "поднять", "use", "gguf", "cpp", "exllama", "exl2", "lmstudio"})
 TRAIN_WORDS = frozenset({"train", "training", "trained", "обучение", "обучения", "обучить", "дообучение",
                          "дообучения", "дообучить", "дообучении", "finetune", "finetuning", "fine", "tune",
@@ -162,9 +164,11 @@ TRAIN_WORDS = frozenset({"train", "training", "trained", "обучение", "о
 
 # Words that glue to a size without naming a model: "qlora70b", "70b-instruct", "13b-model".
 NOT_NAME_WORDS = QLORA_WORDS | LORA_WORDS | FULL_WORDS | INFERENCE_WORDS | TRAIN_WORDS | frozenset({
+    "vllm", "tgi", "ollama", "sglang", "dpo", "sft", "grpo", "orpo", "kto", "ppo", "simpo", "rm", "awq", "gptq",
+    "fp", "nf", "int", "mxfp", "nvfp", "fused", "liger", "unsloth", "axolotl", "kv",
     "instruct", "chat", "base", "it", "hf", "model", "models", "модель", "модели", "моделька", "param", "params",
-    "parameters", "параметров", "x", "q", "fp", "bf", "int", "bit", "a", "the", "llm", "ллм", "v", "gguf",
-    "awq", "gptq", "в", "на", "size", "class", "scale", "dense", "moe",
+    "parameters", "параметров", "x", "q", "bf", "bit", "a", "the", "llm", "ллм", "v", "gguf",
+    "в", "на", "size", "class", "scale", "dense", "moe",
 })
 MODEL_NOUNS = frozenset({"model", "модель", "модели", "моделью", "моделька", "llm", "ллм", "params", "param",
                          "parameters", "parameter", "параметров", "параметра", "параметрами", "параметрах"})

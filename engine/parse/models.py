@@ -83,6 +83,8 @@ def catalog_names(s: Scan) -> None:
         if hit is not None:
             j, entry = hit
             s.use(i, j)
+            a, b = chunk_bounds(s.toks, i)
+            s.ids.update(range(a, max(b, j) + 1))  # "Qwen2.5-7B-DPO": the id's words say no stage
             if "model" not in s.said:
                 s.said["model"] = {"name": entry.name, "params_b": entry.params_b,
                                    "active_params_b": entry.active_params_b}
@@ -110,9 +112,16 @@ def sizes(s: Scan) -> None:
         if "model" in s.said:
             continue
         value = float(f"{value:.6g}")  # "7.000000001" from float arithmetic reads as 7
+        if value < 0:
+            s.errors.append("negative number")
+            s.said["model"] = None
+            continue
         if not 0 < value <= MAX_PARAMS_B:
             s.errors.append("model size out of range")
             s.said["model"] = None
             continue
-        s.said["model"] = {"name": unknown_name(s.text, s.toks, first, end), "params_b": value,
-                           "active_params_b": None}
+        name = unknown_name(s.text, s.toks, first, end)
+        if name is not None:  # "yandex/YandexGPT-5-Lite-8B-pretrain": the id's words say no method or stage
+            a, b = chunk_bounds(s.toks, first)
+            s.ids.update(range(a, b + 1))
+        s.said["model"] = {"name": name, "params_b": value, "active_params_b": None}

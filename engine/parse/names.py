@@ -20,7 +20,7 @@ MAX_NAME_TOKENS = 14
 
 
 def key_of(text: str) -> str:
-    return "".join(t.key for t in tokenize(clean(text)))
+    return "".join(t.key for t in tokenize(clean(text), fix=False))
 
 
 class NameIndex(Generic[V]):
@@ -43,7 +43,7 @@ class NameIndex(Generic[V]):
         n = len(toks)
         while j < n and j - i < MAX_NAME_TOKENS:
             t = toks[j]
-            if t.used:
+            if t.used or (t.kind == NUM and not t.key):  # "1e9": a merged number, never part of a name
                 break
             if t.kind == PUNCT:
                 if j == i or t.text not in JOINERS:

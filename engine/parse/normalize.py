@@ -10,7 +10,9 @@ import math
 import re
 import unicodedata
 
+from engine.parse.fuzzy import MIN_LEN, correct, known_words
 from engine.parse.lexicon import CYRILLIC_WORDS, LOOKALIKE_LETTERS, LOOKALIKE_TABLE
+from engine.parse.lexicon2 import HUNDREDS, LETTER_WORDS
 from engine.parse.numbers import number_value
 
 MAX_CHARS = 4096
@@ -21,6 +23,9 @@ NUM, WORD, PUNCT = "n", "w", "p"
 _INVISIBLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 # "100 000" typed with a no-break or thin space is one number (Russian typography).
 _GROUP_SPACE = re.compile(r"(?<=[0-9])[\u00a0\u202f\u2009](?=[0-9]{3}(?![0-9]))")
+# "4О90", "A1OO": a letter O (Latin or Cyrillic) between digits is a zero typed on the wrong key.
+_O_BETWEEN_DIGITS = re.compile(
+    r"(?<=[0-9])[oо]+(?=[0-9])|(?<=\b[0-9][0oо][0-9])[oо]\b|(?<=\b[a-zа-я][0-9])[oо]{2}\b")  # "4О9О", "А1ОО"
 # number (digit groups joined by . or ,) | letters | whitespace | any other single character
 _TOKEN = re.compile(r"([0-9]+(?:[.,][0-9]+)*)|([^\W\d_]+)|(\s+)|(.)", re.S)
 
@@ -28,7 +33,7 @@ _TOKEN = re.compile(r"([0-9]+(?:[.,][0-9]+)*)|([^\W\d_]+)|(\s+)|(.)", re.S)
 class Tok:
     """One token. `sp` says whether whitespace precedes it (else it is glued to the previous one)."""
 
-    __slots__ = ("end", "key", "kind", "sp", "start", "text", "used", "val")
+    __slots__ = ("end", "key", "kind", "orig", "sp", "start", "text", "used", "val")
 
     def __init__(self, kind: str, text: str, start: int, end: int, sp: bool, val: float = 0.0) -> None:
         self.kind = kind
@@ -38,6 +43,7 @@ class Tok:
         self.sp = sp
         self.val = val
         self.used = False
+        self.orig = text  # the word as typed (before look-alike folding and typo correction)
         # what the token adds to a catalog key (alphanumerics only, as the catalog's own index)
         self.key = text if kind == WORD else (text.replace(".", "").replace(",", "") if kind == NUM else "")
 
@@ -50,15 +56,19 @@ def clean(text: str) -> str:
     text = _INVISIBLE.sub(" ", text)
     text = _GROUP_SPACE.sub("", text)
     text = unicodedata.normalize("NFKC", text).lower()
-    return text.replace("ё", "е")
+    return _O_BETWEEN_DIGITS.sub(lambda m: "0" * len(m.group()), text.replace("ё", "е"))
+
+
+_CYRILLIC = re.compile("[\u0400-\u04ff]")
 
 
 def has_cyrillic(text: str) -> bool:
-    return any("\u0400" <= ch <= "\u04ff" for ch in text)
+    return _CYRILLIC.search(text) is not None
 
 
-def tokenize(text: str) -> list[Tok]:
-    """Tokens of a cleaned text, with Cyrillic look-alikes and slang folded to Latin where meant."""
+def tokenize(text: str, fix: bool = True) -> list[Tok]:
+    """Tokens of a cleaned text, with Cyrillic look-alikes and slang folded to Latin where meant, and
+    (with `fix`) typos corrected to the lexicon word they stand for."""
     toks: list[Tok] = []
     sp = True
     for m in _TOKEN.finditer(text):
@@ -78,25 +88,41 @@ def tokenize(text: str) -> list[Tok]:
         else:
             toks.append(Tok(PUNCT, other or "", m.start(), m.end(), sp))
         sp = False
-    _fold_words(toks)
+    _fold_words(toks, fix, has_cyrillic(text))
     _merge_exponents(toks)
+    if "аш" in text or "эйч" in text or "эич" in text or "ash" in text:
+        _slang(toks)
+    if "-" in text or "−" in text or "–" in text:
+        _negatives(toks)
     return toks
 
 
-def _fold_words(toks: list[Tok]) -> None:
+def _fold_words(toks: list[Tok], fix: bool, cyrillic: bool = True) -> None:
     n = len(toks)
-    for i, t in enumerate(toks):
+    for i, t in enumerate(toks if cyrillic else ()):
         if t.kind != WORD or not has_cyrillic(t.text):
             continue
         glued_digit = (i > 0 and not t.sp and toks[i - 1].kind == NUM) or (
             i + 1 < n and not toks[i + 1].sp and toks[i + 1].kind == NUM)
         mixed = any("a" <= ch <= "z" for ch in t.text)
-        if (glued_digit or mixed) and all(ch in LOOKALIKE_LETTERS or "a" <= ch <= "z" for ch in t.text):
+        if t.text in CYRILLIC_WORDS:
+            t.text = CYRILLIC_WORDS[t.text]
+        elif (glued_digit or mixed) and all(ch in LOOKALIKE_LETTERS or "a" <= ch <= "z" for ch in t.text):
             # "Н100", "а6000", "70б", "128к", "2х4090", "LoRА": Cyrillic letters typed for Latin ones
             t.text = t.text.translate(LOOKALIKE_TABLE)
-        else:
-            t.text = CYRILLIC_WORDS.get(t.text, t.text)
+        elif fix and len(t.text) >= MIN_LEN and t.text not in known_words():
+            fixed = correct(t.text)
+            if fixed is not None:
+                t.text = CYRILLIC_WORDS.get(fixed, fixed)
         t.key = t.text
+    if not fix:
+        return
+    known = known_words()
+    for t in toks:  # Latin typos ("qlroa", "infernce")
+        if t.kind == WORD and len(t.text) >= MIN_LEN and t.text not in known and "a" <= t.text[:1] <= "z":
+            fixed = correct(t.text)
+            if fixed is not None:
+                t.text = t.key = fixed
 
 
 def _merge_exponents(toks: list[Tok]) -> None:
@@ -152,3 +178,36 @@ def _power(base: float, exponent: float) -> float:
     if math.isinf(base) or exponent * math.log10(base) > 300:
         return math.inf
     return float(base ** exponent)
+
+
+def _slang(toks: list[Tok]) -> None:
+    for i in range(len(toks) - 1):
+        t, nxt = toks[i], toks[i + 1]
+        if t.kind != WORD or t.text not in LETTER_WORDS:
+            continue
+        j = i + 2 if nxt.text in ("-", "‐") and i + 2 < len(toks) else i + 1
+        nxt = toks[j]
+        if nxt.kind == WORD and nxt.text in HUNDREDS:
+            digits = HUNDREDS[nxt.text]
+            toks[j] = Tok(NUM, digits, nxt.start, nxt.end, False, float(digits))
+        elif nxt.kind == NUM and nxt.text in ("100", "200"):
+            nxt.sp = False
+        else:
+            continue
+        t.text = t.key = LETTER_WORDS[t.text]
+        if j == i + 2:
+            toks[i + 1].text = toks[i + 1].key = ""
+            toks[i + 1].kind = PUNCT  # an empty joiner: no key, no meaning
+
+
+_NEG_AFTER = frozenset({"=", ":", "(", "[", "~"})
+
+
+def _negatives(toks: list[Tok]) -> None:
+    """"-7B", "on -2 H100": a minus sign glued to a number, not to a word before it, makes it negative."""
+    for i in range(1, len(toks)):
+        t, sign = toks[i], toks[i - 1]
+        if t.kind != NUM or t.sp or sign.kind != PUNCT or sign.text not in ("-", "−", "–"):
+            continue
+        if i == 1 or sign.sp or (toks[i - 2].kind == PUNCT and toks[i - 2].text in _NEG_AFTER):
+            t.val = -t.val

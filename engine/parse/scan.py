@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,10 +20,17 @@ class Scan:
     gpus: list[tuple[int, dict[str, Any], bool]] = field(default_factory=list)  # (position, entry, count said)
     errors: list[str] = field(default_factory=list)
     words: frozenset[str] = frozenset()
+    ids: set[int] = field(default_factory=set)  # tokens of a model id: its words never set method or stage
+    unsupported: list[str] = field(default_factory=list)
+    assumed: list[str] = field(default_factory=list)  # fields filled from what was implied, not said
+    prices: list[tuple[float, str]] = field(default_factory=list)  # "2$ в час": a price per hour said
+    language: str = "en"
+    texts: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.n = len(self.toks)
         self.words = frozenset(t.text for t in self.toks if t.kind != NUM)
+        self.texts = [t.text for t in self.toks]
 
     # ── token tests ──
     def word(self, i: int) -> str:
@@ -95,4 +103,30 @@ class Scan:
             if t.text in words:
                 return k
             k += 1
+        return None
+
+
+class Phrases:
+    """Word sequences looked up by their first word: one dict lookup per token, never a scan of the list."""
+
+    def __init__(self, phrases: Iterable[tuple[str, ...]]) -> None:
+        self.by_first: dict[str, list[tuple[str, ...]]] = {}
+        for p in sorted(set(phrases), key=len, reverse=True):  # longest first
+            self.by_first.setdefault(p[0], []).append(p)
+        self.firsts = frozenset(self.by_first)
+
+    def at(self, texts: list[str], i: int) -> tuple[str, ...] | None:
+        """The longest phrase starting at position i, or None."""
+        for p in self.by_first.get(texts[i], ()):
+            if texts[i:i + len(p)] == list(p):
+                return p
+        return None
+
+    def first(self, texts: list[str], words: frozenset[str] | None = None) -> int | None:
+        """Position of the first phrase in the text, or None (`words`: the text's words, to skip early)."""
+        if words is not None and self.firsts.isdisjoint(words):
+            return None
+        for i, w in enumerate(texts):
+            if w in self.by_first and self.at(texts, i) is not None:
+                return i
         return None

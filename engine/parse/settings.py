@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from engine.parse.lexicon import (
     BATCH_WORDS,
-    CONCURRENCY_ADJ,
-    CONCURRENCY_NOUNS,
     CONTEXT_WORDS,
     COUNT_WORDS,
     EPOCH_WORDS,
@@ -81,6 +79,7 @@ def _count_at(s: Scan, j: int) -> tuple[float, int] | None:
 
 
 def batch(s: Scan) -> None:
+    """"batch 8", "bs=16", "micro-batch 1" ("32 concurrent users" is `serving.concurrency`, which also sets it)."""
     for i, t in enumerate(s.toks):
         if t.used or t.kind == NUM:
             continue
@@ -92,13 +91,6 @@ def batch(s: Scan) -> None:
                 if s.word(s.skip(i - 1, HYPHEN, 1, -1)) not in GLOBAL_BATCH:
                     _put_batch(s, got[0])
                 s.use(i, got[1])
-        elif t.text in CONCURRENCY_ADJ or t.text in CONCURRENCY_NOUNS:
-            # "16 параллельными запросами", "32 concurrent users"
-            got = _count_at(s, i - 1)
-            if got and got[1] == i - 1 and got[0] <= 10_000:
-                noun = s.word(i + 1) in CONCURRENCY_NOUNS
-                _put_batch(s, got[0])
-                s.use(i - 1, i + 1 if noun else i)
 
 
 def _put_batch(s: Scan, v: float) -> None:

@@ -27,10 +27,15 @@ from engine.parse.lexicon import (
     WEAK_INFERENCE_WORDS,
     WEIGHT_WORDS,
 )
+from engine.parse.lexicon2 import FULL_SLANG, INFER_SLANG, SERVING_WORDS, STAGE_WORDS, UNMODELLED_SERVING
 from engine.parse.normalize import NUM, WORD
 from engine.parse.scan import Scan
+from engine.parse.talk import serving_asks
 
 BITS = (4, 8, 16, 32)
+PRETRAIN_WORDS = frozenset(w for w, v in STAGE_WORDS.items() if v == "pretrain")
+SERVING_NAMES = frozenset(SERVING_WORDS) | frozenset(UNMODELLED_SERVING)
+STRONG_INFERENCE = INFERENCE_WORDS | (INFER_SLANG - WEAK_INFERENCE_WORDS)
 HYPHENS = frozenset({"-", "‐", "‑", "–", "_"})
 POSITIVE_AFTER = frozenset({"on", "true", "enabled", "вкл", "включен", "включено", "1", "yes", "да"})
 
@@ -158,11 +163,13 @@ def sharding(s: Scan) -> None:
 
 
 def method(s: Scan) -> None:
-    """The first method named wins; "run"/"запустить" mean inference only when nothing says training."""
+    """The first method named wins. Without one: pretraining words mean full; a serving engine, a weight
+    format (AWQ, GGUF, FP8 ...) or "run"/"поднять" mean inference, unless something says training.
+    Words inside a model id ("…-pretrain", "…-Instruct") say nothing."""
     toks = s.toks
-    weak = False
+    weak = pretrain = False
     for i, t in enumerate(toks):
-        if t.kind != WORD or t.used:
+        if t.kind != WORD or t.used or i in s.ids:
             continue
         w = t.text
         found = None
@@ -171,20 +178,30 @@ def method(s: Scan) -> None:
         elif w in LORA_WORDS:
             prev = s.skip(i - 1, HYPHENS, 1, -1)
             found = "qlora" if s.word(prev) in ("q", "ку", "кью") else "lora"
-        elif w in FULL_WORDS:
+        elif w in PRETRAIN_WORDS:
+            pretrain = True
+        elif w in FULL_WORDS or w in FULL_SLANG:
             if s.word(s.skip(i + 1, HYPHENS, 1)) not in CONTEXT_WORDS:
                 found = "full"
         elif w in WEIGHT_WORDS and s.word(s.skip(i - 1, frozenset({"the"}), 1, -1)) in ALL_WORDS:
             found = "full"  # "all weights", "все веса"
         elif (w == "scratch" and s.word(i - 1) == "from") or (w == "нуля" and s.word(i - 1) in ("с", "со")):
-            found = "full"
-        elif w in INFERENCE_WORDS:
+            pretrain = True
+        elif w in SERVING_NAMES:
+            weak = True  # "GRPO with vLLM rollouts" is training
+        elif w in STRONG_INFERENCE:
             found = "inference"
         elif w in WEAK_INFERENCE_WORDS:
             weak = True
         if found:
             s.set("method", found)
             return
-    if weak and not (s.words & TRAIN_WORDS):
+    if pretrain:
+        s.set("method", "full")
+        return
+    weak = weak or s.said.get("quantization") is not None or s.said.get("serving_engine") is not None \
+        or s.said.get("concurrency") is not None or bool(serving_asks(s))
+    training = bool(s.words & TRAIN_WORDS) or s.said.get("stage") is not None \
+        or s.said.get("framework") not in (None, "hf") or s.said.get("num_generations") is not None
+    if weak and not training:
         s.set("method", "inference")
-

@@ -1,0 +1,120 @@
+"""A model family named without its full name ("llama 70b", "ллама 70б", "мистраль", "qwen3") read as the
+catalog model engine/catalog/families.toml gives for it; `Scan.assumed` then holds "model" so the answer
+states the choice as an assumption."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from engine.catalog import CatalogModel, models
+from engine.parse.models import chunk_bounds, model_index
+from engine.parse.normalize import PUNCT, WORD
+from engine.parse.scan import Scan
+from engine.parse.serving import GLUE
+
+FILE = Path(__file__).resolve().parents[1] / "catalog" / "families.toml"
+
+
+@dataclass(frozen=True)
+class Family:
+    default: CatalogModel | None
+    sizes: tuple[tuple[float, CatalogModel], ...]
+    versions: dict[str, CatalogModel]
+
+
+@cache
+def families() -> dict[str, Family]:
+    by_name = {m.name: m for m in models()}
+    with FILE.open("rb") as f:
+        data = tomllib.load(f)
+    out: dict[str, Family] = {}
+    for fam in data["family"]:
+        item = Family(default=by_name.get(fam["default"]),
+                      sizes=tuple((float(k), by_name[v]) for k, v in fam["sizes"].items()),
+                      versions={k: by_name[v] for k, v in fam["versions"].items()})
+        for w in fam["words"]:
+            out[w] = item
+    return out
+
+
+def _version(s: Scan, i: int) -> tuple[str, int] | None:
+    """"qwen3", "llama-3.1", "llama 3", "gemma 2" — a small number right after the family word, not a size."""
+    j = i + 1
+    if s.word(j) in GLUE and s.glued(j):
+        j += 1
+    if not s.num(j) or s.toks[j].val >= 10:
+        return None
+    if s.unit_after(j)[0] != 1.0:
+        return None  # "llama 8b": a size
+    text = s.toks[j].text.replace(",", ".")
+    return text, j
+
+
+def _size_near(s: Scan, i: int) -> tuple[float, int, int] | None:
+    """A size in billions within two tokens after (or right before) token i: (billions, first, last)."""
+    for j in range(i + 1, min(i + 4, s.n)):
+        t = s.toks[j]
+        if t.kind == PUNCT and t.text not in GLUE and t.text != ":":
+            break
+        if s.num(j):
+            mult, end = s.unit_after(j)
+            if mult >= 1e9:
+                return t.val * mult / 1e9, j, end
+    k = i - 1
+    if k >= 1 and s.word(k) in ("b", "б") and s.glued(k) and s.num(k - 1):
+        return s.toks[k - 1].val, k - 1, k
+    return None
+
+
+def _in_id(s: Scan, i: int) -> bool:
+    """"acme/custom-llama-8b": a family word inside someone's model id is not the family's model."""
+    a, b = chunk_bounds(s.toks, i)
+    chunk = s.toks[a:b + 1]
+    return any(t.text == "/" for t in chunk) or any(t.kind == WORD for t in s.toks[a:i])
+
+
+def family_models(s: Scan) -> None:
+    if s.said.get("model") is not None or "model" in s.said:
+        return
+    table = families()
+    if s.words.isdisjoint(table) and "gpt" not in s.words:
+        return
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind != WORD:
+            continue
+        key = t.text
+        last = i
+        if key == "gpt" and s.word(i + 1) in GLUE and s.word(i + 2) == "oss":
+            key, last = "gptoss", i + 2
+        fam = table.get(key)
+        if fam is None or (key == "phi" and t.orig != "phi" and t.orig != "фи") or _in_id(s, i):
+            continue
+        version = _version(s, last)
+        after = version[1] if version else last
+        size = _size_near(s, after)
+        chosen: CatalogModel | None = None
+        if size is not None:
+            value, first, end = size
+            if version is None:
+                chosen = next((m for v, m in fam.sizes if abs(v - value) <= 0.03 * value), None)
+            else:  # "llama3.1:70b" (an Ollama tag): the catalog's own name
+                chosen = model_index().index.get(f"{key}{version[0].replace('.', '')}{s.toks[first].key}b")
+            if chosen is None:
+                continue  # a size the family table lacks ("qwen 110b"): a bare size, read later
+            s.use(min(i, first), max(end, after))
+        else:
+            if version is not None:
+                chosen = fam.versions.get(version[0])
+            elif fam.default is not None:
+                chosen = fam.default
+            if chosen is None:
+                continue
+            s.use(i, after)
+        s.said["model"] = {"name": chosen.name, "params_b": chosen.params_b,
+                           "active_params_b": chosen.active_params_b}
+        if not (size is not None and version is not None):
+            s.assumed.append("model")
+        return

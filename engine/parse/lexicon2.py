@@ -1,0 +1,236 @@
+"""Words of the CONTRACT.md v2 fields, already folded (lower case, ё → е), both languages.
+
+Same rules as `lexicon.py`: each set is one meaning; inflected Russian forms are listed where people type
+them, and typos are left to `fuzzy.py` (edit distance on these words), not listed here.
+"""
+
+from __future__ import annotations
+
+# ── training objective (stage) ──────────────────────────────────────────────────────────
+STAGE_WORDS: dict[str, str] = {
+    "sft": "sft", "сфт": "sft",
+    "dpo": "dpo", "дпо": "dpo", "orpo": "orpo", "kto": "kto", "simpo": "simpo", "ipo": "dpo",
+    "ppo": "ppo", "ппо": "ppo", "rlhf": "ppo",
+    "grpo": "grpo", "грпо": "grpo", "dapo": "grpo", "gspo": "grpo", "rloo": "grpo",
+    "pretrain": "pretrain", "pretraining": "pretrain", "претрейн": "pretrain", "претрейна": "pretrain",
+    "претрейне": "pretrain", "претрейном": "pretrain", "предобучение": "pretrain", "предобучения": "pretrain",
+    "предобучить": "pretrain", "предобучении": "pretrain", "предобучением": "pretrain",
+}
+# trl's trainers: "GRPOTrainer", "DPOConfig" name the stage and the framework at once
+TRAINER_STAGES: dict[str, str] = {
+    f"{k}{suffix}": v for k, v in {"sft": "sft", "dpo": "dpo", "orpo": "orpo", "kto": "kto", "ppo": "ppo",
+                                   "grpo": "grpo", "reward": "rm", "cpo": "simpo", "rloo": "grpo"}.items()
+    for suffix in ("trainer", "config")
+}
+REWARD_WORDS = frozenset({"reward", "ревард", "ревард-модель", "вознаграждения", "награды", "наград"})
+REWARD_NOUNS = frozenset({"model", "models", "modeling", "modelling", "модель", "модели", "модельку", "rm"})
+RM_WORDS = frozenset({"rm"})
+SUPERVISED = frozenset({"supervised", "instruction", "инструктивное", "инструктивный", "инструкционное"})
+PREFERENCE = frozenset({"preference", "preferences", "предпочтениям", "предпочтений", "предпочтения"})
+SCRATCH_PAIRS = (("from", "scratch"), ("с", "нуля"), ("со", "нуля"))
+CONTINUED = frozenset({"continued", "continual", "продолженное", "продолженный", "дальнейшее"})
+
+# ── training stack (framework) ──────────────────────────────────────────────────────────
+FRAMEWORK_WORDS: dict[str, str] = {
+    "trl": "trl", "sfttrainer": "trl", "unsloth": "unsloth", "анслот": "unsloth", "анслоф": "unsloth",
+    "axolotl": "axolotl", "аксолотль": "axolotl", "аксолотл": "axolotl",
+    "llamafactory": "llama-factory", "torchtune": "torchtune", "swift": "ms-swift", "litgpt": "litgpt",
+    "deepspeed": "deepspeed", "дипспид": "deepspeed", "verl": "verl", "openrlhf": "openrlhf",
+    "nemo": "nemo", "немо": "nemo", "megatron": "nemo", "мегатрон": "nemo",
+}
+HF_WORDS = frozenset({"transformers", "huggingface", "hf", "trainer"})
+# multi-token names, matched on the glued key of their tokens ("llama-factory", "ms swift", "fsdp_qlora")
+FRAMEWORK_KEYS: dict[str, str] = {"llamafactory": "llama-factory", "msswift": "ms-swift", "fsdpqlora": "fsdp-qlora",
+                                  "nemorl": "nemo", "nemoaligner": "nemo", "hftrainer": "hf",
+                                  "huggingfacetrainer": "hf", "лламафактори": "llama-factory",
+                                  "llamafactori": "llama-factory"}
+
+# ── serving engines ─────────────────────────────────────────────────────────────────────
+SERVING_WORDS: dict[str, str] = {
+    "vllm": "vllm", "влм": "vllm", "sglang": "sglang", "tgi": "tgi", "ollama": "ollama", "оллама": "ollama",
+    "llamacpp": "llama.cpp", "lmstudio": "llama.cpp", "koboldcpp": "llama.cpp", "tensorrt": "tensorrt-llm",
+    "trtllm": "tensorrt-llm", "trt": "tensorrt-llm", "triton": "tensorrt-llm",
+}
+SERVING_KEYS: dict[str, str] = {"llamacpp": "llama.cpp", "llamaserver": "llama.cpp", "tensorrtllm": "tensorrt-llm",
+                                "trtllm": "tensorrt-llm", "textgenerationinference": "tgi", "lmstudio": "llama.cpp",
+                                "тртллм": "tensorrt-llm", "ламацпп": "llama.cpp", "ламасрр": "llama.cpp"}
+UNMODELLED_SERVING = {"lmdeploy": "lmdeploy", "exllama": "exllama", "exllamav2": "exllama", "exl2": "exllama",
+                      "mlc": "mlc"}
+
+# ── weight formats and KV cache ─────────────────────────────────────────────────────────
+QUANT_WORDS: dict[str, str] = {"awq": "awq", "gptq": "gptq", "nf4": "nf4", "bnb4": "nf4", "mxfp4": "mxfp4",
+                               "nvfp4": "nvfp4", "fp8": "fp8", "int8": "int8", "w8a8": "int8", "fp4": "nvfp4",
+                               "e4m3": "fp8"}
+QUANT_BITS = {"awq": 4, "gptq": 4, "nf4": 4, "mxfp4": 4, "nvfp4": 4, "fp8": 8, "int8": 8}
+GGUF = frozenset({"gguf", "ггуф"})
+KV_WORDS = frozenset({"kv", "kvcache", "кв"})
+CACHE_WORDS = frozenset({"cache", "кэш", "кеш", "кэша", "кеша", "кэше", "кеше", "кэшу", "кэшем"})
+KV_DTYPES: dict[str, str] = {"fp8": "fp8", "int8": "int8", "int4": "int4", "bf16": "bf16", "fp16": "bf16",
+                             "e4m3": "fp8", "fp8e4m3": "fp8", "fp8e5m2": "fp8"}
+
+# ── serving load ────────────────────────────────────────────────────────────────────────
+CONCURRENCY_HEADS = frozenset({"concurrency", "конкурентность", "параллельность", "одновременность"})
+USER_NOUNS = frozenset({"users", "user", "пользователей", "пользователя", "пользователям", "пользователях",
+                        "юзеров", "юзера", "юзерам", "юзерах", "клиентов", "клиента", "человек", "people",
+                        "requests", "запросов", "запроса", "сессий", "sessions", "чатов", "chats", "clients",
+                        "streams", "потоков", "concurrent", "одновременных", "параллельных", "одновременно",
+                        "параллельно", "simultaneous"})
+PROMPT_WORDS = frozenset({"prompt", "prompts", "промпт", "промпта", "промпты", "промптом", "промпте", "input",
+                          "inputs", "вход", "входа", "входе", "входной", "входных", "isl", "инпут"})
+OUTPUT_WORDS = frozenset({"output", "outputs", "выход", "выхода", "выходе", "выходной", "выходных", "ответ",
+                          "ответа", "ответы", "completion", "completions", "генерация", "osl", "аутпут",
+                          "max_tokens", "maxtokens", "response", "responses"})
+# plural nouns a number before counts rather than measures: "1000 промптов" is no prompt length
+COUNTED = frozenset({"prompts", "промптов", "промпты", "inputs", "outputs", "completions", "responses", "ответов",
+                     "ответы", "входов", "выходов"})
+GENERATION_WORDS = frozenset({"генераций", "генерации", "генерациями", "generations", "completions", "rollouts",
+                              "роллаутов", "роллаута", "роллауты", "samples", "сэмплов", "семплов", "ответов",
+                              "responses", "комплишенов"})
+GENERATION_HEADS = frozenset({"numgenerations", "numgeneration", "groupsize", "nsamples", "n_samples",
+                              "rolloutn", "numsamples"})
+
+# ── parallelism ─────────────────────────────────────────────────────────────────────────
+TP_WORDS = frozenset({"tp", "tensor", "тензорный", "тензорного", "тензорным", "тензорном", "тензорная"})
+PP_WORDS = frozenset({"pp", "pipeline", "конвейерный", "конвейерного", "пайплайн", "пайплайновый",
+                      "пайплайнового", "конвейерным"})
+CP_WORDS = frozenset({"cp", "context", "sequence", "ulysses", "ring", "sp", "контекстный", "контекстного",
+                      "последовательностей", "улисс"})
+PARALLEL_NOUNS = frozenset({"parallel", "parallelism", "параллелизм", "параллелизма", "параллелизмом",
+                            "параллельность", "size", "degree", "параллель", "way", "attention"})
+
+# ── money ───────────────────────────────────────────────────────────────────────────────
+CURRENCY_WORDS: dict[str, str] = {
+    **dict.fromkeys(("руб", "рубль", "рубля", "рублей", "рублях", "рублям", "рубли", "рублями", "₽", "rub",
+                     "rubles", "roubles", "ruble", "rouble", "р", "тр"), "RUB"),
+    **dict.fromkeys(("$", "usd", "dollar", "dollars", "доллар", "доллара", "долларов", "долларах", "долларам",
+                     "бакс", "бакса", "баксов", "баксах", "bucks", "usdt", "долл", "дол"), "USD"),
+    **dict.fromkeys(("€", "eur", "euro", "euros", "евро"), "EUR"),
+}
+CURRENCY_SYMBOLS = frozenset({"$", "€", "₽"})
+IN_CURRENCY = frozenset({"в", "in", "во"})  # "в рублях", "in euros"
+BUDGET_WORDS = frozenset({"budget", "бюджет", "бюджета", "бюджетом", "бюджете", "бюджетик", "spend", "потратить",
+                          "уложиться", "afford", "have", "есть", "limit", "лимит", "лимитом", "потрачу",
+                          "cap", "максимум", "max", "не", "under", "below", "within", "до", "up"})
+PER_TIME = frozenset({"час", "hour", "hr", "h", "ч", "month", "месяц", "мес", "day", "день", "сутки", "hours",
+                      "hourly", "час.", "gpu"})
+PER_WORDS_MONEY = frozenset({"/", "per", "в", "за", "an", "a", "/час", "each"})
+
+# ── time ────────────────────────────────────────────────────────────────────────────────
+HOURS_PER: dict[str, float] = {
+    **dict.fromkeys(("час", "часа", "часов", "часу", "hour", "hours", "h", "hr", "hrs", "ч"), 1.0),
+    **dict.fromkeys(("минут", "минуты", "минуту", "minutes", "minute", "min", "mins", "мин"), 1 / 60),
+    **dict.fromkeys(("сутки", "суток", "сут", "день", "дня", "дней", "day", "days", "d"), 24.0),
+    **dict.fromkeys(("неделю", "неделя", "недели", "недель", "week", "weeks", "wk"), 168.0),
+    **dict.fromkeys(("месяц", "месяца", "месяцев", "month", "months"), 720.0),
+}
+DEADLINE_LEADS = frozenset({"за", "in", "within", "under", "by", "до", "не", "дольше", "больше", "than",
+                            "deadline", "дедлайн", "дедлайном", "успеть", "уложиться", "finish", "done",
+                            "max", "максимум", "менее", "меньше", "less", "at", "most", "чем", "успею", "ready",
+                            "готово", "the"})
+DEADLINE_NOT = frozenset({"gpu", "гпу", "gpus", "node", "нод", "аренды", "аренду", "rental", "rent"})
+NAMED_SPANS: dict[tuple[str, ...], float] = {
+    ("за", "сутки"): 24, ("за", "день"): 24, ("за", "неделю"): 168, ("за", "ночь"): 12, ("за", "час"): 1,
+    ("за", "полчаса"): 0.5, ("за", "пару", "часов"): 2, ("за", "пару", "дней"): 48, ("за", "выходные"): 48,
+    ("за", "месяц"): 720, ("к", "завтра"): 24, ("до", "завтра"): 24, ("к", "завтрашнему"): 24,
+    ("by", "tomorrow"): 24, ("overnight",): 12, ("in", "a", "day"): 24, ("within", "a", "day"): 24,
+    ("in", "a", "week"): 168, ("within", "a", "week"): 168, ("in", "an", "hour"): 1, ("within", "an", "hour"): 1,
+    ("over", "the", "weekend"): 48, ("in", "a", "couple", "of", "hours"): 2, ("by", "monday"): 72,
+    ("к", "понедельнику"): 72, ("за", "одну", "ночь"): 12, ("в", "течение", "суток"): 24,
+    ("в", "течение", "дня"): 24, ("в", "течение", "недели"): 168, ("in", "one", "day"): 24,
+}
+
+# ── what cannot be modelled (short keys) ────────────────────────────────────────────────
+UNSUPPORTED_WORDS: dict[str, str] = {
+    "tpu": "tpu", "tpus": "tpu", "тпу": "tpu", "v5e": "tpu", "v5p": "tpu", "v6e": "tpu", "trillium": "tpu",
+    "vision": "vision", "картинки": "vision", "картинками": "vision", "картинок": "vision", "картинках": "vision",
+    "картинкам": "vision", "картинку": "vision", "картинка": "vision", "изображениям": "vision", "фоткам": "vision",
+    "фотках": "vision", "фотки": "vision", "vl": "vision",
+    "изображения": "vision", "изображений": "vision", "изображениях": "vision", "изображениями": "vision",
+    "images": "vision", "image": "vision", "multimodal": "vision", "мультимодальная": "vision",
+    "мультимодальную": "vision", "мультимодальной": "vision", "мультимодальные": "vision", "vlm": "vision",
+    "llava": "vision", "pixtral": "vision", "фото": "vision", "фотографиях": "vision", "скриншоты": "vision",
+    "ocr": "vision",
+    "diffusion": "diffusion", "sdxl": "diffusion", "flux": "diffusion", "диффузия": "diffusion",
+    "диффузионную": "diffusion", "диффузионной": "diffusion",
+    "whisper": "audio", "audio": "audio", "speech": "audio", "аудио": "audio", "речь": "audio", "tts": "audio",
+    "asr": "audio", "голос": "audio",
+    "mac": "apple", "macbook": "apple", "макбук": "apple", "макбуке": "apple", "мак": "apple", "маке": "apple",
+    "mps": "apple", "mlx": "apple",
+    "distillation": "distillation", "distill": "distillation", "distilling": "distillation",
+    "дистилляция": "distillation", "дистилляции": "distillation", "дистилляцию": "distillation",
+    "дистиллировать": "distillation", "дистиллят": "distillation",
+    **UNMODELLED_SERVING,
+}
+CPU_WORDS = frozenset({"cpu", "цпу", "процессоре", "проце", "процессорах", "cpus", "цп"})
+CPU_ONLY_LEADS = frozenset({"на", "on", "only", "just", "чисто", "только", "pure"})
+NO_GPU = (("без", "gpu"), ("без", "видеокарты"), ("без", "видеокарт"), ("без", "гпу"), ("without", "gpu"),
+          ("without", "a", "gpu"), ("no", "gpu"), ("без", "видюхи"), ("without", "gpus"))
+DISK_WORDS = frozenset({"диске", "диска", "диск", "disk", "storage", "хранилище", "ssd", "nvme"})
+CHECKPOINT_NOUNS = frozenset({"чекпоинты", "чекпоинтов", "чекпоинт", "checkpoints", "checkpoint", "чекпойнты",
+                              "чекпойнтов"})
+SIZE_VERBS = frozenset({"весят", "весит", "весить", "займут", "занимают", "займет", "size", "weigh", "weighs",
+                        "big", "размер", "объем", "много", "места"})
+DISK_CONTEXT = frozenset({"место", "места", "space", "чекпоинты", "чекпоинтов", "checkpoints", "checkpoint",
+                          "сохранить", "save", "saving", "хранить", "store", "займут", "занимают", "take"})
+TTFT_PHRASES = (("time", "to", "first", "token"), ("ttft",), ("время", "до", "первого", "токена"),
+                ("time", "-", "to", "-", "first", "-", "token"))
+COLAB_WORDS = frozenset({"colab", "колаб", "колабе", "колабу", "колаба", "коллаб", "коллабе", "kaggle", "каггл",
+                         "каггле", "кагле"})
+APPLE_CHIPS = frozenset({"m1", "m2", "m3", "m4"})
+
+# ── fused loss ──────────────────────────────────────────────────────────────────────────
+FUSED_WORDS = frozenset({"liger", "лайгер", "лигер", "лайгером", "лайгера", "лигером", "лигера", "лайгеру",
+                         "cce", "fusedce", "fusedloss", "cutcrossentropy",
+                         "chunkedce", "chunked_ce"})
+FUSED_PAIRS = (("fused", "loss"), ("fused", "cross"), ("fused", "ce"), ("chunked", "cross"), ("chunked", "ce"),
+               ("chunked", "loss"), ("cut", "cross"), ("фьюзед", "лосс"), ("fused", "crossentropy"),
+               ("слитый", "лосс"), ("fused", "лосс"))
+
+# ── GPU slang ──
+# "аш сотка" = H100, "эйч двухсотка" = H200, "аш100": the letter said as a word.
+LETTER_WORDS = {"аш": "h", "эйч": "h", "эич": "h", "ash": "h"}
+HUNDREDS = {**dict.fromkeys(("сотка", "сотку", "сотке", "сотки", "соток", "сотках", "сотками", "соточка",
+                              "соточку", "соточке", "соточки", "сотой", "сотая", "сотую"), "100"),
+             **dict.fromkeys(("двухсотка", "двухсотку", "двухсотке", "двухсотки", "двухсоток", "двухсотках",
+                              "двухсотая", "двухсотой", "двухсотую"), "200")}
+
+# ── method slang ────────────────────────────────────────────────────────────────────────
+FULL_SLANG = frozenset({"полнопараметрическое", "полнопараметрический", "полнопараметрического",
+                        "полнопараметрическом", "полнопараметрическим", "полнопараметрическую", "fullparam",
+                        "фулл", "фул", "фуллом", "фулом", "фуллфт", "фулфт", "fullft", "фулл-файнтюн"})
+INFER_SLANG = frozenset({"инфер", "инфера", "инфере", "инферим", "инферить", "инфернуть", "инферю", "инферс",
+                         "сервить", "серв", "задеплоить", "поднять", "поднимать", "подниму", "развернуть",
+                         "разверну", "хостинг", "serve", "served", "serving", "inference"})
+
+# ── conversation ────────────────────────────────────────────────────────────────────────
+GREETINGS = frozenset({"привет", "приветик", "приветствую", "здравствуйте", "здравствуй", "здрасте", "хай",
+                       "хелло", "hi", "hello", "hey", "hola", "yo", "start", "старт", "добрый", "доброе",
+                       "салют", "ку", "good", "morning", "evening", "день", "вечер", "утро", "greetings",
+                       "howdy", "sup"})
+THANKS = frozenset({"спасибо", "спс", "благодарю", "пасиб", "пасибо", "спасибочки", "thanks", "thank", "thx",
+                    "ty", "cheers", "мерси", "сенкс", "сяп", "класс", "супер", "отлично", "great", "awesome",
+                    "perfect", "cool", "круто"})
+CAPABILITY = (("что", "ты", "умеешь"), ("что", "умеешь"), ("что", "ты", "можешь"), ("что", "можешь"),
+              ("what", "can", "you", "do"), ("what", "do", "you", "do"), ("who", "are", "you"),
+              ("кто", "ты"), ("как", "тобой", "пользоваться"), ("how", "do", "i", "use"), ("how", "to", "use"),
+              ("help",), ("помощь",), ("помоги",), ("хелп",), ("commands",), ("команды",), ("menu",), ("меню",),
+              ("что", "ты", "такое"), ("what", "are", "you"), ("что", "делаешь"), ("что", "ты", "знаешь"))
+FOLLOW_LEADS = frozenset({"а", "и", "and", "what", "how", "теперь", "now", "then", "тогда", "instead", "вместо",
+                          "а если", "лучше", "also", "also,", "ещё", "еще", "or", "или", "ok", "ок", "хорошо",
+                          "но", "but", "same", "то", "же", "давай", "let's", "lets", "try", "попробуй"})
+FOLLOW_WORDS = frozenset({"если", "if", "about", "case", "with", "без", "without", "вместо", "instead", "them",
+                          "них", "ними", "этом", "том", "же", "same", "тот", "ту", "такой", "такая", "change",
+                          "поменяй", "замени", "switch", "сделай"})
+
+# ── cost / time asked ───────────────────────────────────────────────────────────────────
+TIME_ASKS = (("how", "long"), ("сколько", "часов"), ("сколько", "времени"), ("сколько", "дней"),
+             ("how", "many", "hours"), ("how", "many", "days"), ("за", "сколько"), ("как", "долго"),
+             ("сколько", "по", "времени"), ("сколько", "займет"), ("how", "fast"), ("how", "quickly"),
+             ("сколько", "учиться"), ("сколько", "обучаться"), ("training", "time"), ("время", "обучения"),
+             ("сколько", "будет", "идти"), ("сколько", "суток"))
+MONEY_ASKS = (("how", "much"), ("сколько", "стоит"), ("сколько", "стоить"), ("сколько", "будет", "стоить"),
+              ("сколько", "денег"), ("во", "сколько"), ("сколько", "обойдется"), ("по", "деньгам"),
+              ("what", "does", "it", "cost"), ("what", "will", "it", "cost"), ("сколько", "рублей"),
+              ("сколько", "долларов"), ("how", "expensive"), ("сколько", "заплатить"), ("почем",),
+              ("cost",), ("costs",), ("price",), ("цена",), ("стоимость",), ("стоимости",), ("цену",),
+              ("budget",), ("бюджет",), ("cheapest",), ("дешевле",), ("cheaper",), ("самый", "дешевый"))

@@ -1,0 +1,215 @@
+"""Money and time: the currency asked in, a budget, a deadline; and whether the question asks for money or
+time at all (`asks`)."""
+
+from __future__ import annotations
+
+import math
+
+from engine.parse.lexicon import COST_WORDS, COUNT_WORDS, MEMORY_WORDS
+from engine.parse.lexicon2 import (
+    CURRENCY_SYMBOLS,
+    CURRENCY_WORDS,
+    DEADLINE_LEADS,
+    DEADLINE_NOT,
+    HOURS_PER,
+    IN_CURRENCY,
+    MONEY_ASKS,
+    NAMED_SPANS,
+    PER_TIME,
+    TIME_ASKS,
+)
+from engine.parse.normalize import NUM
+from engine.parse.scan import Phrases, Scan
+from engine.parse.settings import _grouped
+
+SHORT_CURRENCY = frozenset({"р", "тр", "дол", "долл"})  # only right after a number
+MAX_MONEY = 1e12
+MAX_HOURS = 1e6
+MONEY_TRIGGERS = frozenset(CURRENCY_WORDS) | {"p", "budget", "бюджет", "бюджетом", "бюджета", "бюджете"}
+HALF = {"полтора": 1.5, "полторы": 1.5, "пару": 2.0, "пара": 2.0, "couple": 2.0, "half": 0.5, "двое": 2.0,
+        "трое": 3.0, "четверо": 4.0, "пятеро": 5.0, "семеро": 7.0, "полсуток": 0.5}
+
+
+def amount_at(s: Scan, i: int) -> tuple[float, str, int, int] | None:
+    """A sum of money at token i: "50 тыс рублей", "$1.5k", "200₽", "2,5 $", "100 000 руб".
+    (amount, currency, first index, last index), or None."""
+    toks = s.toks
+    if s.num(i):
+        base, first = _grouped(s, i)
+        mult, end = s.unit_after(i)
+        if mult > 1e9:
+            return None
+        cur = s.word(end + 1)
+        if cur and toks[end + 1].orig in CURRENCY_WORDS:
+            cur = toks[end + 1].orig  # "150р": a Cyrillic р glued to digits was folded to a Latin p
+        if cur in CURRENCY_WORDS:
+            value = base * mult
+            if first > 0 and s.word(first - 1) in CURRENCY_SYMBOLS:
+                first -= 1
+            return value, CURRENCY_WORDS[cur], first, end + 1
+        return None
+    w = s.word(i)
+    if w in CURRENCY_SYMBOLS and s.num(i + 1) and not toks[i + 1].sp:
+        mult, end = s.unit_after(i + 1)
+        if mult > 1e9:
+            return None
+        return toks[i + 1].val * mult, CURRENCY_WORDS[w], i, end
+    return None
+
+
+def per_time_after(s: Scan, j: int) -> int | None:
+    """"/час", "в час", "per hour", "an hour", "/h", "в месяц": the last index of a rate after a price."""
+    k = j + 1
+    w = s.word(k)
+    if w in ("/", "per", "в", "за", "an", "a", "each") and s.word(k + 1) in PER_TIME | frozenset(HOURS_PER):
+        last = k + 1
+        return last
+    if w in ("hourly", "почасово", "/h", "/hr"):
+        return k
+    return None
+
+
+def budget(s: Scan) -> None:
+    """A budget: a sum of money that is not a price per hour or month ("H100 за 2$ в час" is a price)."""
+    if s.words.isdisjoint(MONEY_TRIGGERS):
+        return
+    for i, t in enumerate(s.toks):
+        if t.used:
+            continue
+        got = amount_at(s, i)
+        if got is None:
+            continue
+        value, currency, first, last = got
+        rate = per_time_after(s, last)
+        s.use(first, rate if rate is not None else last)
+        if rate is not None:
+            s.prices.append((value, currency))
+            continue
+        _put_budget(s, value, currency)
+    for i, t in enumerate(s.toks):  # "бюджет 50000": a sum without its currency
+        if t.used or t.kind == NUM or t.text not in ("budget", "бюджет", "бюджетом", "бюджета", "бюджете"):
+            continue
+        j = s.skip(i + 1, frozenset({"=", ":", "-", "of", "в", "до", "около", "~", "is", "примерно"}), 2)
+        if s.num(j):
+            k = j + 1 if s.num(j + 1) and _grouped(s, j + 1)[1] == j else j
+            mult, end = s.unit_after(k)
+            _put_budget(s, _grouped(s, k)[0] * mult, None)
+            s.use(i, end)
+
+
+def _put_budget(s: Scan, value: float, currency: str | None) -> None:
+    if value < 0:
+        s.errors.append("negative number")
+    elif not 0 < value <= MAX_MONEY or math.isinf(value):
+        s.errors.append("budget out of range")
+    elif s.said.get("budget") is None:
+        s.said["budget"] = {"amount": value, "currency": currency}
+
+
+def currency(s: Scan) -> None:
+    """"в рублях", "in euros", "сколько долларов", a budget in rubles: the currency to answer in."""
+    if s.words.isdisjoint(MONEY_TRIGGERS):
+        return
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind == NUM or t.text not in CURRENCY_WORDS or t.text in SHORT_CURRENCY:
+            continue
+        s.set("currency", CURRENCY_WORDS[t.text])
+        s.use(i, i)
+        if i > 0 and s.toks[i - 1].text in IN_CURRENCY:
+            s.use(i - 1, i)
+    b = s.said.get("budget")
+    if b is not None:
+        if b["currency"] is None:
+            b["currency"] = s.said.get("currency") or ("RUB" if s.language == "ru" else "USD")
+            s.assumed.append("budget.currency")
+        s.set("currency", b["currency"])
+    if s.said.get("currency") is None and s.prices:
+        s.set("currency", s.prices[0][1])
+
+
+def _span_value(s: Scan, j: int) -> tuple[float, int] | None:
+    """"3 дня", "48 hours", "24h", "пару часов", "полтора дня", "two days": (hours, last index)."""
+    if s.num(j):
+        n, k = s.toks[j].val, j + 1
+    elif s.word(j) in COUNT_WORDS:
+        n, k = float(COUNT_WORDS[s.word(j)]), j + 1
+    elif s.word(j) in HALF:
+        n, k = HALF[s.word(j)], j + 1
+        if s.word(k) == "of":
+            k += 1
+    else:
+        return None
+    if s.word(k) in ("-", "gpu", "гпу") or s.word(k) in DEADLINE_NOT:
+        return None
+    unit = s.word(k)
+    if unit not in HOURS_PER:
+        return None
+    if len(unit) == 1 and (not s.glued(k) or (k + 1 < s.n and s.toks[k + 1].kind == NUM and s.glued(k + 1))):
+        return None  # "24h" is a span, "2 h100" is not
+    if s.word(k + 1) in ("-", "/") or s.word(k + 1) in DEADLINE_NOT:
+        return None  # "GPU-hours", "часов аренды"
+    return n * HOURS_PER[unit], k
+
+
+TIME_WORDS = frozenset({"часов", "hours", "долго", "days", "дней", "суток"})
+MONEY_WORDS = COST_WORDS - TIME_WORDS - {"$", "₽", "€", "usd", "eur", "рублей", "рубля", "руб", "рубли", "dollars",
+                                         "dollar", "euro", "euros"}
+SPANS = Phrases(NAMED_SPANS)
+TIME_TRIGGERS = DEADLINE_LEADS | SPANS.firsts
+MONEY = Phrases(MONEY_ASKS)
+TIME = Phrases(TIME_ASKS)
+
+
+def deadline(s: Scan) -> None:
+    """"за сутки" = 24, "by tomorrow" ≈ 24, "in 3 days" = 72, "за 10 часов", "within 48h", "дедлайн 2 дня"."""
+    if s.words.isdisjoint(TIME_TRIGGERS):
+        return
+    toks = s.toks
+    for i, t in enumerate(toks):
+        if t.used or t.kind == NUM:
+            continue
+        span = SPANS.at(s.texts, i)
+        if span is not None and not any(toks[k].used for k in range(i, i + len(span))):
+            _put_hours(s, NAMED_SPANS[span])
+            s.use(i, i + len(span) - 1)
+            continue
+        if t.text not in DEADLINE_LEADS:
+            continue
+        j = s.skip(i + 1, DEADLINE_LEADS | frozenset({"a", "an", "чем", "the"}), 3)
+        got = _span_value(s, j)
+        if got:
+            _put_hours(s, got[0])
+            s.use(i, got[1])
+
+
+def _put_hours(s: Scan, hours: float) -> None:
+    if hours <= 0:
+        s.errors.append("negative number" if hours < 0 else "deadline out of range")
+    elif hours > MAX_HOURS:
+        s.errors.append("deadline out of range")
+    else:
+        s.set("deadline_hours", hours)
+
+
+def asks(s: Scan) -> list[str]:
+    """Whether the question asks for money, time, or both, in the order asked: ["time", "money"]."""
+    found: list[tuple[int, str]] = []
+    texts = s.texts
+    for i, w in enumerate(texts if not MONEY.firsts.isdisjoint(s.words) else ()):
+        if w in MONEY.by_first:
+            p = MONEY.at(texts, i)
+            if p is not None and not (p == ("how", "much") and i + 2 < len(texts) and texts[i + 2] in MEMORY_WORDS):
+                found.append((i, "money"))
+                break
+    if not found and not s.words.isdisjoint(MONEY_WORDS):  # "а сколько это будет стоить?", "цена?"
+        found.append((next(i for i, w in enumerate(texts) if w in MONEY_WORDS), "money"))
+    t = TIME.first(texts, s.words)
+    if t is None and not s.words.isdisjoint(TIME_WORDS):  # "сколько часов", "how many days"
+        t = next(i for i, w in enumerate(texts) if w in TIME_WORDS)
+    if t is not None:
+        found.append((t, "time"))
+    if s.said.get("budget") is not None and not any(k == "money" for _, k in found):
+        found.append((s.n, "money"))
+    if s.said.get("deadline_hours") is not None and not any(k == "time" for _, k in found):
+        found.append((s.n, "time"))
+    return [k for _, k in sorted(found)]

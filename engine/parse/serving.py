@@ -1,0 +1,377 @@
+"""Serving and post-training load: weight format, KV cache dtype, concurrency, prompt/output lengths,
+completions per prompt (GRPO) and parallel degrees (TP, PP, CP)."""
+
+from __future__ import annotations
+
+import re
+
+from engine.parse.lexicon import (
+    CONCURRENCY_ADJ,
+    CONCURRENCY_NOUNS,
+    FILLERS,
+    INFERENCE_WORDS,
+    TOKEN_WORDS,
+    TRAIN_WORDS,
+)
+from engine.parse.lexicon2 import (
+    CACHE_WORDS,
+    CONCURRENCY_HEADS,
+    COUNTED,
+    CP_WORDS,
+    GENERATION_HEADS,
+    GENERATION_WORDS,
+    GGUF,
+    KV_DTYPES,
+    KV_WORDS,
+    OUTPUT_WORDS,
+    PARALLEL_NOUNS,
+    PP_WORDS,
+    PROMPT_WORDS,
+    QUANT_BITS,
+    QUANT_WORDS,
+    TP_WORDS,
+    USER_NOUNS,
+)
+from engine.parse.normalize import NUM, PUNCT, WORD
+from engine.parse.numbers import whole
+from engine.parse.scan import STOPS, Scan
+from engine.parse.settings import KIB
+from engine.schema import MAX_BATCH, MAX_SEQ_LEN
+
+GLUE = frozenset({"-", "_", ".", "‐"})
+_GGUF_TYPE = re.compile(r"i?q[1-8](?:_[0-9a-z]{1,4}){0,2}")
+PAR_FILLERS = frozenset({"=", ":", "-", "_", "of", "size", "degree", "на", "в", "(", "равен", "равный", "parallel",
+                         "parallelism", "параллелизм", "параллелизма", "параллелизмом", "sequence", "attention",
+                         "way", "is", "with", "с", "--"})
+LEN_FILLERS = FILLERS | TOKEN_WORDS | frozenset({"длина", "длиной", "length", "len", "в", "of", "max", "до", "на",
+                                                 "~", "примерно", "около", "about", "around"})
+WEAK_GENERATIONS = frozenset({"samples", "сэмплов", "семплов", "ответов", "responses"})
+LENGTH_AFTER = TOKEN_WORDS | frozenset({"length", "len", "длина", "длиной", "длины", "tokens"})
+PER_PROMPT = frozenset({"prompt", "промпт", "промпта", "вопрос", "question", "запрос", "query", "задачу"})
+RATE_AFTER = frozenset({"/", "per", "в", "a", "an"})
+SECOND = frozenset({"s", "sec", "second", "секунду", "сек", "с", "day", "день", "hour", "час", "min", "минуту",
+                    "month", "месяц", "week", "неделю", "сутки"})
+CONCURRENT_WORDS = USER_NOUNS | CONCURRENCY_ADJ | CONCURRENCY_NOUNS
+QUANT_TRIGGERS = frozenset({"awq", "gptq", "nf", "fp", "int", "mxfp", "nvfp", "w", "e", "bnb", "q", "iq"}) | GGUF
+LENGTH_TRIGGERS = PROMPT_WORDS | OUTPUT_WORDS | {"new"}
+PARALLEL_TRIGGERS = TP_WORDS | PP_WORDS | CP_WORDS
+MAX_PARALLEL = 1024
+HEAD_FIRSTS = frozenset({"num", "numgenerations", "group", "groupsize", "g", "rollout", "n", "nsamples"})
+MAX_GENERATIONS = 4096
+
+
+def glued_key(s: Scan, i: int, limit: int = 6) -> list[tuple[str, int]]:
+    """Keys of the glued token runs starting at i ("fp8", "q4_k_m" → ["q", "q4", "q4k", ...]): (key, last index)."""
+    out: list[tuple[str, int]] = []
+    key = ""
+    j = i
+    while j < s.n and j - i < limit:
+        t = s.toks[j]
+        if j > i and t.sp:
+            break
+        if t.kind == PUNCT:
+            if t.text not in GLUE:
+                break
+        else:
+            key += t.key
+            out.append((key, j))
+        j += 1
+    return out
+
+
+def _dtype_at(s: Scan, k: int, table: dict[str, str]) -> tuple[str, int] | None:
+    if not (0 <= k < s.n) or s.toks[k].used or s.toks[k].kind == PUNCT:
+        return None
+    best = None
+    for key, j in glued_key(s, k, 4):
+        if key in table:
+            best = (table[key], j)
+    return best
+
+
+# ── weight format ───────────────────────────────────────────────────────────────────────
+def kv_cache(s: Scan) -> None:
+    """"fp8 kv", "KV-кэш в fp8", "kv_cache_dtype=fp8": the dtype next to a KV cache word."""
+    if s.words.isdisjoint(KV_WORDS):
+        return
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD or t.text not in KV_WORDS:
+            continue
+        if t.text == "кв" and s.word(s.skip(i + 1, GLUE, 1)) not in CACHE_WORDS:
+            continue
+        found = None
+        k = i + 1
+        while k < s.n and k - i <= 7 and not (s.toks[k].kind == PUNCT and s.toks[k].text in STOPS):
+            got = _dtype_at(s, k, KV_DTYPES) or _bits_at(s, k)
+            if got:
+                found = (got[0], k, got[1])
+                break
+            k += 1
+        if found is None:
+            k = i - 1
+            while k >= 0 and i - k <= 4 and not (s.toks[k].kind == PUNCT and s.toks[k].text in STOPS):
+                got = _dtype_at(s, k, KV_DTYPES) or _bits_at(s, k)
+                if got:
+                    found = (got[0], k, got[1])
+                    break
+                k -= 1
+        if found:
+            s.set("kv_cache_dtype", found[0])
+            s.use(found[1], found[2])
+            s.use(i, i)
+
+
+def _bits_at(s: Scan, k: int) -> tuple[str, int] | None:
+    """"8 bit" / "8-бит" as a KV cache dtype (vLLM's 8-bit KV cache is fp8: `--kv-cache-dtype fp8`)."""
+    if s.num(k) and s.toks[k].val in (4, 8, 16):
+        j = s.skip(k + 1, GLUE, 1)
+        if s.word(j).startswith(("bit", "бит")):
+            return {4: "int4", 8: "fp8", 16: "bf16"}[int(s.toks[k].val)], j
+    return None
+
+
+def quantization(s: Scan) -> None:
+    """A weight format named: awq, gptq, fp8, int8, nf4, mxfp4, nvfp4, gguf (with its type: "q4_k_m")."""
+    if s.words.isdisjoint(QUANT_TRIGGERS):
+        return
+    gguf = False
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind != WORD:
+            continue
+        if t.text in GGUF:
+            gguf = True
+            s.use(i, i)
+            continue
+        if t.text in ("q", "iq") and s.num(i + 1) and s.glued(i + 1):
+            a, b = i, i
+            while (b + 1 < s.n and s.glued(b + 1) and s.toks[b + 1].kind != PUNCT) or (
+                    b + 2 < s.n and s.toks[b + 1].text == "_" and s.glued(b + 1) and s.glued(b + 2)):
+                b += 1
+            raw = s.text[s.toks[a].start:s.toks[b].end]
+            m = _GGUF_TYPE.fullmatch(raw)
+            if m is None:
+                continue
+            s.set("quantization", f"gguf:{raw}")
+            level = int(s.toks[i + 1].val)
+            if level in (4, 8):
+                s.set("bits", level)
+            s.use(a, b)
+            continue
+        got = _dtype_at(s, i, QUANT_WORDS)
+        if got:
+            name, j = got
+            s.set("quantization", name)
+            if name in QUANT_BITS:
+                s.set("bits", QUANT_BITS[name])
+            s.use(i, j)
+    if gguf:
+        s.set("quantization", "gguf")
+
+
+# ── load ────────────────────────────────────────────────────────────────────────────────
+def _count(s: Scan, j: int) -> tuple[float, int] | None:
+    if s.num(j):
+        mult, end = s.unit_after(j)
+        if mult <= 1e3:
+            return s.toks[j].val * mult, end
+    return None
+
+
+def _rate_follows(s: Scan, j: int) -> bool:
+    """"100 requests per second", "1000 запросов в день": a rate, not a number of users at once."""
+    k = j + 1
+    if s.word(k) in RATE_AFTER:
+        return s.word(k + 1) in SECOND
+    return s.word(k) in ("rps", "qps")
+
+
+def concurrency(s: Scan) -> None:
+    """"32 concurrent users", "на 50 пользователей", "concurrency=16" (also the serving batch)."""
+    if s.words.isdisjoint(CONCURRENT_WORDS) and s.words.isdisjoint(CONCURRENCY_HEADS):
+        return
+    # "команда из 5 человек хочет дообучить 7B": people around a training job are no serving load
+    training = not s.words.isdisjoint(TRAIN_WORDS) and s.words.isdisjoint(INFERENCE_WORDS)
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind == NUM:
+            continue
+        if t.text in CONCURRENCY_HEADS:
+            j = s.skip(i + 1, FILLERS, 2)
+            got = _count(s, j)
+            if got:
+                _put(s, got[0])
+                s.use(i, got[1])
+            continue
+        if t.text not in CONCURRENT_WORDS or training or _rate_follows(s, i):
+            continue
+        # a number, then at most two words before the noun: "32 одновременных пользователя", "100 active users"
+        k = i - 1
+        for _ in range(3):
+            if s.num(k) or k < 0 or s.toks[k].kind != WORD or s.toks[k].used:
+                break
+            k -= 1
+        if not s.num(k) or (s.glued(k) and s.toks[k - 1].kind == WORD):
+            continue
+        got = _count(s, k)
+        if got:
+            _put(s, got[0])
+            s.use(k, i)
+
+
+def _put(s: Scan, v: float) -> None:
+    if not whole(v) or v > MAX_BATCH:
+        s.errors.append("concurrency out of range")
+        return
+    s.set("concurrency", int(v))
+    s.set("batch_size", int(v))  # CONTRACT.md v1: for inference the batch is the concurrent sequences
+
+
+def _length(s: Scan, j: int) -> tuple[float, int] | None:
+    if not s.num(j):
+        return None
+    mult, end = s.unit_after(j)
+    if mult > 1e6:
+        return None
+    k = end + 2 if s.word(end + 1) in TOKEN_WORDS else end + 1
+    if s.word(k) in ("/", "per", "в") and s.word(k + 1) in SECOND:
+        return None  # "50 tokens/s" is a speed
+    v = s.toks[j].val * KIB.get(mult, mult)
+    end = s.skip(end + 1, TOKEN_WORDS, 1) - 1
+    return v, end
+
+
+def _put_len(s: Scan, field: str, v: float) -> None:
+    if v < 1 or v > MAX_SEQ_LEN:
+        s.errors.append(f"{field.replace('_', ' ')} out of range")
+    else:
+        s.set(field, round(v))
+
+
+def lengths(s: Scan) -> None:
+    """"prompt 2k, output 512", "вход 1к выход 256", "2048 input tokens", "ISL/OSL 1024/128"."""
+    if s.words.isdisjoint(LENGTH_TRIGGERS):
+        return
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind != WORD:
+            continue
+        field = "prompt_len" if t.text in PROMPT_WORDS else "output_len" if t.text in OUTPUT_WORDS else None
+        if t.text == "new" and s.word(s.skip(i + 1, GLUE, 1)) in TOKEN_WORDS:
+            field = "output_len"  # max_new_tokens
+        if field is None:
+            continue
+        # "prompt/output 2k/512", "isl/osl 1024/128"
+        if s.word(i + 1) == "/" and s.word(i + 2) in (OUTPUT_WORDS if field == "prompt_len" else ()):
+            j = s.skip(i + 3, FILLERS, 2)
+            a = _length(s, j)
+            if a and s.word(a[1] + 1) == "/":
+                b = _length(s, a[1] + 2)
+                if b:
+                    _put_len(s, "prompt_len", a[0])
+                    _put_len(s, "output_len", b[0])
+                    s.use(i, b[1])
+                    continue
+        j = s.skip(i + 1, LEN_FILLERS | {"new"}, 4)
+        got = _length(s, j)
+        if got:
+            _put_len(s, field, got[0])
+            s.use(i, got[1])
+            continue
+        # "2048 input tokens", "2k prompt", "512 токенов ответа" ("1000 промптов" counts prompts)
+        k = i - 1
+        tokens_said = s.word(i + 1) in TOKEN_WORDS
+        if s.word(k) in TOKEN_WORDS:
+            k -= 1
+            tokens_said = True
+        if s.word(k) in ("k", "к") and s.glued(k):
+            k -= 1
+            tokens_said = True
+        got = _length(s, k) if tokens_said or t.orig not in COUNTED else None
+        if got and got[1] >= i - 1:
+            _put_len(s, field, got[0])
+            s.use(k, i)
+
+
+def generations(s: Scan) -> None:
+    """"8 генераций", "num_generations=8", "G=8", "group size 8", "16 completions per prompt"."""
+    if s.words.isdisjoint(GENERATION_WORDS) and s.words.isdisjoint(HEAD_FIRSTS):
+        return
+    grpo_said = bool(s.words & {"grpo", "ppo", "rloo", "dapo", "grpotrainer", "грпо", "rl"})
+    for i, t in enumerate(s.toks):
+        if t.used:
+            continue
+        if t.kind == NUM:
+            j = s.skip(i + 1, GLUE, 1)
+            w = s.word(j)
+            if w in GENERATION_WORDS and s.word(s.skip(j + 1, GLUE, 1)) not in LENGTH_AFTER:
+                per = s.near(j, PER_PROMPT, 0, 3) is not None
+                if w in WEAK_GENERATIONS and not (per or grpo_said):
+                    continue
+                _put_gen(s, t.val)
+                s.use(i, j)
+            continue
+        if t.text not in HEAD_FIRSTS:
+            continue
+        j = -1
+        for key, last in glued_key(s, i, 5):
+            if key in GENERATION_HEADS:
+                j = last
+        if j < 0 and t.text == "g" and s.word(i + 1) in ("=", ":"):
+            j = i
+        if j < 0 and t.text == "group" and s.word(s.skip(i + 1, GLUE, 1)) == "size":
+            j = s.skip(i + 1, GLUE, 1)
+        if j < 0 and t.text == "rollout" and s.word(i + 1) == "." and s.word(i + 2) == "n":
+            j = i + 2
+        if j < 0:
+            continue
+        k = s.skip(j + 1, frozenset({"=", ":", "-", "of", "в", "по"}), 2)
+        if s.num(k):
+            _put_gen(s, s.toks[k].val)
+            s.use(i, k)
+
+
+def _put_gen(s: Scan, v: float) -> None:
+    if not whole(v) or v > MAX_GENERATIONS:
+        s.errors.append("num_generations out of range")
+    else:
+        s.set("num_generations", int(v))
+
+
+# ── parallel degrees ────────────────────────────────────────────────────────────────────
+def parallelism(s: Scan) -> None:
+    """"TP 4", "tp=4", "tensor parallel 4", "4-way TP", "PP 2", "CP 8", "sequence parallel 8", "Ulysses 8"."""
+    if s.words.isdisjoint(PARALLEL_TRIGGERS):
+        return
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind != WORD:
+            continue
+        field = None
+        if t.text in TP_WORDS:
+            field = "tensor_parallel"
+        elif t.text in PP_WORDS:
+            field = "pipeline_parallel"
+        elif t.text in CP_WORDS:
+            field = "context_parallel"
+        if field is None:
+            continue
+        short = t.text in ("tp", "pp", "cp", "sp", "ulysses", "улисс")
+        nxt = s.skip(i + 1, GLUE, 1)
+        if not short and s.word(nxt) not in PARALLEL_NOUNS:
+            continue  # "tensor cores", "context 8k", "pipeline of data"
+        if t.text == "ring" and s.word(nxt) != "attention":
+            continue
+        j = s.skip(i + 1, PAR_FILLERS, 5)
+        if s.num(j):
+            _put_par(s, field, s.toks[j].val)
+            s.use(i, j)
+            continue
+        # "4-way tensor parallel", "TP4" written "4 TP"
+        k = s.skip(i - 1, frozenset({"-", "way", "x", "×"}), 2, -1)
+        if s.num(k) and (s.word(k + 1) in ("-", "way") or short):
+            _put_par(s, field, s.toks[k].val)
+            s.use(k, i)
+
+
+def _put_par(s: Scan, field: str, v: float) -> None:
+    if not whole(v) or v > MAX_PARALLEL:
+        s.errors.append("parallelism out of range")
+    else:
+        s.set(field, int(v))

@@ -1,0 +1,258 @@
+"""The parser's CONTRACT.md v2 fields, slang, typos, model families, follow-ups, small talk and /price.
+
+Questions live in data files (same shape as shared/examples/questions.jsonl) and are checked with the
+shared scorer's own comparison rules, so `eval_parse.py tests/parse_v2_questions.jsonl` agrees with this test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.catalog import models
+from engine.parse import _parse as parse_strict
+from engine.parse import parse
+from engine.parse.families import families
+from engine.parse.followup import FollowUp, merge_follow_up, read_follow_up
+from engine.parse.fuzzy import correct, osa
+from engine.parse.price import read_price_args
+from engine.schema import Request
+
+HERE = Path(__file__).parent
+QUESTIONS = [json.loads(line) for line in (HERE / "parse_v2_questions.jsonl").read_text("utf-8").splitlines()
+             if line.strip()]
+FOLLOWUPS = [json.loads(line) for line in (HERE / "parse_followups.jsonl").read_text("utf-8").splitlines()
+             if line.strip()]
+
+
+def norm_gpu(name: str | None) -> str | None:
+    """As shared/tools/eval_parse.py names GPUs ("H100 SXM" → "h100")."""
+    if not name:
+        return None
+    s = name.lower()
+    s = re.sub(r"\b\d+\s*(gb|g|гб)\b", " ", s)
+    s = re.sub(r"nvidia|geforce|tesla|radeon|instinct|amd|quadro", " ", s)
+    s = re.sub(r"\b(sxm\d?|pcie|nvl|hgx)\b", " ", s)
+    s = re.sub(r"[^a-z0-9]", "", s)
+    return re.sub(r"^rtx", "", s)
+
+
+def check(r: Request, expect: dict[str, Any], label: str) -> None:
+    got = r.model_dump()
+    for key, want in expect.items():
+        if key == "params_b":
+            val = r.model.params_b if r.model else None
+            assert (val is None) == (want is None), (label, key, val)
+            if want is not None:
+                assert val == pytest.approx(want, rel=0.05), (label, key, val)
+        elif key == "gpus":
+            assert len(r.gpus) == len(want), (label, r.gpus)
+            for e, g in zip(want, r.gpus, strict=True):
+                if "name" in e:
+                    assert norm_gpu(g.name) == e["name"], (label, g)
+                if "count" in e:
+                    assert g.count == e["count"], (label, g)
+                if "memory_gb" in e:
+                    assert g.memory_gb == pytest.approx(e["memory_gb"], rel=0.1), (label, g)
+        elif key == "budget" and want is not None:
+            assert got["budget"] is not None, (label, key)
+            assert got["budget"]["amount"] == pytest.approx(want["amount"]), (label, got["budget"])
+            assert got["budget"]["currency"] == want["currency"], (label, got["budget"])
+        else:
+            assert got[key] == want, (label, key, got[key])
+
+
+@pytest.mark.parametrize("case", QUESTIONS, ids=[c["q"][:40] for c in QUESTIONS])
+def test_question(case: dict[str, Any]) -> None:
+    r = parse_strict(case["q"])
+    check(r, case["expect"], case["q"])
+    for key, want in (case.get("extra") or {}).items():
+        assert getattr(r, key) == want, (case["q"], key)
+
+
+def test_the_questions_cover_every_v2_field_in_both_languages() -> None:
+    v2 = ("stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len",
+          "output_len", "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel", "currency",
+          "budget", "deadline_hours", "unsupported")
+    assert len(QUESTIONS) >= 150
+    for field in v2:
+        langs = {("ru" if re.search("[а-яё]", c["q"], re.I) else "en") for c in QUESTIONS
+                 if c["expect"].get(field) not in (None, [])}
+        assert langs == {"ru", "en"}, (field, langs)
+
+
+@pytest.mark.parametrize("case", FOLLOWUPS, ids=[f"{c['previous'][:16]} → {c['q'][:24]}" for c in FOLLOWUPS])
+def test_follow_up(case: dict[str, Any]) -> None:
+    previous = parse_strict(case["previous"])
+    fu = read_follow_up(case["q"])
+    assert fu.is_follow_up is case["is_follow_up"], (case["q"], fu.said)
+    if "said" in case:
+        assert sorted(fu.said) == sorted(case["said"]), (case["q"], fu.said)
+    if case["is_follow_up"]:
+        check(merge_follow_up(previous, fu), case["expect"], case["q"])
+
+
+def test_a_method_change_resets_what_the_method_brings() -> None:
+    previous = parse_strict("LoRA 8B in 16 bit with adamw on H100")
+    assert previous.bits == 16 and previous.optimizer == "adamw"
+    merged = merge_follow_up(previous, read_follow_up("а с QLoRA?"))
+    assert merged.method == "qlora" and merged.bits is None and merged.optimizer is None
+    assert merged.gpus[0].name == "H100 SXM" and merged.model is not None and merged.model.params_b == 8
+
+
+def test_merge_keeps_the_previous_language_when_the_follow_up_has_no_words() -> None:
+    merged = merge_follow_up(parse_strict("LoRA 8B на H100"), read_follow_up("H200?"))
+    assert merged.language == "ru" and merged.gpus[0].name == "H200 SXM"
+
+
+def test_a_follow_up_never_raises_on_odd_text() -> None:
+    for text in ("", "\x00\x01", "а если " + "9" * 4000, "а на -2?", "а если 10^100B?"):
+        fu = read_follow_up(text)
+        assert isinstance(fu, FollowUp)
+    fu = read_follow_up("а на -2?")
+    assert "negative number" in (fu.changes.error or "")
+
+
+# ── model families ──────────────────────────────────────────────────────────────────────
+def test_every_family_entry_names_a_catalog_model() -> None:
+    names = {m.name for m in models()}
+    for fam in families().values():
+        for m in [fam.default, *(m for _, m in fam.sizes), *fam.versions.values()]:
+            if m is not None:
+                assert m.name in names
+
+
+@pytest.mark.parametrize(("q", "name"), [
+    ("llama 70b", "Llama-3.3-70B"), ("ллама 70б", "Llama-3.3-70B"), ("дообучить мистраль на 3090", "Mistral-7B-v0.3"),
+    ("qwen3 lora", "Qwen3-8B"), ("llama3.1:70b on 2 H100", "Llama-3.1-70B"), ("70b llama qlora", "Llama-3.3-70B"),
+    ("гемма 27б", "Gemma-3-27B"), ("deepseek 7b lora", "DeepSeek-R1-Distill-Qwen-7B"),
+])
+def test_a_family_without_a_full_name_is_its_default_and_said_as_assumed(q: str, name: str) -> None:
+    r = parse_strict(q)
+    assert r.model is not None and r.model.name == name, (q, r.model)
+    if ":" not in q:
+        assert "model" in r.assumed
+    else:  # "llama3.1:70b" is the exact model: nothing assumed
+        assert "model" not in r.assumed
+
+
+def test_a_family_with_a_size_it_lacks_stays_a_bare_size() -> None:
+    r = parse_strict("qwen 110b lora")
+    assert r.model is not None and r.model.params_b == 110 and "model" not in r.assumed
+
+
+def test_colab_is_a_t4_said_as_assumed_and_a_named_gpu_wins() -> None:
+    r = parse_strict("LoRA 7B в колабе")
+    assert [(g.name, g.count) for g in r.gpus] == [("T4", 1)] and "gpus" in r.assumed
+    r = parse_strict("LoRA 7B в колабе на A100")
+    assert [g.name for g in r.gpus] == ["A100 80GB SXM"] and "gpus" not in r.assumed
+
+
+# ── typos ───────────────────────────────────────────────────────────────────────────────
+@pytest.mark.parametrize(("word", "fixed"), [
+    ("qlroa", "qlora"), ("infernce", "inference"), ("unslot", "unsloth"), ("axolotel", "axolotl"),
+    ("finetunning", "finetuning"), ("mistarl", "mistral"), ("lroa", "lora"), ("checkpointng", "checkpointing"),
+    ("инференсу", "инференс"),
+])
+def test_typos_are_one_or_two_edits_from_the_lexicon(word: str, fixed: str) -> None:
+    assert correct(word) == fixed
+
+
+@pytest.mark.parametrize("word", ["reference", "compute", "production", "content", "version", "simple",
+                                  "fully", "llama", "h100", "qwerty", "servers", "lord", "doubles"])
+def test_real_words_are_not_typos(word: str) -> None:
+    assert correct(word) is None
+
+
+def test_osa_distance() -> None:
+    assert osa("qlroa", "qlora") == 1 and osa("lora", "lora") == 0 and osa("abc", "xyz") == 3
+    assert osa("abcdef", "zzzzzz", 1) == 2  # stopped early above the limit
+
+
+# ── small talk and cost/time asks ───────────────────────────────────────────────────────
+@pytest.mark.parametrize(("q", "kind"), [
+    ("привет", "greeting"), ("Привет!", "greeting"), ("hi", "greeting"), ("добрый день", "greeting"),
+    ("good morning", "greeting"), ("спасибо!", "thanks"), ("thanks a lot", "thanks"), ("спс", "thanks"),
+    ("thank you", "thanks"), ("что ты умеешь?", "capabilities"), ("what can you do?", "capabilities"),
+    ("help", "capabilities"), ("привет, что ты умеешь?", "capabilities"), ("asdf qwerty", None),
+])
+def test_small_talk(q: str, kind: str | None) -> None:
+    r = parse_strict(q)
+    assert r.intent == "help" and r.error is None and r.smalltalk == kind
+
+
+def test_a_greeting_with_a_question_is_the_question() -> None:
+    r = parse_strict("привет! 70B QLoRA на H100?")
+    assert r.intent == "estimate" and r.smalltalk is None
+
+
+@pytest.mark.parametrize(("q", "asks"), [
+    ("сколько стоит H100", ["money"]), ("how long and how much for LoRA 8B on H100", ["time", "money"]),
+    ("сколько часов займёт LoRA 8B", ["time"]), ("how much VRAM for 70B", []), ("LoRA 8B бюджет $500", ["money"]),
+    ("time to first token for 8B on L4", ["latency"]), ("70B tokens per second on 2 H100", ["throughput"]),
+    ("LoRA 8B за сутки", ["time"]),
+])
+def test_what_the_question_asks_for(q: str, asks: list[str]) -> None:
+    r = parse_strict(q)
+    assert r.asks == asks
+    if "money" in asks or "time" in asks:
+        assert r.intent == "cost"
+
+
+def test_time_to_first_token_is_a_serving_question() -> None:
+    assert parse_strict("time to first token llama 8b на L4").method == "inference"
+
+
+# ── /price ──────────────────────────────────────────────────────────────────────────────
+@pytest.mark.parametrize(("text", "gpu", "price", "currency", "error"), [
+    ("H100", "H100 SXM", None, None, None),
+    ("/price H100 200 руб", "H100 SXM", 200, "RUB", None),
+    ("H100 2.5$", "H100 SXM", 2.5, "USD", None),
+    ("H100 = 200₽", "H100 SXM", 200, "RUB", None),
+    ("$2.5 H200", "H200 SXM", 2.5, "USD", None),
+    ("4090 0.4 $/час", "RTX 4090", 0.4, "USD", None),
+    ("A100 40GB 1,2", "A100 40GB SXM", 1.2, None, None),
+    ("/price@gpu_bot h100 1.9 usd per hour", "H100 SXM", 1.9, "USD", None),
+    ("аш сотка 150р", "H100 SXM", 150, "RUB", None),
+    ("H100 -2$", "H100 SXM", None, "USD", "negative number"),
+    ("H100 1e9 $", "H100 SXM", None, "USD", "price out of range"),
+    ("Foo 9000 2$", None, 2, "USD", "unknown gpu"),
+    ("H100 A100 2$", None, 2, "USD", "several gpus"),
+    ("", None, None, None, None),
+    ("/price", None, None, None, None),
+])
+def test_price_arguments(text: str, gpu: str | None, price: float | None, currency: str | None,
+                         error: str | None) -> None:
+    a = read_price_args(text)
+    assert (a.gpu.name if a.gpu else None) == gpu
+    assert a.price == price and a.currency == currency and a.error == error
+
+
+def test_price_keeps_what_was_typed_for_an_unknown_gpu() -> None:
+    assert read_price_args("Foo 9000 2$").gpu_text == "foo 9000"
+
+
+# ── bugs of issue 12, in the contract's exact terms ─────────────────────────────────────
+def test_a_model_id_never_decides_method_or_stage() -> None:
+    r = parse_strict("Qwen2.5-7B-DPO lora на 4090")
+    assert r.stage is None and r.method == "lora"
+    r = parse_strict("yandex/YandexGPT-5-Lite-8B-pretrain на 4090")
+    assert r.stage is None and r.method is None
+
+
+def test_negative_numbers_are_reported_not_made_positive() -> None:
+    for q in ("-7B lora", "lora 7b on -2 h100", "контекст -8k lora 7b", "бюджет -500$ lora 8b"):
+        r = parse_strict(q)
+        assert "negative number" in (r.error or ""), q
+        assert r.budget is None and r.seq_len is None
+    assert parse_strict("lora 7b on -2 h100").gpus[0].count == 1
+
+
+def test_fused_loss_can_be_said_off() -> None:
+    assert parse("lora 8b без liger").fused_loss is False
+    assert parse("lora 8b с liger").fused_loss is True
+    assert parse("lora 8b").fused_loss is None
