@@ -47,7 +47,7 @@ from bot.config import BotConfig, ConfigError, load_config
 from bot.handlers import get_routers
 from bot.handlers.inline import AnswerCache, LRUCache
 from bot.metrics import Metrics
-from bot.middlewares import Bucket, ErrorGuard, RetryRequests, Throttle, TokenBucket
+from bot.middlewares import Bucket, ChatContext, ErrorGuard, RetryRequests, Throttle, TokenBucket
 from bot.scaleout import shared_state
 from bot.session import JsonSession
 from bot.storage import SQLiteStorage, Storage, StorageError, StoredConfigCache, storage_from_url
@@ -106,6 +106,9 @@ def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerC
     dp = Dispatcher(store=store, config=config, answer_cache=answer_cache or LRUCache(), hub_cache=hub_cache,
                     metrics=metrics)
     dp.update.outer_middleware(ErrorGuard(metrics, redeliver=config.mode == "webhook"))
+    context = ChatContext()  # the chat's settings and language, read once per update
+    for observer in (dp.message, dp.callback_query, dp.inline_query):
+        observer.outer_middleware(context)
     # questions, answer buttons and files cost work: throttled; settings and inline (cached) are not
     throttle = Throttle(bucket or TokenBucket(rate=RATE, burst=BURST), metrics)
     for router in get_routers():

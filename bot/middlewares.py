@@ -1,10 +1,13 @@
-"""Middlewares: the error guard, per-user throttling, and the Bot API request retry policy.
+"""Middlewares: the error guard, the chat context, per-user throttling, and the Bot API request retry policy.
 
 - `ErrorGuard` (outer, on every update): counts and times the update, puts its id and chat id into
   the log context; an unexpected error becomes an apology to the user and one log line with the update
   id, and the update counts as handled (no redelivery loop). In webhook mode an update whose reply the
   Bot API kept refusing (network, 5xx, flood control after the retries) is NOT acknowledged (HTTP 500),
   so Telegram delivers it again; a Redis outage while saving settings gets a "try again" notice.
+- `ChatContext` (outer, on messages, button presses and inline queries): the chat's settings and the
+  language of the bot's own words (the chat's setting → the Telegram client's → the default) go into
+  handler data once, as `settings` and `lang`; no handler reads the storage for them again.
 - `Throttle` (inner, on messages and button presses): a token bucket per user, 1 question a second
   with bursts of 5 (in process, or in Redis shared by the replicas); the first refused message of a
   burst gets a short notice, the rest are dropped.
@@ -33,16 +36,16 @@ from aiogram.methods import GetUpdates, Response, TelegramMethod
 from aiogram.methods.base import TelegramType
 from aiogram.types import CallbackQuery, Message, TelegramObject, Update, User
 
-from bot.answers import client_language
+from bot.answers import client_language, resolve_language
 from bot.logs import JsonFormatter, RedactingFormatter, update_context
 from bot.metrics import Metrics
-from bot.storage import StorageUnavailable
+from bot.storage import ChatSettings, StorageUnavailable
 from bot.views.messages import t
 
 if TYPE_CHECKING:
     from aiogram import Bot
 
-__all__ = ["ErrorGuard", "JsonFormatter", "Metrics", "RedactingFormatter", "RetryRequests", "Throttle",
+__all__ = ["ChatContext", "ErrorGuard", "JsonFormatter", "Metrics", "RedactingFormatter", "RetryRequests", "Throttle",
            "TokenBucket"]
 
 log = logging.getLogger(__name__)
@@ -138,6 +141,32 @@ class ErrorGuard(BaseMiddleware):
             log.warning("update %s: the apology failed too: %s", event.update_id, type(exc).__name__)
 
 
+def chat_of(event: TelegramObject) -> tuple[int | None, User | None]:
+    """The chat whose settings apply to an event, and its sender: a message's chat; a button's message's chat
+    (its sender's private chat when the message is an inline one); an inline query's sender's private chat."""
+    user: User | None = getattr(event, "from_user", None)
+    if isinstance(event, Message):
+        return event.chat.id, user
+    if isinstance(event, CallbackQuery):
+        if event.message is not None:
+            return event.message.chat.id, user
+        return (user.id if user else None), user
+    return (user.id if user else None), user
+
+
+class ChatContext(BaseMiddleware):
+    """`settings` (the chat's ChatSettings) and `lang` (for the bot's own words) into handler data, once."""
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        chat_id, user = chat_of(event)
+        store = data.get("store")
+        settings = await store.get_settings(chat_id) if store is not None and chat_id is not None else ChatSettings()
+        data["settings"] = settings
+        default = getattr(data.get("config"), "default_language", None)
+        data["lang"] = resolve_language(None, settings.language, user.language_code if user else None, default)
+        return await handler(event, data)
+
+
 class TokenBucket:
     """Per-key token buckets (rate tokens a second, up to `burst`), least recently used evicted."""
 
@@ -193,8 +222,7 @@ class Throttle(BaseMiddleware):
         if allowed:
             return await handler(event, data)
         self.metrics.throttled += 1
-        default = getattr(data.get("config"), "default_language", "en")
-        lang = client_language(user.language_code) or default
+        lang = data.get("lang") or client_language(user.language_code) or "en"
         seconds = max(1, round(wait))
         if isinstance(event, CallbackQuery):
             from bot.views.messages import tn

@@ -11,13 +11,13 @@ from aiogram import Bot, Router
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
 from aiogram.types import BufferedInputFile, CallbackQuery, InaccessibleMessage, Message
 
-from bot.answers import answer_options, apply_state, client_language, make_reply
+from bot.answers import Reply, answer_options, apply_state, make_reply
 from bot.config import BotConfig
-from bot.handlers.common import answer_question, chat_language
-from bot.storage import Storage
+from bot.handlers.common import answer_question
+from bot.storage import ChatSettings, Storage
 from bot.views.keyboards import CODE_METHODS, AnswerCb, ExampleCb
 from bot.views.messages import EXAMPLES, t
-from engine.schema import MAX_GPUS, MAX_SEQ_LEN, Answer
+from engine.schema import MAX_GPUS, MAX_SEQ_LEN, Answer, Language
 
 log = logging.getLogger(__name__)
 _chart_lock = asyncio.Lock()  # matplotlib is not thread-safe: one chart at a time, off the event loop
@@ -35,82 +35,81 @@ async def render_chart(answer: Answer, lang: str) -> bytes:
         return await asyncio.to_thread(chart_png, answer, lang)
 
 
+async def answer_button(query: CallbackQuery, callback_data: AnswerCb, lang: Language, settings: ChatSettings,
+                        store: Storage, config: BotConfig, bot: Bot) -> None:
+    """Redraw the answer in the state the button names (also inline messages), or send its chart."""
+    if not valid(callback_data):
+        await query.answer(t(lang, "This button no longer works."))
+        return
+    stored = await store.get_request(callback_data.q)
+    if stored is None:
+        await query.answer(t(lang, "This answer is too old to change: ask the question again, please."))
+        return
+    try:
+        request = apply_state(stored, callback_data.m, callback_data.c, callback_data.n)
+    except ValueError:
+        await query.answer(t(lang, "This button no longer works."))
+        return
+    message = query.message
+    chat_id = message.chat.id if message is not None else query.from_user.id
+    options = answer_options(settings, callback_data.lg, config.default_language)  # type: ignore[arg-type]
+    reply = await make_reply(request, store, options, qid=callback_data.q)
+    if callback_data.x == "p":
+        await send_chart(query, bot, reply, chat_id)
+        return
+    try:
+        if query.inline_message_id:
+            await bot.edit_message_text(text=reply.html, inline_message_id=query.inline_message_id,
+                                        reply_markup=reply.markup)
+        elif message is not None:
+            await bot.edit_message_text(text=reply.html, chat_id=message.chat.id, message_id=message.message_id,
+                                        reply_markup=reply.markup)
+    except TelegramBadRequest as exc:
+        if "not modified" not in exc.message:
+            log.info("edit failed: %s", exc.message)
+            await query.answer(t(reply.lang, "I could not change that message: ask the question again, please."))
+            return
+    await query.answer()
+
+
+async def send_chart(query: CallbackQuery, bot: Bot, reply: Reply, chat_id: int) -> None:
+    lang = reply.lang
+    if not reply.rendered.understood:
+        await query.answer(t(lang, "This button no longer works."))
+        return
+    png = await render_chart(reply.rendered.answer, lang)
+    photo = BufferedInputFile(png, filename="memory.png")
+    try:
+        await bot.send_photo(chat_id, photo, caption=reply.title[:1000], parse_mode=None)
+    except TelegramAPIError as exc:
+        log.info("chart not sent: %s", type(exc).__name__)
+        await query.answer(t(lang, "Open a chat with me to get the chart."), show_alert=True)
+        return
+    await query.answer()
+
+
+async def example_button(query: CallbackQuery, callback_data: ExampleCb, lang: Language, settings: ChatSettings,
+                         store: Storage, config: BotConfig, bot: Bot, hub_cache: Any = None) -> None:
+    examples = EXAMPLES.get(callback_data.lg)
+    message = query.message
+    if examples is None or not 0 <= callback_data.i < len(examples) or message is None \
+            or isinstance(message, InaccessibleMessage):
+        await query.answer(t(lang, "This button no longer works."))
+        return
+    await query.answer()
+    assert isinstance(message, Message)
+    # answer as if the user had asked it: the example's own language, a new message in the chat
+    await answer_question(message.model_copy(update={"from_user": query.from_user}), examples[callback_data.i],
+                          settings=settings, store=store, config=config, bot=bot, hub_cache=hub_cache)
+
+
+async def unknown_button(query: CallbackQuery, lang: Language) -> None:
+    await query.answer(t(lang, "This button no longer works."))
+
+
 def make_router() -> Router:
     router = Router(name="callbacks")
-
-    @router.callback_query(AnswerCb.filter())
-    async def answer_button(query: CallbackQuery, callback_data: AnswerCb, store: Storage, config: BotConfig,
-                            bot: Bot) -> None:
-        fallback = client_language(query.from_user.language_code) or config.default_language
-        if not valid(callback_data):
-            await query.answer(t(fallback, "This button no longer works."))
-            return
-        stored = await store.get_request(callback_data.q)
-        if stored is None:
-            await query.answer(t(fallback, "This answer is too old to change: ask the question again, please."))
-            return
-        try:
-            request = apply_state(stored, callback_data.m, callback_data.c, callback_data.n)
-        except ValueError:
-            await query.answer(t(fallback, "This button no longer works."))
-            return
-        message = query.message
-        chat_id = message.chat.id if message is not None else query.from_user.id
-        settings = await store.get_settings(chat_id)
-        options = answer_options(settings, callback_data.lg, config.default_language)  # type: ignore[arg-type]
-        reply = await make_reply(request, store, options, qid=callback_data.q)
-        lang = reply.lang
-        if callback_data.x == "p":
-            await send_chart(query, bot, reply, chat_id, lang)
-            return
-        try:
-            if query.inline_message_id:
-                await bot.edit_message_text(text=reply.html, inline_message_id=query.inline_message_id,
-                                            reply_markup=reply.markup)
-            elif message is not None:
-                await bot.edit_message_text(text=reply.html, chat_id=message.chat.id, message_id=message.message_id,
-                                            reply_markup=reply.markup)
-        except TelegramBadRequest as exc:
-            if "not modified" not in exc.message:
-                log.info("edit failed: %s", exc.message)
-                await query.answer(t(lang, "I could not change that message: ask the question again, please."))
-                return
-        await query.answer()
-
-    async def send_chart(query: CallbackQuery, bot: Bot, reply: Any, chat_id: int, lang: str) -> None:
-        if not reply.rendered.understood:
-            await query.answer(t(lang, "This button no longer works."))
-            return
-        png = await render_chart(reply.rendered.answer, lang)
-        photo = BufferedInputFile(png, filename="memory.png")
-        try:
-            await bot.send_photo(chat_id, photo, caption=reply.title[:1000], parse_mode=None)
-        except TelegramAPIError as exc:
-            log.info("chart not sent: %s", type(exc).__name__)
-            await query.answer(t(lang, "Open a chat with me to get the chart."), show_alert=True)
-            return
-        await query.answer()
-
-    @router.callback_query(ExampleCb.filter())
-    async def example_button(query: CallbackQuery, callback_data: ExampleCb, store: Storage, config: BotConfig,
-                             bot: Bot, hub_cache: Any = None) -> None:
-        examples = EXAMPLES.get(callback_data.lg)
-        message = query.message
-        if examples is None or not 0 <= callback_data.i < len(examples) or message is None \
-                or isinstance(message, InaccessibleMessage):
-            await query.answer(t(config.default_language, "This button no longer works."))
-            return
-        await query.answer()
-        assert isinstance(message, Message)
-        # answer as if the user had asked it: the example's own language, a new message in the chat
-        await answer_question(message.model_copy(update={"from_user": query.from_user}), examples[callback_data.i],
-                              store=store, config=config, bot=bot, hub_cache=hub_cache)
-
-    @router.callback_query()
-    async def unknown_button(query: CallbackQuery, store: Storage, config: BotConfig) -> None:
-        settings = await store.get_settings(query.message.chat.id) if query.message else None
-        lang = chat_language(settings, query.from_user, config) if settings else (
-            client_language(query.from_user.language_code) or config.default_language)
-        await query.answer(t(lang, "This button no longer works."))
-
+    router.callback_query.register(answer_button, AnswerCb.filter())
+    router.callback_query.register(example_button, ExampleCb.filter())
+    router.callback_query.register(unknown_button)
     return router

@@ -9,35 +9,36 @@ from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.types import Message
 
 from bot.config import BotConfig
-from bot.handlers.common import answer_question, chat_language, send
-from bot.storage import Storage
+from bot.handlers.common import answer_question, send
+from bot.storage import ChatSettings, Storage
 from bot.views.keyboards import examples_keyboard
 from bot.views.messages import EXAMPLES, t, template
+from engine.schema import Language
+
+
+async def start(message: Message, lang: Language) -> None:
+    await send(message, template(lang, "welcome.html.j2"), reply_markup=examples_keyboard(lang))
+
+
+async def help_(message: Message, lang: Language, bot: Bot) -> None:
+    me = await bot.me()
+    await send(message, template(lang, "help.html.j2", examples=EXAMPLES[lang], bot_username=me.username or ""))
+
+
+async def vram(message: Message, command: CommandObject, lang: Language, settings: ChatSettings, store: Storage,
+               config: BotConfig, bot: Bot, hub_cache: Any = None) -> None:
+    question = (command.args or "").strip()
+    if not question:
+        await send(message, t(lang, "Write the question after the command, for example: %(example)s",
+                              example="<code>/vram " + EXAMPLES[lang][0] + "</code>"))
+        return
+    await answer_question(message, question, settings=settings, store=store, config=config, bot=bot,
+                          hub_cache=hub_cache)
 
 
 def make_router() -> Router:
     router = Router(name="commands")
-
-    @router.message(CommandStart())
-    async def start(message: Message, store: Storage, config: BotConfig) -> None:
-        lang = chat_language(await store.get_settings(message.chat.id), message.from_user, config)
-        await send(message, template(lang, "welcome.html.j2"), reply_markup=examples_keyboard(lang))
-
-    @router.message(Command("help"))
-    async def help_(message: Message, store: Storage, config: BotConfig, bot: Bot) -> None:
-        lang = chat_language(await store.get_settings(message.chat.id), message.from_user, config)
-        me = await bot.me()
-        await send(message, template(lang, "help.html.j2", examples=EXAMPLES[lang], bot_username=me.username or ""))
-
-    @router.message(Command("vram"))
-    async def vram(message: Message, command: CommandObject, store: Storage, config: BotConfig, bot: Bot,
-                   hub_cache: Any = None) -> None:
-        question = (command.args or "").strip()
-        if not question:
-            lang = chat_language(await store.get_settings(message.chat.id), message.from_user, config)
-            await send(message, t(lang, "Write the question after the command, for example: %(example)s",
-                                  example="<code>/vram " + EXAMPLES[lang][0] + "</code>"))
-            return
-        await answer_question(message, question, store=store, config=config, bot=bot, hub_cache=hub_cache)
-
+    router.message.register(start, CommandStart())
+    router.message.register(help_, Command("help"))
+    router.message.register(vram, Command("vram"))
     return router

@@ -62,10 +62,9 @@ async def send(message: Message, text: str, **kwargs: Any) -> Message:
     return await message.reply(text, **kwargs)
 
 
-async def answer_question(message: Message, text: str, *, store: Storage, config: BotConfig, bot: Bot,
-                          hub_cache: Any = None, request: Request | None = None) -> Message:
+async def answer_question(message: Message, text: str, *, settings: ChatSettings, store: Storage, config: BotConfig,
+                          bot: Bot, hub_cache: Any = None, request: Request | None = None) -> Message:
     """Answer `text` (or an already built `request`) in the message's chat, with the answer keyboard."""
-    settings = await store.get_settings(message.chat.id)
     user = message.from_user
     if len(text) > MAX_QUESTION_CHARS:
         lang = chat_language(settings, user, config)

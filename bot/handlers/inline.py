@@ -21,13 +21,13 @@ from aiogram.types import (
     InputTextMessageContent,
 )
 
-from bot.answers import Reply, answer_options, client_language, make_reply, question_language, resolve_language
+from bot.answers import Reply, answer_options, client_language, make_reply, question_language
 from bot.config import BotConfig
 from bot.metrics import Metrics
 from bot.storage import ChatSettings, Storage
 from bot.views.messages import EXAMPLES, t
 from engine.parse import parse
-from engine.schema import Request
+from engine.schema import Language, Request
 
 MAX_RESULTS = 3
 CACHE_TIME_S = 300  # how long Telegram's own servers may keep our results
@@ -118,27 +118,27 @@ def to_articles(entries: list[dict[str, Any]]) -> list[InlineQueryResultUnion]:
     ]
 
 
+async def inline_answer(query: InlineQuery, lang: Language, settings: ChatSettings, store: Storage, config: BotConfig,
+                        answer_cache: AnswerCache, metrics: Metrics | None = None) -> None:
+    """`lang` and `settings` are the user's private chat's; the question's own language comes first."""
+    text = normalise(query.query)
+    if text:
+        lang = question_language(text) or lang
+    key = "|".join((text, lang, settings.model_dump_json()))
+    entries = await answer_cache.get(key)
+    if metrics is not None:
+        metrics.inline_cache(entries is not None)
+    if entries is None:
+        entries = await build_results(text, lang, settings, store, config)
+        await answer_cache.put(key, entries)
+    button = None
+    if not entries:
+        hint = client_language(query.from_user.language_code) or lang
+        button = InlineQueryResultsButton(text=t(hint, "How to ask: examples"), start_parameter="help")
+    await query.answer(to_articles(entries), cache_time=CACHE_TIME_S, is_personal=True, button=button)
+
+
 def make_router() -> Router:
     router = Router(name="inline")
-
-    @router.inline_query()
-    async def inline_answer(query: InlineQuery, store: Storage, config: BotConfig, answer_cache: AnswerCache,
-                            metrics: Metrics | None = None) -> None:
-        text = normalise(query.query)
-        settings = await store.get_settings(query.from_user.id)  # the user's private chat settings
-        fallback = resolve_language(None, settings.language, query.from_user.language_code, config.default_language)
-        lang = question_language(text) or fallback if text else fallback
-        key = "|".join((text, lang, settings.model_dump_json()))
-        entries = await answer_cache.get(key)
-        if metrics is not None:
-            metrics.inline_cache(entries is not None)
-        if entries is None:
-            entries = await build_results(text, lang, settings, store, config)
-            await answer_cache.put(key, entries)
-        button = None
-        if not entries:
-            hint = client_language(query.from_user.language_code) or lang
-            button = InlineQueryResultsButton(text=t(hint, "How to ask: examples"), start_parameter="help")
-        await query.answer(to_articles(entries), cache_time=CACHE_TIME_S, is_personal=True, button=button)
-
+    router.inline_query.register(inline_answer)
     return router

@@ -14,10 +14,11 @@ from aiogram.types import Message
 
 from bot.answers import config_from_text, request_from_config
 from bot.config import BotConfig
-from bot.handlers.common import answer_question, chat_language, send
+from bot.handlers.common import answer_question, send
 from bot.handlers.filters import InLoop
-from bot.storage import Storage
+from bot.storage import ChatSettings, Storage
 from bot.views.messages import EXAMPLES, t
+from engine.schema import Language
 
 log = logging.getLogger(__name__)
 MAX_CONFIG_BYTES = 256 * 1024  # a config.json is a few kilobytes; anything bigger is not one
@@ -31,45 +32,44 @@ async def _is_json(message: Message) -> bool:  # a coroutine: aiogram runs plain
     return name.endswith(".json") or doc.mime_type == "application/json"
 
 
+async def config_file(message: Message, lang: Language, settings: ChatSettings, store: Storage, config: BotConfig,
+                      bot: Bot, hub_cache: Any = None) -> None:
+    doc = message.document
+    assert doc is not None
+    if not is_addressed(message, bot):
+        return
+    if doc.file_size is not None and doc.file_size > MAX_CONFIG_BYTES:
+        await send(message, t(lang, "That file is too big for a config.json: send the model's config.json "
+                                    "(a few kilobytes)."))
+        return
+    try:
+        buffer = io.BytesIO()
+        await bot.download(doc, destination=buffer, timeout=10)
+        raw = buffer.getvalue()[:MAX_CONFIG_BYTES].decode("utf-8", errors="replace")
+    except (TelegramAPIError, OSError, TimeoutError) as exc:
+        log.info("config download failed: %s", type(exc).__name__)
+        await send(message, t(lang, "I could not download that file: please send it again."))
+        return
+    cfg = config_from_text(raw)
+    if cfg is None:
+        await send(message, t(lang, "That JSON is not a model config.json I can read (it needs hidden_size, "
+                                    "num_hidden_layers, num_attention_heads, vocab_size)."))
+        return
+    caption = message.caption or ""
+    request = request_from_config(cfg, caption, doc.file_name or "config.json")
+    await answer_question(message, caption, settings=settings, store=store, config=config, bot=bot,
+                          hub_cache=hub_cache, request=request)
+
+
+async def not_text(message: Message, lang: Language) -> None:
+    await send(message, t(lang, "I read text questions (and config.json files). Try: %(example)s",
+                          example="<code>" + EXAMPLES[lang][0] + "</code>"))
+
+
 def make_router() -> Router:
     router = Router(name="media")
-
-    @router.message(InLoop(F.document), _is_json)
-    async def config_file(message: Message, store: Storage, config: BotConfig, bot: Bot, hub_cache: Any = None) -> None:
-        settings = await store.get_settings(message.chat.id)
-        lang = chat_language(settings, message.from_user, config)
-        doc = message.document
-        assert doc is not None
-        if not is_addressed(message, bot):
-            return
-        if doc.file_size is not None and doc.file_size > MAX_CONFIG_BYTES:
-            await send(message, t(lang, "That file is too big for a config.json: send the model's config.json "
-                                        "(a few kilobytes)."))
-            return
-        try:
-            buffer = io.BytesIO()
-            await bot.download(doc, destination=buffer, timeout=10)
-            raw = buffer.getvalue()[:MAX_CONFIG_BYTES].decode("utf-8", errors="replace")
-        except (TelegramAPIError, OSError, TimeoutError) as exc:
-            log.info("config download failed: %s", type(exc).__name__)
-            await send(message, t(lang, "I could not download that file: please send it again."))
-            return
-        cfg = config_from_text(raw)
-        if cfg is None:
-            await send(message, t(lang, "That JSON is not a model config.json I can read (it needs hidden_size, "
-                                        "num_hidden_layers, num_attention_heads, vocab_size)."))
-            return
-        caption = message.caption or ""
-        request = request_from_config(cfg, caption, doc.file_name or "config.json")
-        await answer_question(message, caption, store=store, config=config, bot=bot, hub_cache=hub_cache,
-                              request=request)
-
-    @router.message(InLoop((F.chat.type == ChatType.PRIVATE) & ~F.text))
-    async def not_text(message: Message, store: Storage, config: BotConfig) -> None:
-        lang = chat_language(await store.get_settings(message.chat.id), message.from_user, config)
-        await send(message, t(lang, "I read text questions (and config.json files). Try: %(example)s",
-                              example="<code>" + EXAMPLES[lang][0] + "</code>"))
-
+    router.message.register(config_file, InLoop(F.document), _is_json)
+    router.message.register(not_text, InLoop((F.chat.type == ChatType.PRIVATE) & ~F.text))
     return router
 
 

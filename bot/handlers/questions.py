@@ -15,7 +15,7 @@ from aiogram.types import Message
 from bot.config import BotConfig
 from bot.handlers.common import answer_question
 from bot.handlers.filters import InLoop
-from bot.storage import Storage
+from bot.storage import ChatSettings, Storage
 
 
 async def _addressed_in_group(message: Message, bot: Bot) -> dict[str, Any] | bool:
@@ -32,17 +32,21 @@ async def _addressed_in_group(message: Message, bot: Bot) -> dict[str, Any] | bo
     return False
 
 
+async def private_question(message: Message, settings: ChatSettings, store: Storage, config: BotConfig, bot: Bot,
+                           hub_cache: Any = None) -> None:
+    await answer_question(message, message.text or "", settings=settings, store=store, config=config, bot=bot,
+                          hub_cache=hub_cache)
+
+
+async def group_question(message: Message, question: str, settings: ChatSettings, store: Storage, config: BotConfig,
+                         bot: Bot, hub_cache: Any = None) -> None:
+    await answer_question(message, question, settings=settings, store=store, config=config, bot=bot,
+                          hub_cache=hub_cache)
+
+
 def make_router() -> Router:
     router = Router(name="questions")
-
-    @router.message(InLoop((F.chat.type == ChatType.PRIVATE) & F.text))
-    async def private_question(message: Message, store: Storage, config: BotConfig, bot: Bot,
-                               hub_cache: Any = None) -> None:
-        await answer_question(message, message.text or "", store=store, config=config, bot=bot, hub_cache=hub_cache)
-
-    @router.message(InLoop(F.chat.type.in_({ChatType.GROUP, ChatType.SUPERGROUP}) & F.text), _addressed_in_group)
-    async def group_question(message: Message, question: str, store: Storage, config: BotConfig, bot: Bot,
-                             hub_cache: Any = None) -> None:
-        await answer_question(message, question, store=store, config=config, bot=bot, hub_cache=hub_cache)
-
+    router.message.register(private_question, InLoop((F.chat.type == ChatType.PRIVATE) & F.text))
+    router.message.register(group_question, InLoop(F.chat.type.in_({ChatType.GROUP, ChatType.SUPERGROUP}) & F.text),
+                            _addressed_in_group)
     return router
