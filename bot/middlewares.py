@@ -24,7 +24,6 @@ import logging
 import os
 import time
 import traceback
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -38,6 +37,7 @@ from aiogram.types import CallbackQuery, Message, TelegramObject, Update, User
 
 from bot.answers import client_language, resolve_language
 from bot.logs import JsonFormatter, RedactingFormatter, update_context
+from bot.lru import LRU
 from bot.metrics import Metrics
 from bot.storage import ChatSettings, StorageUnavailable
 from bot.views.messages import t
@@ -174,27 +174,25 @@ class TokenBucket:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.rate = rate
         self.burst = burst
-        self.max_keys = max_keys
         self.clock = clock
-        self._buckets: OrderedDict[int, tuple[float, float, bool]] = OrderedDict()  # tokens, time, noticed
+        self._buckets: LRU[int, tuple[float, float, bool]] = LRU(max_keys)  # tokens, time, noticed
 
     def take(self, key: int) -> tuple[bool, bool]:
         """(allowed, first refusal of this burst)."""
         now = self.clock()
-        tokens, then, noticed = self._buckets.pop(key, (float(self.burst), now, False))
+        tokens, then, noticed = self._buckets.pop(key) or (float(self.burst), now, False)
         tokens = min(float(self.burst), tokens + (now - then) * self.rate)
         if tokens >= 1.0:
             result, noticed = (True, False), False
             tokens -= 1.0
         else:
             result, noticed = (False, not noticed), True
-        self._buckets[key] = (tokens, now, noticed)
-        while len(self._buckets) > self.max_keys:
-            self._buckets.popitem(last=False)
+        self._buckets.put(key, (tokens, now, noticed))
         return result
 
     def wait_s(self, key: int) -> float:
-        tokens = self._buckets.get(key, (1.0, 0.0, False))[0]
+        found = self._buckets.get(key)
+        tokens = found[0] if found is not None else 1.0
         return max(0.0, (1.0 - tokens) / self.rate)
 
     async def acquire(self, key: int) -> tuple[bool, bool, float]:

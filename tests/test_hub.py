@@ -19,9 +19,9 @@ from bot.hub import (
     config_from_json,
     fetch_config,
     find_hub_id,
-    hub_settings_from_env,
     parse_pasted_config,
 )
+from bot.hub import fetch as hub_fetch
 from engine.contract import estimate_json as estimate
 from engine.schema import ModelRef, Request
 
@@ -242,7 +242,7 @@ async def test_concurrent_fetches_of_one_id_share_one_request(fake_hub: FakeHub)
     results = await asyncio.gather(*(fetch("Qwen/Slow-Shared-1B", fake_hub) for _ in range(20)))
     assert all(r.reason == "ok" for r in results)
     assert fake_hub.hits["Qwen/Slow-Shared-1B"] == 1
-    assert not hub._inflight  # nothing left behind
+    assert not hub_fetch._inflight  # nothing left behind
 
 
 async def test_a_cancelled_caller_does_not_cancel_the_shared_request(fake_hub: FakeHub) -> None:
@@ -264,20 +264,9 @@ async def test_reuses_a_given_session(fake_hub: FakeHub) -> None:
         assert not session.closed  # the caller's session is the caller's to close
 
 
-def test_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert hub_settings_from_env({}) == {"endpoint": "https://huggingface.co", "token": None}
-    assert hub_settings_from_env({"HF_ENDPOINT": "https://hf-mirror.example/", "HF_TOKEN": " hf_x "}) == {
-        "endpoint": "https://hf-mirror.example", "token": "hf_x"}
-    assert hub_settings_from_env({"HUGGING_FACE_HUB_TOKEN": "hf_old"})["token"] == "hf_old"
-    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
-    monkeypatch.setenv("HF_TOKEN", "hf_env")
-    assert hub_settings_from_env() == {"endpoint": "http://127.0.0.1:9", "token": "hf_env"}
-
-
-async def test_settings_from_env_drive_a_fetch(fake_hub: FakeHub) -> None:
-    settings = hub_settings_from_env({"HF_ENDPOINT": fake_hub.endpoint + "/", "HF_TOKEN": TOKEN})
+async def test_an_endpoint_with_a_trailing_slash_and_a_token_reach_a_gated_model(fake_hub: FakeHub) -> None:
     async with asyncio.timeout(LIMIT):
-        result = await fetch_config("meta-llama/Gated-Model-8B", **settings)
+        result = await fetch_config("meta-llama/Gated-Model-8B", endpoint=fake_hub.endpoint + "/", token=TOKEN)
     assert result.reason == "ok"
 
 

@@ -7,8 +7,6 @@ with its keyboard (buttons then edit the inline message through inline_message_i
 from __future__ import annotations
 
 import re
-import time
-from collections import OrderedDict
 from typing import Any, Protocol
 
 from aiogram import Router
@@ -23,6 +21,7 @@ from aiogram.types import (
 
 from bot.answers import Reply, answer_options, client_language, make_reply, question_language
 from bot.config import BotConfig
+from bot.lru import LRU
 from bot.metrics import Metrics
 from bot.storage import ChatSettings, Storage
 from bot.views.messages import EXAMPLES, t
@@ -44,30 +43,23 @@ class AnswerCache(Protocol):
 
 
 class LRUCache:
-    """In-process LRU with a time to live."""
+    """In process, with a time to live."""
 
     def __init__(self, maxsize: int = 2048, ttl_s: float = 600.0) -> None:
-        self.maxsize = maxsize
-        self.ttl_s = ttl_s
-        self._data: OrderedDict[str, tuple[float, list[dict[str, Any]]]] = OrderedDict()
+        self._items: LRU[str, list[dict[str, Any]]] = LRU(maxsize, ttl_s)
         self.hits = 0
         self.misses = 0
 
     async def get(self, key: str) -> list[dict[str, Any]] | None:
-        item = self._data.get(key)
-        if item is None or time.monotonic() - item[0] > self.ttl_s:
-            self._data.pop(key, None)
+        found = self._items.get(key)
+        if found is None:
             self.misses += 1
-            return None
-        self._data.move_to_end(key)
-        self.hits += 1
-        return item[1]
+        else:
+            self.hits += 1
+        return found
 
     async def put(self, key: str, value: list[dict[str, Any]]) -> None:
-        self._data[key] = (time.monotonic(), value)
-        self._data.move_to_end(key)
-        while len(self._data) > self.maxsize:
-            self._data.popitem(last=False)
+        self._items.put(key, value)
 
 
 def normalise(query: str) -> str:

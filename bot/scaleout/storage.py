@@ -11,9 +11,9 @@ Opening is strict: an unreachable Redis at start-up is a clear start-up error (`
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
+from bot.lru import LRU
 from bot.scaleout.breaker import Breaker
 from bot.storage import ChatSettings, RedisStorage, StorageUnavailable, question_id
 from engine.schema import Request
@@ -27,7 +27,7 @@ class FallbackStorage:
     def __init__(self, inner: RedisStorage, breaker: Breaker | None = None) -> None:
         self.inner = inner
         self.breaker = breaker or Breaker()
-        self._questions: OrderedDict[str, Request] = OrderedDict()
+        self._questions: LRU[str, Request] = LRU(LOCAL_QUESTIONS)
 
     @property
     def redis(self) -> Any:
@@ -55,10 +55,7 @@ class FallbackStorage:
             raise StorageUnavailable("the settings storage is unavailable")
 
     def _remember(self, qid: str, request: Request) -> None:
-        self._questions[qid] = request
-        self._questions.move_to_end(qid)
-        while len(self._questions) > LOCAL_QUESTIONS:
-            self._questions.popitem(last=False)
+        self._questions.put(qid, request)
 
     async def put_request(self, request: Request) -> str:
         qid = question_id(request)

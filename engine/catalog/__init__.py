@@ -267,10 +267,13 @@ def shape_reference(params: float) -> str:
     return min(ladder, key=lambda m: abs(math.log(m.params_b * 1e9 / params))).name
 
 
+def config_params(cfg: ModelConfig, *, gated: bool = True) -> float:
+    """Total parameters of an architecture as its config describes it (gated or plain two-matrix MLP)."""
+    return _from_config("", cfg, None, None, known=True, gated=gated).params
+
+
 def _closer_to_gated(cfg: ModelConfig, params: float) -> bool:
-    gated = _from_config("", cfg, None, None, known=True, gated=True).params
-    plain = _from_config("", cfg, None, None, known=True, gated=False).params
-    return abs(gated - params) <= abs(plain - params)
+    return abs(config_params(cfg, gated=True) - params) <= abs(config_params(cfg, gated=False) - params)
 
 
 def _from_config(name: str, cfg: ModelConfig, params: float | None, active: float | None, *,
