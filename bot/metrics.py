@@ -34,10 +34,6 @@ class Metrics:
     _bucket_counts: list[int] = field(default_factory=lambda: [0] * (len(BUCKETS) + 1))
     _sum: float = 0.0
 
-    @property
-    def updates_total(self) -> int:
-        return sum(self.updates.values())
-
     def count_update(self, kind: str) -> None:
         self.updates[kind] += 1
 

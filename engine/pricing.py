@@ -1,11 +1,10 @@
-"""What GPU time costs: price ranges per GPU, run costs, monthly against hourly rental.
+"""What GPU time costs: price ranges per GPU, in dollars or roubles, and monthly against hourly rental.
 
 Data: engine/catalog/prices.toml (built from shared/data/gpu-prices*.csv and the seed articles; every
 figure keeps its provider, tier, date and source), loaded once by engine.catalog. No network here.
 
 - `price_range(gpu)`: min / typical / max $ per GPU-hour over providers (typical = median of on-demand
   offers), or over one kind of offer (`tier="spot"`, …); a price the user gave for that GPU wins.
-- `cost(hours, gpu, count)`: money = hours × count × $/GPU-hour, as a range.
 - Roubles: prices of Russian clouds in ₽ (incl. VAT) first where they exist; otherwise dollar prices
   converted at the configured rate (Bank of Russia, dated) and marked `converted`.
 - `monthly_vs_hourly`: effective $/hour of a monthly rental at the hours actually used, and the
@@ -72,20 +71,6 @@ class PriceRange(BaseModel):
     weak: bool = False  # only approximate/unattributed/undated figures were found
     override: bool = False  # the user's own price
     proxy_of: str | None = None  # prices of this sibling GPU stand in (no data for the asked one)
-    notes: list[str] = []
-
-
-class Money(BaseModel):
-    """Cost of `hours` on `count` GPUs: min / typical / max."""
-
-    currency: Currency
-    min: float
-    typical: float
-    max: float
-    hours: float
-    count: int
-    gpu_hours: float
-    price: PriceRange
 
 
 class MonthlyVsHourly(BaseModel):
@@ -266,10 +251,7 @@ def _rub_range(gpu: str) -> PriceRange | None:
     if not rows:
         return None
     strong = [o for o in rows if not o.weak]
-    result = _range_of(gpu, strong or rows, "RUB", "median of Russian-cloud prices per GPU-hour incl. VAT")
-    if result.weak:
-        result.notes.append("only approximate or unattributed rouble prices were found")
-    return result
+    return _range_of(gpu, strong or rows, "RUB", "median of Russian-cloud prices per GPU-hour incl. VAT")
 
 
 def _with_proxy(gpu: Gpu, find: Callable[[str], PriceRange | None]) -> PriceRange | None:
@@ -281,7 +263,6 @@ def _with_proxy(gpu: Gpu, find: Callable[[str], PriceRange | None]) -> PriceRang
         found = find(sibling.name)
         if found is not None:
             found.proxy_of = sibling.name
-            found.notes.append(f"no prices for {gpu.name}; {sibling.name} prices shown")
             found.gpu = gpu.name
             return found
     return None
@@ -336,30 +317,7 @@ def convert(usd: PriceRange, usd_rub: float | None = None) -> PriceRange:
         "currency": "RUB", "min": usd.min * rate, "typical": usd.typical * rate, "max": usd.max * rate,
         "converted": True, "rate": rate, "rate_date": rate_date,
         "rate_source": fx.source if usd_rub is None else "request",
-        "notes": [*usd.notes, f"dollar prices converted at {rate:g} ₽/$ ({rate_date})"],
     })
-
-
-def cost(hours: float, gpu_name: str, count: int = 1, currency: Currency = "USD",
-         overrides: dict[str, float] | None = None, tier: str | None = None,
-         usd_rub: float | None = None) -> Money:
-    """Money for `hours` of wall-clock time on `count` GPUs: hours × count × price per GPU-hour."""
-    if isinstance(hours, bool) or not isinstance(hours, int | float) or not math.isfinite(hours) or hours < 0:
-        raise ValueError(f"hours must be a finite non-negative number, got {hours!r}")
-    if count < 1:
-        raise ValueError(f"GPU count must be at least 1, got {count}")
-    price = price_range(gpu_name, tier=tier, overrides=overrides, currency=currency, usd_rub=usd_rub)
-    gpu_hours = hours * count
-    return Money(currency=currency, min=gpu_hours * price.min, typical=gpu_hours * price.typical,
-                 max=gpu_hours * price.max, hours=float(hours), count=count, gpu_hours=gpu_hours, price=price)
-
-
-def offers_for(gpu_name: str, currency: Currency = "USD", include_weak: bool = False) -> list[Offer]:
-    """The individual offers for one GPU, cheapest first, so that an answer can name providers."""
-    gpu = _resolve(gpu_name)
-    rows = rub_offers() if currency == "RUB" else offers()
-    return sorted((o for o in rows if o.gpu == gpu.name and (include_weak or not o.weak)),
-                  key=lambda o: o.price)
 
 
 # ---- monthly against hourly --------------------------------------------------------------------------------

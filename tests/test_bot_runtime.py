@@ -97,7 +97,8 @@ def test_config_defaults_and_one_line_reasons(monkeypatch: pytest.MonkeyPatch) -
     assert load_config().effective_log_format == "text"
 
 
-def test_dot_env_file_is_read(clean_env: None, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("clean_env")
+def test_dot_env_file_is_read(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text(f"BOT_TOKEN={TOKEN}\nBOT_DEFAULT_LANGUAGE=ru\n", encoding="utf-8")
     assert load_config().default_language == "ru"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.views.keyboards import AnswerCb, answer_keyboard, pack_answer
+from bot.views.keyboards import MAX_CALLBACK_BYTES, AnswerCb, answer_keyboard, pack_answer
 
 
 def test_fast_packing_is_aiogram_packing_and_unpacks() -> None:
@@ -13,7 +13,7 @@ def test_fast_packing_is_aiogram_packing_and_unpacks() -> None:
         packed = pack_answer(q, m, c, n, lg, x)
         assert packed == AnswerCb(q=q, m=m, c=c, n=n, lg=lg, x=x).pack()
         assert AnswerCb.unpack(packed) == AnswerCb(q=q, m=m, c=c, n=n, lg=lg, x=x)
-        assert len(packed.encode()) <= 64
+        assert len(packed.encode()) <= MAX_CALLBACK_BYTES
 
 
 def test_the_keyboard_serialises_like_a_validated_one() -> None:

@@ -84,7 +84,6 @@ def test_a_gpu_without_prices_borrows_its_siblings_and_says_so() -> None:
     assert r.proxy_of == "A100 40GB SXM"
     assert r.gpu == "A100 40GB PCIe"
     assert r.typical == pricing.price_range("A100 40GB SXM").typical
-    assert any("A100 40GB SXM" in n for n in r.notes)
 
 
 def test_no_price_anywhere_is_a_lookup_error_asking_for_a_price() -> None:
@@ -92,12 +91,6 @@ def test_no_price_anywhere_is_a_lookup_error_asking_for_a_price() -> None:
         pricing.price_range("MI325X")
     with pytest.raises(ValueError, match="unknown GPU"):
         pricing.price_range("Voodoo 3")
-
-
-def test_offers_name_providers_cheapest_first() -> None:
-    rows = pricing.offers_for("RTX 4090")
-    assert rows[0].provider == "OpenRelay" and rows[0].price == 0.29
-    assert [o.price for o in rows] == sorted(o.price for o in rows)
 
 
 # ---- overrides and validation -----------------------------------------------------------------------------
@@ -126,24 +119,6 @@ def test_rouble_override_limits_are_in_roubles() -> None:
     assert r.typical == 900.0 and r.currency == "RUB" and not r.converted
     with pytest.raises(ValueError, match="not plausible"):
         pricing.price_range("H100", overrides={"H100": 500_000.0}, currency="RUB")
-
-
-# ---- cost -------------------------------------------------------------------------------------------------
-
-
-def test_cost_is_hours_times_gpus_times_price() -> None:
-    money = pricing.cost(10, "H100 SXM", 8)
-    assert money.gpu_hours == 80
-    assert (money.min, money.typical, money.max) == pytest.approx((80 * 1.25, 80 * 3.29, 80 * 12.29))
-    assert money.price.gpu == "H100 SXM"
-
-
-def test_cost_rejects_bad_hours_and_counts() -> None:
-    for hours in (-1.0, math.nan, math.inf):
-        with pytest.raises(ValueError, match="hours"):
-            pricing.cost(hours, "H100")
-    with pytest.raises(ValueError, match="count"):
-        pricing.cost(1, "H100", 0)
 
 
 # ---- roubles ----------------------------------------------------------------------------------------------
@@ -176,7 +151,6 @@ def test_dollar_prices_are_converted_and_marked_where_no_rouble_price_exists() -
     rub = pricing.price_range("L40S", currency="RUB")
     assert rub.converted and rub.rate == pytest.approx(81.2977) and rub.rate_date == "2025-09-05"
     assert rub.typical == pytest.approx(usd.typical * 81.2977)
-    assert any("converted" in n for n in rub.notes)
     given = pricing.price_range("L40S", currency="RUB", usd_rub=90.0)
     assert given.typical == pytest.approx(usd.typical * 90.0) and given.rate_date == "given"
     with pytest.raises(ValueError, match="rate"):
@@ -186,13 +160,7 @@ def test_dollar_prices_are_converted_and_marked_where_no_rouble_price_exists() -
 def test_only_weak_rouble_prices_are_flagged() -> None:
     r = pricing.price_range("RTX 4090", currency="RUB")
     assert r.weak and not r.converted and r.typical == 84.0
-    assert any("approximate" in n for n in r.notes)
     assert not pricing.price_range("A100", currency="RUB").weak
-
-
-def test_rouble_cost() -> None:
-    money = pricing.cost(2, "H100 PCIe", 4, currency="RUB")
-    assert money.currency == "RUB" and money.typical == pytest.approx(8 * 549.0)
 
 
 # ---- monthly against hourly (S14) -------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import pytest
 
 from engine import pricing, speed
 from engine.catalog import architecture, find_gpu
-from engine.schema import ModelRef, Scenario
+from engine.plan import plan
+from engine.schema import GpuRef, ModelRef, PriceOptions, Request, Scenario
 
 LLAMA2_7B = architecture(ModelRef(name="Llama-2-7B"))  # 6.7384e9 params, 32 layers, 32 × 128 heads
 
@@ -226,13 +227,15 @@ def test_s15_h100_costs_more_per_hour_but_less_per_token() -> None:
 
 def test_s16_7b_lora_of_60m_tokens_on_one_a100_takes_about_6_hours_for_7_to_12_dollars() -> None:
     # LLaMA-Factory's setting: batch 4 × 1,024 tokens, gradient checkpointing on.
-    sc = scenario("lora", batch_size=4, seq_len=1024, gradient_checkpointing=True)
-    run = speed.training_time(sc, "A100", 1, tokens=60e6)
-    assert 5.0 <= run.hours <= 7.0
-    money = pricing.cost(run.hours, "A100", 1)
-    assert 7.0 <= money.typical <= 12.0
-    low_end = [pricing.cost(run.hours, "A100", 1, overrides={"A100": p}).typical for p in (1.19, 1.99)]
-    assert 6.5 <= low_end[0] < low_end[1] <= 12.5
+    request = Request(model=ModelRef(name="Llama-2-7B"), method="lora", lora_rank=8, batch_size=4, seq_len=1024,
+                      gradient_checkpointing=True, tokens=60e6, gpus=[GpuRef(name="A100")])
+    run = plan(request).plans[0]
+    assert (run.count, run.techniques) == (1, [])
+    assert run.hours is not None and 5.0 <= run.hours <= 7.0
+    assert run.usd is not None and 7.0 <= run.usd["typical"] <= 12.0
+    low_end = [plan(request, PriceOptions(overrides={"A100": p})).plans[0].cost for p in (1.19, 1.99)]
+    assert low_end[0] is not None and low_end[1] is not None
+    assert 6.5 <= low_end[0]["typical"] < low_end[1]["typical"] <= 12.5
 
 
 def test_s13_a6000_real_speed_up_is_about_three_quarters_of_its_core_advantage() -> None:
@@ -252,8 +255,8 @@ def test_s13_a5000_is_the_better_buy_at_half_the_price_and_at_same_provider_pric
     # the seed's premise: the A5000 at half the A6000's price
     assert 0.5 / tps["RTX A5000"] < 1.0 / tps["RTX A6000"]
     # providers in the price data that list both
-    a5000 = {o.provider: o.price for o in pricing.offers_for("RTX A5000")}
-    a6000 = {o.provider: o.price for o in pricing.offers_for("RTX A6000")}
+    a5000 = {o.provider: o.price for o in pricing.offers() if o.gpu == "RTX A5000" and not o.weak}
+    a6000 = {o.provider: o.price for o in pricing.offers() if o.gpu == "RTX A6000" and not o.weak}
     both = sorted(set(a5000) & set(a6000))
     assert both  # RunPod, Paperspace
     for provider in both:

@@ -31,7 +31,6 @@ class Breaker:
         self.clock = clock
         self.down = False
         self.fallbacks = 0  # calls answered by their fallback (for /metrics)
-        self.outages = 0
         self._retry_at = 0.0
         self._down_since = 0.0
 
@@ -60,7 +59,6 @@ class Breaker:
         if self.down:
             return
         self.down = True
-        self.outages += 1
         self._down_since = self.clock()
         # the exception's type only: its text may hold the URL (and so a password)
         log.warning("%s unavailable (%s): default chat settings, in-process throttling and caches until it is "

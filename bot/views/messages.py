@@ -8,9 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.views import render
-from bot.views.catalogs import translations
-
-LANGUAGES = ("en", "ru")
+from bot.views.catalogs import LANGUAGES, translations
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "en": (

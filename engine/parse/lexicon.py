@@ -170,8 +170,6 @@ NOT_NAME_WORDS = QLORA_WORDS | LORA_WORDS | FULL_WORDS | INFERENCE_WORDS | TRAIN
     "parameters", "параметров", "x", "q", "bf", "bit", "a", "the", "llm", "ллм", "v", "gguf",
     "в", "на", "size", "class", "scale", "dense", "moe",
 })
-MODEL_NOUNS = frozenset({"model", "модель", "модели", "моделью", "моделька", "llm", "ллм", "params", "param",
-                         "parameters", "parameter", "параметров", "параметра", "параметрами", "параметрах"})
 
 # ── intent ───────────────────────────────────────────────────────────────────────────────
 COMPARE_STRONG = frozenset({"vs", "versus", "сравни", "сравнить", "сравнение", "сравните", "compare",
@@ -190,6 +188,3 @@ COST_WORDS = frozenset({
 TIME_NOUNS = frozenset({"времени", "время", "time"})
 MEMORY_WORDS = frozenset({"memory", "vram", "ram", "gpu", "gpus", "space", "видеопамяти", "памяти", "gb",
                           "гб", "gigs", "cards"})
-HELP_WORDS = frozenset({"help", "помощь", "помоги", "помогите", "привет", "приветик", "hi", "hello", "hey",
-                        "здравствуйте", "здравствуй", "start", "старт", "menu", "меню", "умеешь", "commands",
-                        "команды", "хелп", "хай", "начать"})
