@@ -429,3 +429,40 @@ def callback(data: str, *, message_obj: dict[str, Any] | None = None, inline_mes
 def inline_query(query: str, *, user_id: int = 1001, language_code: str | None = "en") -> dict[str, Any]:
     return {"inline_query": {"id": f"iq{next(_msg_ids)}", "from": user(user_id, language_code), "query": query,
                              "offset": ""}}
+
+
+# ---- reading what the bot sent ------------------------------------------------------------------------------
+
+
+def sent(api: FakeBotAPI, chat_id: int) -> list[Call]:
+    """Every sendMessage call to one chat, in order, the failed and the still hanging ones (status) included."""
+    return [c for c in api.calls if c.method == "sendMessage" and int(c.params["chat_id"]) == chat_id]
+
+
+def texts(api: FakeBotAPI, chat_id: int) -> list[str]:
+    """The texts the bot sent to one chat (successful calls), in order."""
+    return [c.params["text"] for c in api.of("sendMessage") if int(c.params["chat_id"]) == chat_id]
+
+
+def toasts(api: FakeBotAPI) -> list[str | None]:
+    """The texts of the bot's answers to button presses."""
+    return [c.params.get("text") for c in api.of("answerCallbackQuery")]
+
+
+def last_message(api: FakeBotAPI, chat_id: int) -> dict[str, Any]:
+    """The newest message of the bot in a chat, as it stands now (after edits)."""
+    return [m for (c, _), m in api.messages.items() if c == chat_id][-1]
+
+
+def buttons(markup: dict[str, Any]) -> dict[str, str]:
+    """Label (without the ✓ of the current state) → callback data of an inline keyboard."""
+    return {b["text"].removeprefix("✓ "): b["callback_data"] for row in markup["inline_keyboard"] for b in row
+            if "callback_data" in b}
+
+
+def button(msg: dict[str, Any], label: str) -> str:
+    """The callback data of the button `label` under a message."""
+    found = buttons(msg["reply_markup"]).get(label)
+    if found is None:
+        raise AssertionError(f"no button {label!r}")
+    return str(found)

@@ -6,7 +6,7 @@ import asyncio
 import re
 
 from bot_harness import Harness
-from fake_botapi import BOT_ID, BOT_USERNAME, FakeBotAPI, callback, inline_query, message
+from fake_botapi import BOT_ID, BOT_USERNAME, FakeBotAPI, buttons, callback, inline_query, message
 
 PRE = re.compile(r"<pre>(.*?)</pre>", re.S)
 
@@ -17,9 +17,6 @@ def table_lines(text: str) -> list[str]:
     return [line for line in found.group(1).split("\n") if line]
 
 
-def buttons(markup: dict) -> dict[str, str]:
-    return {b["text"].removeprefix("✓ "): b["callback_data"] for row in markup["inline_keyboard"] for b in row
-            if "callback_data" in b}
 
 
 async def test_russian_question_gets_a_russian_table(h: Harness, api: FakeBotAPI) -> None:

@@ -11,11 +11,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 from bot_harness import make_config
-from fake_botapi import TOKEN, FakeBotAPI, message
+from fake_botapi import TOKEN, FakeBotAPI, message, sent
 
 from bot.app import build_bot, build_dispatcher, webhook_app
 from bot.metrics import Metrics
@@ -27,8 +26,6 @@ SECRET = "s3cret_token"
 HEADERS = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
 
 
-def answers(api: FakeBotAPI, chat_id: int) -> list[Any]:
-    return [c for c in api.calls if c.method == "sendMessage" and int(c.params["chat_id"]) == chat_id]
 
 
 async def test_bot_api_faults_are_retried_and_no_answer_is_lost(tmp_path: Path, api: FakeBotAPI) -> None:
@@ -51,27 +48,27 @@ async def test_bot_api_faults_are_retried_and_no_answer_is_lost(tmp_path: Path, 
         async with TestClient(TestServer(webhook_app(bot, dp, config))) as client:
             api.slow("sendMessage", 0.2)  # slow but in time: one call, no retry
             assert await deliver(client, 8001) == 200
-            assert [c.status for c in answers(api, 8001)] == [200]
+            assert [c.status for c in sent(api, 8001)] == [200]
 
             api.slow("sendMessage", 1.0)  # past the timeout: the call is given up and made again
             started = time.monotonic()
             assert await deliver(client, 8002) == 200
             assert time.monotonic() - started < 1.0
-            assert [c.status for c in answers(api, 8002)] == [102, 200]  # the first one still hangs
+            assert [c.status for c in sent(api, 8002)] == [102, 200]  # the first one still hangs
 
             api.drop("sendMessage")  # the connection dies without an answer
             assert await deliver(client, 8003) == 200
-            assert [c.status for c in answers(api, 8003)] == [0, 200]
+            assert [c.status for c in sent(api, 8003)] == [0, 200]
 
             api.fail("sendMessage", status=502, times=2)  # 5xx twice: exponential backoff, then through
             assert await deliver(client, 8004) == 200
-            tries = answers(api, 8004)
+            tries = sent(api, 8004)
             assert [c.status for c in tries] == [502, 502, 200]
             assert tries[2].at - tries[1].at >= tries[1].at - tries[0].at >= 0.015
 
             api.fail("sendMessage", retry_after=1, times=1)  # flood control: the wait Telegram asks for
             assert await deliver(client, 8005) == 200
-            tries = answers(api, 8005)
+            tries = sent(api, 8005)
             assert [c.status for c in tries] == [429, 200] and tries[1].at - tries[0].at >= 0.95
 
             # the Bot API down for longer than the retries: the update is NOT acknowledged, so Telegram
@@ -80,16 +77,16 @@ async def test_bot_api_faults_are_retried_and_no_answer_is_lost(tmp_path: Path, 
             update = {"update_id": 500, **message("70B QLoRA on H100?", user_id=8006)}
             refused = await client.post("/hook", json=update, headers=HEADERS)
             assert refused.status == 500
-            assert not [c for c in answers(api, 8006) if c.status == 200]
+            assert not [c for c in sent(api, 8006) if c.status == 200]
             api.failures.clear()
             again = await client.post("/hook", json=update, headers=HEADERS)
             assert again.status == 200
-            assert [c.status for c in answers(api, 8006)][-1] == 200
+            assert [c.status for c in sent(api, 8006)][-1] == 200
 
             text = await (await client.get("/metrics")).text()
-            while answers(api, 8002)[0].status == 102:
+            while sent(api, 8002)[0].status == 102:
                 await asyncio.sleep(0.05)
-        assert [c.status for c in answers(api, 8002)] == [499, 200]  # nothing reached the gone client
+        assert [c.status for c in sent(api, 8002)] == [499, 200]  # nothing reached the gone client
         assert metrics.retries == 1 + 1 + 2 + 1 + 3
         assert f"gpu_advisor_api_retries_total {metrics.retries}" in text
         assert 'gpu_advisor_updates_total{type="message"} 7' in text

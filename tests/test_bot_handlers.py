@@ -10,7 +10,19 @@ from typing import Any
 
 import pytest
 from bot_harness import Harness, harness
-from fake_botapi import BOT_ID, BOT_USERNAME, TOKEN, FakeBotAPI, callback, inline_query, message
+from fake_botapi import (
+    BOT_ID,
+    BOT_USERNAME,
+    TOKEN,
+    FakeBotAPI,
+    button,
+    callback,
+    inline_query,
+    last_message,
+    message,
+    texts,
+    toasts,
+)
 
 from bot import hub
 from bot.answers import apply_state, question_language, resolve_language
@@ -47,24 +59,12 @@ async def h(tmp_path: Path, api: FakeBotAPI, clock: Clock) -> AsyncIterator[Harn
         yield running
 
 
-def texts(api: FakeBotAPI, chat_id: int) -> list[str]:
-    return [c.params["text"] for c in api.of("sendMessage") if int(c.params["chat_id"]) == chat_id]
 
 
-def toasts(api: FakeBotAPI) -> list[str | None]:
-    return [c.params.get("text") for c in api.of("answerCallbackQuery")]
 
 
-def last_bot_message(api: FakeBotAPI, chat_id: int) -> dict[str, Any]:
-    return [m for (c, _), m in api.messages.items() if c == chat_id][-1]
 
 
-def button_data(msg: dict[str, Any], label: str) -> str:
-    for row in msg["reply_markup"]["inline_keyboard"]:
-        for b in row:
-            if b["text"].removeprefix("✓ ") == label:
-                return str(b["callback_data"])
-    raise AssertionError(f"no button {label!r}")
 
 
 # ---- throttling ------------------------------------------------------------------------------------------
@@ -101,8 +101,8 @@ async def test_throttle_notice_is_russian_with_plural_forms(tmp_path: Path, api:
 async def test_forged_and_stale_buttons_get_a_polite_toast_and_nothing_else(h: Harness, api: FakeBotAPI,
                                                                             clock: Clock) -> None:
     await h.feed(message("70B QLoRA on H100?", user_id=2010))
-    answer = last_bot_message(api, 2010)
-    good = AnswerCb.unpack(button_data(answer, "LoRA"))
+    answer = last_message(api, 2010)
+    good = AnswerCb.unpack(button(answer, "LoRA"))
     forged = [
         "garbage",
         "a:zzzzzzzzzzzz:l:2048:1:en:r",  # not a question id
@@ -126,17 +126,17 @@ async def test_forged_and_stale_buttons_get_a_polite_toast_and_nothing_else(h: H
 
 async def test_buttons_change_context_count_and_language_in_place(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(message("LoRA Llama 3.1 8B on a 4090", user_id=2011))
-    answer = last_bot_message(api, 2011)
-    await h.feed(callback(button_data(answer, "8k"), message_obj=answer, user_id=2011))
-    edited = last_bot_message(api, 2011)
+    answer = last_message(api, 2011)
+    await h.feed(callback(button(answer, "8k"), message_obj=answer, user_id=2011))
+    edited = last_message(api, 2011)
     assert "context 8192" in edited["text"] and "✓ 8k" in json.dumps(edited["reply_markup"], ensure_ascii=False)
-    await h.feed(callback(button_data(edited, "4×"), message_obj=edited, user_id=2011))
-    assert "4×RTX 4090" in last_bot_message(api, 2011)["text"]
-    await h.feed(callback(button_data(edited, "RU"), message_obj=edited, user_id=2011))
-    russian = last_bot_message(api, 2011)["text"]
+    await h.feed(callback(button(edited, "4×"), message_obj=edited, user_id=2011))
+    assert "4×RTX 4090" in last_message(api, 2011)["text"]
+    await h.feed(callback(button(edited, "RU"), message_obj=edited, user_id=2011))
+    russian = last_message(api, 2011)["text"]
     assert "контекст 8192" in russian and "веса" in russian
     # the same button twice: Telegram says "not modified", the user sees nothing odd
-    await h.feed(callback(button_data(edited, "RU"), message_obj=last_bot_message(api, 2011), user_id=2011))
+    await h.feed(callback(button(edited, "RU"), message_obj=last_message(api, 2011), user_id=2011))
     assert len(api.of("editMessageText")) == 3
     assert toasts(api)[-1] is None
     assert len(texts(api, 2011)) == 1
@@ -146,7 +146,7 @@ async def test_inline_message_buttons_edit_through_inline_message_id(h: Harness,
     await h.feed(inline_query("70B qlora h100", user_id=2012))
     [answered] = api.of("answerInlineQuery")
     result = answered.params["results"][0]
-    data = button_data({"reply_markup": result["reply_markup"]}, "Full")
+    data = button({"reply_markup": result["reply_markup"]}, "Full")
     await h.feed(callback(data, inline_message_id="inl-1", user_id=2012))
     [edit] = api.of("editMessageText")
     assert edit.params["inline_message_id"] == "inl-1" and "full fine-tuning" in edit.params["text"]
@@ -169,15 +169,15 @@ async def test_inline_answers_are_cached_by_normalised_query(h: Harness, api: Fa
 
 async def test_group_settings_are_for_admins_only(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(message("/settings", chat_id=GROUP, kind="supergroup", user_id=2020))
-    panel = last_bot_message(api, GROUP)
+    panel = last_message(api, GROUP)
     assert "Only chat admins can change these." in panel["text"]
-    await h.feed(callback(button_data(panel, "RUB ₽"), message_obj=panel, user_id=2020))
+    await h.feed(callback(button(panel, "RUB ₽"), message_obj=panel, user_id=2020))
     assert toasts(api)[-1] == "Only chat admins can change the settings."
     assert (await h.store.get_settings(GROUP)).currency == "USD"
     await h.feed(message("/price H100 2.5", chat_id=GROUP, kind="supergroup", user_id=2020))
     assert texts(api, GROUP)[-1] == "Only chat admins can change the settings."
     api.members[(GROUP, 2021)] = "administrator"
-    await h.feed(callback(button_data(panel, "RUB ₽"), message_obj=panel, user_id=2021))
+    await h.feed(callback(button(panel, "RUB ₽"), message_obj=panel, user_id=2021))
     assert toasts(api)[-1] == "Saved."
     assert (await h.store.get_settings(GROUP)).currency == "RUB"
     assert "✓ RUB ₽" in json.dumps(api.messages[(GROUP, panel["message_id"])]["reply_markup"], ensure_ascii=False)
@@ -204,9 +204,9 @@ async def test_group_answers_replies_and_mentions_only(h: Harness, api: FakeBotA
 async def test_settings_and_own_prices_survive_a_restart(tmp_path: Path, api: FakeBotAPI) -> None:
     async with harness(tmp_path, api) as first:
         await first.feed(message("/settings", user_id=2030))
-        panel = last_bot_message(api, 2030)
-        await first.feed(callback(button_data(panel, "RUB ₽"), message_obj=panel, user_id=2030))
-        await first.feed(callback(button_data(panel, "Русский"), message_obj=panel, user_id=2030))
+        panel = last_message(api, 2030)
+        await first.feed(callback(button(panel, "RUB ₽"), message_obj=panel, user_id=2030))
+        await first.feed(callback(button(panel, "Русский"), message_obj=panel, user_id=2030))
         await first.feed(message("/price H100 150", user_id=2030))
         await first.feed(message("/price Z9000 1", user_id=2030))
         await first.feed(message("/price H100 -3", user_id=2030))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from fake_botapi import TOKEN, FakeBotAPI, callback, message
+from fake_botapi import TOKEN, FakeBotAPI, button, callback, message, texts
 from redis_server import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,16 +78,8 @@ async def post(session: aiohttp.ClientSession, replica: Replica, update: dict[st
         return 0
 
 
-def sent_to(api: FakeBotAPI, chat_id: int) -> list[str]:
-    return [c.params["text"] for c in api.of("sendMessage") if int(c.params["chat_id"]) == chat_id]
 
 
-def button(msg: dict[str, Any], label: str) -> str:
-    for row in msg["reply_markup"]["inline_keyboard"]:
-        for b in row:
-            if b["text"].removeprefix("✓ ") == label:
-                return str(b["callback_data"])
-    raise AssertionError(f"no button {label!r}")
 
 
 async def test_two_replicas_share_redis_and_lose_no_update(tmp_path: Path, api: FakeBotAPI,
@@ -116,13 +108,13 @@ async def test_two_replicas_share_redis_and_lose_no_update(tmp_path: Path, api: 
                                                           user_id=9001))) == 200
             assert api.of("answerCallbackQuery")[-1].params.get("text") == "Saved."
             assert await post(session, a, update(message("70B QLoRA on H100?", user_id=9001))) == 200
-            assert "₽" in sent_to(api, 9001)[-1]
+            assert "₽" in texts(api, 9001)[-1]
 
             # a burst of 8 split across both replicas: throttled as one user (5 in the burst)
             burst = [post(session, (a, b)[i % 2], update(message("70B QLoRA on H100?", user_id=9002)))
                      for i in range(8)]
             assert await asyncio.gather(*burst) == [200] * 8
-            said = sent_to(api, 9002)
+            said = texts(api, 9002)
             answered = [s for s in said if s.startswith("✅")]
             notices = [s for s in said if s.startswith("Too many questions at once")]
             assert 5 <= len(answered) <= 6 and notices  # separate in-process buckets would answer all 8
@@ -152,9 +144,9 @@ async def test_two_replicas_share_redis_and_lose_no_update(tmp_path: Path, api: 
             assert acknowledged and lost, results  # it really died mid-stream
             for cid in lost:  # Telegram re-delivers what was not acknowledged
                 assert await post(session, b, stream[cid]) == 200
-            missing = [cid for cid in stream if not sent_to(api, cid)]
+            missing = [cid for cid in stream if not texts(api, cid)]
             assert not missing, f"unanswered after re-delivery: {missing}"
-            assert all(text.startswith("✅") for cid in stream for text in sent_to(api, cid))
+            assert all(text.startswith("✅") for cid in stream for text in texts(api, cid))
             assert len(api.of("setWebhook")) == 1 and not api.of("deleteWebhook")
     finally:
         for replica in replicas:

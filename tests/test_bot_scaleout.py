@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from bot_harness import Harness, make_config
-from fake_botapi import FakeBotAPI, inline_query, message
+from fake_botapi import FakeBotAPI, inline_query, message, texts
 from redis.asyncio import Redis
 from redis_server import RedisServer
 
@@ -31,8 +31,6 @@ async def replica(url: str, **breaker: float) -> FallbackStorage:
     return store
 
 
-def texts(api: FakeBotAPI, chat_id: int) -> list[str]:
-    return [c.params["text"] for c in api.of("sendMessage") if int(c.params["chat_id"]) == chat_id]
 
 
 # ---- shared state -------------------------------------------------------------------------------------

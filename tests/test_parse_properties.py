@@ -63,7 +63,7 @@ def test_absurd_numbers_stay_in_bounds(n: int, unit: str, prefix: str) -> None:
     assert r.gpus and r.gpus[0].name == "H100 SXM"
 
 
-def test_worst_shapes_stay_fast() -> None:
+def test_worst_shapes_give_valid_requests() -> None:
     shapes = ["a " * 2048, "1 " * 2048, "8x" * 2048, "a1" * 2048, "1e1 " * 1024, "h100 " * 819, "-" * 4096,
               "9" * 4096, "10^" * 1365, "8k " * 1365, "😀" * 4096, "adam 8 bit " * 372, "llama 3.1 " * 409]
     for text in shapes:
