@@ -1,37 +1,144 @@
-"""The answer as a person reads it: language, plural forms, phone-width table, HTML safety."""
+"""The view of an Answer as a person reads it: wording in both languages, plural forms, the phone-width
+table, the verdict's headline. Every test renders a fixed Answer (tests/answer_fixtures.py)."""
 
 from __future__ import annotations
 
-from bot.answers import AnswerOptions, render_text
-from bot.answers import ask_text as render_answer_text
-from bot.views.formats import hours_text, money
+import answer_fixtures as fx
+import pytest
+
+from bot.views.formats import decimal, hours_text, money, money_range
+from bot.views.render import plain, render
 from bot.views.words import assumption_text
-from engine.schema import Assumption
+from engine.schema import Arrangement, Assumption, Note, Plan
 
 
-def render_answer(text: str) -> tuple[str, str]:
-    rendered = render_text(text)
-    return rendered.lang, rendered.html
+def text_of(answer: object, lang: str = "en") -> str:
+    return plain(render(answer, lang).html)  # type: ignore[arg-type]
 
 
-def assumption(item: str) -> Assumption:
-    key, _sep, value = item.partition("=")
-    return Assumption(key=key, value=int(value) if value.isdigit() else value.removeprefix("like "))
-
-
-def test_russian_question_gets_a_russian_answer_with_a_narrow_table() -> None:
-    lang, body = render_answer("70B QLoRA на H100?")
-    assert lang == "ru"
-    assert "Помещается на 1×H100 SXM" in body
-    table = body.split("<pre>")[1].split("</pre>")[0]
+def test_a_fit_in_russian_has_a_narrow_table_and_the_verdict_as_title() -> None:
+    rendered = render(fx.answer(), "ru")
+    assert rendered.html.startswith("✅ <b>Помещается на 1×H100 SXM: 58,9 ГБ из 80 ГБ</b>")
+    assert rendered.title == "Помещается на 1×H100 SXM: 58,9 ГБ из 80 ГБ"
+    assert rendered.description == "70B · QLoRA 4 бит r16 · контекст 2048 · батч 1"
+    table = rendered.html.split("<pre>")[1].split("</pre>")[0]
     assert all(len(line) <= 34 for line in table.splitlines())
-    assert "итого, ГБ" in table and len(body) < 4096
+    assert "итого, ГБ" in table and len(rendered.html) < 4096
 
 
-def test_english_question_that_does_not_fit_gets_changes() -> None:
-    text = render_answer_text("can I LoRA llama 3.1 8b on a 4090 with 8k context?")
-    assert text.startswith("❌ Does not fit on 1×RTX 4090")
-    assert "What to change" in text and "context 8192 → 4096" in text
+@pytest.mark.parametrize(("verdict", "emoji", "headline"), [
+    ("fits", "✅", "Fits on 1×H100 SXM: 58.9 GB of 80 GB"),
+    ("tight", "⚠️", "Fits on 1×H100 SXM, but tightly: 58.9 GB of 80 GB"),
+    ("no_fit", "❌", "Does not fit on 1×H100 SXM: needs 58.9 GB of 80 GB"),
+    ("fits_with_changes", "❌", "Does not fit on 1×H100 SXM: needs 58.9 GB of 80 GB"),
+    (None, "🧮", "Needs 58.9 GB per GPU"),
+])
+def test_each_verdict_has_its_headline(verdict: str | None, emoji: str, headline: str) -> None:
+    rendered = render(fx.answer(verdict=verdict, asked=None if verdict is None else fx.answer().asked), "en")
+    assert rendered.html.startswith(f"{emoji} <b>{headline}</b>") and rendered.title == headline
+
+
+def test_what_to_change_lists_each_change_with_its_saving_and_marks_the_ones_that_fit() -> None:
+    text = text_of(fx.no_fit())
+    assert text.startswith("❌ Does not fit on 1×RTX 4090: needs 51.2 GB of 24 GB")
+    assert "What to change\n• context 8192 → 4096: −17.2 GB\n• fused/chunked loss: −27.1 GB ✓" in text
+    assert "• 4×RTX 4090 (fused loss, ZeRO-3; 30% slower): 83 hours / 100M tokens, $13.16/h" in text
+
+
+def test_a_comparison_is_shown_side_by_side_with_cost_per_million_tokens() -> None:
+    text = text_of(fx.comparison())
+    assert text.startswith("⚖️ 1×A100 80GB SXM vs 1×H100 SXM vs 1×RTX 3060")
+    block = text.split("Side by side\n")[1].split("\n\n")[0].splitlines()
+    assert block[0] == "✅ 1×A100 80GB SXM: 40.1 GB free · 40 hours · $0.51 per 1M tokens"
+    assert block[2] == "❌ 1×RTX 3060: needs 38 GB of 12 GB"
+    ru = plain(render(fx.comparison(), "ru").html)
+    assert ru.startswith("⚖️ 1×A100 80GB SXM или 1×H100 SXM или 1×RTX 3060")
+    assert "медленнее на 80" in ru  # the offload's time cost
+
+
+def test_notes_say_what_was_used_instead_in_both_languages() -> None:
+    a = fx.with_notes(Note(key="GPU count out of range"), Note(key="price", params={"gpu": "H100", "value": -1}),
+                      Note(key="unknown_gpu", params={"name": "RTX 9090", "others": False}),
+                      Note(key="context length out of range"))
+    text = text_of(a)
+    assert "GPU count out of range (1–100 000): one GPU is used" in text
+    assert "your price -1 for H100 is not usable: market prices are used" in text
+    assert "context length out of range: the default 2048 is used" in text
+    assert "RTX 9090 нет в каталоге: сравниваю со всеми GPU" in text_of(a, "ru")
+
+
+def test_a_named_gpu_that_never_fits_says_so_and_offers_others() -> None:
+    a = fx.answer(verdict="no_fit", asked=Arrangement(gpu="RTX 3060", memory_gb=12.0, count=1), plans=[],
+                  alternatives=[fx.plan("H100 SXM", 8)])
+    text = text_of(a)
+    assert "No number of RTX 3060 up to 64 fits this as asked." in text
+    assert "Other GPUs that fit\n• 8×H100 SXM" in text
+
+
+def test_a_cheaper_gpu_that_fits_too_is_one_line() -> None:
+    text = text_of(fx.answer(cheaper=fx.plan("L40S", per_hour=0.86)))
+    assert "💡 A cheaper GPU fits too: 1×L40S, $0.86/h" in text and "Other GPUs that fit" not in text
+
+
+def test_money_in_roubles_and_an_own_price_reach_the_plans() -> None:
+    rub = fx.plan(currency="RUB", per_hour=520.0, cost={"min": 4000.0, "typical": 6240.0, "max": 9000.0})
+    text = text_of(fx.answer(plans=[rub], currency="RUB"), "ru")
+    assert "4\u00a0000–9\u00a0000\u00a0₽" in text
+    own = text_of(fx.answer(plans=[fx.plan(per_hour=1.5, own_price=True, price_date="given")], price_date=None))
+    assert "$1.50/h" in own and "Prices as of" not in own
+
+
+def test_a_gpu_known_only_by_its_memory_is_named_in_the_readers_language() -> None:
+    a = fx.answer(verdict="no_fit", asked=Arrangement(gpu="24 GB GPU", memory_gb=24.0, count=1))
+    assert text_of(a, "ru").startswith("❌ Не помещается на 1×GPU на 24 ГБ")
+    assert text_of(a).startswith("❌ Does not fit on 1×24 GB GPU")
+
+
+def test_the_offloads_host_memory_and_the_monthly_rental_are_stated() -> None:
+    text = text_of(fx.answer(cpu_ram_gb=1173.47, monthly=fx.monthly()))
+    assert "CPU RAM for the offload: 1,173.5 GB" in text
+    assert "📅 By the month: H100 SXM for $1,500 a month pays off from 456 h of use a month; this run takes " \
+           "12 hours on 1×H100 SXM." in text
+
+
+def test_an_unknown_model_says_whose_shape_it_borrows() -> None:
+    assert "Unknown model: shaped like Llama-3.1-70B of that size." in text_of(fx.answer())
+    known = fx.answer(scenario=fx.scenario(arch=fx.arch("Llama-3.1-70B", known=True)), shape_reference=None)
+    assert "Unknown model" not in text_of(known) and "Llama-3.1-70B (70B)" in text_of(known)
+
+
+def test_an_answer_without_a_model_offers_an_example_and_no_markup_of_the_user() -> None:
+    rendered = render(fx.Answer(request=fx.Request(), errors=[Note(key="no_model")]), "en")
+    assert "70B QLoRA" in rendered.html and rendered.title == "Not understood" and not rendered.understood
+
+
+def test_assumptions_are_worded_with_plural_forms_and_no_raw_keys() -> None:
+    quote = render(fx.answer(), "ru").html.split("<blockquote expandable>")[1]
+    assert "архитектура как у Llama-3.1-70B" in quote and "ранг LoRA 16" in quote and "=" not in quote
+    assert assumption_text("ru", Assumption(key="seq_len", value=8192)) == "контекст 8192 токена"
+    assert assumption_text("ru", Assumption(key="seq_len", value=2048)) == "контекст 2048 токенов"
+    assert assumption_text("en", Assumption(key="seq_len", value=2048)) == "context 2048 tokens"
+
+
+def test_every_default_is_worded_in_russian() -> None:
+    items = [("gradient_checkpointing", "on"), ("gradient_checkpointing", "off"), ("flash_attention", "on"),
+             ("fused_loss", "off"), ("method", "full"), ("mixed_precision", "amp"), ("lora_targets", "all_linear"),
+             ("batch_size", 1), ("sharding", "zero3"), ("optimizer", "adamw"), ("bits", 4), ("lora_rank", 16),
+             ("seq_len", 4096), ("architecture", "Llama-3.1-8B")]
+    for key, value in items:
+        item = Assumption(key=key, value=value)
+        ru, en = assumption_text("ru", item), assumption_text("en", item)
+        assert ru != en and "=" not in ru and not ru.endswith((" on", " off")), item
+
+
+def test_inference_plans_give_decode_speed() -> None:
+    p = Plan.model_validate(fx.plan().model_dump() | {"hours_per_100m_tokens": None, "tokens_per_second": 41.3})
+    a = fx.answer(scenario=fx.scenario("inference"), plans=[p])
+    assert "1×H100 SXM: 41 tokens/s, $3.29/h" in text_of(a)
+    assert "41 токен/с" in text_of(a, "ru")
+
+
+# ---- numbers, money, durations -------------------------------------------------------------------------------
 
 
 def test_russian_plural_forms_of_hours() -> None:
@@ -43,26 +150,7 @@ def test_russian_plural_forms_of_hours() -> None:
     assert hours_text("en", 1) == "1 hour" and hours_text("en", 3) == "3 hours"
 
 
-def test_garbage_and_html_get_a_friendly_answer_not_markup() -> None:
-    for text in ["", "<b>hi</b><script>alert(1)</script>", "🤖" * 500, "x" * 4096]:
-        _lang, body = render_answer(text)
-        assert "<script>" not in body
-        assert "70B QLoRA" in body  # the example the reply offers
-
-
-def test_assumptions_read_in_the_readers_language_with_plural_forms() -> None:
-    _lang, body = render_answer("LoRA 8B на 4090, контекст 8192")
-    quote = body.split("<blockquote expandable>")[1]
-    assert "8-битные" not in quote and "ранг LoRA 16" in quote and "оптимизатор AdamW" in quote
-    assert "=" not in quote.split("Цены")[0]  # no raw key=value left
-    assert assumption_text("ru", assumption("seq_len=8192")) == "контекст 8192 токена"
-    assert assumption_text("ru", assumption("seq_len=2048")) == "контекст 2048 токенов"
-    assert assumption_text("en", assumption("seq_len=2048")) == "context 2048 tokens"
-
-
 def test_a_money_range_has_one_precision_one_symbol_and_one_value_when_its_ends_meet() -> None:
-    from bot.views.formats import money_range
-
     assert money_range("ru", 57.36, 142.2, "USD") == "57,36–142,20\u00a0$"
     assert money_range("en", 157.36, 1142.2, "USD") == "$157–1,142"
     assert money_range("ru", 0.031, 0.0312, "RUB") == "0,031\u00a0₽"
@@ -75,43 +163,8 @@ def test_money_follows_each_languages_convention() -> None:
     assert money("en", 0.256, "USD") == "$0.26" and money("en", 0.0312, "USD") == "$0.031"
 
 
-def test_roubles_and_own_prices_reach_the_answer() -> None:
-    body = render_text("8B LoRA на H100 на 100M токенов", AnswerOptions(currency="RUB")).html
-    assert "₽" in body and "$" not in body.split("<blockquote")[0]
-    own = render_answer_text("8B LoRA on H100", AnswerOptions(prices={"H100": 1.5}))
-    assert "$1.50/h" in own
-
-
-def test_comparison_is_shown_side_by_side() -> None:
-    text = render_answer_text("compare A100 vs H100 vs RTX 3060 for 8b lora on 100M tokens")
-    block = text.split("Side by side\n")[1].split("\n\n")[0].splitlines()
-    assert len(block) == 3 and block[2].startswith("❌ 1×RTX 3060: needs")
-    assert all("per 1M tokens" in line for line in block[:2])
-
-
-def test_bad_input_is_named_with_what_was_used_instead() -> None:
-    text = render_answer_text("70B QLoRA on 1000000 H100", AnswerOptions(prices={"H100": -1}))
-    assert "GPU count out of range (1–100 000): one GPU is used" in text
-    assert "your price -1 for H100 is not usable: market prices are used" in text
-    ru = render_answer_text("70B QLoRA на RTX 9090 <b>")
-    assert "RTX 9090 нет в каталоге: сравниваю со всеми GPU" in ru
-
-
-def test_a_named_gpu_that_never_fits_says_so_and_offers_others() -> None:
-    text = render_answer_text("405B full fine-tuning on RTX 3060")
-    assert "No number of RTX 3060 up to 64 fits this as asked." in text
-    assert "Other GPUs that fit\n• 8×" in text
-
-
-def test_a_cheaper_gpu_is_suggested_when_the_asked_one_is_mostly_idle() -> None:
-    text = render_answer_text("7b qlora on H200")
-    assert "💡 A cheaper GPU fits too: 1×" in text
-
-
 def test_fast_number_format_matches_babel() -> None:
     from babel.numbers import format_decimal
-
-    from bot.views.formats import decimal
 
     values = [0, 0.04, 0.05, 0.256, 1, 1.25, 9.95, 12.345, 99.99, 100, 999.5, 1234.5, 12_345.67, 1_234_567.8, -3,
               -1234.5]
@@ -121,30 +174,3 @@ def test_fast_number_format_matches_babel() -> None:
                 pattern = "#,##0" + ("." + "#" * places if places else "")
                 assert decimal(lang, v, places) == format_decimal(round(v, places), format=pattern, locale=lang), (
                     lang, v, places)
-
-
-def test_a_slow_technique_shows_its_time_cost_in_both_languages() -> None:
-    assert "% slower" in render_answer_text("compare A100 vs H100 for full 8B, 50M tokens")
-    assert "медленнее на" in render_answer_text("сравни A100 и H100 для полного дообучения 8B на 50M токенов")
-
-
-def test_a_gpu_known_only_by_its_memory_is_named_in_the_readers_language() -> None:
-    ru = render_answer_text("QLoRA 70B на 24 гигах")
-    assert ru.startswith("❌ Не помещается на 1×GPU на 24 ГБ") and "GB GPU" not in ru
-    assert render_answer_text("QLoRA 70B on 24GB").startswith("❌ Does not fit on 1×24 GB GPU")
-
-
-def test_every_default_is_worded_in_russian() -> None:
-    items = ["gradient_checkpointing=on", "gradient_checkpointing=off", "flash_attention=on", "fused_loss=off",
-             "method=full", "mixed_precision=amp", "lora_targets=all_linear", "batch_size=1", "sharding=zero3",
-             "optimizer=adamw", "bits=4", "lora_rank=16", "seq_len=4096", "architecture=like Llama-3.1-8B"]
-    for item in items:
-        ru, en = assumption_text("ru", assumption(item)), assumption_text("en", assumption(item))
-        assert ru != en and "=" not in ru and not ru.endswith((" on", " off")), item
-
-
-def test_comparisons_and_tight_fits_have_their_own_headline() -> None:
-    assert render_answer_text("70B qlora RTX 4090 vs H100").startswith("⚖️ 1×RTX 4090 vs 1×H100 SXM")
-    assert render_answer_text("70B qlora на 4090 или H100?").startswith("⚖️ 1×RTX 4090 или 1×H100 SXM")
-    tight = render_text("34B inference on H100")
-    assert tight.html.startswith("⚠️") and tight.title.startswith("Fits on 1×H100 SXM, but tightly")
