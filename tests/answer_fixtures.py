@@ -87,9 +87,38 @@ def no_fit(**changes: Any) -> Answer:
         changes=[Change(key="shorter_context", params={"from": 8192, "to": 4096}, saves_gb=17.2, fits=False),
                  Change(key="fused_loss", params={}, saves_gb=27.1, fits=True)],
         plans=[plan("RTX 4090", 4, 24.0, techniques=["fused_loss", "zero3"], slowdown=1.3)],
+        capacity=lines(("RTX 4090", 24.0, False, "asked"), ("RTX 4090", 24.0, False, "plan"),
+                       ("RTX 4090", 24.0, False, "common"), ("A100 80GB SXM", 80.0, True, "common"),
+                       ("H100 SXM", 80.0, True, "common"), ("H200 SXM", 141.0, True, "common")),
     )
     fields.update(changes)
     return answer(**fields)
+
+
+def lines(*rows: tuple[str, float, bool, str]) -> list[GpuLine]:
+    return [GpuLine(gpu=g, memory_gb=m, fits=f, role=r) for g, m, f, r in rows]  # type: ignore[arg-type]
+
+
+COMMON_NONE_FIT = (("RTX 4090", 24.0, False, "common"), ("A100 80GB SXM", 80.0, False, "common"),
+                   ("H100 SXM", 80.0, False, "common"), ("H200 SXM", 141.0, False, "common"))
+
+
+def inference() -> Answer:
+    """Llama 3.1 8B served, no GPU named."""
+    return answer(scenario=scenario("inference", arch=arch("Llama-3.1-8B", known=True, params=8.03e9)),
+                  breakdown=breakdown(16.9, weights=15.0, adapters=0.0, gradients=0.0, optimizer=0.0, activations=0.3,
+                                      logits=0.1, kv_cache=0.5, overhead=1.0),
+                  verdict=None, asked=None, shape_reference=None)
+
+
+def full(params_b: float = 7.0, total: float = 120.0) -> Answer:
+    """Full fine-tuning of a bare size, no GPU named."""
+    return answer(scenario=scenario("full", arch=arch(f"{params_b:g}B", params=params_b * 1e9), lora_rank=0,
+                                    lora_targets="", optimizer="adamw"),
+                  breakdown=breakdown(total, weights=2 * params_b, adapters=0.0, gradients=4 * params_b,
+                                      optimizer=8 * params_b, activations=3.0, logits=1.5, overhead=5.0),
+                  verdict=None, asked=None, plans=[],
+                  capacity=lines(*COMMON_NONE_FIT) if total > 141 else answer().capacity)
 
 
 def comparison(**changes: Any) -> Answer:

@@ -12,22 +12,21 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
+import answer_fixtures as fx
 from bot.views.chart import capacity_lines, chart_figure, chart_png
-from engine.answer import answer
-from engine.parse import parse
 from engine.schema import Answer
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SCENARIOS = {
-    "qlora_70b": "70B QLoRA на H100?",
-    "inference_8b": "inference llama 3.1 8b",
-    "full_7b": "full fine-tune 7B",
-    "lora_8b_4090": "LoRA Llama 3.1 8B on a 4090, 8k context",
+    "qlora_70b": fx.answer,  # 70B QLoRA on an H100
+    "inference_8b": fx.inference,  # Llama 3.1 8B served
+    "full_7b": fx.full,  # full fine-tuning of 7B
+    "lora_8b_4090": fx.no_fit,  # LoRA Llama 3.1 8B on a 4090, 8k context
 }
 
 
-def planned(text: str) -> Answer:
-    return answer(parse(text))
+def planned(key: str) -> Answer:
+    return SCENARIOS[key]()
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -47,7 +46,7 @@ def legend_labels(fig: Figure) -> list[str]:
 @pytest.mark.parametrize("key", SCENARIOS)
 @pytest.mark.parametrize("lang", ["en", "ru"])
 def test_png_of_the_right_size(key: str, lang: str) -> None:
-    result = planned(SCENARIOS[key])
+    result = planned(key)
     data = chart_png(result, lang)
     assert png_size(data) == (800, 500)
     assert 5_000 < len(data) < 200_000
@@ -60,7 +59,7 @@ def test_png_of_the_right_size(key: str, lang: str) -> None:
 
 
 def test_russian_legend_title_and_axis() -> None:
-    result = planned(SCENARIOS["qlora_70b"])
+    result = planned("qlora_70b")
     fig = chart_figure(result, "ru")
     labels = legend_labels(fig)
     assert any(label.startswith("веса: ") for label in labels)
@@ -76,7 +75,7 @@ def test_russian_legend_title_and_axis() -> None:
 
 
 def test_english_inference_chart() -> None:
-    result = planned(SCENARIOS["inference_8b"])
+    result = planned("inference_8b")
     fig = chart_figure(result, "en")
     labels = legend_labels(fig)
     assert any(label.startswith("weights: ") for label in labels)
@@ -88,7 +87,7 @@ def test_english_inference_chart() -> None:
 
 
 def test_stack_holds_the_nonzero_components_in_order() -> None:
-    result = planned(SCENARIOS["full_7b"])
+    result = planned("full_7b")
     fig = chart_figure(result, "en")
     ax = fig.axes[0]
     bars = [p for p in ax.patches if isinstance(p, Rectangle)]
@@ -104,7 +103,7 @@ def test_stack_holds_the_nonzero_components_in_order() -> None:
 
 
 def test_capacity_lines() -> None:
-    result = planned(SCENARIOS["lora_8b_4090"])
+    result = planned("lora_8b_4090")
     assert result.asked is not None and result.asked.gpu == "RTX 4090"
     lines = capacity_lines(result)
     memories = [m for m, _names, _fits in lines]
@@ -114,20 +113,20 @@ def test_capacity_lines() -> None:
     # the GPU named by the user is drawn and labelled
     assert any("RTX 4090: 24 GB" in t for t in texts(chart_figure(result, "en")))
     # GPUs of one memory size share a line
-    qlora = planned(SCENARIOS["qlora_70b"])
+    qlora = planned("qlora_70b")
     by_size = {m: names for m, names, _fits in capacity_lines(qlora)}
     assert "H100 SXM" in by_size[80.0]
 
 
 def test_lines_for_a_job_far_beyond_any_gpu() -> None:
-    result = planned("405B full fine-tune")
+    result = fx.full(405, 8600.0)
     lines = capacity_lines(result)
     assert lines and all(m < result.need_gb and not fits for m, _names, fits in lines)
     assert png_size(chart_png(result, "ru")) == (800, 500)
 
 
 def test_deterministic() -> None:
-    result = planned(SCENARIOS["qlora_70b"])
+    result = planned("qlora_70b")
     assert chart_png(result, "en") == chart_png(result, "en")
 
 
