@@ -7,12 +7,12 @@ import struct
 import subprocess
 import sys
 
+import answer_fixtures as fx
 import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-import answer_fixtures as fx
 from bot.views.chart import capacity_lines, chart_figure, chart_png
 from engine.schema import Answer
 
