@@ -1,0 +1,49 @@
+"""The README's layout names the tree as it is, and its test command is what CI runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def layout() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Layout\n", 1)[1].split("\n## ", 1)[0]
+    paths, parent = [], ""
+    for line in section.splitlines():
+        m = re.match(r"^    (\s*)([\w./-]+(?:/|\.py|\.toml))", line)
+        if not m:
+            continue
+        name = m.group(2)
+        if not m.group(1):  # a top-level entry
+            parent = name if name.endswith("/") else ""
+            paths.append(name)
+        elif m.group(1) == "  ":  # an entry inside it (deeper lines continue a description)
+            paths.append(parent + name)
+    return paths
+
+
+def test_every_path_of_the_layout_exists() -> None:
+    paths = layout()
+    assert len(paths) > 20 and "engine/answer.py" in paths and "bot/views/" in paths
+    missing = [p for p in paths if not (ROOT / p).exists()]
+    assert missing == []
+
+
+def test_every_engine_and_bot_module_is_in_the_layout() -> None:
+    named = set(layout())
+    text = (ROOT / "README.md").read_text(encoding="utf-8").split("## Layout\n", 1)[1].split("\n## ", 1)[0]
+    for top in ("engine", "bot"):
+        for path in sorted((ROOT / top).iterdir()):
+            if (path.name.startswith(("_", ".")) and path.name != "__main__.py") or path.suffix not in (".py", ""):
+                continue
+            entry = f"{top}/{path.name}" + ("/" if path.is_dir() else "")
+            assert entry in named or path.name in text, entry
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"    {ci}\n" in readme and ".venv/bin/vulture" in ci
