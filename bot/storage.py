@@ -18,13 +18,13 @@ import queue
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
 from bot.hub import OK_TTL, ConfigCache
+from bot.lru import LRU
 from engine.schema import Language, Request
 
 Currency = Literal["USD", "RUB"]
@@ -105,7 +105,7 @@ class SQLiteStorage:
         # the newest stay in memory, so a button pressed before its row is on disk still works.
         self._writes: queue.SimpleQueue[tuple[str, tuple[Any, ...]] | None] = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
-        self._recent: OrderedDict[str, str] = OrderedDict()
+        self._recent: LRU[str, str] = LRU(RECENT_QUESTIONS)
 
     # ---- blocking part, run in a worker thread ----
 
@@ -172,10 +172,7 @@ class SQLiteStorage:
                 log.warning("a question could not be stored: %s", exc)
 
     def _remember(self, qid: str, data: str) -> None:
-        self._recent[qid] = data
-        self._recent.move_to_end(qid)
-        while len(self._recent) > RECENT_QUESTIONS:
-            self._recent.popitem(last=False)
+        self._recent.put(qid, data)
 
     async def open(self) -> None:
         await asyncio.to_thread(self._open_sync)
