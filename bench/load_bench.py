@@ -23,7 +23,6 @@ import heapq
 import itertools
 import json
 import os
-import random
 import shutil
 import signal
 import socket
@@ -32,22 +31,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
 
 import aiohttp
-from aiohttp import web
+from _load_api import TOKEN, FastBotAPI, Question
+from _load_profile import print_profile, replica_profiled
+from _load_questions import QuestionMix
 
-TOKEN = "123456:TEST-load-bench-token"
 SECRET = "load-bench-secret"
-BOT_ID = 123456
 PER_USER_INTERVAL_S = 1.0  # the bot's throttle: 1 question a second per user (bursts of 5)
 TARGET_QPS = 300.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NCPU = os.cpu_count() or 1
-BOT_USER = {"id": BOT_ID, "is_bot": True, "first_name": "GPU Advisor", "username": "gpu_advisor_bench_bot"}
 
 # ---- /proc ---------------------------------------------------------------------------------------------------
 
@@ -75,153 +71,6 @@ def system_busy() -> tuple[float, float]:
     idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
     return float(sum(parts) - idle), float(sum(parts))
 
-
-# ---- questions -------------------------------------------------------------------------------------------------
-
-SIZES = ("1B", "1.5B", "3B", "7B", "8B", "13B", "14B", "27B", "32B", "34B", "70B", "72B", "110B", "180B", "405B")
-NAMES = ("Llama-3.1-8B", "Llama-3.1-70B", "Llama-3.1-405B", "Llama-3.2-1B", "Llama-3.2-3B", "Llama-3.3-70B",
-         "Mistral-7B-v0.3", "Mistral-Nemo-12B", "Mistral-Small-24B", "Mixtral-8x7B", "Mixtral-8x22B",
-         "Qwen2.5-0.5B", "Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B", "Qwen2.5-72B", "Qwen3-8B", "Qwen3-32B",
-         "Qwen3-30B-A3B", "DeepSeek-R1-Distill-Llama-70B", "Phi-4", "Yi-34B", "CodeLlama-34B", "TinyLlama-1.1B")
-GPUS = ("H100", "H100 SXM", "H100 PCIe", "A100 80GB", "A100 40GB", "RTX 4090", "RTX 3090", "RTX 5090", "L40S",
-        "L4", "T4", "A10G", "H200", "B200", "MI300X", "RTX A6000", "V100 32GB")
-METHODS_EN = ("full fine-tune", "full FT", "LoRA", "LoRA r64", "QLoRA", "QLoRA 4-bit", "inference")
-METHODS_RU = ("полное дообучение", "полный файнтюн", "LoRA", "лора", "QLoRA", "QLoRA 4 бита", "инференс")
-CONTEXTS = ("2k", "4k", "8k", "16k", "32k", "4096", "8192", "128k")
-TOKENS = ("10M", "50M", "100M", "500M", "1B")
-EN_TEMPLATES = (
-    "{model} {method} on {gpu}?",
-    "Can I {method} {model} on {n}x {gpu} with {ctx} context?",
-    "How much VRAM for {model} {method}, context {ctx}, batch {batch}?",
-    "{model} {method} {n}x{gpu} {ctx}",
-    "how long and how much to train {model} with {method} on {tokens} tokens on {n} {gpu}",
-    "Will {model} {method} fit on {gpu} with batch {batch}?",
-)
-RU_TEMPLATES = (
-    "{model} {method} на {gpu}?",
-    "Сколько памяти нужно на {method} {model} с контекстом {ctx}?",
-    "Влезет ли {model} {method} на {n}×{gpu}?",
-    "сколько стоит {method} {model} на {tokens} токенов на {n} {gpu}",
-    "{model} {method} контекст {ctx} батч {batch} на {gpu}",
-    "Что нужно для {method} {model}, {n} карты {gpu}?",
-)
-POPULAR = (  # (question, client language), the first ones asked most (Zipf)
-    ("70B QLoRA на H100?", "ru"), ("Llama-3.1-8B LoRA on RTX 4090", "en"), ("7B full fine-tune on A100 80GB", "en"),
-    ("Qwen2.5-32B QLoRA на 2×RTX 4090?", "ru"), ("405B inference on 8x H100", "en"), ("13B lora 8k context", "en"),
-    ("Mixtral-8x7B QLoRA on L40S", "en"), ("сколько стоит дообучить 70B на 100M токенов", "ru"),
-    ("Llama-3.1-70B LoRA 4x H100 32k", "en"), ("Влезет ли 8B full на RTX 3090?", "ru"),
-    ("Phi-4 qlora t4", "en"), ("Qwen3-8B инференс на L4", "ru"), ("70B full fine-tune on 8x H200", "en"),
-    ("Mistral-7B-v0.3 QLoRA 4-bit on A10G", "en"), ("1B LoRA на T4", "ru"), ("72B QLoRA MI300X", "en"),
-    ("DeepSeek-R1-Distill-Llama-70B inference on 2x H100", "en"), ("34B LoRA A100 80GB 16k", "en"),
-    ("Сколько памяти на QLoRA 14B с контекстом 8k?", "ru"), ("Can I train 3B on RTX 4090 with full FT?", "en"),
-)
-
-
-class QuestionMix:
-    """Questions with the Telegram client's language: distinct ones from templates, or popular ones repeated."""
-
-    def __init__(self, seed: int = 1) -> None:
-        self.rng = random.Random(seed)
-        self.weights = [1.0 / (i + 1) for i in range(len(POPULAR))]
-
-    def distinct(self) -> tuple[str, str]:
-        rng = self.rng
-        model = rng.choice(SIZES) if rng.random() < 0.5 else rng.choice(NAMES)
-        values = {"model": model, "gpu": rng.choice(GPUS), "n": rng.choice((1, 1, 2, 4, 8)),
-                  "ctx": rng.choice(CONTEXTS), "tokens": rng.choice(TOKENS), "batch": rng.choice((1, 2, 4, 8, 16))}
-        if rng.random() < 0.5:
-            return rng.choice(RU_TEMPLATES).format(method=rng.choice(METHODS_RU), **values), "ru"
-        return rng.choice(EN_TEMPLATES).format(method=rng.choice(METHODS_EN), **values), "en"
-
-    def repeat(self) -> tuple[str, str]:
-        return self.rng.choices(POPULAR, weights=self.weights)[0]
-
-
-# ---- the fake Bot API ------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Question:
-    phase: str
-    text: str
-    sent: float
-    answered_at: float | None = None
-    kind: str = ""  # estimate (answer keyboard), help (examples keyboard), other (no keyboard: throttle, apology)
-    done: float | None = None
-    status: int = 0
-
-
-class FastBotAPI:
-    """Just what the bot calls, answered at once; a sendMessage is matched to the chat's question in flight."""
-
-    def __init__(self, inflight: dict[int, Question]) -> None:
-        self.inflight = inflight
-        self.stray = 0  # messages to a chat with no question in flight
-        self.calls: dict[str, int] = {}
-        self._ids = itertools.count(1)
-        self.webhook_url = ""
-        self._runner: web.AppRunner | None = None
-        self.url = ""
-
-    async def start(self) -> str:
-        app = web.Application()
-        app.router.add_route("*", "/bot{token}/{method}", self.handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        assert site._server is not None
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-        self.url = f"http://127.0.0.1:{port}"
-        return self.url
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    @staticmethod
-    def _ok(result: str) -> web.Response:
-        return web.Response(body=b'{"ok":true,"result":' + result.encode() + b"}", content_type="application/json")
-
-    async def handle(self, request: web.Request) -> web.Response:
-        method = request.match_info["method"]
-        self.calls[method] = self.calls.get(method, 0) + 1
-        if request.match_info["token"] != TOKEN:
-            return web.json_response({"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401)
-        if method == "sendMessage":
-            now = time.perf_counter()
-            form = await _params(request)
-            chat_id = int(str(form["chat_id"]))
-            raw_markup = form.get("reply_markup", "")
-            markup = raw_markup if isinstance(raw_markup, str) else json.dumps(raw_markup)
-            question = self.inflight.get(chat_id)
-            if question is None or question.answered_at is not None:
-                self.stray += 1
-            else:
-                question.answered_at = now
-                question.kind = ("estimate" if '"a:' in markup else "help") if markup else "other"
-            text = json.dumps(str(form.get("text", "")))
-            return self._ok(f'{{"message_id":{next(self._ids)},"date":{int(time.time())},'
-                            f'"chat":{{"id":{chat_id},"type":"private","first_name":"U"}},'
-                            f'"from":{json.dumps(BOT_USER)},"text":{text}'
-                            + (f',"reply_markup":{markup}}}' if markup else "}"))
-        if method == "getMe":
-            return self._ok(json.dumps({**BOT_USER, "can_join_groups": True, "can_read_all_group_messages": False,
-                                        "supports_inline_queries": True}))
-        if method == "getWebhookInfo":
-            return self._ok(json.dumps({"url": self.webhook_url, "has_custom_certificate": False,
-                                        "pending_update_count": 0}))
-        if method == "setWebhook":
-            form = await _params(request)
-            self.webhook_url = str(form.get("url", ""))
-        return self._ok("true")  # setWebhook, setMy*, sendChatAction, answerCallbackQuery, ...
-
-
-async def _params(request: web.Request) -> Mapping[str, Any]:
-    """A call's parameters, sent as JSON (the bot's way) or as a form (aiogram's for uploads)."""
-    if request.content_type == "application/json":
-        return cast(dict[str, Any], await request.json())
-    return await request.post()
 
 
 # ---- the load -------------------------------------------------------------------------------------------------
@@ -532,114 +381,6 @@ async def run(args: argparse.Namespace) -> int:
         print_profile(args.profile, args.profile_top, sum(len(p.questions) for p in phases))
         print(f"replica log: {workdir / 'replica.log'}")
     return 0
-
-
-# (label, path suffix, function): cumulative time of these functions; nested, so the rows overlap
-PROFILE_ROWS: tuple[tuple[str, str, str], ...] = (
-    ("webhook request, aiohttp task (JSON, Update, the 200)", "aiogram/webhook/aiohttp_server.py", "handle"),
-    ("  request.json()", "aiohttp/web_request.py", "json"),
-    ("  Update validation (pydantic)", "aiogram/dispatcher/dispatcher.py", "feed_webhook_update"),
-    ("dispatch task: feed_update (middlewares, filters, handler)", "aiogram/dispatcher/dispatcher.py", "feed_update"),
-    ("    answer_question (our handler)", "bot/handlers/common.py", "answer_question"),
-    ("      storage.get_settings (loop side)", "bot/storage.py", "get_settings"),
-    ("      question_language", "bot/answers.py", "question_language"),
-    ("      engine parse", "engine/parse/__init__.py", "parse"),
-    ("      make_reply", "bot/answers.py", "make_reply"),
-    ("        render_request", "bot/answers.py", "render_request"),
-    ("          engine.answer", "engine/answer.py", "answer"),
-    ("          view_model", "bot/views/view.py", "view_model"),
-    ("          jinja Template.render (x2: error page too)", "jinja2/environment.py", "render"),
-    ("        storage.put_request (loop side)", "bot/storage.py", "put_request"),
-    ("          question_id (model_dump_json + blake2b)", "bot/storage.py", "question_id"),
-    ("        answer_keyboard", "bot/views/keyboards.py", "answer_keyboard"),
-    ("          CallbackData.pack", "aiogram/filters/callback_data.py", "pack"),
-    ("      send → Bot API call (aiogram)", "aiogram/client/bot.py", "__call__"),
-    ("        build_form_data (serialise)", "aiogram/client/session/aiohttp.py", "build_form_data"),
-    ("        check_response (parse Message)", "aiogram/client/session/base.py", "check_response"),
-    ("          Response[T] generic class rebuilt after GC", "pydantic/main.py", "__class_getitem__"),
-    ("        aiohttp client post", "aiohttp/client.py", "_request"),
-    ("webhook response writer (multipart)", "aiogram/webhook/aiohttp_server.py", "_build_response_writer"),
-    ("logging (all records)", "logging/__init__.py", "callHandlers"),
-    ("asyncio.to_thread (loop side)", "asyncio/threads.py", "to_thread"),
-    ("aiohttp server: data_received (parse HTTP)", "aiohttp/web_protocol.py", "data_received"),
-    ("event loop: epoll wait (idle)", "", "<method 'poll' of 'select.epoll' objects>"),
-)
-
-
-OWN_TIME_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("engine: plan, memory, speed, pricing", ("engine/plan", "engine/answer", "engine/memory", "engine/speed",
-                                              "engine/pricing", "engine/fit", "engine/scenario", "engine/catalog")),
-    ("engine: parse", ("engine/parse",)),
-    ("engine: schema", ("engine/",)),
-    ("bot/views (render, keyboards, messages)", ("bot/views",)),
-    ("bot (handlers, middlewares, storage, answers)", ("bot/",)),
-    ("jinja2, markupsafe", ("jinja2", "markupsafe")),
-    ("babel, gettext", ("babel", "gettext")),
-    ("aiogram", ("aiogram",)),
-    ("magic_filter", ("magic_filter",)),
-    ("pydantic (validation, models, serialisation)", ("pydantic", "SchemaValidator", "SchemaSerializer")),
-    ("aiohttp, multidict, yarl", ("aiohttp", "multidict", "yarl")),
-    ("asyncio, selectors (incl. epoll wait)", ("asyncio", "selectors", "epoll")),
-    ("socket send/recv", ("_socket.socket",)),
-    ("logging", ("logging",)),
-    ("threads, sqlite3 (loop side)", ("threading", "concurrent/futures", "sqlite3", "queue.py")),
-    ("json, urllib.parse (form encoding), re", ("json", "urllib", "re/", "re.py", "_sre", "Pattern")),
-)
-
-
-def print_profile(path: str, top: int, questions: int) -> None:
-    import pstats
-
-    if not Path(path).exists():
-        print(f"no profile at {path} (the replica did not dump it)")
-        return
-    stats = pstats.Stats(path)
-    raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = stats.stats  # type: ignore[attr-defined]
-    total = float(stats.total_tt)  # type: ignore[attr-defined]
-    n = max(1, questions)
-    print(f"\nreplica profile {path}: measured phases only, {total:.2f} s profiled on the replica's main thread "
-          f"for {questions} questions (cProfile slows the replica ~2x: read the shares, not the rates)")
-    print(f"{'where (cumulative, nested rows overlap)':<58} {'cum s':>7} {'ms/question':>11} {'share':>6}")
-
-    def row(label: str, cum: float) -> None:
-        print(f"{label:<58} {cum:>7.2f} {cum / n * 1e3:>11.3f} {cum / total * 100:>5.1f}%")
-
-    cums: dict[str, float] = {}
-    for label, suffix, func in PROFILE_ROWS:
-        cums[func] = sum(v[3] for (file, _line, name), v in raw.items() if name == func and file.endswith(suffix))
-        row(label, cums[func])
-    # own time by where the code lives: a partition of the whole profile (coroutine cumulatives above are rough)
-    groups: dict[str, float] = {}
-    for (file, _line, name), v in raw.items():
-        label = next((lab for lab, parts in OWN_TIME_GROUPS if any(x in file or x in name for x in parts)), "other")
-        groups[label] = groups.get(label, 0.0) + v[2]
-    print(f"\n{'own time by package (a partition)':<58} {'own s':>7} {'ms/question':>11} {'share':>6}")
-    for label, own in sorted(groups.items(), key=lambda kv: -kv[1]):
-        row(label, own)
-    print(f"\ntop {top} by own time:")
-    stats.sort_stats("tottime").print_stats(top)
-    print(f"top {top} by cumulative time:")
-    stats.sort_stats("cumulative").print_stats(top)
-
-
-def replica_profiled(path: str) -> int:
-    """`gpu-advisor run` under cProfile, switched on by SIGUSR1 and dumped to `path` by SIGUSR2."""
-    import cProfile
-
-    prof = cProfile.Profile()
-
-    def on(_signum: int, _frame: object) -> None:
-        prof.enable()
-
-    def off(_signum: int, _frame: object) -> None:
-        prof.disable()
-        prof.dump_stats(path)
-
-    signal.signal(signal.SIGUSR1, on)
-    signal.signal(signal.SIGUSR2, off)
-    from bot.cli import main as cli_main
-
-    return cli_main(["run"])
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
