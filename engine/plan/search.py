@@ -6,6 +6,8 @@ techniques) breakdown is computed once and checked against every candidate GPU.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from engine.catalog import find_gpu, gpus
@@ -42,9 +44,10 @@ def asked_arrangements(request: Request) -> list[Arrangement]:
     return out
 
 
-def catalog_arrangements(count: int = 1) -> list[Arrangement]:
-    """Every priced catalog GPU, at `count`."""
-    return [Arrangement(gpu=g.name, memory_gb=g.memory_gb, count=count) for g in priced_gpus()]
+@cache
+def catalog_arrangements(count: int = 1) -> tuple[Arrangement, ...]:
+    """Every priced catalog GPU, at `count` (built once: a search over the catalog starts from them)."""
+    return tuple(Arrangement(gpu=g.name, memory_gb=g.memory_gb, count=count) for g in priced_gpus())
 
 
 def all_arrangements(count: int) -> list[Arrangement]:
@@ -107,7 +110,8 @@ def plan_of(job: Job, o: Option) -> Plan:
     return with_slowdown(job, cost_plan(job, o), at_count(job.base, o.count))
 
 
-def search(job: Job, candidates: list[Arrangement], headroom: float = HEADROOM, every_count: bool = True) -> list[Plan]:
+def search(job: Job, candidates: Sequence[Arrangement], headroom: float = HEADROOM,
+           every_count: bool = True) -> list[Plan]:
     """Arrangements that fit, best first. Named GPUs are tried at the counts named too, and with the
     verdict's own rule (no headroom), so that the answer never says "fits" above plans that disagree.
 
