@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import tomllib
-from functools import cache
 from typing import Any
 
-from engine.catalog import HERE
+from engine.catalog import data_file
 
 GIB = float(2**30)
 
 
-@cache
 def constants() -> dict[str, Any]:
-    with (HERE / "memory.toml").open("rb") as f:
-        return tomllib.load(f)
+    return data_file("memory.toml")
