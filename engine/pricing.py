@@ -5,6 +5,8 @@ figure keeps its provider, tier, date and source), loaded once by engine.catalog
 
 - `price_range(gpu)`: min / typical / max $ per GPU-hour over providers (typical = median of on-demand
   offers), or over one kind of offer (`tier="spot"`, …); a price the user gave for that GPU wins.
+- `cost(hours, gpu, count)`: money = hours × count × $/GPU-hour, as a range (post-training runs; plans are
+  costed in engine/plan/costing.py).
 - Roubles: prices of Russian clouds in ₽ (incl. VAT) first where they exist; otherwise dollar prices
   converted at the configured rate (Bank of Russia, dated) and marked `converted`.
 - `monthly_vs_hourly`: effective $/hour of a monthly rental at the hours actually used, and the
@@ -71,6 +73,19 @@ class PriceRange(BaseModel):
     weak: bool = False  # only approximate/unattributed/undated figures were found
     override: bool = False  # the user's own price
     proxy_of: str | None = None  # prices of this sibling GPU stand in (no data for the asked one)
+
+
+class Money(BaseModel):
+    """Cost of `hours` on `count` GPUs: min / typical / max."""
+
+    currency: Currency
+    min: float
+    typical: float
+    max: float
+    hours: float
+    count: int
+    gpu_hours: float
+    price: PriceRange
 
 
 class MonthlyVsHourly(BaseModel):
@@ -318,6 +333,20 @@ def convert(usd: PriceRange, usd_rub: float | None = None) -> PriceRange:
         "converted": True, "rate": rate, "rate_date": rate_date,
         "rate_source": fx.source if usd_rub is None else "request",
     })
+
+
+def cost(hours: float, gpu_name: str, count: int = 1, currency: Currency = "USD",
+         overrides: dict[str, float] | None = None, tier: str | None = None,
+         usd_rub: float | None = None) -> Money:
+    """Money for `hours` of wall-clock time on `count` GPUs: hours × count × price per GPU-hour."""
+    if isinstance(hours, bool) or not isinstance(hours, int | float) or not math.isfinite(hours) or hours < 0:
+        raise ValueError(f"hours must be a finite non-negative number, got {hours!r}")
+    if count < 1:
+        raise ValueError(f"GPU count must be at least 1, got {count}")
+    price = price_range(gpu_name, tier=tier, overrides=overrides, currency=currency, usd_rub=usd_rub)
+    gpu_hours = hours * count
+    return Money(currency=currency, min=gpu_hours * price.min, typical=gpu_hours * price.typical,
+                 max=gpu_hours * price.max, hours=float(hours), count=count, gpu_hours=gpu_hours, price=price)
 
 
 # ---- monthly against hourly --------------------------------------------------------------------------------

@@ -121,6 +121,24 @@ def test_rouble_override_limits_are_in_roubles() -> None:
         pricing.price_range("H100", overrides={"H100": 500_000.0}, currency="RUB")
 
 
+# ---- cost -------------------------------------------------------------------------------------------------
+
+
+def test_cost_is_hours_times_gpus_times_price() -> None:
+    money = pricing.cost(10, "H100 SXM", 8)
+    assert money.gpu_hours == 80
+    assert (money.min, money.typical, money.max) == pytest.approx((80 * 1.25, 80 * 3.29, 80 * 12.29))
+    assert money.price.gpu == "H100 SXM"
+
+
+def test_cost_rejects_bad_hours_and_counts() -> None:
+    for hours in (-1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="hours"):
+            pricing.cost(hours, "H100")
+    with pytest.raises(ValueError, match="count"):
+        pricing.cost(1, "H100", 0)
+
+
 # ---- roubles ----------------------------------------------------------------------------------------------
 
 
@@ -161,6 +179,11 @@ def test_only_weak_rouble_prices_are_flagged() -> None:
     r = pricing.price_range("RTX 4090", currency="RUB")
     assert r.weak and not r.converted and r.typical == 84.0
     assert not pricing.price_range("A100", currency="RUB").weak
+
+
+def test_rouble_cost() -> None:
+    money = pricing.cost(2, "H100 PCIe", 4, currency="RUB")
+    assert money.currency == "RUB" and money.typical == pytest.approx(8 * 549.0)
 
 
 # ---- monthly against hourly (S14) -------------------------------------------------------------------------
