@@ -142,6 +142,35 @@ async def test_buttons_change_context_count_and_language_in_place(h: Harness, ap
     assert len(texts(api, 2011)) == 1
 
 
+async def test_the_chat_settings_are_read_once_per_update(h: Harness, api: FakeBotAPI,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[int] = []
+    real = h.store.get_settings
+
+    async def counted(chat_id: int) -> Any:
+        reads.append(chat_id)
+        return await real(chat_id)
+
+    monkeypatch.setattr(h.store, "get_settings", counted)
+    await h.feed(message("LoRA Llama 3.1 8B on a 4090", user_id=2031))
+    answer = last_message(api, 2031)
+    await h.feed(callback(button(answer, "8k"), message_obj=answer, user_id=2031))
+    await h.feed(message("/settings", user_id=2031))
+    await h.feed(inline_query("70b qlora h100", user_id=2031))
+    assert reads == [2031, 2031, 2031, 2031]  # one read for each of the four updates, by the middleware
+
+
+def test_handlers_are_module_functions_registered_by_get_routers() -> None:
+    from bot.handlers import callbacks, commands, get_routers, inline, questions
+
+    routers = {r.name: r for r in get_routers()}
+    registered = {h.callback for r in routers.values() for observer in r.observers.values() for h in observer.handlers}
+    for handler in (commands.start, commands.vram, questions.private_question, callbacks.answer_button,
+                    inline.inline_answer):
+        assert handler in registered, handler.__name__
+    assert [r.name for r in get_routers()][-1] == "questions"  # the catch-all last
+
+
 async def test_inline_message_buttons_edit_through_inline_message_id(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(inline_query("70B qlora h100", user_id=2012))
     [answered] = api.of("answerInlineQuery")

@@ -244,8 +244,7 @@ def test_s13_a6000_real_speed_up_is_about_three_quarters_of_its_core_advantage()
     sc = scenario("lora")
     gain = (speed.training_time(sc, a6000).tokens_per_second
             / speed.training_time(sc, a5000).tokens_per_second) - 1
-    cores = 10752 / 8192 - 1  # 31%
-    assert cores == pytest.approx(0.3125)
+    cores = 10752 / 8192 - 1  # 31 % more CUDA cores (the seed's figures)
     assert gain == pytest.approx(0.75 * cores, abs=0.03)
 
 
