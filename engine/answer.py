@@ -5,8 +5,6 @@ The verdict is decided here, once, with the fit rule of `engine.fit`; views only
 
 from __future__ import annotations
 
-from typing import Literal
-
 from engine import speed
 from engine.catalog import find_gpu, shape_reference
 from engine.fit import HEADROOM, NO_HEADROOM, fits, need_gb
@@ -19,6 +17,7 @@ from engine.schema import (
     Breakdown,
     Change,
     GpuLine,
+    LineRole,
     Note,
     PlanResult,
     PriceOptions,
@@ -28,7 +27,6 @@ from engine.schema import (
 
 # GPUs a chart draws next to the asked and planned ones, so that the need reads against familiar sizes.
 COMMON_GPUS = ("RTX 4090", "A100 80GB SXM", "H100 SXM", "H200 SXM")
-Role = Literal["asked", "plan", "common"]
 
 
 def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
@@ -80,7 +78,7 @@ def _on_the_gpus_asked(c: Change) -> bool:
 def capacity(b: Breakdown, asked: Arrangement | None, result: PlanResult) -> list[GpuLine]:
     """The GPUs to draw against the need, each with whether the job as asked fits on it: the asked one,
     those of the plans, and the common ones."""
-    picked: list[tuple[str, float, Role]] = []
+    picked: list[tuple[str, float, LineRole]] = []
     if asked is not None:
         picked.append((asked.gpu, asked.memory_gb, "asked"))
     picked += [(p.gpu, p.memory_gb, "plan") for p in result.plans]

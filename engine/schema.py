@@ -384,13 +384,16 @@ class PlanResult(BaseModel):
     monthly: Monthly | None = None
 
 
+LineRole = Literal["asked", "plan", "common"]  # common: a familiar size that brackets the need
+
+
 class GpuLine(BaseModel):
     """A GPU to draw against the need (a chart's capacity line), with whether the job as asked fits on it."""
 
     gpu: str
     memory_gb: float
     fits: bool
-    role: Literal["asked", "plan", "common"]  # common: a familiar size that brackets the need
+    role: LineRole
 
 
 class Answer(BaseModel):
