@@ -11,6 +11,7 @@ import asyncio
 import html
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -176,6 +177,23 @@ async def make_reply(request: Request, storage: Storage, options: AnswerOptions,
     method, ctx, count = state_of(rendered)
     markup = answer_keyboard(qid, method, ctx, count, rendered.lang)
     return Reply(with_note(rendered.html, note), rendered.title, rendered.lang, markup, rendered, qid)
+
+
+async def reply_to(text: str, request: Request | None, options: AnswerOptions, *, store: Storage, config: BotConfig,
+                   hub_cache: hub.ConfigCache | None = None,
+                   before_fetch: Callable[[], Awaitable[None]] | None = None) -> Reply:
+    """The whole pipeline for a question: parse → enrich (a pasted config.json, a Hub id the catalog lacks) →
+    engine.answer → render → keyboard. `request` skips the first two (a config.json file already read);
+    `before_fetch` runs before the Hub is asked (the bot shows "typing")."""
+    note = None
+    if request is None:
+        request = parse(text)
+        if may_fetch(text, request):
+            if before_fetch is not None:
+                await before_fetch()
+            enriched = await enrich(text, request, config, hub_cache, options.lang or "en")
+            request, note = enriched.request, enriched.note
+    return await make_reply(request, store, options, note)
 
 
 def apply_state(stored: Request, method_code: str, ctx: int, count: int) -> Request:

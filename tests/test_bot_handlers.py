@@ -354,12 +354,12 @@ async def test_hub_id_fetches_the_config_and_falls_back_politely(h: Harness, api
 async def test_an_unexpected_error_is_an_apology_and_a_log_line(h: Harness, api: FakeBotAPI,
                                                                 monkeypatch: pytest.MonkeyPatch,
                                                                 caplog: pytest.LogCaptureFixture) -> None:
-    import bot.handlers.common as common
+    import bot.answers
 
     def broken(text: str) -> Any:
         raise RuntimeError(f"boom with the user's text {text}")
 
-    monkeypatch.setattr(common, "parse", broken)
+    monkeypatch.setattr(bot.answers, "parse", broken)
     with caplog.at_level(logging.INFO):
         await h.feed(message("секретный вопрос про 70B", user_id=2060, language_code="ru"))
     assert texts(api, 2060) == ["Извините, у меня что-то сломалось. Попробуйте ещё раз через минуту."]

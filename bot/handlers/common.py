@@ -11,20 +11,11 @@ from aiogram.enums import ChatAction, ChatType
 from aiogram.exceptions import AiogramError, TelegramAPIError
 from aiogram.types import Chat, Message, User
 
-from bot.answers import (
-    MAX_QUESTION_CHARS,
-    answer_options,
-    enrich,
-    make_reply,
-    may_fetch,
-    question_language,
-    resolve_language,
-)
+from bot.answers import MAX_QUESTION_CHARS, answer_options, question_language, reply_to, resolve_language
 from bot.config import BotConfig
 from bot.storage import ChatSettings, Storage
 from bot.views.keyboards import examples_keyboard
 from bot.views.messages import t
-from engine.parse import parse
 from engine.schema import Language, Request
 
 log = logging.getLogger(__name__)
@@ -72,14 +63,12 @@ async def answer_question(message: Message, text: str, *, settings: ChatSettings
                                             "config.json as a file."))
     lang = resolve_language(question_language(text) if request is None else request.language, settings.language,
                             user.language_code if user else None, config.default_language)
-    note = None
-    if request is None:
-        request = parse(text)
-        if may_fetch(text, request):
-            with contextlib.suppress(TelegramAPIError):
-                await bot.send_chat_action(message.chat.id, ChatAction.TYPING)
-            enriched = await enrich(text, request, config, hub_cache, lang)
-            request, note = enriched.request, enriched.note
-    reply = await make_reply(request, store, answer_options(settings, lang, config.default_language), note)
+
+    async def typing() -> None:  # the Hub may take a moment
+        with contextlib.suppress(TelegramAPIError):
+            await bot.send_chat_action(message.chat.id, ChatAction.TYPING)
+
+    reply = await reply_to(text, request, answer_options(settings, lang, config.default_language), store=store,
+                           config=config, hub_cache=hub_cache, before_fetch=typing)
     markup = reply.markup or examples_keyboard(reply.lang)
     return await send(message, reply.html, reply_markup=markup)
