@@ -7,7 +7,7 @@ techniques) breakdown is computed once and checked against every candidate GPU.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from engine.catalog import find_gpu, gpus
@@ -50,9 +50,10 @@ def catalog_arrangements(count: int = 1) -> tuple[Arrangement, ...]:
     return tuple(Arrangement(gpu=g.name, memory_gb=g.memory_gb, count=count) for g in priced_gpus())
 
 
-def all_arrangements(count: int) -> list[Arrangement]:
+@lru_cache(maxsize=64)
+def all_arrangements(count: int) -> tuple[Arrangement, ...]:
     """Every catalog GPU, priced or not, at `count` (the estimate's fit list)."""
-    return [Arrangement(gpu=g.name, memory_gb=g.memory_gb, count=count) for g in gpus()]
+    return tuple(Arrangement(gpu=g.name, memory_gb=g.memory_gb, count=count) for g in gpus())
 
 
 def variants(base: Scenario) -> list[tuple[list[str], Scenario]]:
