@@ -24,7 +24,6 @@ TRAINER_STAGES: dict[str, str] = {
 }
 REWARD_WORDS = frozenset({"reward", "ревард", "ревард-модель", "вознаграждения", "награды", "наград"})
 REWARD_NOUNS = frozenset({"model", "models", "modeling", "modelling", "модель", "модели", "модельку", "rm"})
-RM_WORDS = frozenset({"rm"})
 SUPERVISED = frozenset({"supervised", "instruction", "инструктивное", "инструктивный", "инструкционное"})
 PREFERENCE = frozenset({"preference", "preferences", "предпочтениям", "предпочтений", "предпочтения"})
 SCRATCH_PAIRS = (("from", "scratch"), ("с", "нуля"), ("со", "нуля"))
@@ -113,7 +112,6 @@ BUDGET_WORDS = frozenset({"budget", "бюджет", "бюджета", "бюдж�
                           "cap", "максимум", "max", "не", "under", "below", "within", "до", "up"})
 PER_TIME = frozenset({"час", "hour", "hr", "h", "ч", "month", "месяц", "мес", "day", "день", "сутки", "hours",
                       "hourly", "час.", "gpu"})
-PER_WORDS_MONEY = frozenset({"/", "per", "в", "за", "an", "a", "/час", "each"})
 
 # ── time ────────────────────────────────────────────────────────────────────────────────
 HOURS_PER: dict[str, float] = {
@@ -215,12 +213,6 @@ CAPABILITY = (("что", "ты", "умеешь"), ("что", "умеешь"), ("
               ("кто", "ты"), ("как", "тобой", "пользоваться"), ("how", "do", "i", "use"), ("how", "to", "use"),
               ("help",), ("помощь",), ("помоги",), ("хелп",), ("commands",), ("команды",), ("menu",), ("меню",),
               ("что", "ты", "такое"), ("what", "are", "you"), ("что", "делаешь"), ("что", "ты", "знаешь"))
-FOLLOW_LEADS = frozenset({"а", "и", "and", "what", "how", "теперь", "now", "then", "тогда", "instead", "вместо",
-                          "а если", "лучше", "also", "also,", "ещё", "еще", "or", "или", "ok", "ок", "хорошо",
-                          "но", "but", "same", "то", "же", "давай", "let's", "lets", "try", "попробуй"})
-FOLLOW_WORDS = frozenset({"если", "if", "about", "case", "with", "без", "without", "вместо", "instead", "them",
-                          "них", "ними", "этом", "том", "же", "same", "тот", "ту", "такой", "такая", "change",
-                          "поменяй", "замени", "switch", "сделай"})
 
 # ── cost / time asked ───────────────────────────────────────────────────────────────────
 TIME_ASKS = (("how", "long"), ("сколько", "часов"), ("сколько", "времени"), ("сколько", "дней"),
