@@ -100,20 +100,29 @@ def main(mirrors: Path, wheels: Path) -> None:
     # transformers TrainingArguments (shared by TRL and LLaMA-Factory)
     ta_files = ["transformers/training_args.py", "transformers/training_args_seq2seq.py"]
     ta = [k for f in ta_files for k in class_fields((wheels / f).read_text())]
+    optim = re.search(r"class OptimizerNames\(.*?\n\n\n", (wheels / ta_files[0]).read_text(), re.S)
+    ta += [f"optim:{v}" for v in re.findall(r"= \"(\w+)\"", optim.group(0) if optim else "")]
     write("transformers", "github.com/huggingface/transformers (PyPI wheel transformers-5.24.0)", "v5.24.0", ta_files,
-          "dataclass fields of TrainingArguments and Seq2SeqTrainingArguments", ta)
+          "dataclass fields of TrainingArguments and Seq2SeqTrainingArguments; `optim:` lines are OptimizerNames values",
+          ta)
 
     ax = mirrors / "axolotl-ai-cloud+axolotl/repo"
     files = _files(ax, r"^src/axolotl/(utils/schemas/[^/]+\.py|integrations/[^/]+/args\.py)$")
     keys = [k for f in files for k in class_fields(_show(ax, f))]
+    keys += [f"fsdp_config.{k}" for k in class_fields(_show(ax, "src/axolotl/utils/schemas/fsdp.py"))]
+    keys += [f"trl.{k}" for k in class_fields(_show(ax, "src/axolotl/utils/schemas/trl.py"))]
+    keys += [f"file:{f}" for f in _files(ax, r"^deepspeed_configs/.*\.json$")]
     write("axolotl", "github.com/axolotl-ai-cloud/axolotl", _git(ax, "rev-parse", "HEAD").strip(), files,
-          "pydantic fields of the config schema and integration args", keys)
+          "pydantic fields of the config schema and integration args; `fsdp_config.` / `trl.` keys from fsdp.py / trl.py; `file:` lines"
+          " are the DeepSpeed configs the repository ships", keys)
 
     lf = mirrors / "hiyouga+LLaMA-Factory/repo"
     files = _files(lf, r"^src/llamafactory/hparams/\w+_args\.py$")
     keys = [k for f in files for k in class_fields(_show(lf, f))]
+    keys += [f"file:{f}" for f in _files(lf, r"^examples/deepspeed/.*\.json$")]
     write("llama_factory", "github.com/hiyouga/LLaMA-Factory", _git(lf, "rev-parse", "HEAD").strip(), files,
-          "dataclass fields of the hparams (YAML also takes every transformers.txt key)", keys)
+          "dataclass fields of the hparams (YAML also takes every transformers.txt key); `file:` lines are the"
+          " DeepSpeed configs the repository ships", keys)
 
     trl = mirrors / "huggingface+trl/repo"
     files = _files(trl, r"^trl/(trainer/(\w+_config|model_config)\.py|scripts/utils\.py)$")
@@ -163,11 +172,13 @@ def main(mirrors: Path, wheels: Path) -> None:
     cargs = class_fields(_show(ac, "src/accelerate/commands/config/config_args.py"), {"BaseConfig", "ClusterConfig"})
     cluster = _show(ac, "src/accelerate/commands/config/cluster.py")
     sub = [f"{m[0]}.{m[1]}" for m in re.findall(r"(fsdp_config|deepspeed_config|fp8_config)\[\"(\w+)\"\]", cluster)]
+    sub += [f"parallelism_config.parallelism_config_{m}"
+            for m in re.findall(r"parallelism_config\[prefix \+ \"(\w+)\"\]", cluster)]
     write("accelerate", "github.com/huggingface/accelerate", _git(ac, "rev-parse", "HEAD").strip(),
           ["src/accelerate/commands/launch.py", "src/accelerate/commands/config/config_args.py",
            "src/accelerate/commands/config/cluster.py"],
           "`flag:` lines are `accelerate launch` flags; other lines are config-file keys (dotted under"
-          " fsdp_config / deepspeed_config)", [*(f"flag:{f}" for f in launch), *cargs, *sub])
+          " fsdp_config / deepspeed_config / parallelism_config)", [*(f"flag:{f}" for f in launch), *cargs, *sub])
 
     un = mirrors / "unslothai+unsloth/repo"
     loader = func_params(_show(un, "unsloth/models/loader.py"), {"from_pretrained"})

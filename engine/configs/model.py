@@ -1,0 +1,139 @@
+"""What a writer needs (ConfigJob) and what writers and readers give back.
+
+ConfigJob is the plan in the settings the estimate assumed; it does not depend on the planner's internals, so the
+planner can change without touching the writers. `ConfigJob.request()` is the Request the job stands for: a reader
+given what a writer wrote gives this request back (the round trip).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.schema import (
+    EngineOptions,
+    GpuRef,
+    KvCacheDtype,
+    Method,
+    MixedPrecision,
+    ModelRef,
+    Optimizer,
+    Request,
+    ServingEngine,
+    Sharding,
+    Stage,
+)
+
+# What `gpu-advisor config --framework` accepts: the training stacks and serving engines that have a writer.
+Target = Literal["axolotl", "llama-factory", "trl", "unsloth", "torchtune", "deepspeed", "accelerate", "vllm", "sglang",
+                 "llama.cpp"]
+TARGETS: tuple[Target, ...] = ("axolotl", "llama-factory", "trl", "unsloth", "torchtune", "deepspeed", "accelerate",
+                               "vllm", "sglang", "llama.cpp")
+
+
+class ConfigJob(BaseModel):
+    """One job in the settings the estimate assumed, plus the plan facts a config file states."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(default="your-org/your-model", max_length=200)  # a Hugging Face id where known
+    method: Method = "lora"
+    stage: Stage = "sft"
+    bits: int = 16
+    quantization: str | None = None  # nf4 int8 fp8 awq gptq gguf:<type>
+    optimizer: Optimizer | None = "adamw"
+    mixed_precision: MixedPrecision = "amp"
+    lora_rank: int = 16
+    lora_targets: str = "all_linear"
+    seq_len: int = Field(default=2048, ge=1)
+    batch_size: int = Field(default=1, ge=1)  # micro-batch per GPU; serving: concurrent sequences
+    grad_accum: int = Field(default=1, ge=1)
+    gradient_checkpointing: bool = True
+    flash_attention: bool = True
+    fused_loss: bool = False
+    sharding: Sharding = "none"
+    offload: bool = False
+    gpu_count: int = Field(default=1, ge=1)
+    gpu_name: str | None = None
+    context_parallel: int | None = None
+    tensor_parallel: int | None = None
+    pipeline_parallel: int | None = None
+    # GRPO
+    num_generations: int | None = None
+    output_len: int | None = None
+    # serving
+    serving_engine: ServingEngine | None = None
+    kv_cache_dtype: KvCacheDtype | None = None
+    concurrency: int | None = None
+    gpu_memory_utilization: float | None = None
+    estimate_gib: float | None = None  # per GPU, the peak the plan was made for
+
+    @property
+    def serving(self) -> bool:
+        return self.method == "inference"
+
+    @property
+    def peft(self) -> bool:
+        return self.method in ("lora", "qlora")
+
+    def request(self) -> Request:
+        """The Request this job stands for (what `check` gives back for a file a writer made)."""
+        r = Request(model=ModelRef(name=self.model), method=self.method, seq_len=self.seq_len,
+                    gpus=[GpuRef(name=self.gpu_name, count=self.gpu_count)])
+        if self.serving:
+            r.serving_engine = self.serving_engine
+            r.kv_cache_dtype = self.kv_cache_dtype
+            r.quantization = self.quantization
+            r.bits = self.bits if self.bits != 16 else None
+            r.concurrency = self.concurrency
+            r.tensor_parallel = self.tensor_parallel
+            r.pipeline_parallel = self.pipeline_parallel
+            r.engine_options = EngineOptions(max_model_len=self.seq_len, max_num_seqs=self.concurrency,
+                                             gpu_memory_utilization=self.gpu_memory_utilization)
+            return r
+        r.stage = self.stage
+        r.bits = self.bits
+        r.quantization = self.quantization
+        r.optimizer = self.optimizer
+        r.mixed_precision = self.mixed_precision
+        r.batch_size = self.batch_size
+        r.gradient_checkpointing = self.gradient_checkpointing
+        r.flash_attention = self.flash_attention
+        r.fused_loss = self.fused_loss
+        r.sharding = self.sharding
+        r.offload = self.offload
+        r.context_parallel = self.context_parallel
+        if self.peft:
+            r.lora_rank = self.lora_rank
+            r.lora_targets = self.lora_targets
+        if self.stage == "grpo":
+            r.num_generations = self.num_generations
+            r.output_len = self.output_len
+        return r
+
+
+class ConfigFile(BaseModel):
+    name: str
+    text: str
+
+
+class ConfigOutput(BaseModel):
+    """CONTRACT.md v2 `config --json`, plus `notes`: message keys for settings the tool cannot express."""
+
+    framework: str
+    files: list[ConfigFile]
+    command: str
+    estimate_gib: float | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class ReadResult(BaseModel):
+    """What a reader understood: the request, the format it recognised, the keys it did not understand (names only,
+    secrets redacted), and an error key when the input could not be read at all."""
+
+    request: Request | None = None
+    format: str | None = None
+    ignored: list[str] = Field(default_factory=list)
+    secrets: int = 0  # how many secret values were found (and dropped)
+    error: str | None = None

@@ -1,0 +1,157 @@
+"""A TRL script (SFTTrainer / DPOTrainer / GRPOTrainer), the `trl` command line and an Unsloth snippet.
+
+Argument names: options/trl.txt (trainer configs, ModelConfig), options/transformers.txt (TrainingArguments),
+options/unsloth.txt (FastLanguageModel.from_pretrained / get_peft_model).
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from engine.configs.common import HF_OPTIM, header, target_modules
+from engine.configs.model import ConfigFile, ConfigJob, ConfigOutput
+from engine.configs.writers.launch import accelerate_files, launcher
+
+TRAINERS = {"sft": ("SFTTrainer", "SFTConfig"), "dpo": ("DPOTrainer", "DPOConfig"),
+            "grpo": ("GRPOTrainer", "GRPOConfig"), "kto": ("KTOTrainer", "KTOConfig"),
+            "rm": ("RewardTrainer", "RewardConfig"), "pretrain": ("SFTTrainer", "SFTConfig")}
+CLI = {"sft": "sft", "dpo": "dpo", "grpo": "grpo", "kto": "kto", "rm": "reward", "pretrain": "sft"}
+
+
+def training_args(job: ConfigJob) -> dict[str, Any]:
+    """Trainer config arguments (TrainingArguments + the trainer's own) for the job."""
+    a: dict[str, Any] = {"output_dir": "outputs", "per_device_train_batch_size": job.batch_size,
+                         "gradient_accumulation_steps": job.grad_accum, "gradient_checkpointing":
+                         job.gradient_checkpointing, "bf16": True, "max_length": job.seq_len}
+    if job.optimizer:
+        a["optim"] = HF_OPTIM[job.optimizer]
+    if job.fused_loss:
+        a["use_liger_kernel"] = True
+    if job.stage == "grpo":
+        a["num_generations"] = job.num_generations or 8
+        a["max_completion_length"] = job.output_len or 256
+        a.pop("max_length")
+    if job.sharding in ("zero1", "zero2", "zero3"):
+        a["deepspeed"] = "ds_config.json"
+    return a
+
+
+def model_args(job: ConfigJob) -> dict[str, Any]:
+    """ModelConfig arguments (trl/trainer/model_config.py) for the job: quantization and LoRA."""
+    m: dict[str, Any] = {"model_name_or_path": job.model, "dtype": "bfloat16",
+                         "attn_implementation": "flash_attention_2" if job.flash_attention else "sdpa"}
+    if job.method == "qlora":
+        m["load_in_4bit" if job.bits == 4 else "load_in_8bit"] = True
+        if job.bits == 4:
+            m["bnb_4bit_quant_type"] = "nf4"
+    if job.peft:
+        m.update(use_peft=True, lora_r=job.lora_rank, lora_alpha=job.lora_rank * 2,
+                 lora_target_modules="all-linear" if job.lora_targets == "all_linear"
+                 else target_modules(job.lora_targets))
+    return m
+
+
+def _notes(job: ConfigJob) -> list[str]:
+    notes = []
+    if job.stage not in TRAINERS:
+        notes.append(f"not_expressible:stage={job.stage}")
+    if job.mixed_precision == "pure_bf16":
+        notes.append("not_expressible:mixed_precision=pure_bf16")
+    if job.offload and job.sharding in ("none", "ddp"):
+        notes.append("not_expressible:offload without zero or fsdp")
+    return notes
+
+
+def _py(value: Any) -> str:
+    return repr(value)
+
+
+def trl_script(job: ConfigJob) -> ConfigOutput:
+    trainer, config = TRAINERS.get(job.stage, TRAINERS["sft"])
+    args, margs = training_args(job), model_args(job)
+    lines = [*header(job, f"TRL {trainer}"), "from datasets import load_dataset",
+             "from transformers import AutoModelForCausalLM, AutoTokenizer"]
+    imports = [trainer, config]
+    if job.method == "qlora":
+        lines.append("from transformers import BitsAndBytesConfig")
+    if job.peft:
+        lines.append("from peft import LoraConfig")
+    lines.append(f"from trl import {', '.join(imports)}")
+    lines += ["", f"MODEL = {job.model!r}"]
+    load = [f"dtype={margs['dtype']!r}", f"attn_implementation={margs['attn_implementation']!r}"]
+    if job.method == "qlora":
+        if job.bits == 4:
+            lines.append("quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', "
+                         "bnb_4bit_compute_dtype='bfloat16')")
+        else:
+            lines.append("quant = BitsAndBytesConfig(load_in_8bit=True)")
+        load.append("quantization_config=quant")
+    lines.append(f"model = AutoModelForCausalLM.from_pretrained(MODEL, {', '.join(load)})")
+    lines.append("tokenizer = AutoTokenizer.from_pretrained(MODEL)")
+    peft = ""
+    if job.peft:
+        targets = "'all-linear'" if job.lora_targets == "all_linear" else _py(target_modules(job.lora_targets))
+        lines.append(f"peft_config = LoraConfig(r={job.lora_rank}, lora_alpha={job.lora_rank * 2}, "
+                     f"lora_dropout=0.05, target_modules={targets}, task_type='CAUSAL_LM')")
+        peft = ", peft_config=peft_config"
+    lines.append("dataset = load_dataset('trl-lib/Capybara', split='train')  # your data here")
+    body = ",\n    ".join(f"{k}={_py(v)}" for k, v in args.items())
+    lines.append(f"args = {config}(\n    {body},\n)")
+    extra = ", reward_funcs=reward_len" if job.stage == "grpo" else ""
+    if job.stage == "grpo":
+        lines[-1:-1] = ["", "def reward_len(completions, **kwargs):  # your reward here",
+                        "    return [-abs(200 - len(c)) for c in completions]", ""]
+    lines.append(f"trainer = {trainer}(model=model, args=args, train_dataset=dataset, processing_class=tokenizer"
+                 f"{peft}{extra})")
+    lines.append("trainer.train()")
+    files = [ConfigFile(name="train.py", text="\n".join(lines) + "\n"), *accelerate_files(job)]
+    return ConfigOutput(framework="trl", files=files, command=launcher(job, "train.py"),
+                        estimate_gib=job.estimate_gib, notes=_notes(job))
+
+
+def trl_command(job: ConfigJob) -> str:
+    """`trl <stage> --flag value ...` with the same settings as the script (flags are the config field names)."""
+    argv = ["trl", CLI.get(job.stage, "sft")]
+    for k, v in {**model_args(job), **training_args(job)}.items():
+        if isinstance(v, bool):
+            argv += [f"--{k}", "True" if v else "False"]
+        elif isinstance(v, list):
+            argv += [f"--{k}", *map(str, v)]
+        else:
+            argv += [f"--{k}", str(v)]
+    argv += ["--dataset_name", "trl-lib/Capybara"]
+    return shlex.join(argv)
+
+
+def unsloth(job: ConfigJob) -> ConfigOutput:
+    notes = _notes(job)
+    if job.gpu_count > 1:
+        notes.append("not_expressible:multi_gpu (Unsloth runs on one GPU)")
+    load = {"model_name": job.model, "max_seq_length": job.seq_len, "load_in_4bit": job.method == "qlora"
+            and job.bits == 4, "load_in_8bit": job.method == "qlora" and job.bits == 8,
+            "full_finetuning": job.method == "full"}
+    lines = [*header(job, "Unsloth"), "from unsloth import FastLanguageModel", "from datasets import load_dataset",
+             f"from trl import {TRAINERS.get(job.stage, TRAINERS['sft'])[0]}, "
+             f"{TRAINERS.get(job.stage, TRAINERS['sft'])[1]}", "",
+             "model, tokenizer = FastLanguageModel.from_pretrained(",
+             *(f"    {k}={_py(v)}," for k, v in load.items()), ")"]
+    if job.peft:
+        gc = "'unsloth'" if job.gradient_checkpointing else "False"
+        lines += ["model = FastLanguageModel.get_peft_model(", "    model,", f"    r={job.lora_rank},",
+                  f"    target_modules={_py(target_modules(job.lora_targets))},",
+                  f"    lora_alpha={job.lora_rank * 2},", "    lora_dropout=0,",
+                  f"    use_gradient_checkpointing={gc},", ")"]
+    args = training_args(job)
+    args.pop("deepspeed", None)
+    args.pop("use_liger_kernel", None)  # Unsloth's own fused cross-entropy is always on
+    trainer, config = TRAINERS.get(job.stage, TRAINERS["sft"])
+    lines.append("dataset = load_dataset('trl-lib/Capybara', split='train')  # your data here")
+    body = ",\n    ".join(f"{k}={_py(v)}" for k, v in args.items())
+    lines.append(f"args = {config}(\n    {body},\n)")
+    lines.append(f"trainer = {trainer}(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)")
+    lines.append("trainer.train()")
+    if not job.fused_loss:
+        notes.append("not_expressible:fused_loss=off (Unsloth always fuses the cross-entropy)")
+    return ConfigOutput(framework="unsloth", files=[ConfigFile(name="train_unsloth.py", text="\n".join(lines) + "\n")],
+                        command="python train_unsloth.py", estimate_gib=job.estimate_gib, notes=notes)

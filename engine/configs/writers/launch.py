@@ -1,0 +1,99 @@
+"""Multi-GPU: DeepSpeed JSON, accelerate config (FSDP or DeepSpeed) and the launch command lines.
+
+Key names: options/deepspeed.txt (JSON keys, `deepspeed` launcher flags), options/accelerate.txt (config file keys,
+`accelerate launch` flags).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine.configs.common import header
+from engine.configs.model import ConfigFile, ConfigJob, ConfigOutput
+from engine.configs.writers.yaml_tools import dump
+
+ZERO_STAGE = {"zero1": 1, "zero2": 2, "zero3": 3}
+
+
+def deepspeed_json(job: ConfigJob) -> dict[str, Any]:
+    stage = ZERO_STAGE.get(job.sharding, 0)
+    zero: dict[str, Any] = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
+    if job.offload and stage:
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+        if stage == 3:
+            zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    if stage == 3:
+        zero["stage3_gather_16bit_weights_on_model_save"] = True
+    return {"train_micro_batch_size_per_gpu": job.batch_size, "gradient_accumulation_steps": job.grad_accum,
+            "gradient_clipping": 1.0, "bf16": {"enabled": True}, "zero_optimization": zero}
+
+
+def accelerate_config(job: ConfigJob) -> dict[str, Any]:
+    c: dict[str, Any] = {"compute_environment": "LOCAL_MACHINE", "debug": False}
+    if job.sharding == "fsdp":
+        c["distributed_type"] = "FSDP"
+        c["fsdp_config"] = {"fsdp_version": 2, "fsdp_offload_params": job.offload,
+                            "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+                            "fsdp_activation_checkpointing": job.gradient_checkpointing,
+                            "fsdp_reshard_after_forward": True, "fsdp_state_dict_type": "SHARDED_STATE_DICT",
+                            "fsdp_cpu_ram_efficient_loading": True}
+    elif job.sharding in ZERO_STAGE:
+        c["distributed_type"] = "DEEPSPEED"
+        c["deepspeed_config"] = {"deepspeed_config_file": "ds_config.json",
+                                 "zero3_init_flag": job.sharding == "zero3"}
+    else:
+        c["distributed_type"] = "MULTI_GPU" if job.gpu_count > 1 else "NO"
+    c.update(machine_rank=0, num_machines=1, num_processes=job.gpu_count,
+             mixed_precision="bf16", rdzv_backend="static", same_network=True, use_cpu=False)
+    if job.context_parallel and job.context_parallel > 1 and job.sharding == "fsdp":
+        c["parallelism_config"] = {"parallelism_config_cp_size": job.context_parallel,
+                                   "parallelism_config_dp_shard_size": max(1, job.gpu_count // job.context_parallel)}
+    return c
+
+
+def accelerate_files(job: ConfigJob) -> list[ConfigFile]:
+    """The files a multi-GPU launch of a script needs besides the script (none on one GPU)."""
+    if job.gpu_count <= 1 and job.sharding == "none":
+        return []
+    files = [ConfigFile(name="accelerate.yaml",
+                        text="\n".join(header(job, "accelerate")) + "\n" + dump(accelerate_config(job)))]
+    if job.sharding in ZERO_STAGE:
+        files.append(ConfigFile(name="ds_config.json", text=json.dumps(deepspeed_json(job), indent=2) + "\n"))
+    return files
+
+
+def launcher(job: ConfigJob, script: str) -> str:
+    if job.gpu_count <= 1 and job.sharding == "none":
+        return f"python {script}"
+    return f"accelerate launch --config_file accelerate.yaml {script}"
+
+
+def accelerate(job: ConfigJob) -> ConfigOutput:
+    from engine.configs.writers.hf import trl_script
+
+    out = trl_script(job)
+    files = [f for f in out.files if f.name != "train.py"] or [
+        ConfigFile(name="accelerate.yaml", text="\n".join(header(job, "accelerate")) + "\n"
+                   + dump(accelerate_config(job)))]
+    script = next(f for f in out.files if f.name == "train.py")
+    return ConfigOutput(framework="accelerate", files=[*files, script],
+                        command=f"accelerate launch --config_file accelerate.yaml {script.name}",
+                        estimate_gib=job.estimate_gib, notes=out.notes)
+
+
+def deepspeed(job: ConfigJob) -> ConfigOutput:
+    """DeepSpeed JSON and the `deepspeed` launcher running the TRL script with it (HF Trainer's --deepspeed)."""
+    from engine.configs.writers.hf import trl_script
+
+    notes = []
+    if job.sharding not in ZERO_STAGE:
+        notes.append(f"changed:sharding={job.sharding}->zero2 (DeepSpeed is ZeRO)")
+        job = job.model_copy(update={"sharding": "zero2"})
+    ds = deepspeed_json(job)
+    script = trl_script(job)
+    train = next(f for f in script.files if f.name == "train.py")
+    cmd = f"deepspeed --num_gpus {job.gpu_count} train.py"
+    return ConfigOutput(framework="deepspeed", files=[ConfigFile(name="ds_config.json",
+                        text=json.dumps(ds, indent=2) + "\n"), train], command=cmd,
+                        estimate_gib=job.estimate_gib, notes=notes + script.notes)
