@@ -1,0 +1,57 @@
+"""Configs in and out (issue 16): writers turn a plan into the framework's own files, readers turn a user's file or
+command line back into the Request it describes. Pure: text in, text out; no I/O beyond options/*.txt.
+
+Public API (what the bot and the CLI call):
+    write_config(job, target)      -> ConfigOutput      one framework's files for a ConfigJob
+    config_for(request, target)    -> ConfigOutput      the best plan for a request, written for `target`
+    read_config(text, name)        -> ReadResult        one file or pasted command (never raises for bad input)
+    read_bundle([(name, text)...]) -> ReadResult        several files of one job
+    check(text, name)              -> dict              CONTRACT.md v2 `check --json`
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.configs.model import TARGETS, ConfigFile, ConfigJob, ConfigOutput, ReadResult, Target
+from engine.configs.readers import read_bundle, read_config
+from engine.configs.writers import WRITERS
+
+
+def write_config(job: ConfigJob, target: Target) -> ConfigOutput:
+    return WRITERS[target](job)
+
+
+def config_for(request: Any, target: Target | None = None) -> ConfigOutput:
+    """The ready-to-run config of the best plan for the request (raises ScenarioError when none can be made)."""
+    from engine.configs.bridge import best_job, default_target
+
+    target = target or default_target(request)
+    job, notes = best_job(request, target)
+    out = write_config(job, target)
+    out.notes = notes + out.notes
+    return out
+
+
+def check(text: str | bytes, name: str | None = None) -> dict[str, Any]:
+    """`check --json`: {"request", "estimate", "changes", "ignored"} (+ "format", "error" when it could not be read)."""
+    from engine.configs.bridge import check_estimate
+
+    read = read_config(text, name)
+    out: dict[str, Any] = {"request": None, "estimate": None, "changes": [], "ignored": read.ignored,
+                           "format": read.format}
+    if read.secrets:
+        out["secrets_dropped"] = read.secrets
+    if read.error or read.request is None:
+        out["error"] = read.error or "unknown_format"
+        return out
+    out["request"] = read.request.model_dump(mode="json", exclude_none=True)
+    estimate, changes, error = check_estimate(read.request)
+    out["estimate"], out["changes"] = estimate, changes
+    if error:
+        out["error"] = error
+    return out
+
+
+__all__ = ["TARGETS", "ConfigFile", "ConfigJob", "ConfigOutput", "ReadResult", "Target", "check", "config_for",
+           "read_bundle", "read_config", "write_config"]

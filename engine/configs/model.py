@@ -77,40 +77,12 @@ class ConfigJob(BaseModel):
     def peft(self) -> bool:
         return self.method in ("lora", "qlora")
 
-    def request(self) -> Request:
-        """The Request this job stands for (what `check` gives back for a file a writer made)."""
-        r = Request(model=ModelRef(name=self.model), method=self.method, seq_len=self.seq_len,
-                    gpus=[GpuRef(name=self.gpu_name, count=self.gpu_count)])
-        if self.serving:
-            r.serving_engine = self.serving_engine
-            r.kv_cache_dtype = self.kv_cache_dtype
-            r.quantization = self.quantization
-            r.bits = self.bits if self.bits != 16 else None
-            r.concurrency = self.concurrency
-            r.tensor_parallel = self.tensor_parallel
-            r.pipeline_parallel = self.pipeline_parallel
-            r.engine_options = EngineOptions(max_model_len=self.seq_len, max_num_seqs=self.concurrency,
-                                             gpu_memory_utilization=self.gpu_memory_utilization)
-            return r
-        r.stage = self.stage
-        r.bits = self.bits
-        r.quantization = self.quantization
-        r.optimizer = self.optimizer
-        r.mixed_precision = self.mixed_precision
-        r.batch_size = self.batch_size
-        r.gradient_checkpointing = self.gradient_checkpointing
-        r.flash_attention = self.flash_attention
-        r.fused_loss = self.fused_loss
-        r.sharding = self.sharding
-        r.offload = self.offload
-        r.context_parallel = self.context_parallel
-        if self.peft:
-            r.lora_rank = self.lora_rank
-            r.lora_targets = self.lora_targets
-        if self.stage == "grpo":
-            r.num_generations = self.num_generations
-            r.output_len = self.output_len
-        return r
+    def request(self, target: str | None = None) -> Request:
+        """The Request a file written for `target` stands for: what `check` of that file gives back (the round trip).
+        It is the job itself, less what the target's format cannot say (each writer's notes list those)."""
+        from engine.configs.expected import expected_request
+
+        return expected_request(self, target)
 
 
 class ConfigFile(BaseModel):

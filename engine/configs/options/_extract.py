@@ -147,14 +147,14 @@ def main(mirrors: Path, wheels: Path) -> None:
 
     ds = mirrors / "deepspeedai+DeepSpeed/repo"
     const = _show(ds, "deepspeed/runtime/constants.py")
-    top = re.findall(r"^[A-Z_0-9]+ = \"(\w+)\"", const, re.M)
+    top = re.findall(r"^[A-Z_0-9]+ = [\"'](\w+)[\"']$", const, re.M)
     zero_src = _show(ds, "deepspeed/runtime/zero/config.py")
     zero = class_fields(zero_src, {"DeepSpeedZeroConfig"}) + pydantic_aliases(zero_src)
     off_src = _show(ds, "deepspeed/runtime/zero/offload_config.py")
     off_opt = class_fields(off_src, {"DeepSpeedZeroOffloadOptimizerConfig"})
     off_par = class_fields(off_src, {"DeepSpeedZeroOffloadParamConfig"})
     prec = _show(ds, "deepspeed/runtime/precision_config.py")
-    prec_keys = re.findall(r"^[A-Z_0-9]+ = \"(\w+)\"", prec, re.M)
+    prec_keys = re.findall(r"^[A-Z_0-9]+ = [\"'](\w+)[\"']$", prec, re.M)
     launcher = argparse_flags(_show(ds, "deepspeed/launcher/runner.py"))
     keys = [*top, *prec_keys, *(f"zero_optimization.{k}" for k in zero),
             *(f"zero_optimization.offload_optimizer.{k}" for k in off_opt),

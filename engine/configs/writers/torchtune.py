@@ -30,7 +30,7 @@ def _family_size(model: str) -> tuple[str | None, str | None]:
 
 def recipe_and_config(job: ConfigJob) -> tuple[str, str | None]:
     single = job.gpu_count == 1
-    if job.stage == "grpo":
+    if job.stage == "grpo" and not job.peft:
         recipe = "dev/grpo_full_finetune_distributed"
     elif job.stage == "dpo":
         recipe = ("lora_dpo_single_device" if single else "lora_dpo_distributed") if job.peft else "full_dpo_distributed"
@@ -84,6 +84,10 @@ def overrides(job: ConfigJob, notes: list[str]) -> list[str]:
 
 def torchtune(job: ConfigJob) -> ConfigOutput:
     notes: list[str] = []
+    if job.stage == "grpo" and job.peft:
+        notes.append("not_expressible:stage=grpo with LoRA (torchtune's GRPO recipe is full fine-tuning)")
+    elif job.stage not in ("sft", "dpo", "grpo", "pretrain"):
+        notes.append(f"not_expressible:stage={job.stage}")
     recipe, config = recipe_and_config(job)
     if config is None:
         family, size = _family_size(job.model)

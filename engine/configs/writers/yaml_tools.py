@@ -101,7 +101,7 @@ def llama_factory(job: ConfigJob) -> ConfigOutput:
     c: dict[str, Any] = {"model_name_or_path": job.model}
     if job.stage not in LF_STAGES:
         notes.append(f"not_expressible:stage={job.stage}")
-    c["stage"] = LF_STAGES.get(job.stage, "sft")
+    c["stage"] = LF_STAGES.get(job.stage, "sft")  # no GRPO/ORPO/SimPO stage in LLaMA-Factory's finetuning_args
     c["do_train"] = True
     c["finetuning_type"] = "lora" if job.peft else "full"
     if job.peft:

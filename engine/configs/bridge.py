@@ -1,0 +1,118 @@
+"""The only place engine.configs touches the planner and the estimator (both are being moved: re-point here).
+
+best_job(request, target): the best plan for the request as a ConfigJob, in the settings its estimate assumed.
+check_estimate(request): the `estimate` answer for a request read from a config, and the smallest changes that fit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.configs.model import ConfigJob, Target
+from engine.schema import Request, Scenario
+
+# The frameworks' own choices the estimate must assume to match what their files run.
+SERVING = {"vllm", "sglang", "llama.cpp"}
+FRAMEWORK_TARGET: dict[str, Target] = {"axolotl": "axolotl", "llama-factory": "llama-factory", "trl": "trl",
+                                       "hf": "trl", "unsloth": "unsloth", "torchtune": "torchtune",
+                                       "deepspeed": "deepspeed", "fsdp-qlora": "accelerate"}
+ENGINE_TARGET: dict[str, Target] = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "ollama": "llama.cpp"}
+
+
+def default_target(request: Request) -> Target:
+    """The framework the user named, else TRL for training and vLLM for serving."""
+    if request.method == "inference" or request.serving_engine or request.concurrency:
+        return ENGINE_TARGET.get(request.serving_engine or "", "vllm")
+    return FRAMEWORK_TARGET.get(request.framework or "", "trl")
+
+
+def _adapted(request: Request, target: Target) -> Request:
+    """The request as the target runs it: Unsloth always fuses the loss, torchtune trains in pure bf16 with FSDP."""
+    r = request.model_copy(deep=True)
+    if target == "unsloth":
+        r.fused_loss = True
+    elif target == "torchtune":
+        r.mixed_precision = "pure_bf16"
+        if any(g.count > 1 for g in r.gpus) and r.sharding is None:
+            r.sharding = "fsdp"
+    if target in SERVING and r.method is None:
+        r.method = "inference"
+    return r
+
+
+def _plan(request: Request) -> Any:
+    from engine.planner import plan
+
+    return plan(request)
+
+
+def _scenario_of(result: Any) -> tuple[Scenario, Any]:
+    """(the scenario of the best plan, that plan) — the base scenario when nothing fits."""
+    from engine.planner import TECHNIQUES, _sharding
+
+    base: Scenario = result.scenario
+    if not result.plans:
+        return base, None
+    best = result.plans[0]
+    s = base
+    for name in best.techniques:
+        if name in TECHNIQUES:
+            s = s.model_copy(update=TECHNIQUES[name]["update"])
+    return s.model_copy(update={"gpu_count": best.count, "sharding": _sharding(s, best.count)}), best
+
+
+def _model_id(name: str) -> str:
+    from engine.catalog import find_model
+
+    m = find_model(name)
+    return m.hf_id if m and m.hf_id else name
+
+
+def best_job(request: Request, target: Target | None = None) -> tuple[ConfigJob, list[str]]:
+    """The best plan's job for `target` (default: the request's framework) and notes (message keys)."""
+    target = target or default_target(request)
+    result = _plan(_adapted(request, target))
+    s, best = _scenario_of(result)
+    notes = [] if best else ["no_plan_fits"]
+    batch = request.batch_size or s.batch_size
+    accum = batch // s.batch_size if s.batch_size and batch > s.batch_size else 1
+    job = ConfigJob(
+        model=_model_id(request.model.name if request.model and request.model.name else s.arch.name),
+        method=s.method, stage=request.stage or "sft", bits=s.bits, quantization=request.quantization,
+        optimizer=s.optimizer, mixed_precision=s.mixed_precision, lora_rank=s.lora_rank or 16,
+        lora_targets=s.lora_targets or "all_linear", seq_len=s.seq_len, batch_size=s.batch_size, grad_accum=accum,
+        gradient_checkpointing=s.gradient_checkpointing, flash_attention=s.flash_attention, fused_loss=s.fused_loss,
+        sharding=s.sharding, offload=s.offload, gpu_count=s.gpu_count, gpu_name=best.gpu if best else None,
+        context_parallel=request.context_parallel, tensor_parallel=request.tensor_parallel,
+        pipeline_parallel=request.pipeline_parallel, num_generations=request.num_generations,
+        output_len=request.output_len, serving_engine=request.serving_engine, kv_cache_dtype=request.kv_cache_dtype,
+        concurrency=request.concurrency or (s.batch_size if s.method == "inference" else None),
+        gpu_memory_utilization=request.engine_options.gpu_memory_utilization if request.engine_options else None,
+        estimate_gib=round(best.per_gpu_gb, 1) if best else round(result.breakdown.total, 1),
+    )
+    return job, notes
+
+
+def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str | None]:
+    """(estimate answer, smallest changes that fit, error) for a request read from a config."""
+    from engine.estimate import estimate
+    from engine.scenario import ScenarioError
+
+    named = [g for g in request.gpus if g.name or g.memory_gb]
+    asked = request if named else request.model_copy(update={"gpus": []})
+    try:
+        answer = estimate(asked)
+    except (ScenarioError, ValueError) as exc:
+        return None, [], str(exc)
+    if not named and request.gpus:
+        answer["gpu_count"] = request.gpus[0].count
+    changes: list[dict[str, Any]] = []
+    if named and answer["fits"] and not any(f["fits"] for f in answer["fits"]):
+        try:
+            result = _plan(asked)
+        except (ScenarioError, ValueError):
+            result = None
+        if result is not None:
+            changes = [{"key": s.key, "params": s.params, "saves_gb": s.saves_gb, "fits": s.fits}
+                       for s in result.suggestions]
+    return answer, changes, None

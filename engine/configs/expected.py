@@ -1,0 +1,120 @@
+"""What each writer's files say about a job, as a Request: the job less what the target's format cannot express.
+
+`check` of a written file gives this request back; the writers' notes name every setting dropped here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.schema import Request
+
+if TYPE_CHECKING:
+    from engine.configs.model import ConfigJob
+
+AXOLOTL_STAGES = ("sft", "dpo", "orpo", "kto", "simpo", "grpo")
+LF_STAGES = ("sft", "dpo", "kto", "rm", "ppo", "pretrain")
+TRL_STAGES = ("sft", "dpo", "grpo", "kto", "rm", "pretrain")
+TORCHTUNE_STAGES = ("sft", "dpo", "grpo")
+
+
+def _serving(job: ConfigJob, engine: str) -> dict[str, Any]:
+    q = (job.quantization or "").lower()
+    r: dict[str, Any] = {"model": {"name": job.model}, "method": "inference", "serving_engine": engine,
+                         "seq_len": job.seq_len, "gpus": [{"name": job.gpu_name, "count": job.gpu_count}]}
+    if engine == "llama.cpp":
+        slots = job.concurrency or 1
+        r.update(concurrency=slots, flash_attention=job.flash_attention,
+                 quantization=q if q.startswith("gguf:") else "gguf:q4_k_m",
+                 engine_options={"max_model_len": job.seq_len, "max_num_seqs": slots})
+        if job.kv_cache_dtype in ("int8", "int4", "bf16"):
+            r["kv_cache_dtype"] = job.kv_cache_dtype
+        return r
+    pp = job.pipeline_parallel or 1
+    r.update(tensor_parallel=job.tensor_parallel or max(1, job.gpu_count // pp),
+             pipeline_parallel=pp if pp > 1 else None, concurrency=job.concurrency,
+             engine_options={"max_model_len": job.seq_len, "max_num_seqs": job.concurrency,
+                             "gpu_memory_utilization": job.gpu_memory_utilization or 0.9})
+    if job.kv_cache_dtype == "fp8":
+        r["kv_cache_dtype"] = "fp8"
+    if q in ("awq", "gptq", "mxfp4"):
+        r.update(quantization=q, bits=4)
+    elif q == "fp8":
+        r.update(quantization="fp8", bits=8)
+    elif q in ("nf4", "int8") or (job.bits in (4, 8) and not q):
+        r.update(quantization="nf4", bits=4)
+    return r
+
+
+def expected_request(job: ConfigJob, target: str | None) -> Request:
+    if target in ("vllm", "sglang", "llama.cpp") or (target is None and job.serving):
+        return Request.model_validate(_serving(job, target or job.serving_engine or "vllm"))
+    t = target or "trl"
+    n = job.gpu_count
+    r: dict[str, Any] = {
+        "model": {"name": job.model}, "method": job.method, "seq_len": job.seq_len, "batch_size": job.batch_size,
+        "optimizer": job.optimizer, "mixed_precision": "amp", "gradient_checkpointing": job.gradient_checkpointing,
+        "flash_attention": job.flash_attention, "fused_loss": job.fused_loss, "offload": job.offload,
+        "gpus": [{"name": job.gpu_name, "count": n}], "stage": job.stage, "sharding": job.sharding,
+        "bits": job.bits if job.method == "qlora" else 16, "context_parallel": None,
+    }
+    if job.method == "qlora":
+        r["quantization"] = "nf4" if job.bits == 4 else "int8"
+    if job.peft:
+        r.update(lora_rank=job.lora_rank, lora_targets=job.lora_targets)
+    if job.stage == "grpo" and t in ("axolotl", "trl", "accelerate", "deepspeed", "unsloth"):
+        r.update(num_generations=job.num_generations or 8, output_len=job.output_len or 256)
+    plain = "ddp" if n > 1 else "none"
+    cp = job.context_parallel if job.context_parallel and job.context_parallel > 1 else None
+    if t == "axolotl":
+        r["framework"] = "axolotl"
+        r["stage"] = job.stage if job.stage in AXOLOTL_STAGES else "sft"
+        if job.sharding in ("none", "ddp"):
+            r.update(sharding=plain, offload=False)
+        elif job.sharding in ("zero1", "zero2"):
+            r["offload"] = False
+        r["context_parallel"] = cp
+    elif t == "llama-factory":
+        r["framework"] = "llama-factory"
+        r["stage"] = job.stage if job.stage in LF_STAGES else "sft"
+        r["mixed_precision"] = job.mixed_precision
+        if job.sharding not in ("zero2", "zero3"):
+            r.update(sharding=plain, offload=False)
+    elif t in ("trl", "accelerate", "deepspeed"):
+        r["framework"] = "deepspeed" if t == "deepspeed" or job.sharding.startswith("zero") else "trl"
+        if job.stage == "grpo":
+            r["seq_len"] = None  # GRPOConfig has no prompt limit: the completion length is max_completion_length
+        r["stage"] = job.stage if job.stage in TRL_STAGES else "sft"
+        if t == "deepspeed" and not job.sharding.startswith("zero"):
+            r["sharding"] = "zero2"
+        if r["sharding"] in ("none", "ddp"):
+            r.update(sharding=plain, offload=False)
+        elif r["sharding"] in ("zero1", "zero2"):
+            r["offload"] = job.offload
+        if job.sharding == "fsdp" and t != "deepspeed":
+            r["context_parallel"] = cp
+        if job.gpu_count <= 1 and job.sharding == "none" and t == "trl":
+            r.pop("gpus")  # the `trl` command and the script name no GPU; the header does
+            r["gpus"] = [{"name": job.gpu_name, "count": n}]
+    elif t == "unsloth":
+        r.update(framework="unsloth", fused_loss=True, sharding=plain, offload=False, flash_attention=True,
+                 stage=job.stage if job.stage in TRL_STAGES else "sft")
+    elif t == "torchtune":
+        r.update(framework="torchtune", mixed_precision="pure_bf16", sharding="fsdp" if n > 1 else "none",
+                 stage=job.stage if job.stage in TORCHTUNE_STAGES else "sft", flash_attention=None,
+                 context_parallel=cp, offload=job.offload and n > 1 and not job.peft, num_generations=None,
+                 output_len=None)
+        if job.stage == "grpo" and job.peft:
+            r["stage"] = "sft"  # torchtune's GRPO recipe is full fine-tuning only
+        if job.optimizer == "adafactor":
+            r["optimizer"] = None
+        if job.peft:
+            from engine.configs.common import target_tokens, targets_from_tokens
+
+            tokens = set(target_tokens(job.lora_targets))
+            if tokens & {"gate", "up", "down"}:
+                tokens |= {"gate", "up", "down"}
+            r["lora_targets"] = targets_from_tokens(tokens - {"fc1", "fc2", "qkv_fused"})
+        if job.method == "qlora":
+            r.update(bits=4, quantization="nf4")
+    return Request.model_validate(r)

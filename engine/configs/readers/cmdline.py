@@ -1,0 +1,468 @@
+"""Command lines: `accelerate launch`, `torchrun`, `deepspeed`, `trl`, `tune run`, `vllm serve`, SGLang, `llama-server`
+(flags: options/*.txt). Parsed with shlex, never executed."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from engine.configs.common import target_tokens, targets_from_tokens
+from engine.configs.options import known
+from engine.configs.readers.collect import Collector, as_bool, as_float, as_int
+from engine.configs.readers.mappings import hf_args
+from engine.configs.writers.torchtune import ATTN, FUSED_LOSS, OPTIMIZERS
+
+PROGRAMS = ("accelerate", "torchrun", "deepspeed", "trl", "tune", "vllm", "llama-server", "sglang", "python",
+            "python3", "llamafactory-cli", "axolotl")
+ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+TRL_STAGE = {"sft": "sft", "dpo": "dpo", "grpo": "grpo", "kto": "kto", "reward": "rm"}
+
+
+def split(text: str) -> list[str] | None:
+    """argv of the first command in the text (comments and line continuations handled); None when not shell."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    joined = " ".join(ln.rstrip().rstrip("\\") for ln in lines)
+    try:
+        argv = shlex.split(joined, comments=True)
+    except ValueError:
+        return None
+    return argv or None
+
+
+def program(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(env assignments, argv without them)."""
+    i = 0
+    while i < len(argv) and ENV.match(argv[i]):
+        i += 1
+    return argv[:i], argv[i:]
+
+
+def looks_like_command(text: str) -> bool:
+    argv = split(text)
+    if not argv:
+        return False
+    _, rest = program(argv)
+    return bool(rest) and rest[0].rsplit("/", 1)[-1] in PROGRAMS
+
+
+def flags(args: list[str]) -> tuple[dict[str, str | list[str] | bool], list[str]]:
+    """`--key value`, `--key=value`, bare `--switch` → mapping; and the positional arguments."""
+    out: dict[str, str | list[str] | bool] = {}
+    pos: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("-") and len(a) > 1 and not re.fullmatch(r"-\d+(\.\d+)?", a):
+            key, eq, val = a.partition("=")
+            if eq:
+                out[key] = val
+            else:
+                vals = []
+                while i + 1 < len(args) and not (args[i + 1].startswith("-") and len(args[i + 1]) > 1
+                                                 and not re.fullmatch(r"-\d+(\.\d+)?", args[i + 1])):
+                    i += 1
+                    vals.append(args[i])
+                out[key] = True if not vals else vals[0] if len(vals) == 1 else vals
+        else:
+            pos.append(a)
+        i += 1
+    return out, pos
+
+
+def _secrets(env: list[str], c: Collector) -> None:
+    for e in env:
+        name, _, value = e.partition("=")
+        if not c.secret(name, value):
+            c.unknown(f"env:{name}", value)
+
+
+def read(text: str, c: Collector) -> None:
+    argv = split(text) or []
+    env, argv = program(argv)
+    _secrets(env, c)
+    prog = argv[0].rsplit("/", 1)[-1]
+    rest = argv[1:]
+    if prog in ("python", "python3") and len(rest) >= 2 and rest[0] == "-m":
+        module, rest = rest[1], rest[2:]
+        prog = {"sglang.launch_server": "sglang", "vllm.entrypoints.openai.api_server": "vllm-api",
+                "torch.distributed.run": "torchrun", "accelerate.commands.launch": "accelerate-launch"}.get(module,
+                                                                                                          module)
+    elif prog in ("python", "python3") and rest:
+        _script(rest, c)
+        return
+    if prog == "accelerate" and rest[:1] == ["launch"]:
+        prog, rest = "accelerate-launch", rest[1:]
+    if prog == "vllm" and rest[:1] == ["serve"]:
+        prog, rest = "vllm-serve", rest[1:]
+    handler = {"accelerate-launch": _accelerate, "torchrun": _torchrun, "deepspeed": _deepspeed, "trl": _trl,
+               "tune": _tune, "vllm-serve": _vllm, "vllm-api": _vllm, "sglang": _sglang,
+               "llama-server": _llama_server}.get(prog)
+    if handler is None:
+        c.ignore(f"command:{prog}")
+        return
+    handler(rest, c)
+
+
+def _script(args: list[str], c: Collector) -> None:
+    """A training script and its arguments: HF/TRL flags; a tool entry point names a config file not sent."""
+    if not args:
+        return
+    if args[0] == "-m" and len(args) > 1:
+        module, args = args[1], args[2:]
+        if module.startswith("axolotl"):
+            c.fields.setdefault("framework", "axolotl")
+            c.ignore("axolotl config file (send the YAML itself)")
+            return
+    elif args[0].rsplit("/", 1)[-1] in ("llamafactory-cli", "axolotl"):
+        c.ignore(f"{args[0]} config file (send the YAML itself)")
+        return
+    else:
+        args = args[1:]
+    fl, _ = flags(args)
+    data = {k.lstrip("-").replace("-", "_"): (v if v is not True else "true") for k, v in fl.items()}
+    hf_args({k: v for k, v in data.items() if k != "config"}, c)
+    if "config" in data:
+        c.ignore("--config (the file it names was not sent)")
+
+
+def _accelerate(args: list[str], c: Collector) -> None:
+    names = {f[5:] for f in known("accelerate") if f.startswith("flag:")}
+    i = 0
+    own: list[str] = []
+    while i < len(args) and args[i].startswith("-") and args[i] != "-m":
+        own.append(args[i])
+        key = args[i].split("=", 1)[0]
+        takes_value = "=" not in args[i] and key not in ("--multi_gpu", "--use_fsdp", "--use_deepspeed", "--cpu",
+                                                         "--debug", "--quiet", "--same_network", "--no_python",
+                                                         "--use_megatron_lm", "--use_parallelism_config",
+                                                         "--downcast_bf16", "--enable_cpu_affinity", "--tpu")
+        if takes_value and i + 1 < len(args):
+            i += 1
+            own.append(args[i])
+        i += 1
+    fl, _ = flags(own)
+    for key, value in fl.items():
+        k = "--" + key[2:].replace("-", "_") if key.startswith("--") else key
+        if k == "--num_processes":
+            c.gpu_count = as_int(value)
+        elif k == "--use_fsdp":
+            c.set("sharding", "fsdp")
+        elif k == "--fsdp_offload_params":
+            c.set("offload", as_bool(value))
+        elif k == "--use_deepspeed":
+            c.fields.setdefault("sharding", "zero2")
+        elif k == "--zero_stage":
+            c.set("sharding", {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}.get(as_int(value) or -1))
+        elif k in ("--offload_optimizer_device", "--offload_param_device"):
+            if str(value).lower() in ("cpu", "nvme"):
+                c.set("offload", True)
+        elif k == "--mixed_precision":
+            if str(value).lower() in ("bf16", "fp16", "fp8"):
+                c.set("mixed_precision", "amp")
+        elif k == "--multi_gpu":
+            c.fields.setdefault("sharding", "ddp")
+        elif k == "--parallelism_config_cp_size":
+            c.set("context_parallel", as_int(value))
+        elif k == "--config_file":
+            c.ignore("--config_file (the file it names was not sent)")
+        elif k not in names:
+            c.other(k, value)
+    _script(args[i:], c)
+
+
+def _torchrun(args: list[str], c: Collector) -> None:
+    names = known("torchrun")
+    i = 0
+    own: list[str] = []
+    while i < len(args) and args[i].startswith("-") and args[i] not in ("-m", "--module"):
+        own.append(args[i])
+        if "=" not in args[i] and args[i] not in ("--standalone", "--no-python", "--no_python", "--run-path",
+                                                  "--run_path") and i + 1 < len(args):
+            i += 1
+            own.append(args[i])
+        i += 1
+    fl, _ = flags(own)
+    per, nodes = 1, 1
+    for key, value in fl.items():
+        if key in ("--nproc-per-node", "--nproc_per_node"):
+            per = as_int(value) or 1
+        elif key == "--nnodes":
+            nodes = as_int(str(value).split(":")[-1]) or 1
+        elif key not in names:
+            c.ignore(key)
+    c.gpu_count = per * nodes
+    if per * nodes > 1:
+        c.fields.setdefault("sharding", "ddp")
+    _script(["-m", *args[i + 1:]] if i < len(args) and args[i] in ("-m", "--module") else args[i:], c)
+
+
+def _deepspeed(args: list[str], c: Collector) -> None:
+    names = {f[5:] for f in known("deepspeed") if f.startswith("flag:")}
+    i = 0
+    own: list[str] = []
+    while i < len(args) and args[i].startswith("-"):
+        own.append(args[i])
+        if "=" not in args[i] and args[i] not in ("--no_ssh", "--no_python", "--module", "--force_multi",
+                                                  "--no_local_rank", "--enable_each_rank_log", "--no_ssh_check",
+                                                  "--save_pid", "--bind_cores_to_rank", "--autotuning") \
+                and i + 1 < len(args):
+            i += 1
+            own.append(args[i])
+        i += 1
+    fl, _ = flags(own)
+    per, nodes = 1, 1
+    for key, value in fl.items():
+        if key in ("--num_gpus", "--num_accelerators"):
+            per = as_int(value) or 1
+        elif key == "--num_nodes":
+            nodes = as_int(value) or 1
+        elif key not in names:
+            c.ignore(key)
+    c.gpu_count = per * nodes
+    c.fields.setdefault("framework", "deepspeed")
+    _script(args[i:], c)
+
+
+def _trl(args: list[str], c: Collector) -> None:
+    if not args:
+        return
+    stage = TRL_STAGE.get(args[0])
+    if stage is None:
+        c.ignore(f"trl {args[0]}")
+        return
+    c.fields.setdefault("framework", "trl")
+    c.set("stage", stage)
+    _script(["trl", *args[1:]], c)
+
+
+def _tune(args: list[str], c: Collector) -> None:
+    c.fields.setdefault("framework", "torchtune")
+    if args[:1] != ["run"]:
+        c.ignore("tune (only `tune run` is read)")
+        return
+    args = args[1:]
+    per = 1
+    if args[:1] in (["--nproc_per_node"], ["--nproc-per-node"]) and len(args) > 1:
+        per = as_int(args[1]) or 1
+        args = args[2:]
+    names = known("torchtune")
+    recipe = args[0] if args else ""
+    if f"recipe:{recipe}" not in names:
+        c.ignore(f"recipe {recipe}")
+    rest = args[1:]
+    config = ""
+    if rest[:1] == ["--config"] and len(rest) > 1:
+        config, rest = rest[1], rest[2:]
+        if f"config:{config}" not in names:
+            c.ignore("--config (the file it names was not sent)")
+    c.gpu_count = per
+    kind = config.rsplit("/", 1)[-1]
+    peft = "lora" in recipe
+    c.set("method", ("qlora" if "qlora" in kind else "lora") if peft else "full")
+    c.set("bits", 4 if peft and "qlora" in kind else 16)
+    if peft and "qlora" in kind:
+        c.set("quantization", "nf4")
+    c.set("stage", "dpo" if "dpo" in recipe else "grpo" if "grpo" in recipe else "ppo" if "ppo" in recipe else "sft")
+    c.set("sharding", "fsdp" if "distributed" in recipe and per > 1 else "none")
+    c.set("mixed_precision", "pure_bf16")
+    tokens: set[str] = set(target_tokens("all_linear")) if peft else set()
+    back_opt = {v: k for k, v in OPTIMIZERS.items()}
+    for item in rest:
+        key, eq, value = item.partition("=")
+        if not eq:
+            c.ignore(key)
+            continue
+        if key == "batch_size":
+            c.set("batch_size", as_int(value))
+        elif key == "tokenizer.max_seq_len":
+            c.set("seq_len", as_int(value))
+        elif key == "enable_activation_checkpointing":
+            c.set("gradient_checkpointing", as_bool(value))
+        elif key == "dtype":
+            c.set("mixed_precision", "pure_bf16" if value == "bf16" else None)
+            if value != "bf16":
+                c.ignore("dtype")
+        elif key == "loss._component_":
+            c.set("fused_loss", value in (FUSED_LOSS, "torchtune.modules.loss.CEWithChunkedOutputLoss"))
+        elif key == "optimizer._component_":
+            if value in back_opt:
+                c.set("optimizer", back_opt[value])
+            else:
+                c.ignore(key)
+        elif key == "model.lora_rank":
+            c.set("lora_rank", as_int(value))
+        elif key == "model.lora_attn_modules":
+            names_ = [v.strip() for v in value.strip("[]").split(",") if v.strip()]
+            back = {m: t for t, m in ATTN.items()}
+            tokens -= set(ATTN)
+            tokens |= {back[m] for m in names_ if m in back}
+        elif key == "model.apply_lora_to_mlp":
+            tokens = (tokens | {"gate", "up", "down"}) if as_bool(value) else tokens - {"gate", "up", "down"}
+        elif key == "model.apply_lora_to_output":
+            tokens = (tokens | {"lm_head"}) if as_bool(value) else tokens - {"lm_head"}
+        elif key == "fsdp_cpu_offload":
+            c.set("offload", as_bool(value))
+        elif key == "context_parallel_dim":
+            c.set("context_parallel", as_int(value))
+        elif key in names:
+            c.unknown(key, value)
+        else:
+            c.other(key, value)
+    if peft and tokens:
+        c.set("lora_targets", targets_from_tokens(tokens))
+    c.default("offload", False)
+
+
+def _serving(c: Collector, engine: str) -> None:
+    c.fields.setdefault("framework", None)
+    c.fields.pop("framework", None)
+    c.set("method", "inference")
+    c.set("serving_engine", engine)
+
+
+def _quant(c: Collector, value: str) -> None:
+    q = value.lower()
+    if q in ("awq", "awq_marlin", "gptq", "gptq_marlin"):
+        c.set("quantization", q.split("_")[0])
+        c.set("bits", 4)
+    elif q in ("fp8", "mxfp4"):
+        c.set("quantization", q)
+        c.set("bits", 8 if q == "fp8" else 4)
+    elif q == "bitsandbytes":
+        c.set("quantization", "nf4")
+        c.set("bits", 4)
+    else:
+        c.ignore("--quantization")
+
+
+def _engine_options(c: Collector, **values: object) -> None:
+    opts = dict(c.fields.get("engine_options") or {})
+    opts.update({k: v for k, v in values.items() if v is not None})
+    c.fields["engine_options"] = opts
+
+
+def _vllm(args: list[str], c: Collector) -> None:
+    _serving(c, "vllm")
+    fl, pos = flags(args)
+    names = known("vllm")
+    if pos:
+        c.model = pos[0]
+    tp = pp = 1
+    for key, value in fl.items():
+        v = value if isinstance(value, str) else ""
+        if key in ("--tensor-parallel-size", "-tp"):
+            tp = as_int(v) or 1
+        elif key in ("--pipeline-parallel-size", "-pp"):
+            pp = as_int(v) or 1
+        elif key == "--max-model-len":
+            c.set("seq_len", as_int(v))
+            _engine_options(c, max_model_len=as_int(v))
+        elif key == "--max-num-seqs":
+            c.set("concurrency", as_int(v))
+            _engine_options(c, max_num_seqs=as_int(v))
+        elif key == "--gpu-memory-utilization":
+            _engine_options(c, gpu_memory_utilization=as_float(v))
+        elif key == "--kv-cache-dtype":
+            if v.startswith("fp8"):
+                c.set("kv_cache_dtype", "fp8")
+            elif v != "auto":
+                c.ignore(key)
+        elif key in ("--quantization", "-q"):
+            _quant(c, v)
+        elif key == "--model":
+            c.model = v
+        elif key in ("--hf-token", "--api-key"):
+            c.secret(key, value)
+        elif key in names:
+            c.unknown(key.lstrip("-").replace("-", "_"), value)
+        else:
+            c.other(key, value)
+    c.set("tensor_parallel", tp)
+    c.set("pipeline_parallel", pp if pp > 1 else None)
+    c.gpu_count = tp * pp
+
+
+def _sglang(args: list[str], c: Collector) -> None:
+    _serving(c, "sglang")
+    fl, _ = flags(args)
+    names = known("sglang")
+    tp = pp = 1
+    for key, value in fl.items():
+        v = value if isinstance(value, str) else ""
+        if key in ("--model-path", "--model"):
+            c.model = v
+        elif key in ("--tp-size", "--tp", "--tensor-parallel-size"):
+            tp = as_int(v) or 1
+        elif key in ("--pp-size", "--pipeline-parallel-size"):
+            pp = as_int(v) or 1
+        elif key == "--context-length":
+            c.set("seq_len", as_int(v))
+            _engine_options(c, max_model_len=as_int(v))
+        elif key == "--max-running-requests":
+            c.set("concurrency", as_int(v))
+            _engine_options(c, max_num_seqs=as_int(v))
+        elif key == "--mem-fraction-static":
+            _engine_options(c, gpu_memory_utilization=as_float(v))
+        elif key == "--kv-cache-dtype":
+            if v.startswith("fp8"):
+                c.set("kv_cache_dtype", "fp8")
+            elif v not in ("auto", "bf16", "bfloat16"):
+                c.ignore(key)
+        elif key == "--quantization":
+            _quant(c, v)
+        elif key in names:
+            c.unknown(key.lstrip("-").replace("-", "_"), value)
+        else:
+            c.other(key, value)
+    c.set("tensor_parallel", tp)
+    c.set("pipeline_parallel", pp if pp > 1 else None)
+    c.gpu_count = tp * pp
+
+
+LLAMA_KV = {"q8_0": "int8", "q4_0": "int4", "q4_1": "int4", "f16": "bf16", "bf16": "bf16"}
+
+
+def _llama_server(args: list[str], c: Collector) -> None:
+    _serving(c, "llama.cpp")
+    fl, _ = flags(args)
+    names = known("llama_cpp")
+    ctx, slots = None, 1
+    for key, value in fl.items():
+        v = value if isinstance(value, str) else ""
+        if key in ("-m", "--model"):
+            c.model = v
+            m = re.search(r"(q\d_k_[sml]|q\d_k|q\d_\d|iq\d_\w+|f16|bf16|q8_0)", v.lower())
+            if m:
+                c.set("quantization", f"gguf:{m.group(1)}")
+        elif key in ("-hf", "-hfr", "--hf-repo"):
+            repo, _, tag = v.partition(":")
+            c.model = repo
+            c.set("quantization", f"gguf:{(tag or 'Q4_K_M').lower()}")
+        elif key in ("-c", "--ctx-size"):
+            ctx = as_int(v)
+        elif key in ("-np", "--parallel"):
+            slots = as_int(v) or 1
+        elif key in ("-fa", "--flash-attn"):
+            c.set("flash_attention", v.lower() != "off")
+        elif key in ("-ctk", "--cache-type-k", "-ctv", "--cache-type-v"):
+            if v.lower() in LLAMA_KV:
+                c.set("kv_cache_dtype", LLAMA_KV[v.lower()])
+            else:
+                c.ignore(key)
+        elif key in ("-ts", "--tensor-split"):
+            c.gpu_count = len([p for p in re.split(r"[,/]+", v) if p.strip()])
+        elif key in ("-hft", "--hf-token", "--api-key"):
+            c.secret(key, value)
+        elif key in ("-ngl", "--gpu-layers", "--n-gpu-layers", "-sm", "--split-mode"):
+            continue
+        elif key in names:
+            c.unknown(key, value)
+        else:
+            c.other(key, value)
+    if ctx:
+        per = ctx // slots if ctx >= slots else ctx
+        c.set("seq_len", per)
+        _engine_options(c, max_model_len=per)
+    c.set("concurrency", slots)
+    _engine_options(c, max_num_seqs=slots)
+    c.gpu_count = c.gpu_count or 1
