@@ -106,6 +106,8 @@ def expected_request(job: ConfigJob, target: str | None) -> Request:
                  output_len=None)
         if job.stage == "grpo" and job.peft:
             r["stage"] = "sft"  # torchtune's GRPO recipe is full fine-tuning only
+        if n == 1 or r["stage"] != "sft":
+            r["context_parallel"] = None  # only the distributed SFT recipes read context_parallel_dim
         if job.optimizer == "adafactor":
             r["optimizer"] = None
         if job.peft:

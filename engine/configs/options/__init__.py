@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 
 HERE = Path(__file__).parent
-TOOLS = ("axolotl", "llama_factory", "trl", "transformers", "torchtune", "deepspeed", "accelerate", "unsloth", "vllm",
+TOOLS = ("peft", "axolotl", "llama_factory", "trl", "transformers", "torchtune", "deepspeed", "accelerate", "unsloth", "vllm",
          "sglang", "llama_cpp", "torchrun")
 
 

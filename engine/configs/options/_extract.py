@@ -106,6 +106,17 @@ def main(mirrors: Path, wheels: Path) -> None:
           "dataclass fields of TrainingArguments and Seq2SeqTrainingArguments; `optim:` lines are OptimizerNames values",
           ta)
 
+    qc = (wheels / "transformers/utils/quantization_config.py").read_text()
+    bnb = re.search(r"class BitsAndBytesConfig\(.*?\n    def __init__\((.*?)\):", qc, re.S)
+    bnb_args = re.findall(r"^\s+(\w+)(?:\s*[:=])", bnb.group(1), re.M) if bnb else []
+    peft_src = (wheels / "peft/tuners/lora/config.py").read_text()
+    write("peft", "github.com/huggingface/peft (PyPI wheel peft-0.21.2) and transformers 5.24.0", "v0.21.2 / v5.24.0",
+          ["peft/tuners/lora/config.py", "transformers/utils/quantization_config.py"],
+          "`LoraConfig:` dataclass fields of LoraConfig; `BitsAndBytesConfig:` parameters of its __init__",
+          [*(f"LoraConfig:{k}" for k in class_fields(peft_src, {"LoraConfig"})),
+           *(f"LoraConfig:{k}" for k in ("task_type", "target_modules", "modules_to_save")),
+           *(f"BitsAndBytesConfig:{k}" for k in bnb_args if k not in ("self", "kwargs"))])
+
     ax = mirrors / "axolotl-ai-cloud+axolotl/repo"
     files = _files(ax, r"^src/axolotl/(utils/schemas/[^/]+\.py|integrations/[^/]+/args\.py)$")
     keys = [k for f in files for k in class_fields(_show(ax, f))]
@@ -140,9 +151,16 @@ def main(mirrors: Path, wheels: Path) -> None:
     configs = re.findall(r"Config\(\s*name=\"([\w/.]+)\"", reg)
     files = _files(tt, r"^recipes/configs/.*\.yaml$")
     keys = [k for f in files for k in yaml_keys(_show(tt, f))]
+    recipe_files = _files(tt, r"^recipes/[\w]+\.py$")
+    for f in recipe_files:
+        src = _show(tt, f)
+        keys += re.findall(r"cfg\.get\(\s*\"(\w+)\"", src)
+        if "context_parallel_dim" in src:
+            keys.append(f"cp_recipe:{f[len('recipes/'):-3]}")
     write("torchtune", "github.com/pytorch/torchtune", _git(tt, "rev-parse", "HEAD").strip(),
-          ["torchtune/_recipe_registry.py", "recipes/configs/**/*.yaml"],
-          "`recipe:` and `config:` lines from the recipe registry; dotted keys of every recipe config",
+          ["torchtune/_recipe_registry.py", "recipes/configs/**/*.yaml", "recipes/*.py"],
+          "`recipe:` and `config:` lines from the recipe registry; dotted keys of every recipe config and the"
+          " cfg.get(...) keys the recipes read; `cp_recipe:` recipes that read context_parallel_dim",
           [*(f"recipe:{r}" for r in recipes), *(f"config:{c}" for c in configs), *keys])
 
     ds = mirrors / "deepspeedai+DeepSpeed/repo"

@@ -40,7 +40,7 @@ def training_args(job: ConfigJob) -> dict[str, Any]:
 def model_args(job: ConfigJob) -> dict[str, Any]:
     """ModelConfig arguments (trl/trainer/model_config.py) for the job: quantization and LoRA."""
     m: dict[str, Any] = {"model_name_or_path": job.model, "dtype": "bfloat16",
-                         "attn_implementation": "flash_attention_2" if job.flash_attention else "sdpa"}
+                         "attn_implementation": "flash_attention_2" if job.flash_attention else "eager"}
     if job.method == "qlora":
         m["load_in_4bit" if job.bits == 4 else "load_in_8bit"] = True
         if job.bits == 4:

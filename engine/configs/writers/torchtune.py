@@ -50,7 +50,7 @@ def recipe_and_config(job: ConfigJob) -> tuple[str, str | None]:
     return recipe, None
 
 
-def overrides(job: ConfigJob, notes: list[str]) -> list[str]:
+def overrides(job: ConfigJob, recipe: str, notes: list[str]) -> list[str]:
     o = [f"batch_size={job.batch_size}", f"gradient_accumulation_steps={job.grad_accum}",
          f"tokenizer.max_seq_len={job.seq_len}", f"enable_activation_checkpointing={job.gradient_checkpointing}",
          "dtype=bf16", f"loss._component_={FUSED_LOSS if job.fused_loss else PLAIN_LOSS}"]
@@ -78,7 +78,10 @@ def overrides(job: ConfigJob, notes: list[str]) -> list[str]:
     if job.sharding in ("zero1", "zero2", "zero3"):
         notes.append(f"not_expressible:sharding={job.sharding} (torchtune shards with FSDP2)")
     if job.context_parallel and job.context_parallel > 1:
-        o.append(f"context_parallel_dim={job.context_parallel}")
+        if f"cp_recipe:{recipe}" in known("torchtune"):
+            o.append(f"context_parallel_dim={job.context_parallel}")
+        else:
+            notes.append(f"not_expressible:context_parallel in {recipe}")
     return o
 
 
@@ -96,7 +99,7 @@ def torchtune(job: ConfigJob) -> ConfigOutput:
     argv = ["tune", "run"]
     if job.gpu_count > 1:
         argv += ["--nproc_per_node", str(job.gpu_count)]
-    argv += [recipe, "--config", config, *overrides(job, notes)]
+    argv += [recipe, "--config", config, *overrides(job, recipe, notes)]
     cmd = " \\\n  ".join([" ".join(argv[: argv.index("--config") + 2]), *argv[argv.index("--config") + 2:]])
     text = "\n".join(header(job, "torchtune")) + "\n" + cmd + "\n"
     from engine.configs.model import ConfigFile
