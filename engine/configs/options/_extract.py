@@ -178,12 +178,15 @@ def main(mirrors: Path, wheels: Path) -> None:
             *(f"zero_optimization.offload_optimizer.{k}" for k in off_opt),
             *(f"zero_optimization.offload_param.{k}" for k in off_par),
             *(f"bf16.{k}" for k in ("enabled",)), *(f"fp16.{k}" for k in ("enabled",)),
+            *(f"{sec}.{k}" for sec in ("optimizer", "scheduler") for k in ("type", "params")
+              if re.search(rf"^{sec.upper()}_PARAMS = ", const, re.M) and re.search(r"^TYPE = ", const, re.M)),
             *(f"flag:{f}" for f in launcher)]
     write("deepspeed", "github.com/deepspeedai/DeepSpeed", _git(ds, "rev-parse", "HEAD").strip(),
           ["deepspeed/runtime/constants.py", "deepspeed/runtime/precision_config.py", "deepspeed/runtime/zero/config.py",
            "deepspeed/runtime/zero/offload_config.py", "deepspeed/launcher/runner.py"],
           "JSON keys: string constants, ZeRO and offload pydantic fields (with aliases), `bf16.enabled`/`fp16.enabled`"
-          " (precision_config.py reads `enabled` under each); `flag:` lines are `deepspeed` launcher flags", keys)
+          " (precision_config.py reads `enabled` under each), `optimizer.type/params`,"
+          " `scheduler.type/params` (TYPE, *_PARAMS); `flag:` lines are `deepspeed` launcher flags", keys)
 
     ac = mirrors / "huggingface+accelerate/repo"
     launch = argparse_flags(_show(ac, "src/accelerate/commands/launch.py"))

@@ -371,8 +371,6 @@ def _vllm(args: list[str], c: Collector) -> None:
             _quant(c, v)
         elif key == "--model":
             c.model = v
-        elif key in ("--hf-token", "--api-key"):
-            c.secret(key, value)
         elif key in names:
             c.unknown(key.lstrip("-").replace("-", "_"), value)
         else:
@@ -391,7 +389,7 @@ def _sglang(args: list[str], c: Collector) -> None:
         v = value if isinstance(value, str) else ""
         if key in ("--model-path", "--model"):
             c.model = v
-        elif key in ("--tp-size", "--tp", "--tensor-parallel-size"):
+        elif key in ("--tp-size", "--tensor-parallel-size"):
             tp = as_int(v) or 1
         elif key in ("--pp-size", "--pipeline-parallel-size"):
             pp = as_int(v) or 1
@@ -451,7 +449,7 @@ def _llama_server(args: list[str], c: Collector) -> None:
                 c.ignore(key)
         elif key in ("-ts", "--tensor-split"):
             c.gpu_count = len([p for p in re.split(r"[,/]+", v) if p.strip()])
-        elif key in ("-hft", "--hf-token", "--api-key"):
+        elif key in ("-hft", "--hf-token"):
             c.secret(key, value)
         elif key in ("-ngl", "--gpu-layers", "--n-gpu-layers", "-sm", "--split-mode"):
             continue

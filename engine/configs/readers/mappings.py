@@ -125,7 +125,7 @@ def _hf_key(key: str, value: Any, c: Collector) -> None:
     """One TrainingArguments / TRL config / ModelConfig key."""
     if key == "per_device_train_batch_size":
         c.set("batch_size", as_int(value))
-    elif key in ("max_length", "max_seq_length"):
+    elif key == "max_length":
         c.set("seq_len", as_int(value))
     elif key == "optim":
         c.optimizer(key, value)
@@ -177,7 +177,7 @@ def hf_args(data: dict[str, Any], c: Collector) -> None:
     """TrainingArguments / TRL config / ModelConfig fields in one mapping (a `trl --config` YAML, an args JSON)."""
     if any(k in data for k in ("use_peft", "lora_r", "max_length", "use_liger_kernel", "num_generations")):
         c.fields.setdefault("framework", "trl")
-    trl = c.fields.get("framework") == "trl"
+    trl = c.fields["framework"] == "trl" if "framework" in c.fields else False
     peft = bool(as_bool(data.get("use_peft")))
     quant = 4 if as_bool(data.get("load_in_4bit")) else 8 if as_bool(data.get("load_in_8bit")) else None
     set_method(c, peft, quant)

@@ -125,9 +125,10 @@ def read(text: str, c: Collector) -> None:
         c.default("flash_attention", True)
         peft = peft and not full
     set_method(c, peft, quant)
-    c.default("gradient_checkpointing", c.fields.get("framework") in ("trl", "unsloth"))
+    framework = c.fields["framework"] if "framework" in c.fields else None
+    c.default("gradient_checkpointing", framework in ("trl", "unsloth"))
     c.default("fused_loss", False)
     c.default("offload", False)
-    if c.fields.get("framework") == "trl":
+    if framework == "trl":
         c.default("mixed_precision", "amp")
         c.default("stage", "sft")

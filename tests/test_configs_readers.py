@@ -1,0 +1,279 @@
+"""Readers on configs as users write them, hostile input, secrets, and the keys each reader accepts against the
+tools' own option lists."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+import pytest
+
+from engine.configs import check, read_config
+from engine.configs.options import known
+from engine.configs.readers import cmdline, mappings, python
+from engine.configs.safety import MAX_BYTES
+
+AXOLOTL = """
+base_model: NousResearch/Meta-Llama-3-8B
+load_in_4bit: true
+adapter: qlora
+lora_r: 32
+lora_alpha: 16
+lora_target_modules: [q_proj, v_proj]
+sequence_len: 4096
+sample_packing: true
+micro_batch_size: 2
+gradient_accumulation_steps: 4
+optimizer: paged_adamw_8bit
+bf16: auto
+gradient_checkpointing: true
+flash_attention: true
+deepspeed: deepspeed_configs/zero2.json
+wandb_project: my-run
+wandb_api_key: 0123456789abcdef0123456789abcdef01234567
+some_new_option: 3
+"""
+
+LLAMA_FACTORY = """
+model_name_or_path: Qwen/Qwen2.5-7B-Instruct
+stage: dpo
+do_train: true
+finetuning_type: lora
+lora_rank: 8
+lora_target: all
+dataset: dpo_en_demo
+template: qwen
+cutoff_len: 2048
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 8
+learning_rate: 5.0e-6
+bf16: true
+enable_liger_kernel: true
+deepspeed: examples/deepspeed/ds_z3_offload_config.json
+hub_token: hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123
+"""
+
+HF_JSON = """{"model_name_or_path": "mistralai/Mistral-7B-v0.1", "per_device_train_batch_size": 4,
+"gradient_checkpointing": true, "bf16": true, "optim": "adamw_torch_fused", "max_length": 1024,
+"fsdp": "full_shard auto_wrap offload", "learning_rate": 2e-5}"""
+
+DEEPSPEED = """{
+  "train_micro_batch_size_per_gpu": "auto",
+  "gradient_accumulation_steps": "auto",
+  "bf16": {"enabled": "auto"},
+  "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": true},
+                        "offload_param": {"device": "none"}, "overlap_comm": true, "sub_group_size": 1e9},
+  "wall_clock_breakdown": false,
+  "made_up_option": 1
+}"""
+
+
+def test_axolotl_as_users_write_it():
+    r = read_config(AXOLOTL, "config.yml")
+    q = r.request
+    assert r.format == "axolotl" and q.framework == "axolotl"
+    assert (q.model.name, q.method, q.bits, q.lora_rank, q.lora_targets) == (
+        "NousResearch/Meta-Llama-3-8B", "qlora", 4, 32, "qv")
+    assert (q.seq_len, q.batch_size, q.optimizer, q.sharding, q.mixed_precision) == (
+        4096, 2, "paged_adamw_8bit", "zero2", "amp")
+    assert q.gradient_checkpointing is True and q.flash_attention is True and q.fused_loss is False
+    assert "some_new_option" in r.ignored
+    assert "sample_packing" not in r.ignored  # no bearing on the estimate's memory
+    assert r.secrets == 1 and any("wandb_api_key" in i for i in r.ignored)
+    assert "0123456789abcdef" not in repr(r)
+
+
+def test_llama_factory_as_users_write_it():
+    r = read_config(LLAMA_FACTORY, "train.yaml")
+    q = r.request
+    assert r.format == "llama-factory"
+    assert (q.method, q.stage, q.lora_rank, q.lora_targets, q.seq_len) == ("lora", "dpo", 8, "all_linear", 2048)
+    assert (q.sharding, q.offload, q.fused_loss, q.gradient_checkpointing) == ("zero3", True, True, True)
+    assert r.secrets == 1 and "hf_AbCd" not in repr(r)
+
+
+def test_hf_arguments_json():
+    q = read_config(HF_JSON, "args.json").request
+    assert (q.model.name, q.method, q.batch_size, q.optimizer, q.seq_len) == (
+        "mistralai/Mistral-7B-v0.1", "full", 4, "adamw", 1024)
+    assert (q.sharding, q.offload, q.gradient_checkpointing) == ("fsdp", True, True)
+
+
+def test_deepspeed_json_auto_values_and_unknown_keys():
+    r = read_config(DEEPSPEED, "ds_config.json")
+    q = r.request
+    assert r.format == "deepspeed" and q.framework == "deepspeed"
+    assert (q.sharding, q.offload, q.batch_size) == ("zero3", True, None)  # "auto": the Trainer decides
+    assert "made_up_option" in r.ignored and "wall_clock_breakdown" in r.ignored
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    ("accelerate launch --num_processes 4 --use_fsdp --fsdp_offload_params true --mixed_precision bf16 train.py "
+     "--model_name_or_path meta-llama/Llama-3.1-8B --per_device_train_batch_size 2 --max_length 4096",
+     {"sharding": "fsdp", "offload": True, "batch_size": 2, "seq_len": 4096, "gpus": [{"name": None, "count": 4,
+                                                                                         "memory_gb": None,
+                                                                                         "total_gib": None}]}),
+    ("torchrun --nproc-per-node=8 --nnodes 2 train.py --deepspeed ds_zero3.json --per_device_train_batch_size 1",
+     {"sharding": "zero3", "batch_size": 1}),
+    ("deepspeed --num_gpus 4 train.py --deepspeed zero3_bf16_cpuoffload_all.json --optim adamw_bnb_8bit",
+     {"sharding": "zero3", "offload": True, "optimizer": "adamw_8bit", "framework": "deepspeed"}),
+    ("trl dpo --model_name_or_path Qwen/Qwen2.5-0.5B --use_peft --lora_r 8 --load_in_4bit",
+     {"stage": "dpo", "method": "qlora", "bits": 4, "lora_rank": 8, "framework": "trl"}),
+    ("tune run --nproc_per_node 2 lora_finetune_distributed --config llama3_1/8B_lora batch_size=4 "
+     "model.lora_rank=32 model.apply_lora_to_mlp=False", {"method": "lora", "sharding": "fsdp", "batch_size": 4,
+                                                          "lora_rank": 32, "mixed_precision": "pure_bf16"}),
+    ("vllm serve Qwen/Qwen2.5-72B-Instruct-AWQ --tensor-parallel-size 4 --max-model-len 32768 "
+     "--gpu-memory-utilization 0.92 --kv-cache-dtype fp8_e4m3 --quantization awq --max-num-seqs 64",
+     {"method": "inference", "serving_engine": "vllm", "tensor_parallel": 4, "seq_len": 32768,
+      "kv_cache_dtype": "fp8", "quantization": "awq", "concurrency": 64}),
+    ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 2 --context-length 8192",
+     {"serving_engine": "sglang", "tensor_parallel": 2, "seq_len": 8192}),
+    ("llama-server -m models/qwen2.5-7b-instruct-q4_k_m.gguf -c 16384 -np 4 -ngl 99 -ctk q8_0 -ctv q8_0",
+     {"serving_engine": "llama.cpp", "quantization": "gguf:q4_k_m", "seq_len": 4096, "concurrency": 4,
+      "kv_cache_dtype": "int8"}),
+])
+def test_command_lines(line, want):
+    q = read_config(line).request
+    got = q.model_dump()
+    assert {k: got[k] for k in want} == want
+
+
+def test_torchrun_counts_gpus_across_nodes():
+    q = read_config("torchrun --nproc-per-node=8 --nnodes 2 train.py --bf16").request
+    assert q.gpus[0].count == 16
+
+
+def test_multiline_command_with_comment_and_continuations():
+    text = "# my launch\nCUDA_VISIBLE_DEVICES=0,1 vllm serve org/m \\\n  --tensor-parallel-size 2 \\\n  --max-model-len 4096\n"
+    q = read_config(text, "serve.sh").request
+    assert (q.tensor_parallel, q.seq_len, q.model.name) == (2, 4096, "org/m")
+
+
+def test_python_script_literals_only():
+    script = '''
+from trl import SFTConfig, SFTTrainer
+from peft import LoraConfig
+MODEL = "meta-llama/Llama-3.2-1B"
+rank = compute_rank()
+peft_config = LoraConfig(r=rank, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
+args = SFTConfig(per_device_train_batch_size=8, max_length=512, optim="adamw_8bit", bf16=True)
+model = AutoModelForCausalLM.from_pretrained(MODEL, attn_implementation="sdpa")
+'''
+    r = read_config(script, "train.py")
+    q = r.request
+    assert (q.model.name, q.method, q.lora_targets, q.batch_size, q.seq_len, q.optimizer) == (
+        "meta-llama/Llama-3.2-1B", "lora", "qkvo", 8, 512, "adamw_8bit")
+    assert q.lora_rank is None and "LoraConfig.r (not a literal)" in r.ignored
+
+
+# ---------------------------------------------------------------- hostile input
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(9))
+
+
+@pytest.mark.parametrize(("data", "error"), [
+    ("", "empty"),
+    ("   \n\n", "empty"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00IHDR", "binary"),
+    (b"\xff\xfe\xfa not utf-8", "binary"),
+    ("x: " + "a" * (MAX_BYTES + 10), "too_large"),
+    (BOMB, "yaml_bomb"),
+    ("[" * 5000 + "]" * 5000, "too_deep"),
+    ("a:\n" + "".join("  " * i + f"b{i}:\n" for i in range(1, 60)) + "  " * 60 + "c: 1", "too_deep"),
+    ("micro_batch_size: " + "9" * 5000, "huge_number"),
+    ("base_model: x\nmicro_batch_size: 99999999999999999999999", "huge_number"),
+    ('{"train_micro_batch_size_per_gpu": ' + "9" * 5000 + "}", "huge_number"),
+    ("!!python/object/apply:os.system ['echo hi']", "invalid_yaml"),
+    ("key: [unclosed", "invalid_yaml"),
+    ("- just\n- a list", "not_a_mapping"),
+    ("colour: blue\nsize: 3", "unknown_format"),
+    ("{not json", "invalid_json"),
+])
+def test_bad_input_gives_an_error_key(data, error):
+    r = read_config(data)
+    assert r.error == error and r.request is None
+
+
+def test_a_few_aliases_are_fine():
+    text = "base_model: x\nlora_r: &r 16\nlora_alpha: *r\nmicro_batch_size: 1\n"
+    assert read_config(text).request.lora_rank == 16
+
+
+def test_out_of_range_values_are_listed_not_used():
+    r = read_config("base_model: x\nsequence_len: 0\nmicro_batch_size: 2\n")
+    assert r.request.seq_len is None and r.request.batch_size == 2
+    assert "seq_len (value out of range)" in r.ignored
+
+
+def test_secrets_are_never_echoed():
+    token = "hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa987654"
+    texts = [f"base_model: x\nhf_token: {token}\n", f"HF_TOKEN={token} vllm serve org/m --api-key {token}",
+             f'{{"model_name_or_path": "x", "hub_token": "{token}", "{token}": 1}}',
+             f"llama-server -m a.gguf --hf-token {token} -c 4096",
+             f"from trl import SFTConfig\nargs = SFTConfig(hub_token='{token}', max_length=128)\n"]
+    for text in texts:
+        out = check(text)
+        assert token not in repr(out), text
+        assert out["secrets_dropped"] >= 1, text
+
+
+# ---------------------------------------------------------------- accepted keys against the option lists
+
+
+def _compared_strings(func) -> set[str]:
+    """String constants a reader compares a key with (`key == "x"`, `key in ("x", ...)`) or gets (`d.get("x")`)."""
+    tree = ast.parse(_dedent(func))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id in ("key", "k"):
+            for comp in node.comparators:
+                for c in ast.walk(comp):
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                        out.add(c.value)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            out.add(node.args[0].value)
+    return out
+
+
+def _dedent(func) -> str:
+    import textwrap
+
+    return textwrap.dedent(inspect.getsource(func))
+
+
+def _flags(tool: str) -> set[str]:
+    return {k[5:] for k in known(tool) if k.startswith("flag:")}
+
+
+HF = known("transformers") | known("trl")
+ACCEPTED = [
+    (mappings.axolotl, known("axolotl") | {"trl." + k for k in known("axolotl")}),
+    (mappings.llama_factory, known("llama_factory") | known("transformers")),
+    (mappings._hf_key, HF),
+    (mappings.hf_args, HF),
+    (mappings.deepspeed, known("deepspeed")),
+    (mappings.accelerate_config, known("accelerate")),
+    (cmdline._accelerate, _flags("accelerate")),
+    (cmdline._torchrun, known("torchrun")),
+    (cmdline._deepspeed, _flags("deepspeed")),
+    (cmdline._tune, known("torchtune")),
+    (cmdline._vllm, known("vllm") | {"-tp", "-pp", "-q"}),
+    (cmdline._sglang, known("sglang")),
+    (cmdline._llama_server, known("llama_cpp")),
+    (python.read, {k.split(":", 1)[1] for k in known("unsloth") | known("peft")} | HF),
+]
+
+
+@pytest.mark.parametrize(("func", "allowed"), ACCEPTED, ids=[f.__name__ for f, _ in ACCEPTED])
+def test_reader_keys_are_the_tools_own(func, allowed):
+    keys = _compared_strings(func)
+    assert keys, func.__name__
+    # values compared against (not keys): recognised by their shape
+    values = {"lora", "qlora", "full", "auto", "none", "cpu", "nvme", "bf16", "fp16", "fp8", "disabled", "false",
+              "False", "run", "launch", "serve", "eager", "bnb", "bitsandbytes"}
+    missing = sorted(k for k in keys - values - allowed if not k.startswith(("-m",)))
+    assert not missing, f"{func.__name__}: {missing}"
