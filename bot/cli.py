@@ -115,6 +115,98 @@ def _ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config_one(text: str, framework: str | None) -> dict[str, Any]:
+    """`config`: the best plan for the question as the framework's own files (CONTRACT.md v2)."""
+    from engine.configs import config_for
+    from engine.parse import parse
+    from engine.scenario import ScenarioError
+
+    if not text.strip():
+        return {"error": "empty question"}
+    request = parse(text)
+    if request.model is None:
+        return {"error": request.error or "no model size in the question"}
+    try:
+        out = config_for(request, framework)  # type: ignore[arg-type]
+    except (ScenarioError, ValueError) as exc:
+        return {"error": str(exc)}
+    return out.model_dump(mode="json")
+
+
+def _config(args: argparse.Namespace) -> int:
+    def one(line: str) -> dict[str, Any]:
+        return _config_one(line, args.framework)
+
+    if args.text and not args.json:
+        answer = _safe(one, " ".join(args.text))
+        if "error" in answer:
+            sys.stdout.write(f"error: {answer['error']}\n")
+            return 0
+        for f in answer["files"]:
+            sys.stdout.write(f"==> {f['name']} <==\n{f['text']}\n")
+        sys.stdout.write(f"$ {answer['command']}\n")
+        for note in answer.get("notes", []):
+            sys.stdout.write(f"note: {note}\n")
+        return 0
+    return _run_lines(one, args.text)
+
+
+MAX_CONFIG_BYTES = 256 * 1024
+
+
+def _read_source(path: str) -> bytes | str:
+    """The bytes of FILE or of standard input (`-`), at most one byte past the limit (the reader refuses it)."""
+    if path == "-":
+        return sys.stdin.buffer.read(MAX_CONFIG_BYTES + 1) if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    with open(path, "rb") as fh:
+        return fh.read(MAX_CONFIG_BYTES + 1)
+
+
+def _check_summary(out: dict[str, Any]) -> str:
+    """A compact plain summary of `check` (the full text answer comes later through the views)."""
+    if out.get("error") and not out.get("request"):
+        return f"error: {out['error']}"
+    r = out["request"] or {}
+    lines = [f"format: {out.get('format')}  framework: {r.get('framework') or '-'}",
+             f"job: {(r.get('model') or {}).get('name') or '?'}, {r.get('method') or '?'}"
+             + (f", {r['stage']}" if r.get("stage") else "")]
+    est = out.get("estimate")
+    if est:
+        lines.append(f"peak per GPU: {est['per_gpu']['total']:.1f} GiB on {est.get('gpu_count', 1)} GPU(s)")
+        fits = [f for f in est.get("fits", []) if f.get("fits")]
+        if est.get("fits"):
+            lines.append("fits: " + (", ".join(f"{f['gpu']} ({f['headroom_gb']:+.1f} GB)" for f in fits[:5]) or "none"))
+    if out.get("error"):
+        lines.append(f"error: {out['error']}")
+    for c in out.get("changes", []):
+        lines.append(f"change: {c['key']} (saves {c['saves_gb']:.1f} GB{', fits' if c.get('fits') else ''})")
+    if out.get("ignored"):
+        lines.append("not understood: " + ", ".join(out["ignored"]))
+    return "\n".join(lines)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from engine.configs import check
+
+    name = None if args.file == "-" else args.file
+    try:
+        data = _read_source(args.file)
+    except OSError as exc:
+        out: dict[str, Any] = {"request": None, "estimate": None, "changes": [], "ignored": [],
+                               "error": f"cannot read {args.file}: {exc.strerror or type(exc).__name__}"}
+    else:
+        try:
+            out = check(data, name)
+        except Exception as exc:  # one answer whatever happens
+            out = {"request": None, "estimate": None, "changes": [], "ignored": [],
+                   "error": f"internal error: {type(exc).__name__}"}
+    if args.json:
+        _emit(out)
+    else:
+        sys.stdout.write(_check_summary(out) + "\n")
+    return 0
+
+
 def _run_bot(_: argparse.Namespace) -> int:
     from bot.config import ConfigError, load_config
 
@@ -126,6 +218,12 @@ def _run_bot(_: argparse.Namespace) -> int:
     from bot.app import main as run_main
 
     return int(run_main(config))
+
+
+def _config_targets() -> tuple[str, ...]:
+    from engine.configs.model import TARGETS
+
+    return TARGETS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -152,6 +250,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--rank-by", choices=["cost", "time"], default=None, help="cheapest or fastest plans first")
     a.add_argument("--usd-rub", type=float, default=None, metavar="RATE", help="roubles per dollar")
     a.add_argument("text", nargs="*")
+    cf = sub.add_parser("config", help="the best plan as a ready-to-run config of a framework")
+    cf.add_argument("--json", action="store_true")
+    cf.add_argument("--framework", choices=list(_config_targets()), default=None,
+                    help="the framework to write for (default: the one the question names, else TRL or vLLM)")
+    cf.add_argument("text", nargs="*")
+    ck = sub.add_parser("check", help="estimate the job a config file or command line describes")
+    ck.add_argument("--json", action="store_true")
+    ck.add_argument("file", metavar="FILE", help="the config file, or - for standard input")
     sub.add_parser("run", help="start the Telegram bot")
     return ap
 
@@ -170,4 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_lines(_plan_text, args.text)
     if args.command == "ask":
         return _ask(args)
+    if args.command == "config":
+        return _config(args)
+    if args.command == "check":
+        return _check(args)
     return _run_bot(args)

@@ -99,13 +99,13 @@ def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[s
     from engine.scenario import ScenarioError
 
     named = [g for g in request.gpus if g.name or g.memory_gb]
-    asked = request if named else request.model_copy(update={"gpus": []})
     try:
-        answer = estimate(asked)
+        answer = estimate(request)
     except (ScenarioError, ValueError) as exc:
         return None, [], str(exc)
-    if not named and request.gpus:
-        answer["gpu_count"] = request.gpus[0].count
+    if not named:  # a config names how many GPUs, rarely which: check the catalog at that count
+        answer["fits"] = _catalog_fits(answer, request.gpus[0].count if request.gpus else 1)
+    asked = request
     changes: list[dict[str, Any]] = []
     if named and answer["fits"] and not any(f["fits"] for f in answer["fits"]):
         try:
@@ -116,3 +116,13 @@ def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[s
             changes = [{"key": s.key, "params": s.params, "saves_gb": s.saves_gb, "fits": s.fits}
                        for s in result.suggestions]
     return answer, changes, None
+
+
+def _catalog_fits(answer: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    from engine.catalog import gpus
+    from engine.estimate import fits
+    from engine.schema import Breakdown
+
+    b = Breakdown(**answer["per_gpu"], cpu_ram=answer.get("cpu_ram_gb", 0.0),
+                  trainable_params=answer.get("trainable_params", 0.0))
+    return [f.model_dump() for f in fits(b, [(g.name, g.memory_gb, count) for g in gpus()])]

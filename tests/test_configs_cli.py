@@ -1,0 +1,113 @@
+"""`gpu-advisor config` and `gpu-advisor check` (CONTRACT.md v2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.configs import TARGETS
+
+
+def run(*args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess[str]:
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    p = subprocess.run([sys.executable, "-m", "bot", *args], input=data, capture_output=True, timeout=180)
+    return subprocess.CompletedProcess(p.args, p.returncode, p.stdout.decode(), p.stderr.decode())
+
+
+def test_config_json_lines_one_per_question_in_order():
+    lines = ["QLoRA Llama-3.1-8B on an RTX 4090, context 4k", "", "\x00\x01 garbage",
+             "serve Llama-3.1-70B on 4 H100 with vllm, 32 users"]
+    p = run("config", stdin="\n".join(lines) + "\n")
+    assert p.returncode == 0, p.stderr
+    out = [json.loads(line) for line in p.stdout.splitlines()]
+    assert len(out) == len(lines)
+    first, last = out[0], out[3]
+    assert set(first) >= {"framework", "files", "command", "estimate_gib"}
+    assert first["framework"] == "trl" and first["files"][0]["name"] == "train.py"
+    assert "error" in out[1] and "error" in out[2]
+    assert last["framework"] == "vllm" and "--tensor-parallel-size" in last["command"]
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("framework", TARGETS)
+def test_config_every_framework_and_check_reads_it_back(framework, tmp_path: Path):
+    question = ("serve Llama-3.1-8B on 2 L40S, 16 users" if framework in ("vllm", "sglang", "llama.cpp")
+                else "LoRA Llama-3.1-8B on 2 A100 80GB, context 4096")
+    p = run("config", "--json", "--framework", framework, question)
+    assert p.returncode == 0, p.stderr
+    answer = json.loads(p.stdout)
+    assert answer["framework"] == framework and answer["files"] and answer["command"]
+    assert answer["estimate_gib"] is not None and answer["estimate_gib"] > 0
+    main = answer["files"][-1] if framework in ("deepspeed", "accelerate") else answer["files"][0]
+    path = tmp_path / main["name"]
+    path.write_text(main["text"], encoding="utf-8")
+    c = run("check", "--json", str(path))
+    checked = json.loads(c.stdout)
+    assert checked["request"]["model"]["name"] == "meta-llama/Llama-3.1-8B", checked
+    assert checked["estimate"]["per_gpu"]["total"] > 0
+    assert set(checked) >= {"request", "estimate", "changes", "ignored"}
+
+
+def test_config_plain_text_shows_files_and_command():
+    p = run("config", "--framework", "axolotl", "QLoRA Llama-3.1-8B on an RTX 4090")
+    assert p.returncode == 0
+    assert "==> axolotl.yaml <==" in p.stdout and "adapter: qlora" in p.stdout
+    assert "$ python -m axolotl.cli.train axolotl.yaml" in p.stdout
+
+
+def test_config_unknown_framework_is_a_bad_flag():
+    p = run("config", "--framework", "keras", "LoRA 7B")
+    assert p.returncode == 2
+
+
+def test_check_stdin_and_summary():
+    line = "vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 2 --max-model-len 131072\n"
+    p = run("check", "-", stdin=line)
+    assert p.returncode == 0
+    assert "peak per GPU" in p.stdout and "on 2 GPU(s)" in p.stdout and "H200" in p.stdout
+    j = json.loads(run("check", "--json", "-", stdin=line).stdout)
+    assert j["request"]["tensor_parallel"] == 2 and j["estimate"]["gpu_count"] == 2
+
+
+def test_check_changes_when_the_named_gpu_is_too_small(tmp_path: Path):
+    text = ("# gpu-advisor: made for 1x RTX 4090\nbase_model: meta-llama/Llama-3.1-8B\nadapter: lora\n"
+            "lora_r: 16\nsequence_len: 8192\nmicro_batch_size: 4\ngradient_checkpointing: false\n")
+    path = tmp_path / "axolotl.yml"
+    path.write_text(text)
+    j = json.loads(run("check", "--json", str(path)).stdout)
+    assert j["request"]["gpus"][0]["name"] == "RTX 4090"
+    assert not any(f["fits"] for f in j["estimate"]["fits"])
+    keys = [c["key"] for c in j["changes"]]
+    assert "gradient_checkpointing" in keys
+
+
+@pytest.mark.parametrize(("data", "error"), [
+    (b"\x7fELF\x02\x01\x01\x00\x00\x00", "binary"),
+    (b"x: " + b"a" * (300 * 1024), "too_large"),
+    (b"a: &a [x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b]\n"
+     b"d: &d [*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e]\n"
+     b"g: &g [*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g]\ni: &i [*h,*h,*h,*h,*h,*h,*h,*h]\n",
+     "yaml_bomb"),
+    (b"colour: blue\n", "unknown_format"),
+])
+def test_check_bad_files_answer_with_an_error_key(data, error, tmp_path: Path):
+    path = tmp_path / "cfg.yaml"
+    path.write_bytes(data)
+    p = run("check", "--json", str(path))
+    assert p.returncode == 0 and "Traceback" not in p.stderr
+    assert json.loads(p.stdout)["error"] == error
+
+
+def test_check_missing_file_and_secret_never_printed(tmp_path: Path):
+    p = run("check", "--json", str(tmp_path / "nope.yaml"))
+    assert p.returncode == 0 and "cannot read" in json.loads(p.stdout)["error"]
+    token = "hf_QwErTyUiOpAsDfGhJkLzXcVbNm123456"
+    path = tmp_path / "a.yaml"
+    path.write_text(f"base_model: meta-llama/Llama-3.1-8B\nadapter: lora\nhf_token: {token}\n")
+    for flag in ((), ("--json",)):
+        p = run("check", *flag, str(path))
+        assert token not in p.stdout and token not in p.stderr
