@@ -10,7 +10,7 @@ import pytest
 
 from engine.configs import check, read_config
 from engine.configs.options import known
-from engine.configs.readers import cmdline, mappings, python
+from engine.configs.readers import cmdline, mappings, python, serving
 from engine.configs.safety import MAX_BYTES
 
 AXOLOTL = """
@@ -144,7 +144,8 @@ def test_torchrun_counts_gpus_across_nodes():
 
 
 def test_multiline_command_with_comment_and_continuations():
-    text = "# my launch\nCUDA_VISIBLE_DEVICES=0,1 vllm serve org/m \\\n  --tensor-parallel-size 2 \\\n  --max-model-len 4096\n"
+    text = ("# my launch\nCUDA_VISIBLE_DEVICES=0,1 vllm serve org/m \\\n  --tensor-parallel-size 2 \\\n"
+            "  --max-model-len 4096\n")
     q = read_config(text, "serve.sh").request
     assert (q.tensor_parallel, q.seq_len, q.model.name) == (2, 4096, "org/m")
 
@@ -234,6 +235,7 @@ def _compared_strings(func) -> set[str]:
                     if isinstance(c, ast.Constant) and isinstance(c.value, str):
                         out.add(c.value)
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and not (isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "fields")
                 and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
             out.add(node.args[0].value)
     return out
@@ -261,9 +263,9 @@ ACCEPTED = [
     (cmdline._torchrun, known("torchrun")),
     (cmdline._deepspeed, _flags("deepspeed")),
     (cmdline._tune, known("torchtune")),
-    (cmdline._vllm, known("vllm") | {"-tp", "-pp", "-q"}),
-    (cmdline._sglang, known("sglang")),
-    (cmdline._llama_server, known("llama_cpp")),
+    (serving._vllm, known("vllm") | {"-tp", "-pp", "-q"}),
+    (serving._sglang, known("sglang")),
+    (serving._llama_server, known("llama_cpp")),
     (python.read, {k.split(":", 1)[1] for k in known("unsloth") | known("peft")} | HF),
 ]
 

@@ -12,12 +12,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.schema import (
-    EngineOptions,
-    GpuRef,
     KvCacheDtype,
     Method,
     MixedPrecision,
-    ModelRef,
     Optimizer,
     Request,
     ServingEngine,

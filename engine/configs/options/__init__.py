@@ -7,8 +7,8 @@ from functools import cache
 from pathlib import Path
 
 HERE = Path(__file__).parent
-TOOLS = ("peft", "axolotl", "llama_factory", "trl", "transformers", "torchtune", "deepspeed", "accelerate", "unsloth", "vllm",
-         "sglang", "llama_cpp", "torchrun")
+TOOLS = ("peft", "axolotl", "llama_factory", "trl", "transformers", "torchtune", "deepspeed", "accelerate", "unsloth",
+         "vllm", "sglang", "llama_cpp", "torchrun")
 
 
 @cache

@@ -103,7 +103,8 @@ def main(mirrors: Path, wheels: Path) -> None:
     optim = re.search(r"class OptimizerNames\(.*?\n\n\n", (wheels / ta_files[0]).read_text(), re.S)
     ta += [f"optim:{v}" for v in re.findall(r"= \"(\w+)\"", optim.group(0) if optim else "")]
     write("transformers", "github.com/huggingface/transformers (PyPI wheel transformers-5.24.0)", "v5.24.0", ta_files,
-          "dataclass fields of TrainingArguments and Seq2SeqTrainingArguments; `optim:` lines are OptimizerNames values",
+          "dataclass fields of TrainingArguments and Seq2SeqTrainingArguments;"
+          " `optim:` lines are OptimizerNames values",
           ta)
 
     qc = (wheels / "transformers/utils/quantization_config.py").read_text()
@@ -124,7 +125,8 @@ def main(mirrors: Path, wheels: Path) -> None:
     keys += [f"trl.{k}" for k in class_fields(_show(ax, "src/axolotl/utils/schemas/trl.py"))]
     keys += [f"file:{f}" for f in _files(ax, r"^deepspeed_configs/.*\.json$")]
     write("axolotl", "github.com/axolotl-ai-cloud/axolotl", _git(ax, "rev-parse", "HEAD").strip(), files,
-          "pydantic fields of the config schema and integration args; `fsdp_config.` / `trl.` keys from fsdp.py / trl.py; `file:` lines"
+          "pydantic fields of the config schema and integration args;"
+          " `fsdp_config.` / `trl.` keys from fsdp.py / trl.py; `file:` lines"
           " are the DeepSpeed configs the repository ships", keys)
 
     lf = mirrors / "hiyouga+LLaMA-Factory/repo"
@@ -182,8 +184,9 @@ def main(mirrors: Path, wheels: Path) -> None:
               if re.search(rf"^{sec.upper()}_PARAMS = ", const, re.M) and re.search(r"^TYPE = ", const, re.M)),
             *(f"flag:{f}" for f in launcher)]
     write("deepspeed", "github.com/deepspeedai/DeepSpeed", _git(ds, "rev-parse", "HEAD").strip(),
-          ["deepspeed/runtime/constants.py", "deepspeed/runtime/precision_config.py", "deepspeed/runtime/zero/config.py",
-           "deepspeed/runtime/zero/offload_config.py", "deepspeed/launcher/runner.py"],
+          ["deepspeed/runtime/constants.py", "deepspeed/runtime/precision_config.py",
+           "deepspeed/runtime/zero/config.py", "deepspeed/runtime/zero/offload_config.py",
+           "deepspeed/launcher/runner.py"],
           "JSON keys: string constants, ZeRO and offload pydantic fields (with aliases), `bf16.enabled`/`fp16.enabled`"
           " (precision_config.py reads `enabled` under each), `optimizer.type/params`,"
           " `scheduler.type/params` (TYPE, *_PARAMS); `flag:` lines are `deepspeed` launcher flags", keys)
@@ -212,8 +215,8 @@ def main(mirrors: Path, wheels: Path) -> None:
 
     sg_dir = wheels / "sglang/srt/arg_groups/fields"
     flags: list[str] = []
-    for f in sorted(sg_dir.glob("*.py")):
-        src = f.read_text()
+    for field_file in sorted(sg_dir.glob("*.py")):
+        src = field_file.read_text()
         flags += ["--" + k.replace("_", "-") for k in class_fields(src)]
         flags += re.findall(r"aliases=\[([^\]]*)\]", src) and [
             a for group in re.findall(r"aliases=\[([^\]]*)\]", src) for a in re.findall(r"\"(--?[\w-]+)\"", group)]

@@ -79,12 +79,12 @@ def _read(text: str, name: str) -> ReadResult:
     data = load_yaml(text)
     if not isinstance(data, dict):
         raise ConfigInputError("not_a_mapping" if data is not None else "empty")
-    flavour = _yaml_flavour(data)
-    if flavour is None:
+    found = _yaml_flavour(data)
+    if found is None:
         raise ConfigInputError("unknown_format")
-    c = Collector(flavour, FRAMEWORK[flavour])
+    c = Collector(found, FRAMEWORK[found])
     c.header(text)
-    _read_mapping(data, flavour, c)
+    _read_mapping(data, found, c)
     return c.result()
 
 

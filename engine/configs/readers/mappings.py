@@ -177,7 +177,7 @@ def hf_args(data: dict[str, Any], c: Collector) -> None:
     """TrainingArguments / TRL config / ModelConfig fields in one mapping (a `trl --config` YAML, an args JSON)."""
     if any(k in data for k in ("use_peft", "lora_r", "max_length", "use_liger_kernel", "num_generations")):
         c.fields.setdefault("framework", "trl")
-    trl = c.fields["framework"] == "trl" if "framework" in c.fields else False
+    trl = c.fields.get("framework") == "trl"
     peft = bool(as_bool(data.get("use_peft")))
     quant = 4 if as_bool(data.get("load_in_4bit")) else 8 if as_bool(data.get("load_in_8bit")) else None
     set_method(c, peft, quant)

@@ -73,9 +73,9 @@ def read(text: str, c: Collector) -> None:
             ok, val = _value(kw.value, consts)
             if ok:
                 kwargs[kw.arg] = val
-            elif short in CONFIGS or short in ("LoraConfig", "BitsAndBytesConfig", "get_peft_model"):
-                if not c.secret(kw.arg, None):
-                    c.ignore(f"{short}.{kw.arg} (not a literal)")
+            elif (short in CONFIGS or short in ("LoraConfig", "BitsAndBytesConfig", "get_peft_model")) \
+                    and not c.secret(kw.arg, None):
+                c.ignore(f"{short}.{kw.arg} (not a literal)")
         first = _value(node.args[0], consts)[1] if node.args else None
         if short in CONFIGS:
             c.fields.setdefault("framework", "trl" if CONFIGS[short] or short.endswith("Config") else "hf")
@@ -125,7 +125,7 @@ def read(text: str, c: Collector) -> None:
         c.default("flash_attention", True)
         peft = peft and not full
     set_method(c, peft, quant)
-    framework = c.fields["framework"] if "framework" in c.fields else None
+    framework = c.fields.get("framework")
     c.default("gradient_checkpointing", framework in ("trl", "unsloth"))
     c.default("fused_loss", False)
     c.default("offload", False)

@@ -57,7 +57,8 @@ def _notes(job: ConfigJob) -> list[str]:
     if job.stage not in TRAINERS:
         notes.append(f"not_expressible:stage={job.stage}")
     if job.stage == "grpo":
-        notes.append("not_expressible:seq_len (GRPOConfig does not truncate prompts; completions: max_completion_length)")
+        notes.append("not_expressible:seq_len (GRPOConfig does not truncate prompts;"
+                     " completions: max_completion_length)")
     if job.mixed_precision == "pure_bf16":
         notes.append("not_expressible:mixed_precision=pure_bf16")
     if job.offload and job.sharding in ("none", "ddp"):

@@ -33,7 +33,8 @@ def recipe_and_config(job: ConfigJob) -> tuple[str, str | None]:
     if job.stage == "grpo" and not job.peft:
         recipe = "dev/grpo_full_finetune_distributed"
     elif job.stage == "dpo":
-        recipe = ("lora_dpo_single_device" if single else "lora_dpo_distributed") if job.peft else "full_dpo_distributed"
+        lora_dpo = "lora_dpo_single_device" if single else "lora_dpo_distributed"
+        recipe = lora_dpo if job.peft else "full_dpo_distributed"
     elif job.peft:
         recipe = "lora_finetune_single_device" if single else "lora_finetune_distributed"
     else:
