@@ -19,13 +19,15 @@ TORCHTUNE_STAGES = ("sft", "dpo", "grpo")
 
 
 def _serving(job: ConfigJob, engine: str) -> dict[str, Any]:
+    from engine.configs.writers.serving import gguf_type
+
     q = (job.quantization or "").lower()
     r: dict[str, Any] = {"model": {"name": job.model}, "method": "inference", "serving_engine": engine,
                          "seq_len": job.seq_len, "gpus": [{"name": job.gpu_name, "count": job.gpu_count}]}
     if engine == "llama.cpp":
         slots = job.concurrency or 1
         r.update(concurrency=slots, flash_attention=job.flash_attention,
-                 quantization=q if q.startswith("gguf:") else "gguf:q4_k_m",
+                 quantization=q if q.startswith("gguf:") else f"gguf:{gguf_type(job).lower()}",
                  engine_options={"max_model_len": job.seq_len, "max_num_seqs": slots})
         if job.kv_cache_dtype in ("int8", "int4", "bf16"):
             r["kv_cache_dtype"] = job.kv_cache_dtype

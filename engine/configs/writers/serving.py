@@ -66,6 +66,13 @@ def sglang(job: ConfigJob) -> ConfigOutput:
     return _out(job, "sglang", "sglang_serve.sh", argv, notes)
 
 
+def gguf_type(job: ConfigJob) -> str:
+    """The GGUF type that keeps the weight precision the estimate assumed (a GGUF repository must offer it)."""
+    q = (job.quantization or "").lower()
+    bits = 4 if q in ("awq", "gptq", "nf4", "mxfp4", "nvfp4") else 8 if q in ("int8", "fp8") else job.bits
+    return {4: "Q4_K_M", 8: "Q8_0"}.get(bits, "BF16")
+
+
 def llama_cpp(job: ConfigJob) -> ConfigOutput:
     """llama-server splits -c over -np slots (each sequence gets ctx/np tokens): -c = context x concurrency."""
     notes: list[str] = []
@@ -76,7 +83,7 @@ def llama_cpp(job: ConfigJob) -> ConfigOutput:
     if model:
         argv += ["-m", model]
     else:
-        tag = quant.split(":", 1)[1].upper() if quant.startswith("gguf:") else "Q4_K_M"
+        tag = quant.split(":", 1)[1].upper() if quant.startswith("gguf:") else gguf_type(job)
         if not quant.startswith("gguf:"):
             notes.append(f"gguf_type_assumed:{tag}")
         argv += ["-hf", f"{job.model}:{tag}"]
