@@ -21,6 +21,8 @@ def _yaml_flavour(data: dict[str, Any]) -> str | None:
     keys = set(data)
     if keys & {"distributed_type", "compute_environment"}:
         return "accelerate"
+    if any(isinstance(v, dict) and "_component_" in v for v in data.values()):
+        return "torchtune"
     if keys & {"base_model", "adapter", "micro_batch_size", "sequence_len", "lora_target_linear"}:
         return "axolotl"
     if "model_name_or_path" in keys and keys & {"stage", "finetuning_type", "cutoff_len", "template",
@@ -36,11 +38,12 @@ def _yaml_flavour(data: dict[str, Any]) -> str | None:
 
 def _read_mapping(data: dict[str, Any], flavour: str, c: Collector) -> None:
     {"accelerate": mappings.accelerate_config, "axolotl": mappings.axolotl, "llama-factory": mappings.llama_factory,
-     "deepspeed": mappings.deepspeed, "hf-args": mappings.hf_args}[flavour](data, c)
+     "deepspeed": mappings.deepspeed, "hf-args": mappings.hf_args, "torchtune": mappings.torchtune_config}[flavour](
+        data, c)
 
 
 FRAMEWORK = {"axolotl": "axolotl", "llama-factory": "llama-factory", "deepspeed": "deepspeed", "accelerate": None,
-             "hf-args": "hf"}
+             "hf-args": "hf", "torchtune": "torchtune"}
 
 
 def read_config(data: str | bytes, name: str | None = None) -> ReadResult:

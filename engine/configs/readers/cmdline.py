@@ -22,7 +22,13 @@ TRL_STAGE = {"sft": "sft", "dpo": "dpo", "grpo": "grpo", "kto": "kto", "reward":
 
 def split(text: str) -> list[str] | None:
     """argv of the first command in the text (comments and line continuations handled); None when not shell."""
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    lines: list[str] = []
+    for ln in text.splitlines():
+        if not ln.strip() or (ln.lstrip().startswith("#") and not lines):
+            continue
+        lines.append(ln)
+        if not ln.rstrip().endswith("\\"):
+            break  # the first command (a script may hold more)
     joined = " ".join(ln.rstrip().rstrip("\\") for ln in lines)
     try:
         argv = shlex.split(joined, comments=True)
@@ -243,13 +249,22 @@ def _tune(args: list[str], c: Collector) -> None:
     c.set("stage", "dpo" if "dpo" in recipe else "grpo" if "grpo" in recipe else "ppo" if "ppo" in recipe else "sft")
     c.set("sharding", "fsdp" if "distributed" in recipe and per > 1 else "none")
     c.set("mixed_precision", "pure_bf16")
-    tokens: set[str] = set(target_tokens("all_linear")) if peft else set()
-    back_opt = {v: k for k, v in OPTIMIZERS.items()}
+    items = []
     for item in rest:
         key, eq, value = item.partition("=")
-        if not eq:
+        if eq:
+            items.append((key, value))
+        else:
             c.ignore(key)
-            continue
+    tune_overrides(items, c, peft)
+
+
+def tune_overrides(items: list[tuple[str, str]], c: Collector, peft: bool) -> None:
+    """torchtune config keys (dotted) and their values as text, from `tune run` overrides or a config YAML."""
+    names = known("torchtune")
+    tokens: set[str] = set(target_tokens("all_linear")) if peft else set()
+    back_opt = {v: k for k, v in OPTIMIZERS.items()}
+    for key, value in items:
         if key == "batch_size":
             c.set("batch_size", as_int(value))
         elif key == "tokenizer.max_seq_len":

@@ -33,6 +33,10 @@ NO_MEMORY = re.compile(
     r"use_vllm|vllm_mode|plugins|stage|parallelism_config_dp_shard_size|gpu_layers|split_mode|tensor_split)$")
 
 
+# torchtune config sections with no bearing on memory
+NO_MEMORY_SECTIONS = ("tokenizer.", "checkpointer.", "metric_logger.", "profiler.", "lr_scheduler.", "save_")
+
+
 def as_int(value: Any) -> int | None:
     """An int from YAML/CLI text: 8, "8", "32k" (vLLM's human-readable ints), never bool."""
     if isinstance(value, bool) or value is None:
@@ -125,7 +129,8 @@ class Collector:
         """A key the reader has no mapping for: fine when it has no bearing on memory, else listed."""
         if self.secret(key, value):
             return
-        if not NO_MEMORY.search(str(key).lstrip("-").replace("-", "_")):
+        plain = str(key).lstrip("-").replace("-", "_")
+        if not NO_MEMORY.search(plain) and not plain.startswith(NO_MEMORY_SECTIONS):
             self.ignore(str(key))
 
     def optimizer(self, key: str, value: Any) -> None:
@@ -154,6 +159,14 @@ class Collector:
 
     def result(self) -> ReadResult:
         data = dict(self.fields)
+        for key in [k for k, v in data.items() if is_secret_value(v)]:
+            data.pop(key)
+            self.secrets += 1
+            self.ignore(f"{key} (secret, not read)")
+        if self.model and is_secret_value(self.model):
+            self.model = None
+            self.secrets += 1
+            self.ignore("model (secret, not read)")
         if self.model:
             data["model"] = {"name": self.model[:200]}
         if "sharding" not in data and data.get("method") not in (None, "inference"):

@@ -256,3 +256,27 @@ def accelerate_config(data: dict[str, Any], c: Collector) -> None:
             continue
         else:
             c.unknown(key.rsplit(".", 1)[-1] if key.startswith("fsdp_config.") else key, value)
+
+
+def torchtune_config(data: dict[str, Any], c: Collector) -> None:
+    """A torchtune recipe config YAML (the file `tune run --config` takes)."""
+    from engine.configs.readers.cmdline import tune_overrides
+
+    c.fields.setdefault("framework", "torchtune")
+    flat = flatten(data)
+    component = str(flat.get("model._component_", ""))
+    peft = "lora" in component
+    c.set("method", ("qlora" if "qlora" in component else "lora") if peft else "full")
+    c.set("bits", 4 if "qlora" in component else 16)
+    if "qlora" in component:
+        c.set("quantization", "nf4")
+    c.set("mixed_precision", "pure_bf16" if str(data.get("dtype", "bf16")) == "bf16" else None)
+    c.set("stage", "sft")
+
+    def text(v: Any) -> str:
+        if isinstance(v, list):
+            return "[" + ",".join(str(x) for x in v) + "]"
+        return str(v)
+
+    items = [(k, text(v)) for k, v in flat.items() if k not in ("model._component_", "dtype")]
+    tune_overrides(items, c, peft)
