@@ -41,14 +41,14 @@ def _adapted(request: Request, target: Target) -> Request:
 
 
 def _plan(request: Request) -> Any:
-    from engine.planner import plan
+    from engine.plan import plan
 
     return plan(request)
 
 
 def _scenario_of(result: Any) -> tuple[Scenario, Any]:
     """(the scenario of the best plan, that plan) — the base scenario when nothing fits."""
-    from engine.planner import TECHNIQUES, _sharding
+    from engine.plan.search import TECHNIQUES, at_count
 
     base: Scenario = result.scenario
     if not result.plans:
@@ -57,8 +57,8 @@ def _scenario_of(result: Any) -> tuple[Scenario, Any]:
     s = base
     for name in best.techniques:
         if name in TECHNIQUES:
-            s = s.model_copy(update=TECHNIQUES[name]["update"])
-    return s.model_copy(update={"gpu_count": best.count, "sharding": _sharding(s, best.count)}), best
+            s = s.model_copy(update=TECHNIQUES[name])
+    return at_count(s, best.count), best
 
 
 def _model_id(name: str) -> str:
@@ -95,34 +95,33 @@ def best_job(request: Request, target: Target | None = None) -> tuple[ConfigJob,
 
 def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str | None]:
     """(estimate answer, smallest changes that fit, error) for a request read from a config."""
-    from engine.estimate import estimate
+    from engine.contract import estimate_json
     from engine.scenario import ScenarioError
 
     named = [g for g in request.gpus if g.name or g.memory_gb]
     try:
-        answer = estimate(request)
+        answer = estimate_json(request)
     except (ScenarioError, ValueError) as exc:
         return None, [], str(exc)
     if not named:  # a config names how many GPUs, rarely which: check the catalog at that count
         answer["fits"] = _catalog_fits(answer, request.gpus[0].count if request.gpus else 1)
-    asked = request
     changes: list[dict[str, Any]] = []
     if named and answer["fits"] and not any(f["fits"] for f in answer["fits"]):
         try:
-            result = _plan(asked)
+            result = _plan(request)
         except (ScenarioError, ValueError):
             result = None
         if result is not None:
-            changes = [{"key": s.key, "params": s.params, "saves_gb": s.saves_gb, "fits": s.fits}
-                       for s in result.suggestions]
+            changes = [c.model_dump(mode="json") for c in result.changes]
     return answer, changes, None
 
 
 def _catalog_fits(answer: dict[str, Any], count: int) -> list[dict[str, Any]]:
-    from engine.catalog import gpus
-    from engine.estimate import fits
-    from engine.schema import Breakdown
+    from engine.fit import NO_HEADROOM, fits, headroom_gb
+    from engine.plan.search import all_arrangements
+    from engine.schema import Breakdown, Fit
 
     b = Breakdown(**answer["per_gpu"], cpu_ram=answer.get("cpu_ram_gb", 0.0),
                   trainable_params=answer.get("trainable_params", 0.0))
-    return [f.model_dump() for f in fits(b, [(g.name, g.memory_gb, count) for g in gpus()])]
+    return [Fit(gpu=a.gpu, memory_gb=a.memory_gb, count=a.count, fits=fits(b, a.memory_gb, NO_HEADROOM),
+                headroom_gb=headroom_gb(b, a.memory_gb)).model_dump() for a in all_arrangements(count)]
