@@ -157,6 +157,8 @@ def test_written_keys_are_the_tools_own(job):
     _assert_in(_yaml_keys(lf), known("llama_factory") | known("transformers"), "llama-factory")
     if "deepspeed" in data:
         assert f"file:{data['deepspeed']}" in known("llama_factory")
+    if "optim" in data:
+        assert f"optim:{data['optim']}" in known("transformers")
 
     for target in ("trl", "unsloth", "deepspeed", "accelerate"):
         for f in write_config(job, target).files:
@@ -180,6 +182,8 @@ def test_written_keys_are_the_tools_own(job):
 
     argv = shlex.split(trl_command(job))
     assert f"command:{argv[1]}" in known("trl")
+    if "--optim" in argv:
+        assert f"optim:{argv[argv.index('--optim') + 1]}" in known("transformers")
     _assert_in([a[2:] for a in argv if a.startswith("--")], HF, "trl command")
 
     tune = shlex.split(write_config(job, "torchtune").command.replace("\\\n", " "))
@@ -189,7 +193,8 @@ def test_written_keys_are_the_tools_own(job):
     assert f"recipe:{rest[0]}" in known("torchtune")
     if f"config:{rest[2]}" not in known("torchtune"):
         assert any(n.startswith("torchtune_no_config") for n in write_config(job, "torchtune").notes)
-    _assert_in([o.split("=", 1)[0] for o in rest[3:]], known("torchtune"), "tune run overrides")
+    _assert_in([o.split("=", 1)[0].lstrip("~") for o in rest[3:]], known("torchtune"), "tune run overrides")
+    assert all(o.count("=") == 1 or o.startswith("~") for o in rest[3:])  # torchtune splits on the one "="
 
     for target, tool in (("vllm", "vllm"), ("sglang", "sglang"), ("llama.cpp", "llama_cpp")):
         argv = shlex.split(write_config(job, target).command)

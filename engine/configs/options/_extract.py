@@ -152,7 +152,12 @@ def main(mirrors: Path, wheels: Path) -> None:
     recipes = re.findall(r"Recipe\(\s*name=\"([\w/]+)\"", reg)
     configs = re.findall(r"Config\(\s*name=\"([\w/.]+)\"", reg)
     files = _files(tt, r"^recipes/configs/.*\.yaml$")
-    keys = [k for f in files for k in yaml_keys(_show(tt, f))]
+    keys = []
+    for f in files:
+        fkeys = yaml_keys(_show(tt, f))
+        keys += fkeys
+        if "optimizer.fused" in fkeys:
+            keys.append(f"optimizer_fused:{f[len('recipes/configs/'):-len('.yaml')]}")
     recipe_files = _files(tt, r"^recipes/[\w]+\.py$")
     for f in recipe_files:
         src = _show(tt, f)
@@ -162,7 +167,8 @@ def main(mirrors: Path, wheels: Path) -> None:
     write("torchtune", "github.com/pytorch/torchtune", _git(tt, "rev-parse", "HEAD").strip(),
           ["torchtune/_recipe_registry.py", "recipes/configs/**/*.yaml", "recipes/*.py"],
           "`recipe:` and `config:` lines from the recipe registry; dotted keys of every recipe config and the"
-          " cfg.get(...) keys the recipes read; `cp_recipe:` recipes that read context_parallel_dim",
+          " cfg.get(...) keys the recipes read; `cp_recipe:` recipes that read context_parallel_dim;"
+          " `optimizer_fused:` configs whose optimizer sets fused (torch-only)",
           [*(f"recipe:{r}" for r in recipes), *(f"config:{c}" for c in configs), *keys])
 
     ds = mirrors / "deepspeedai+DeepSpeed/repo"

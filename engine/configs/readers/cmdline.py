@@ -254,6 +254,8 @@ def _tune(args: list[str], c: Collector) -> None:
         key, eq, value = item.partition("=")
         if eq:
             items.append((key, value))
+        elif key.startswith("~") and key[1:] in known("torchtune"):
+            continue  # removes a key from the config (torchtune/config/_utils.py): nothing to estimate
         else:
             c.ignore(key)
     tune_overrides(items, c, peft)

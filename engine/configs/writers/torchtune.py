@@ -51,7 +51,7 @@ def recipe_and_config(job: ConfigJob) -> tuple[str, str | None]:
     return recipe, None
 
 
-def overrides(job: ConfigJob, recipe: str, notes: list[str]) -> list[str]:
+def overrides(job: ConfigJob, recipe: str, config: str | None, notes: list[str]) -> list[str]:
     o = [f"batch_size={job.batch_size}", f"gradient_accumulation_steps={job.grad_accum}",
          f"tokenizer.max_seq_len={job.seq_len}", f"enable_activation_checkpointing={job.gradient_checkpointing}",
          "dtype=bf16", f"loss._component_={FUSED_LOSS if job.fused_loss else PLAIN_LOSS}"]
@@ -59,6 +59,8 @@ def overrides(job: ConfigJob, recipe: str, notes: list[str]) -> list[str]:
         notes.append("not_expressible:mixed_precision=amp (torchtune trains in pure bf16)")
     if job.optimizer in OPTIMIZERS:
         o.append(f"optimizer._component_={OPTIMIZERS[job.optimizer]}")
+        if not OPTIMIZERS[job.optimizer].startswith("torch.") and f"optimizer_fused:{config}" in known("torchtune"):
+            o.append("~optimizer.fused")  # `fused` is torch.optim's; bitsandbytes optimizers refuse it
     elif job.optimizer:
         notes.append(f"not_expressible:optimizer={job.optimizer}")
     if job.peft:
@@ -100,7 +102,7 @@ def torchtune(job: ConfigJob) -> ConfigOutput:
     argv = ["tune", "run"]
     if job.gpu_count > 1:
         argv += ["--nproc_per_node", str(job.gpu_count)]
-    argv += [recipe, "--config", config, *overrides(job, recipe, notes)]
+    argv += [recipe, "--config", config, *overrides(job, recipe, config, notes)]
     cmd = " \\\n  ".join([" ".join(argv[: argv.index("--config") + 2]), *argv[argv.index("--config") + 2:]])
     text = "\n".join(header(job, "torchtune")) + "\n" + cmd + "\n"
     from engine.configs.model import ConfigFile
