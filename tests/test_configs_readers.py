@@ -7,11 +7,13 @@ import ast
 import inspect
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.configs import check, read_config
 from engine.configs.options import known
 from engine.configs.readers import cmdline, mappings, python, serving
-from engine.configs.safety import MAX_BYTES
+from engine.configs.safety import ERROR_KEYS, MAX_BYTES
 
 AXOLOTL = """
 base_model: NousResearch/Meta-Llama-3-8B
@@ -236,6 +238,19 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
 def test_bad_input_gives_an_error_key(data, error):
     r = read_config(data)
     assert r.error == error and r.request is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(st.binary(max_size=400), st.text(max_size=400),
+                 st.lists(st.sampled_from(["vllm serve", "--tensor-parallel-size", "-c", "0", "1e9", "x", "=", "'",
+                                           "base_model:", "adapter: lora", "{", "}", "[", "&a", "*a", "\\\n",
+                                           "torchrun", "--nproc-per-node", "import trl", "SFTConfig(", ")"]),
+                          max_size=30).map(" ".join)))
+def test_any_input_gives_a_result_or_an_error_key(data):
+    r = read_config(data)
+    assert (r.request is None) == (r.error is not None) or r.request is not None
+    if r.error:
+        assert r.error in ERROR_KEYS
 
 
 def test_a_few_aliases_are_fine():

@@ -16,7 +16,7 @@ MAX_DEPTH = 40
 MAX_INT = 2**63
 
 ERROR_KEYS = ("empty", "too_large", "binary", "yaml_bomb", "too_deep", "huge_number", "invalid_yaml", "invalid_json",
-              "not_a_mapping", "unknown_format")
+              "invalid_python", "invalid_values", "not_a_mapping", "unknown_format")
 
 SECRET_KEY = re.compile(r"(^|_|-)(token|key|secret|password|passwd)$|^api[_-]?key$|wandb_api_key|hf_token",
                         re.IGNORECASE)
@@ -105,11 +105,16 @@ def _walk(obj: Any, depth: int, budget: list[int]) -> None:
 
 
 def load_yaml(text: str) -> Any:
-    loader = _CountingLoader(text)
+    try:
+        loader = _CountingLoader(text)
+    except yaml.reader.ReaderError:  # control characters YAML does not allow
+        raise ConfigInputError("binary") from None
     try:
         data = loader.get_single_data()
     except ConfigInputError:
         raise
+    except yaml.reader.ReaderError:
+        raise ConfigInputError("binary") from None
     except RecursionError:
         raise ConfigInputError("too_deep") from None
     except ValueError:  # int conversion beyond Python's digit limit
