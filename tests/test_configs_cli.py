@@ -111,3 +111,21 @@ def test_check_missing_file_and_secret_never_printed(tmp_path: Path):
     for flag in ((), ("--json",)):
         p = run("check", *flag, str(path))
         assert token not in p.stdout and token not in p.stderr
+
+
+def test_config_refuses_a_framework_that_does_not_do_the_job():
+    j = json.loads(run("config", "--json", "--framework", "vllm", "LoRA Llama-3.1-8B on an A100").stdout)
+    assert j["error"] == "framework_mismatch:vllm:training"
+    j = json.loads(run("config", "--json", "--framework", "axolotl", "serve Llama-3.1-8B with vllm, 8 users").stdout)
+    assert j["error"] == "framework_mismatch:axolotl:serving"
+
+
+def test_config_says_when_the_named_framework_has_no_writer():
+    from engine.configs import config_for
+    from engine.schema import GpuRef, ModelRef, Request
+
+    r = Request(model=ModelRef(name="Llama-3.1-8B"), method="lora", framework="ms-swift",
+                gpus=[GpuRef(name="A100 80GB")])
+    out = config_for(r)
+    assert out.framework == "trl" and out.notes[0] == "no_writer:ms-swift"
+    assert config_for(r.model_copy(update={"framework": "axolotl"})).framework == "axolotl"

@@ -24,12 +24,17 @@ def write_config(job: ConfigJob, target: Target) -> ConfigOutput:
 
 def config_for(request: Any, target: Target | None = None) -> ConfigOutput:
     """The ready-to-run config of the best plan for the request (raises ScenarioError when none can be made)."""
-    from engine.configs.bridge import best_job, default_target
+    from engine.configs.bridge import FRAMEWORK_TARGET, SERVING, best_job, default_target, is_serving
 
+    notes: list[str] = []
+    if target is None and request.framework and request.framework not in FRAMEWORK_TARGET:
+        notes.append(f"no_writer:{request.framework}")  # e.g. ms-swift, verl: written for the default instead
     target = target or default_target(request)
-    job, notes = best_job(request, target)
+    if (target in SERVING) != is_serving(request):
+        raise ValueError(f"framework_mismatch:{target}:{'serving' if is_serving(request) else 'training'}")
+    job, plan_notes = best_job(request, target)
     out = write_config(job, target)
-    out.notes = notes + out.notes
+    out.notes = notes + plan_notes + out.notes
     return out
 
 

@@ -19,9 +19,14 @@ FRAMEWORK_TARGET: dict[str, Target] = {"axolotl": "axolotl", "llama-factory": "l
 ENGINE_TARGET: dict[str, Target] = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "ollama": "llama.cpp"}
 
 
+def is_serving(request: Request) -> bool:
+    return request.method == "inference" or (request.method is None and bool(request.serving_engine
+                                                                              or request.concurrency))
+
+
 def default_target(request: Request) -> Target:
     """The framework the user named, else TRL for training and vLLM for serving."""
-    if request.method == "inference" or request.serving_engine or request.concurrency:
+    if is_serving(request):
         return ENGINE_TARGET.get(request.serving_engine or "", "vllm")
     return FRAMEWORK_TARGET.get(request.framework or "", "trl")
 
@@ -35,8 +40,6 @@ def _adapted(request: Request, target: Target) -> Request:
         r.mixed_precision = "pure_bf16"
         if any(g.count > 1 for g in r.gpus) and r.sharding is None:
             r.sharding = "fsdp"
-    if target in SERVING and r.method is None:
-        r.method = "inference"
     return r
 
 
