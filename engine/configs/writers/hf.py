@@ -6,6 +6,7 @@ options/unsloth.txt (FastLanguageModel.from_pretrained / get_peft_model).
 
 from __future__ import annotations
 
+import math
 import shlex
 from typing import Any
 
@@ -16,6 +17,9 @@ from engine.configs.writers.launch import accelerate_files, launcher
 TRAINERS = {"sft": ("SFTTrainer", "SFTConfig"), "dpo": ("DPOTrainer", "DPOConfig"),
             "grpo": ("GRPOTrainer", "GRPOConfig"), "kto": ("KTOTrainer", "KTOConfig"),
             "rm": ("RewardTrainer", "RewardConfig"), "pretrain": ("SFTTrainer", "SFTConfig")}
+# The datasets TRL's own docs use for each trainer (a placeholder for the user's data)
+DATASETS = {"sft": "trl-lib/Capybara", "dpo": "trl-lib/ultrafeedback_binarized", "grpo": "trl-lib/tldr",
+            "kto": "trl-lib/kto-mix-14k", "rm": "trl-lib/ultrafeedback_binarized", "pretrain": "trl-lib/Capybara"}
 CLI = {"sft": "sft", "dpo": "dpo", "grpo": "grpo", "kto": "kto", "rm": "reward", "pretrain": "sft"}
 
 
@@ -29,8 +33,11 @@ def training_args(job: ConfigJob) -> dict[str, Any]:
     if job.fused_loss:
         a["use_liger_kernel"] = True
     if job.stage == "grpo":
-        a["num_generations"] = job.num_generations or 8
+        gens = job.num_generations or 8
+        a["num_generations"] = gens
         a["max_completion_length"] = job.output_len or 256
+        # GRPOConfig wants the generation batch divisible by num_generations and by the global micro-batch
+        a["generation_batch_size"] = math.lcm(gens, job.batch_size * job.gpu_count)
         a.pop("max_length")
     if job.sharding in ("zero1", "zero2", "zero3"):
         a["deepspeed"] = "ds_config.json"
@@ -98,7 +105,8 @@ def trl_script(job: ConfigJob) -> ConfigOutput:
         lines.append(f"peft_config = LoraConfig(r={job.lora_rank}, lora_alpha={job.lora_rank * 2}, "
                      f"lora_dropout=0.05, target_modules={targets}, task_type='CAUSAL_LM')")
         peft = ", peft_config=peft_config"
-    lines.append("dataset = load_dataset('trl-lib/Capybara', split='train')  # your data here")
+    lines.append(f"dataset = load_dataset({DATASETS.get(job.stage, DATASETS['sft'])!r}, split='train')"
+                 "  # your data here")
     body = ",\n    ".join(f"{k}={_py(v)}" for k, v in args.items())
     lines.append(f"args = {config}(\n    {body},\n)")
     extra = ", reward_funcs=reward_len" if job.stage == "grpo" else ""
@@ -123,7 +131,7 @@ def trl_command(job: ConfigJob) -> str:
             argv += [f"--{k}", *map(str, v)]
         else:
             argv += [f"--{k}", str(v)]
-    argv += ["--dataset_name", "trl-lib/Capybara"]
+    argv += ["--dataset_name", DATASETS.get(job.stage, DATASETS["sft"])]
     return shlex.join(argv)
 
 
@@ -149,7 +157,8 @@ def unsloth(job: ConfigJob) -> ConfigOutput:
     args.pop("deepspeed", None)
     args.pop("use_liger_kernel", None)  # Unsloth's own fused cross-entropy is always on
     trainer, config = TRAINERS.get(job.stage, TRAINERS["sft"])
-    lines.append("dataset = load_dataset('trl-lib/Capybara', split='train')  # your data here")
+    lines.append(f"dataset = load_dataset({DATASETS.get(job.stage, DATASETS['sft'])!r}, split='train')"
+                 "  # your data here")
     body = ",\n    ".join(f"{k}={_py(v)}" for k, v in args.items())
     lines.append(f"args = {config}(\n    {body},\n)")
     lines.append(f"trainer = {trainer}(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)")
