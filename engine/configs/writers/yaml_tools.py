@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import yaml
@@ -70,8 +71,9 @@ def axolotl(job: ConfigJob) -> ConfigOutput:
         c["plugins"] = ["axolotl.integrations.liger.LigerPlugin"]
         c["liger_fused_linear_cross_entropy"] = True
     if job.stage == "grpo":
-        c["trl"] = {"num_generations": job.num_generations or 8, "max_completion_length": job.output_len or 256,
-                    "use_vllm": False}
+        gens = job.num_generations or 8
+        c["trl"] = {"num_generations": gens, "max_completion_length": job.output_len or 256, "use_vllm": False,
+                    "generation_batch_size": math.lcm(gens, job.batch_size * job.gpu_count)}
     _sharding(job, c, notes)
     if job.context_parallel and job.context_parallel > 1:
         c["context_parallel_size"] = job.context_parallel
