@@ -226,3 +226,13 @@ def test_option_lists_say_where_they_were_read():
         assert any(line.startswith("# commit: ") for line in lines), tool
         assert any(line.startswith("# file: ") for line in lines), tool
         assert len(known(tool)) >= 20, tool
+
+
+def test_sharded_qlora_stores_4bit_weights_as_bf16():
+    """FSDP and ZeRO-3 flatten parameters: 4-bit weights must be stored in bf16 (bnb_4bit_quant_storage)."""
+    job = ConfigJob(model="meta-llama/Llama-3.1-70B", method="qlora", bits=4, sharding="fsdp", gpu_count=2)
+    script = write_config(job, "trl").files[0].text
+    assert "bnb_4bit_quant_storage='bfloat16'" in script
+    assert "--bnb_4bit_quant_storage bfloat16" in trl_command(job)
+    single = job.model_copy(update={"sharding": "none", "gpu_count": 1})
+    assert "quant_storage" not in write_config(single, "trl").files[0].text

@@ -29,7 +29,7 @@ NO_MEMORY = re.compile(
     r"fsdp_state_dict_type|fsdp_auto_wrap_policy|fsdp_reshard_after_forward|fsdp_cpu_ram_efficient_loading|"
     r"auto_wrap_policy|state_dict_type|reshard_after_forward|fsdp_version|zero3_init_flag|deepspeed_config_file|"
     r"overlap_comm|contiguous_gradients|stage3_gather_16bit_weights_on_model_save|pin_memory|"
-    r"bnb_4bit_quant_type|bnb_4bit_compute_dtype|dtype|torch_dtype|quantization_method|finetuning_type|host|port|"
+    r"bnb_4bit_quant_type|bnb_4bit_compute_dtype|bnb_4bit_quant_storage|dtype|torch_dtype|quantization_method|finetuning_type|host|port|"
     r"use_vllm|vllm_mode|plugins|stage|parallelism_config_dp_shard_size|gpu_layers|split_mode|tensor_split)$")
 
 

@@ -23,6 +23,11 @@ DATASETS = {"sft": "trl-lib/Capybara", "dpo": "trl-lib/ultrafeedback_binarized",
 CLI = {"sft": "sft", "dpo": "dpo", "grpo": "grpo", "kto": "kto", "rm": "reward", "pretrain": "sft"}
 
 
+def sharded_qlora(job: ConfigJob) -> bool:
+    """4-bit weights sharded by FSDP or ZeRO-3 must be stored as bf16 (bnb_4bit_quant_storage) to be flattened."""
+    return job.method == "qlora" and job.bits == 4 and job.sharding in ("fsdp", "zero3")
+
+
 def training_args(job: ConfigJob) -> dict[str, Any]:
     """Trainer config arguments (TrainingArguments + the trainer's own) for the job."""
     a: dict[str, Any] = {"output_dir": "outputs", "per_device_train_batch_size": job.batch_size,
@@ -52,6 +57,8 @@ def model_args(job: ConfigJob) -> dict[str, Any]:
         m["load_in_4bit" if job.bits == 4 else "load_in_8bit"] = True
         if job.bits == 4:
             m["bnb_4bit_quant_type"] = "nf4"
+            if sharded_qlora(job):
+                m["bnb_4bit_quant_storage"] = "bfloat16"
     if job.peft:
         m.update(use_peft=True, lora_r=job.lora_rank, lora_alpha=job.lora_rank * 2,
                  lora_target_modules="all-linear" if job.lora_targets == "all_linear"
@@ -92,8 +99,9 @@ def trl_script(job: ConfigJob) -> ConfigOutput:
     load = [f"dtype={margs['dtype']!r}", f"attn_implementation={margs['attn_implementation']!r}"]
     if job.method == "qlora":
         if job.bits == 4:
+            storage = ", bnb_4bit_quant_storage='bfloat16'" if sharded_qlora(job) else ""
             lines.append("quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', "
-                         "bnb_4bit_compute_dtype='bfloat16')")
+                         f"bnb_4bit_compute_dtype='bfloat16'{storage})")
         else:
             lines.append("quant = BitsAndBytesConfig(load_in_8bit=True)")
         load.append("quantization_config=quant")
