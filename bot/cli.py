@@ -186,17 +186,20 @@ def _check_summary(out: dict[str, Any]) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from engine.configs import check
+    from engine.configs import check_files
 
-    name = None if args.file == "-" else args.file
-    try:
-        data = _read_source(args.file)
-    except OSError as exc:
-        out: dict[str, Any] = {"request": None, "estimate": None, "changes": [], "ignored": [],
-                               "error": f"cannot read {args.file}: {exc.strerror or type(exc).__name__}"}
-    else:
+    files: list[tuple[str, bytes | str]] = []
+    out: dict[str, Any] | None = None
+    for path in args.file:
         try:
-            out = check(data, name)
+            files.append(("" if path == "-" else path, _read_source(path)))
+        except OSError as exc:
+            out = {"request": None, "estimate": None, "changes": [], "ignored": [],
+                   "error": f"cannot read {path}: {exc.strerror or type(exc).__name__}"}
+            break
+    if out is None:
+        try:
+            out = check_files(files)
         except Exception as exc:  # one answer whatever happens
             out = {"request": None, "estimate": None, "changes": [], "ignored": [],
                    "error": f"internal error: {type(exc).__name__}"}
@@ -257,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     cf.add_argument("text", nargs="*")
     ck = sub.add_parser("check", help="estimate the job a config file or command line describes")
     ck.add_argument("--json", action="store_true")
-    ck.add_argument("file", metavar="FILE", help="the config file, or - for standard input")
+    ck.add_argument("file", metavar="FILE", nargs="+",
+                    help="the config file, or - for standard input; several files of one job are read together")
     sub.add_parser("run", help="start the Telegram bot")
     return ap
 

@@ -129,3 +129,23 @@ def test_config_says_when_the_named_framework_has_no_writer():
     out = config_for(r)
     assert out.framework == "trl" and out.notes[0] == "no_writer:ms-swift"
     assert config_for(r.model_copy(update={"framework": "axolotl"})).framework == "axolotl"
+
+
+def test_check_several_files_of_one_job(tmp_path: Path):
+    p = run("config", "--json", "--framework", "accelerate", "full fine-tune Llama-3.1-8B on 8 H100 with zero3")
+    answer = json.loads(p.stdout)
+    paths = []
+    for f in answer["files"]:
+        path = tmp_path / f["name"]
+        path.write_text(f["text"])
+        paths.append(str(path))
+    alone = json.loads(run("check", "--json", paths[-1]).stdout)  # train.py alone: no sharding said
+    together = json.loads(run("check", "--json", *paths).stdout)
+    assert together["request"]["sharding"] == answer_sharding(answer) == alone["request"]["sharding"]
+    assert together["request"]["gpus"][0]["count"] == alone["request"]["gpus"][0]["count"]
+    assert "+" in together["format"]
+
+
+def answer_sharding(answer: dict) -> str:
+    names = [f["name"] for f in answer["files"]]
+    return "zero3" if any(n.startswith("ds_zero3") for n in names) else "fsdp" if "accelerate.yaml" in names else "none"

@@ -7,6 +7,7 @@ Public API (what the bot and the CLI call):
     read_config(text, name)        -> ReadResult        one file or pasted command (never raises for bad input)
     read_bundle([(name, text)...]) -> ReadResult        several files of one job
     check(text, name)              -> dict              CONTRACT.md v2 `check --json`
+    check_files([(name, data)...]) -> dict              the same for several files of one job
 """
 
 from __future__ import annotations
@@ -40,9 +41,19 @@ def config_for(request: Any, target: Target | None = None) -> ConfigOutput:
 
 def check(text: str | bytes, name: str | None = None) -> dict[str, Any]:
     """`check --json`: {"request", "estimate", "changes", "ignored"} (+ "format", "error" when it could not be read)."""
+    return checked(read_config(text, name))
+
+
+def check_files(files: list[tuple[str, str | bytes]]) -> dict[str, Any]:
+    """`check` of several files of one job (a script with its accelerate.yaml and ds_config.json)."""
+    if len(files) == 1:
+        return check(files[0][1], files[0][0])
+    return checked(read_bundle(files))
+
+
+def checked(read: ReadResult) -> dict[str, Any]:
     from engine.configs.bridge import check_estimate
 
-    read = read_config(text, name)
     out: dict[str, Any] = {"request": None, "estimate": None, "changes": [], "ignored": read.ignored,
                            "format": read.format}
     if read.secrets:
@@ -58,5 +69,5 @@ def check(text: str | bytes, name: str | None = None) -> dict[str, Any]:
     return out
 
 
-__all__ = ["TARGETS", "ConfigFile", "ConfigJob", "ConfigOutput", "ReadResult", "Target", "check", "config_for",
-           "read_bundle", "read_config", "write_config"]
+__all__ = ["TARGETS", "ConfigFile", "ConfigJob", "ConfigOutput", "ReadResult", "Target", "check", "check_files",
+           "config_for", "read_bundle", "read_config", "write_config"]

@@ -45,7 +45,9 @@ def training_args(job: ConfigJob) -> dict[str, Any]:
         a["generation_batch_size"] = math.lcm(gens, job.batch_size * job.gpu_count)
         a.pop("max_length")
     if job.sharding in ("zero1", "zero2", "zero3"):
-        a["deepspeed"] = "ds_config.json"
+        from engine.configs.writers.launch import ds_file
+
+        a["deepspeed"] = ds_file(job)
     return a
 
 

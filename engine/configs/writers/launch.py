@@ -16,6 +16,11 @@ from engine.configs.writers.yaml_tools import dump
 ZERO_STAGE = {"zero1": 1, "zero2": 2, "zero3": 3}
 
 
+def ds_file(job: ConfigJob) -> str:
+    """The DeepSpeed JSON's name says its stage and offload, so a script that names it says them too."""
+    return f"ds_zero{ZERO_STAGE.get(job.sharding, 2)}{'_offload' if job.offload else ''}.json"
+
+
 def deepspeed_json(job: ConfigJob) -> dict[str, Any]:
     stage = ZERO_STAGE.get(job.sharding, 0)
     zero: dict[str, Any] = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
@@ -40,7 +45,7 @@ def accelerate_config(job: ConfigJob) -> dict[str, Any]:
                             "fsdp_cpu_ram_efficient_loading": True}
     elif job.sharding in ZERO_STAGE:
         c["distributed_type"] = "DEEPSPEED"
-        c["deepspeed_config"] = {"deepspeed_config_file": "ds_config.json",
+        c["deepspeed_config"] = {"deepspeed_config_file": ds_file(job),
                                  "zero3_init_flag": job.sharding == "zero3"}
     else:
         c["distributed_type"] = "MULTI_GPU" if job.gpu_count > 1 else "NO"
@@ -59,7 +64,7 @@ def accelerate_files(job: ConfigJob) -> list[ConfigFile]:
     files = [ConfigFile(name="accelerate.yaml",
                         text="\n".join(header(job, "accelerate")) + "\n" + dump(accelerate_config(job)))]
     if job.sharding in ZERO_STAGE:
-        files.append(ConfigFile(name="ds_config.json", text=json.dumps(deepspeed_json(job), indent=2) + "\n"))
+        files.append(ConfigFile(name=ds_file(job), text=json.dumps(deepspeed_json(job), indent=2) + "\n"))
     return files
 
 
@@ -94,6 +99,6 @@ def deepspeed(job: ConfigJob) -> ConfigOutput:
     script = trl_script(job)
     train = next(f for f in script.files if f.name == "train.py")
     cmd = f"deepspeed --num_gpus {job.gpu_count} train.py"
-    return ConfigOutput(framework="deepspeed", files=[ConfigFile(name="ds_config.json",
+    return ConfigOutput(framework="deepspeed", files=[ConfigFile(name=ds_file(job),
                         text=json.dumps(ds, indent=2) + "\n"), train], command=cmd,
                         estimate_gib=job.estimate_gib, notes=notes + script.notes)
