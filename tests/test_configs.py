@@ -28,6 +28,8 @@ TRAIN_JOBS = {
                                   gradient_checkpointing=False, flash_attention=False),
     "lora_grpo": ConfigJob(model="Qwen/Qwen2.5-7B", method="lora", stage="grpo", num_generations=8, output_len=512,
                            lora_targets="attn_mlp_custom:q,k,v,o,gate,up,down,lm_head", lora_rank=64),
+    "full_fsdp_checkpointed": ConfigJob(model="meta-llama/Llama-3.1-8B", method="full", sharding="fsdp",
+                                        gpu_count=4, gpu_name="H100 SXM", gradient_checkpointing=True),
     "qlora8_ddp": ConfigJob(model="mistralai/Mistral-7B-v0.1", method="qlora", bits=8, optimizer="adamw",
                             gpu_count=2, sharding="ddp", mixed_precision="pure_bf16", seq_len=4096),
 }
@@ -236,3 +238,15 @@ def test_sharded_qlora_stores_4bit_weights_as_bf16():
     assert "--bnb_4bit_quant_storage bfloat16" in trl_command(job)
     single = job.model_copy(update={"sharding": "none", "gpu_count": 1})
     assert "quant_storage" not in write_config(single, "trl").files[0].text
+
+
+def test_fsdp_checkpointing_is_fsdps_own_not_the_trainers():
+    """transformers refuses fsdp activation_checkpointing together with the Trainer's (trainer.py)."""
+    job = TRAIN_JOBS["full_fsdp_checkpointed"]
+    out = write_config(job, "accelerate")
+    acc = yaml.safe_load(next(f.text for f in out.files if f.name == "accelerate.yaml"))
+    script = next(f.text for f in out.files if f.name == "train.py")
+    assert acc["fsdp_config"]["fsdp_activation_checkpointing"] is True
+    assert "gradient_checkpointing=False" in script
+    ax = yaml.safe_load(write_config(job, "axolotl").files[0].text)
+    assert ax["fsdp_config"]["activation_checkpointing"] is True and ax["gradient_checkpointing"] is False

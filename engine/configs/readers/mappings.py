@@ -55,7 +55,9 @@ def axolotl(data: dict[str, Any], c: Collector) -> None:
         elif key in ("bf16", "fp16", "tf32"):
             _precision(c, key, value)
         elif key == "gradient_checkpointing":
-            c.set("gradient_checkpointing", bool(value) if not isinstance(value, str) else True)
+            fsdp_ac = isinstance(data.get("fsdp_config"), dict) and as_bool(
+                data["fsdp_config"].get("activation_checkpointing"))
+            c.set("gradient_checkpointing", bool(fsdp_ac) or (bool(value) if not isinstance(value, str) else True))
         elif key == "flash_attention":
             c.set("flash_attention", as_bool(value) or as_bool(data.get("sdp_attention")) or False)
         elif key == "sdp_attention":
@@ -70,6 +72,8 @@ def axolotl(data: dict[str, Any], c: Collector) -> None:
         elif key == "fsdp_config" and isinstance(value, dict):
             c.set("sharding", "fsdp")
             c.set("offload", as_bool(value.get("offload_params")) or False)
+            if as_bool(value.get("activation_checkpointing")):
+                c.fields["gradient_checkpointing"] = True
         elif key in ("context_parallel_size", "sequence_parallel_degree"):
             c.set("context_parallel", as_int(value))
         elif key == "trl" and isinstance(value, dict):

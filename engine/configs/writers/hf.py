@@ -44,6 +44,9 @@ def training_args(job: ConfigJob) -> dict[str, Any]:
         # GRPOConfig wants the generation batch divisible by num_generations and by the global micro-batch
         a["generation_batch_size"] = math.lcm(gens, job.batch_size * job.gpu_count)
         a.pop("max_length")
+    if job.sharding == "fsdp":
+        # FSDP checkpoints itself (fsdp_activation_checkpointing in accelerate.yaml); the Trainer refuses both on
+        a["gradient_checkpointing"] = False
     if job.sharding in ("zero1", "zero2", "zero3"):
         from engine.configs.writers.launch import ds_file
 
@@ -164,6 +167,7 @@ def unsloth(job: ConfigJob) -> ConfigOutput:
                   f"    lora_alpha={job.lora_rank * 2},", "    lora_dropout=0,",
                   f"    use_gradient_checkpointing={gc},", ")"]
     args = training_args(job)
+    args["gradient_checkpointing"] = job.gradient_checkpointing  # one GPU: no FSDP to checkpoint instead
     args.pop("deepspeed", None)
     args.pop("use_liger_kernel", None)  # Unsloth's own fused cross-entropy is always on
     trainer, config = TRAINERS.get(job.stage, TRAINERS["sft"])

@@ -93,7 +93,9 @@ def _sharding(job: ConfigJob, c: dict[str, Any], notes: list[str]) -> None:
     elif job.sharding == "fsdp":
         c["fsdp_version"] = 2
         c["fsdp_config"] = {"offload_params": job.offload, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
-                            "state_dict_type": "FULL_STATE_DICT", "reshard_after_forward": True}
+                            "state_dict_type": "FULL_STATE_DICT", "reshard_after_forward": True,
+                            "activation_checkpointing": job.gradient_checkpointing}
+        c["gradient_checkpointing"] = False  # FSDP checkpoints itself (fsdp_config.activation_checkpointing)
     elif job.offload:
         notes.append("not_expressible:offload without zero or fsdp")
 
