@@ -337,3 +337,28 @@ def test_reader_keys_are_the_tools_own(func, allowed):
               "False", "run", "launch", "serve", "eager", "bnb", "bitsandbytes"}
     missing = sorted(k for k in keys - values - allowed if not k.startswith(("-m",)))
     assert not missing, f"{func.__name__}: {missing}"
+
+
+TRL_YAML = """
+model_name_or_path: Qwen/Qwen2-0.5B
+dataset_name: trl-lib/Capybara
+learning_rate: 2.0e-5
+packing: true
+per_device_train_batch_size: 2
+eos_token: <|im_end|>
+eval_strategy: steps
+use_peft: true
+lora_r: 32
+lora_target_modules: all-linear
+push_to_hub: true
+hub_model_id: me/x
+"""
+
+
+def test_trl_config_yaml_and_a_model_the_catalog_does_not_know():
+    out = check(TRL_YAML, "sft.yaml")
+    assert out["request"]["framework"] == "trl" and out["request"]["lora_targets"] == "all_linear"
+    assert out["request"]["gradient_checkpointing"] is True  # TRL's default (trl/trainer/base_config.py)
+    assert out["ignored"] == ["packing"]  # memory-relevant and not modelled; logging, Hub, eval keys are not listed
+    assert "params_b=0.5 (from the model name)" in out["estimate"]["assumptions"]
+    assert out["estimate"]["request"]["model"]["params_b"] == 0.5

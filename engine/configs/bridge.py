@@ -102,10 +102,13 @@ def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[s
     from engine.scenario import ScenarioError
 
     named = [g for g in request.gpus if g.name or g.memory_gb]
+    request, sized = _sized(request)
     try:
         answer = estimate_json(request)
     except (ScenarioError, ValueError) as exc:
         return None, [], str(exc)
+    if sized:
+        answer["assumptions"] = [*answer.get("assumptions", []), sized]
     if not named:  # a config names how many GPUs, rarely which: check the catalog at that count
         answer["fits"] = _catalog_fits(answer, request.gpus[0].count if request.gpus else 1)
     changes: list[dict[str, Any]] = []
@@ -117,6 +120,21 @@ def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[s
         if result is not None:
             changes = [c.model_dump(mode="json") for c in result.changes]
     return answer, changes, None
+
+
+def _sized(request: Request) -> tuple[Request, str | None]:
+    """A model id the catalog does not know gets its size from the name as the parser reads it ("Qwen2-0.5B")."""
+    from engine.catalog import find_model
+    from engine.parse import parse
+
+    m = request.model
+    if m is None or not m.name or m.params_b is not None or m.config is not None or find_model(m.name):
+        return request, None
+    said = parse(m.name[:200]).model
+    if said is None or said.params_b is None:
+        return request, None
+    model = m.model_copy(update={"params_b": said.params_b})
+    return request.model_copy(update={"model": model}), f"params_b={said.params_b:g} (from the model name)"
 
 
 def _catalog_fits(answer: dict[str, Any], count: int) -> list[dict[str, Any]]:

@@ -33,8 +33,11 @@ NO_MEMORY = re.compile(
     r"use_vllm|vllm_mode|plugins|stage|parallelism_config_dp_shard_size|gpu_layers|split_mode|tensor_split)$")
 
 
-# torchtune config sections with no bearing on memory
-NO_MEMORY_SECTIONS = ("tokenizer.", "checkpointer.", "metric_logger.", "profiler.", "lr_scheduler.", "save_")
+# Prefixes with no bearing on memory: torchtune config sections, evaluation, logging, saving, the Hub
+NO_MEMORY_SECTIONS = ("tokenizer.", "checkpointer.", "metric_logger.", "profiler.", "lr_scheduler.", "save_", "eval_",
+                      "hub_", "push_to_hub", "logging_", "report_", "wandb_", "run_", "data_seed", "dataloader_",
+                      "resume_", "overwrite_", "lr_", "warmup_", "adam_", "eos_token", "pad_token", "bos_token",
+                      "chat_template")
 
 
 def as_int(value: Any) -> int | None:

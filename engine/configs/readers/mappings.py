@@ -179,8 +179,8 @@ HF_METHOD_KEYS = ("use_peft", "load_in_4bit", "load_in_8bit")
 
 def hf_args(data: dict[str, Any], c: Collector) -> None:
     """TrainingArguments / TRL config / ModelConfig fields in one mapping (a `trl --config` YAML, an args JSON)."""
-    if any(k in data for k in ("use_peft", "lora_r", "max_length", "use_liger_kernel", "num_generations")):
-        c.fields.setdefault("framework", "trl")
+    if any(k in data for k in ("use_peft", "lora_r", "max_length", "num_generations", "dataset_name")):
+        c.fields["framework"] = "trl"  # TRL's own fields (ModelConfig, ScriptArguments, trainer configs)
     trl = c.fields.get("framework") == "trl"
     peft = bool(as_bool(data.get("use_peft")))
     quant = 4 if as_bool(data.get("load_in_4bit")) else 8 if as_bool(data.get("load_in_8bit")) else None
