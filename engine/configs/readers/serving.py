@@ -11,7 +11,7 @@ from engine.configs.readers.flags import flags
 
 
 def _serving(c: Collector, engine: str) -> None:
-    c.fields.setdefault("framework", None)
+    """A serving engine is not a training framework: `serving_engine` says it, `framework` stays unsaid."""
     c.fields.pop("framework", None)
     c.set("method", "inference")
     c.set("serving_engine", engine)
