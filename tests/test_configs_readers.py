@@ -362,3 +362,11 @@ def test_trl_config_yaml_and_a_model_the_catalog_does_not_know():
     assert out["ignored"] == ["packing"]  # memory-relevant and not modelled; logging, Hub, eval keys are not listed
     assert "params_b=0.5 (from the model name)" in out["estimate"]["assumptions"]
     assert out["estimate"]["request"]["model"]["params_b"] == 0.5
+
+
+def test_vllm_section_without_use_vllm_is_no_rollout():
+    text = "base_model: x\nadapter: lora\nrl: grpo\nvllm:\n  gpu_memory_utilization: 0.4\ntrl:\n  use_vllm: false\n"
+    assert read_config(text).request.rollout is None
+    on = text.replace("use_vllm: false", "use_vllm: true\n  vllm_mode: colocate")
+    r = read_config(on).request.rollout
+    assert (r.mode, r.gpu_memory_utilization) == ("colocate", 0.4)

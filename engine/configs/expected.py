@@ -66,6 +66,12 @@ def expected_request(job: ConfigJob, target: str | None) -> Request:
         r.update(lora_rank=job.lora_rank, lora_targets=job.lora_targets)
     if job.stage == "grpo" and t in ("axolotl", "trl", "accelerate", "deepspeed", "unsloth"):
         r.update(num_generations=job.num_generations or 8, output_len=job.output_len or 256)
+        if job.rollout_mode:
+            r["rollout"] = {"engine": "vllm", "mode": job.rollout_mode,
+                            "gpu_memory_utilization": job.rollout_gpu_memory_utilization,
+                            "tensor_parallel": job.rollout_tensor_parallel
+                            if job.rollout_tensor_parallel and job.rollout_tensor_parallel > 1 else None,
+                            "sleep": True if job.rollout_sleep else None}
     plain = "ddp" if n > 1 else "none"
     cp = job.context_parallel if job.context_parallel and job.context_parallel > 1 else None
     if t == "axolotl":

@@ -59,6 +59,10 @@ class ConfigJob(BaseModel):
     # GRPO
     num_generations: int | None = None
     output_len: int | None = None
+    rollout_mode: Literal["colocate", "server"] | None = None  # vLLM generation; None: the trainer's own generate
+    rollout_gpu_memory_utilization: float | None = None
+    rollout_tensor_parallel: int | None = None
+    rollout_sleep: bool = False
     # serving
     serving_engine: ServingEngine | None = None
     kv_cache_dtype: KvCacheDtype | None = None

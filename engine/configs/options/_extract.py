@@ -123,10 +123,11 @@ def main(mirrors: Path, wheels: Path) -> None:
     keys = [k for f in files for k in class_fields(_show(ax, f))]
     keys += [f"fsdp_config.{k}" for k in class_fields(_show(ax, "src/axolotl/utils/schemas/fsdp.py"))]
     keys += [f"trl.{k}" for k in class_fields(_show(ax, "src/axolotl/utils/schemas/trl.py"))]
+    keys += [f"vllm.{k}" for k in class_fields(_show(ax, "src/axolotl/utils/schemas/vllm.py"), {"VllmConfig"})]
     keys += [f"file:{f}" for f in _files(ax, r"^deepspeed_configs/.*\.json$")]
     write("axolotl", "github.com/axolotl-ai-cloud/axolotl", _git(ax, "rev-parse", "HEAD").strip(), files,
           "pydantic fields of the config schema and integration args;"
-          " `fsdp_config.` / `trl.` keys from fsdp.py / trl.py; `file:` lines"
+          " `fsdp_config.` / `trl.` / `vllm.` keys from fsdp.py / trl.py / vllm.py; `file:` lines"
           " are the DeepSpeed configs the repository ships", keys)
 
     lf = mirrors / "hiyouga+LLaMA-Factory/repo"

@@ -76,14 +76,24 @@ def axolotl(data: dict[str, Any], c: Collector) -> None:
                 c.fields["gradient_checkpointing"] = True
         elif key in ("context_parallel_size", "sequence_parallel_degree"):
             c.set("context_parallel", as_int(value))
+        elif key == "vllm" and isinstance(value, dict):
+            for sub, v in value.items():
+                if sub in ("gpu_memory_utilization", "tensor_parallel_size"):
+                    _rollout(f"vllm_{sub}", v, c)
+                else:
+                    c.unknown(f"vllm.{sub}", v)
         elif key == "trl" and isinstance(value, dict):
             c.set("num_generations", as_int(value.get("num_generations")))
             c.set("output_len", as_int(value.get("max_completion_length")))
             for sub in value:
-                if sub not in ("num_generations", "max_completion_length", "use_vllm"):
+                if sub in ("use_vllm", "vllm_mode", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size",
+                           "vllm_enable_sleep_mode"):
+                    _rollout(sub, value[sub], c)
+                elif sub not in ("num_generations", "max_completion_length"):
                     c.unknown(f"trl.{sub}", value[sub])
         else:
             c.unknown(key, value)
+    finish_rollout(c)
     c.default("offload", False)
 
 
@@ -168,10 +178,37 @@ def _hf_key(key: str, value: Any, c: Collector) -> None:
         c.set("output_len", as_int(value))
     elif key == "padding_free":
         c.set("padding_free", as_bool(value))
-    elif key == "vllm_gpu_memory_utilization":
-        pass
+    elif key in ("use_vllm", "vllm_mode", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size",
+                 "vllm_enable_sleep_mode"):
+        _rollout(key, value, c)
     else:
         c.unknown(key, value)
+
+
+def _rollout(key: str, value: Any, c: Collector) -> None:
+    """TRL's vLLM generation settings → the request's `rollout` (CONTRACT.md v2)."""
+    r = dict(c.fields.get("rollout") or {"engine": "vllm"})
+    if key == "use_vllm":
+        r["on"] = bool(as_bool(value))
+    elif key == "vllm_mode":
+        r["mode"] = str(value) if str(value) in ("colocate", "server") else None
+    elif key == "vllm_gpu_memory_utilization":
+        from engine.configs.readers.collect import as_float
+
+        r["gpu_memory_utilization"] = as_float(value)
+    elif key == "vllm_tensor_parallel_size":
+        r["tensor_parallel"] = as_int(value)
+    elif key == "vllm_enable_sleep_mode":
+        r["sleep"] = as_bool(value)
+    c.fields["rollout"] = r
+
+
+def finish_rollout(c: Collector) -> None:
+    """Keep `rollout` only when vLLM generation is on (use_vllm); TRL's default mode is server."""
+    r = c.fields.pop("rollout", None)
+    if r and r.pop("on", False):
+        r.setdefault("mode", "server")
+        c.fields["rollout"] = r
 
 
 HF_METHOD_KEYS = ("use_peft", "load_in_4bit", "load_in_8bit")
@@ -188,6 +225,7 @@ def hf_args(data: dict[str, Any], c: Collector) -> None:
     for key, value in data.items():
         if key not in HF_METHOD_KEYS:
             _hf_key(key, value, c)
+    finish_rollout(c)
     c.default("gradient_checkpointing", trl)  # TRL configs default to True (trl/trainer/base_config.py), HF to off
     c.default("fused_loss", False)
     c.default("offload", False)

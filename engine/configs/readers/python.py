@@ -119,6 +119,9 @@ def read(text: str, c: Collector) -> None:
         elif kwargs:
             for key, value in kwargs.items():
                 c.secret(key, value)
+    from engine.configs.readers.mappings import finish_rollout
+
+    finish_rollout(c)
     if unsloth:
         c.fields["framework"] = "unsloth"
         c.set("fused_loss", True)  # Unsloth always fuses the cross-entropy (its own kernel)

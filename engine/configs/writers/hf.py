@@ -23,6 +23,28 @@ DATASETS = {"sft": "trl-lib/Capybara", "dpo": "trl-lib/ultrafeedback_binarized",
 CLI = {"sft": "sft", "dpo": "dpo", "grpo": "grpo", "kto": "kto", "rm": "reward", "pretrain": "sft"}
 
 
+def rollout_args(job: ConfigJob) -> dict[str, Any]:
+    """GRPOConfig's vLLM generation settings (use_vllm, vllm_mode, ...) for the rollout the estimate assumed."""
+    if job.rollout_mode is None:
+        return {}
+    r: dict[str, Any] = {"use_vllm": True, "vllm_mode": job.rollout_mode}
+    if job.rollout_gpu_memory_utilization is not None:
+        r["vllm_gpu_memory_utilization"] = job.rollout_gpu_memory_utilization
+    if job.rollout_tensor_parallel and job.rollout_tensor_parallel > 1:
+        r["vllm_tensor_parallel_size"] = job.rollout_tensor_parallel
+    if job.rollout_sleep:
+        r["vllm_enable_sleep_mode"] = True
+    return r
+
+
+def generation_note(job: ConfigJob) -> list[str]:
+    gens = job.num_generations or 8
+    batch = math.lcm(gens, job.batch_size * job.gpu_count)
+    if job.stage == "grpo" and batch != job.batch_size * job.grad_accum * job.gpu_count:
+        return [f"changed:generation_batch_size={batch} (TRL needs a multiple of num_generations)"]
+    return []
+
+
 def sharded_qlora(job: ConfigJob) -> bool:
     """4-bit weights sharded by FSDP or ZeRO-3 must be stored as bf16 (bnb_4bit_quant_storage) to be flattened."""
     return job.method == "qlora" and job.bits == 4 and job.sharding in ("fsdp", "zero3")
@@ -44,6 +66,7 @@ def training_args(job: ConfigJob) -> dict[str, Any]:
         # GRPOConfig wants the generation batch divisible by num_generations and by the global micro-batch
         a["generation_batch_size"] = math.lcm(gens, job.batch_size * job.gpu_count)
         a.pop("max_length")
+        a.update(rollout_args(job))
     if job.sharding == "fsdp":
         # FSDP checkpoints itself (fsdp_activation_checkpointing in accelerate.yaml); the Trainer refuses both on
         a["gradient_checkpointing"] = False
@@ -78,6 +101,7 @@ def _notes(job: ConfigJob) -> list[str]:
     if job.stage == "grpo":
         notes.append("not_expressible:seq_len (GRPOConfig does not truncate prompts;"
                      " completions: max_completion_length)")
+        notes += generation_note(job)
     if job.mixed_precision == "pure_bf16":
         notes.append("not_expressible:mixed_precision=pure_bf16")
     if job.offload and job.sharding in ("none", "ddp"):

@@ -72,8 +72,16 @@ def axolotl(job: ConfigJob) -> ConfigOutput:
         c["liger_fused_linear_cross_entropy"] = True
     if job.stage == "grpo":
         gens = job.num_generations or 8
+        from engine.configs.writers.hf import rollout_args
+
+        roll = rollout_args(job)
         c["trl"] = {"num_generations": gens, "max_completion_length": job.output_len or 256, "use_vllm": False,
-                    "generation_batch_size": math.lcm(gens, job.batch_size * job.gpu_count)}
+                    "generation_batch_size": math.lcm(gens, job.batch_size * job.gpu_count),
+                    **{k: v for k, v in roll.items() if k in ("use_vllm", "vllm_mode", "vllm_enable_sleep_mode")}}
+        vllm = {"gpu_memory_utilization": roll.get("vllm_gpu_memory_utilization"),
+                "tensor_parallel_size": roll.get("vllm_tensor_parallel_size")}
+        if any(v is not None for v in vllm.values()):
+            c["vllm"] = {k: v for k, v in vllm.items() if v is not None}  # Axolotl's vLLM section (vllm.py)
     _sharding(job, c, notes)
     if job.context_parallel and job.context_parallel > 1:
         c["context_parallel_size"] = job.context_parallel
