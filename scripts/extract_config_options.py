@@ -1,6 +1,6 @@
 """Developer script (not imported by the engine): rebuild the option lists in this folder from the tools' own source.
 
-    python -m engine.configs.options._extract MIRRORS WHEELS
+    python scripts/extract_config_options.py MIRRORS WHEELS
 
 MIRRORS holds bare git repositories as `owner+name/repo` (what the `fetch` tool brings), WHEELS holds unpacked
 wheels (transformers, sglang). Each list starts with a header: repository, commit, the files it was read from and how.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[1] / "engine" / "configs" / "options"
 
 
 def _git(repo: Path, *args: str) -> str:
