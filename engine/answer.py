@@ -5,10 +5,11 @@ The verdict is decided here, once, with the fit rule of `engine.fit`; views only
 
 from __future__ import annotations
 
-from engine import speed
+from engine import posttrain, speed
 from engine.catalog import find_gpu, shape_reference
 from engine.fit import HEADROOM, NO_HEADROOM, fits, need_gb
 from engine.plan import plan
+from engine.plan import posttrain as posttrain_plan
 from engine.plan.search import asked_arrangements
 from engine.scenario import ScenarioError
 from engine.schema import (
@@ -34,7 +35,11 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     if request.model is None:
         return Answer(request=request, errors=[Note(key="no_model")])
     try:
+        if posttrain.applies(request):
+            return posttrain_answer(request, prices)
         result = plan(request, prices)
+        if long_context_instead(request, result):
+            return posttrain_answer(request, prices)
     except ScenarioError as exc:
         return Answer(request=request, errors=[Note(key="no_estimate", params={"reason": str(exc)})])
     named = asked_arrangements(request)
@@ -85,3 +90,41 @@ def capacity(b: Breakdown, asked: Arrangement | None, result: PlanResult) -> lis
     picked += [(g.name, g.memory_gb, "common") for g in (find_gpu(n) for n in COMMON_GPUS) if g is not None]
     return [GpuLine(gpu=name, memory_gb=memory, fits=fits(b, memory, NO_HEADROOM), role=role)
             for name, memory, role in picked]
+
+
+# ---- post-training and long context (engine.posttrain) ---------------------------------------------------------
+
+
+def long_context_instead(request: Request, result: PlanResult) -> bool:
+    """A fine-tuning request that does not fit as asked because of its sequence: answered with context
+    parallelism considered (seed claim S19), not with "no number of GPUs fits"."""
+    if request.stage not in (None, "sft", "pretrain") or result.comparison:
+        return False
+    if result.asked_fits is not False and (result.plans or result.asked_fits is None and result.plans):
+        return False
+    return posttrain_plan.is_long_context(request)
+
+
+def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
+    """The answer of a post-training (or long-context) request: plans judged by the post-training peak, the
+    verdict by engine.fit's rule on it, the post-training result for the view to word."""
+    result = posttrain_plan.plan(request, prices)
+    pt = posttrain.posttrain_result(request)
+    named = asked_arrangements(request)
+    asked = named[0] if named else None
+    b, s = result.breakdown, result.scenario
+    result.changes = posttrain_plan.changes(pt, asked)
+    cheaper = None
+    shown = [*result.plans, *result.alternatives]
+    dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
+    gpus = max(s.gpu_count, pt.train_gpus)
+    return Answer(
+        request=request, scenario=s, breakdown=b, verdict=verdict(result, b, asked), asked=asked,
+        need_gb=need_gb(b), cluster_gb=need_gb(b) * gpus,
+        cpu_ram_gb=b.cpu_ram * min(gpus, speed.gpus_per_node()),
+        plans=result.plans, changes=result.changes, comparison=result.comparison,
+        alternatives=result.alternatives, cheaper=cheaper, notes=result.notes, assumptions=s.assumptions,
+        price_date=dates[-1] if dates else None, currency=result.currency, rank_by=result.rank_by,
+        tokens=result.tokens, shape_reference=None if s.arch.known else shape_reference(s.arch.params),
+        capacity=capacity(b, asked, result), posttrain=pt,
+    )

@@ -424,3 +424,10 @@ class Answer(BaseModel):
     tokens: float | None = None
     shape_reference: str | None = None  # the catalog model an unknown model's shape is borrowed from
     capacity: list[GpuLine] = Field(default_factory=list)  # the asked GPU, those of the plans, common ones
+    posttrain: PostTrainResult | None = None  # post-training / long-context estimate (engine.posttrain)
+
+
+# engine.posttrain imports this module: its result type comes in once every model here is defined
+from engine.posttrain.models import PostTrainResult  # noqa: E402
+
+Answer.model_rebuild(_types_namespace={"PostTrainResult": PostTrainResult})

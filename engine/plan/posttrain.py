@@ -1,0 +1,270 @@
+"""Plan search for post-training (DPO … GRPO) and long-context requests.
+
+Arrangements are judged with `engine.posttrain.breakdown_for` (the post-training peak: reference, reward and value
+models, rollouts, the vLLM share), not the plain SFT breakdown. Techniques are request changes; for long sequences
+context parallelism over the arrangement's GPUs is one of them ("cp:<degree>:<ulysses|ring>"), with the step time
+engine/catalog/posttrain.toml gives it. GRPO/PPO plans take their hours from the post-training time model
+(generation + training per step).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from engine import posttrain
+from engine.fit import HEADROOM, NO_HEADROOM, fits, need_gb
+from engine.plan.costing import Job, Option, cost_plan, price, rank_key
+from engine.plan.inputs import checked_inputs
+from engine.plan.search import COUNTS, MAX_PLANS, NODE_COUNTS, asked_arrangements, catalog_arrangements
+from engine.posttrain.setup import constants, heads_divide
+from engine.scenario import ScenarioError, build_scenario
+from engine.schema import (
+    Arrangement,
+    Breakdown,
+    Change,
+    Comparison,
+    GpuRef,
+    Plan,
+    PlanResult,
+    PriceOptions,
+    RankBy,
+    Request,
+    Scenario,
+)
+
+REQUEST_TECHNIQUES: dict[str, dict[str, Any]] = {
+    "gradient_checkpointing": {"gradient_checkpointing": True},
+    "fused_loss": {"fused_loss": True},
+    "micro_batch_1": {"batch_size": 1},
+    "optimizer_8bit": {"optimizer": "adamw_8bit"},
+    "zero3": {"sharding": "zero3"},
+    "cpu_offload": {"offload": True},
+}
+CP = "cp"  # technique name prefix: "cp:8:ulysses"
+
+
+def is_long_context(request: Request) -> bool:
+    """A training request whose sequence-dependent lines (activations, logits) outweigh the model states: the
+    sequence is what does not fit, and context parallelism is the way to spread it."""
+    if request.method == "inference":
+        return False
+    try:
+        r = posttrain.posttrain_result(request, advise=False)
+    except (ScenarioError, ValueError):
+        return False
+    p = r.policy
+    return p["activations"] + p["logits"] > p["weights"] + p["adapters"] + p["gradients"] + p["optimizer"] \
+        and r.tokens_per_sequence >= 2 * int(constants()["context_parallel"]["min_tokens_per_gpu"])
+
+
+def cp_technique(request: Request, base: Scenario, count: int) -> str | None:
+    """Context parallelism over all `count` GPUs, when the sequence is long enough to split that many ways."""
+    c = constants()["context_parallel"]
+    if count < 2 or count not in c["degrees"] or (request.context_parallel or 1) > 1 \
+            or base.seq_len / count < c["min_tokens_per_gpu"]:
+        return None
+    kind = "ulysses" if heads_divide(base.arch.heads, base.arch.kv_heads, count) else "ring"
+    return f"{CP}:{count}:{kind}"
+
+
+def cp_time_factor(techniques: list[str]) -> float:
+    for t in techniques:
+        if t.startswith(CP + ":"):
+            degree = int(t.split(":")[1])
+            return 1.0 + float(constants()["context_parallel"]["overhead_per_doubling"]) * math.log2(degree)
+    return 1.0
+
+
+def chains(request: Request, base: Scenario, long: bool) -> list[list[str]]:
+    """Technique chains, cheapest in time first; a "cp" entry stands for CP over the arrangement's GPUs."""
+    chain = []
+    if not base.gradient_checkpointing:
+        chain.append("gradient_checkpointing")
+    if base.batch_size > 1 and request.stage not in ("grpo", "ppo"):
+        chain.append("micro_batch_1")  # GRPO's batch is its generations: posttrain's changes word that
+    if base.optimizer in ("adamw", "paged_adamw") and base.method == "full":
+        chain.append("optimizer_8bit")
+    if base.sharding not in ("zero3", "fsdp"):
+        chain.append("zero3")
+    if base.method == "full" and not base.offload:
+        chain.append("cpu_offload")
+    out = [chain]
+    if not base.fused_loss:
+        out.append(["fused_loss", *chain])
+    if long:
+        out += [[CP, *chain]] + ([[CP, "fused_loss", *chain]] if not base.fused_loss else [])
+    return out
+
+
+def request_at(request: Request, techniques: list[str], gpu: Arrangement) -> Request:
+    update: dict[str, Any] = {}
+    for t in techniques:
+        if t.startswith(CP + ":"):
+            update["context_parallel"] = int(t.split(":")[1])
+        else:
+            update.update(REQUEST_TECHNIQUES[t])
+    first = request.gpus[0] if request.gpus else GpuRef()
+    update["gpus"] = [first.model_copy(update={"name": gpu.gpu, "memory_gb": gpu.memory_gb, "count": gpu.count,
+                                               "total_gib": None})]
+    return request.model_copy(update=update)
+
+
+def _variants(request: Request, base: Scenario, count: int, long: bool) -> list[list[str]]:
+    seen: list[list[str]] = [[]]
+    for names in chains(request, base, long):
+        for i in range(len(names)):
+            prefix = names[: i + 1]
+            if CP in prefix:
+                cp = cp_technique(request, base, count)
+                if cp is None:
+                    break
+                prefix = [cp if t == CP else t for t in prefix]
+            if count == 1 and prefix[-1] == "zero3":
+                continue
+            if prefix not in seen:
+                seen.append(prefix)
+    return seen
+
+
+def _breakdown(req: Request) -> Breakdown | None:
+    try:
+        return posttrain.breakdown_for(req)
+    except (ScenarioError, ValueError):
+        return None
+
+
+def rank(job: Job, o: Option, req: Request) -> tuple[float, float, int]:
+    """engine.plan's rank key with CP's step-time factor; GRPO/PPO by the money (or hours) of their steps."""
+    key = rank_key(job, o)
+    if req.stage in ("grpo", "ppo"):
+        costs = rl_costs(job, o, req)
+        if "hours" in costs:
+            money = costs.get("cost", {}).get("typical", math.inf)
+            hours = costs["hours"]
+            return (hours, money, key[2]) if job.rank_by == "time" else (money, hours, key[2])
+    factor = cp_time_factor(o.techniques)
+    return (key[0] * factor, key[1] * factor, key[2])
+
+
+def search(job: Job, request: Request, candidates: list[Arrangement], headroom: float = HEADROOM,
+           counts: tuple[int, ...] | None = None, every_count: bool = True) -> list[Plan]:
+    """Arrangements × technique sets that fit under the post-training peak, best first (one plan per GPU × count).
+    Without `every_count` (the whole catalog) a GPU that fits as asked stops growing, as in engine.plan.search."""
+    long = is_long_context(request)
+    named = tuple(sorted({c.count for c in candidates} - set(COUNTS) - {1}))
+    steps = (counts,) if counts else (tuple(sorted({*COUNTS, *named})), NODE_COUNTS)
+    colocated = request.rollout is not None and request.rollout.mode in (None, "colocate")
+    options: list[tuple[tuple[float, float, int], Option, Request]] = []
+    settled: set[str] = set()
+    for group in steps:
+        for count in group:
+            fitted: dict[str, list[set[str]]] = {}
+            for techniques in _variants(request, job.base, count, long):
+                used = set(techniques)
+                pool = [c for c in candidates if c.gpu not in settled
+                        and not any(f <= used for f in fitted.get(c.gpu, ()))]
+                shared: Breakdown | None = None
+                for c in pool:
+                    arr = Arrangement(gpu=c.gpu, memory_gb=c.memory_gb, count=count)
+                    req = request_at(request, techniques, arr)
+                    # the vLLM share is a fraction of the card: only colocated rollouts depend on the GPU
+                    b = _breakdown(req) if colocated or shared is None else shared
+                    if b is None:
+                        break
+                    shared = b
+                    if not fits(b, c.memory_gb, headroom):
+                        continue
+                    fitted.setdefault(c.gpu, []).append(used)
+                    if not techniques and not every_count and job.rank_by == "cost":
+                        settled.add(c.gpu)
+                    o = Option(techniques, build_scenario(req), b, c.gpu, c.memory_gb, count)
+                    options.append((rank(job, o, req), o, req))
+        if options:
+            break
+    kept: dict[tuple[str, int], tuple[Option, Request]] = {}
+    for _key, o, req in sorted(options, key=lambda item: item[0]):
+        if (o.gpu, o.count) not in kept and len(kept) < MAX_PLANS:
+            kept[(o.gpu, o.count)] = (o, req)
+    return [plan_of(job, o, req) for o, req in kept.values()]
+
+
+def plan_of(job: Job, o: Option, req: Request) -> Plan:
+    """The option costed: CP's step-time factor on the hours; GRPO/PPO hours from generation + training."""
+    p = cost_plan(job, o)
+    factor = cp_time_factor(o.techniques)
+    update: dict[str, Any] = {"slowdown": round(factor, 2)}
+    if factor != 1.0:
+        for k in ("hours", "hours_per_100m_tokens"):
+            if getattr(p, k) is not None:
+                update[k] = round(getattr(p, k) * factor, 2)
+        for k in ("cost", "usd"):
+            if getattr(p, k):
+                update[k] = {t: round(v * factor, 2) for t, v in getattr(p, k).items()}
+    if req.stage in ("grpo", "ppo"):
+        update.update(rl_costs(job, o, req))
+    return p.model_copy(update=update)
+
+
+def rl_costs(job: Job, o: Option, req: Request) -> dict[str, Any]:
+    from engine.catalog import find_gpu
+
+    try:
+        t = posttrain.posttrain_result(req, advise=False).time
+    except (ScenarioError, ValueError):
+        return {}
+    gpu = find_gpu(o.gpu)
+    if t is None or gpu is None:
+        return {}
+    out: dict[str, Any] = {"hours": round(t.hours, 2), "hours_per_100m_tokens": None}
+    found = price(gpu, job.prices)
+    if found is not None:
+        out["cost"] = {k: round(getattr(found, k) * t.gpus * t.hours, 2) for k in ("min", "typical", "max")}
+    if isinstance(t.cost, dict):
+        out["usd"] = {k: round(float(t.cost[k]), 2) for k in ("min", "typical", "max")}
+    return out
+
+
+def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
+    """Plans of a post-training or long-context request; raises ScenarioError when it cannot be estimated."""
+    notes, prices = checked_inputs(request, prices or PriceOptions())
+    rank_by: RankBy = prices.rank_by or request.rank_by or "cost"
+    base = build_scenario(request)
+    b0 = posttrain.breakdown_for(request)
+    tokens = request.tokens * (request.epochs or 1) if request.tokens else None
+    job = Job(base=base, tokens=tokens, prices=prices, rank_by=rank_by)
+    named = list(dict.fromkeys(asked_arrangements(request)))
+    asked_fits = None
+    comparison: list[Comparison] = []
+    alternatives: list[Plan] = []
+    if named:
+        plans = search(job, request, named, headroom=NO_HEADROOM)
+    else:
+        plans = search(job, request, catalog_arrangements(), every_count=False)
+    if len(named) > 1:
+        for g in named:
+            found = search(job, request, [g], headroom=NO_HEADROOM, counts=(g.count,))
+            judged = _breakdown(request_at(request, [], g))
+            need = need_gb(judged) if judged else math.inf
+            comparison.append(Comparison(gpu=g.gpu, count=g.count, fits=bool(found), need_gb=round(need, 2),
+                                         memory_gb=g.memory_gb, plan=found[0] if found else None))
+    elif named:
+        asked_fits = fits(b0, named[0].memory_gb, NO_HEADROOM)
+        if not plans:
+            alternatives = search(job, request, catalog_arrangements(), every_count=False)[:3]
+    return PlanResult(scenario=base, breakdown=b0, plans=plans, changes=[], asked_fits=asked_fits, tokens=tokens,
+                      currency=prices.currency, rank_by=rank_by, comparison=comparison, alternatives=alternatives,
+                      notes=notes)
+
+
+def changes(result: posttrain.PostTrainResult, asked: Arrangement | None) -> list[Change]:
+    """posttrain's changes as the answer's: what each saves per GPU, and whether it fits the GPUs asked
+    (a change that needs more GPUs than asked is keyed more_gpus, so that the verdict does not count it)."""
+    out = []
+    for c in result.changes:
+        gpus = int(c.params.get("gpus", 0) or 0) + int(c.params.get("extra_gpus", 0) or 0)
+        more = asked is not None and (gpus > asked.count or "extra_gpus" in c.params)
+        out.append(Change(key="more_gpus" if more else c.key, params={**c.params, "posttrain_key": c.key,
+                                                                      "per_gpu_total": c.per_gpu_total},
+                          saves_gb=round(result.per_gpu_total - c.per_gpu_total, 1), fits=bool(c.fits)))
+    return out
