@@ -100,9 +100,9 @@ def long_context_instead(request: Request, result: PlanResult) -> bool:
     parallelism considered (seed claim S19), not with "no number of GPUs fits"."""
     if request.stage not in (None, "sft", "pretrain") or result.comparison:
         return False
-    if result.asked_fits is not False and (result.plans or result.asked_fits is None and result.plans):
-        return False
-    return posttrain_plan.is_long_context(request)
+    if result.asked_fits is False or not result.plans:
+        return posttrain_plan.is_long_context(request)
+    return False
 
 
 def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:

@@ -165,4 +165,8 @@ def view_model(lang: str, a: Answer) -> AnswerView:
         "notes": [note_text(lang, n, s) for n in a.notes],
         "monthly": monthly_text(lang, a.monthly) if a.monthly else "",
     }
+    if a.posttrain is not None:
+        from bot.views import posttrain
+
+        title, line = posttrain.apply(lang, a, model)
     return AnswerView(model, title, line)

@@ -1,0 +1,257 @@
+"""The post-training parts of an answer in words: the stage's headline, the breakdown with the lines post-training
+adds (reference, reward and value models, rollouts, the vLLM share), what to change with the total each gives, the
+TRL settings to use, notes, assumptions and the RL step time. engine.posttrain gives numbers and message keys only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.views.catalogs import N_, _, _n
+from bot.views.formats import decimal, hours_text, num
+from bot.views.words import assumption_text, component_label, gpu_name, method_label
+from engine.posttrain import PostTrainResult
+from engine.posttrain.setup import constants
+from engine.schema import Answer, Assumption
+
+TABLE_WIDTH = 34
+POLICY_LINES = ("weights", "adapters", "gradients", "optimizer", "activations", "logits")
+STAGES = {"dpo": "DPO", "orpo": "ORPO", "kto": "KTO", "simpo": "SimPO", "ppo": "PPO", "grpo": "GRPO"}
+
+LINE_LABELS = {
+    "reference_model": N_("reference model"),
+    "reward_model": N_("reward model"),
+    "value_model": N_("value model"),
+    "cp_buffers": N_("CP buffers"),
+    "generation_kv_cache": N_("rollouts: KV cache"),
+    "generation_gathered_weights": N_("rollouts: gathered model"),
+    "vllm_share": N_("vLLM share"),
+    "vllm_asleep": N_("vLLM asleep"),
+}
+
+NOTES = {
+    "posttrain.note.activations_largest": N_("activations are the largest line: the sequence is what fills the GPU"),
+    "posttrain.note.logits_largest": N_("the logits are the largest line: a fused loss (Liger) or context "
+                                        "parallelism divides them"),
+    "posttrain.note.generation_peak": N_("the peak comes during generation, not in the training step"),
+    "posttrain.note.hf_generate": N_("rollouts with transformers' generate (no vLLM): slower generation; "
+                                     "say “with vLLM” to estimate it"),
+    "posttrain.note.padding_free_disabled_trl": N_("TRL's DPOTrainer turns padding-free off: padded batches are "
+                                                   "estimated"),
+    "posttrain.note.padding_free_same_peak": N_("padding-free batches save padding of shorter samples; the peak at "
+                                                "max_length is the same"),
+    "posttrain.note.server_needs_more_gpus": N_("vLLM in server mode needs GPUs of its own beside the trainer's"),
+    "posttrain.note.unsloth_standby": N_("Unsloth shares the weights with vLLM (standby): the share is freed for "
+                                         "the training step"),
+    "posttrain.note.vllm_does_not_fit_beside_trainer": N_("vLLM's share and the trainer do not fit on one card "
+                                                          "together: use sleep mode or a separate GPU for vLLM"),
+    "posttrain.note.vllm_share_too_small": N_("vLLM's share is too small for its weights and KV cache: raise "
+                                              "vllm_gpu_memory_utilization"),
+}
+
+
+def tokens_k(lang: str, tokens: int) -> str:
+    """1536 → "1.5k" / "1,5k"; 131072 → "128k"."""
+    if tokens < 1000:
+        return str(tokens)
+    return num(lang, round(tokens / 1024, 1)) + "k"
+
+
+def stage_label(lang: str, r: PostTrainResult) -> str:
+    """"GRPO, 8 generations × 1.5k" / "DPO, LoRA" / "reward model, full" / "context 128k"."""
+    method = {"full": _(lang, "full fine-tuning"), "lora": "LoRA", "qlora": "QLoRA"}.get(r.method, r.method)
+    if r.stage == "grpo" and r.settings.num_generations:
+        n = r.settings.num_generations
+        gens = _n(lang, "%(n)s generation", "%(n)s generations", n) % {"n": n}
+        return f"GRPO, {gens} × {tokens_k(lang, r.tokens_per_sequence)}"
+    if r.stage == "rm":
+        return _(lang, "reward model, %(method)s") % {"method": method}
+    if r.stage in STAGES:
+        return f"{STAGES[r.stage]}, {method}"
+    return _(lang, "context %(tokens)s, %(method)s") % {"tokens": tokens_k(lang, r.tokens_per_sequence),
+                                                          "method": method}
+
+
+def vllm_share_used(a: Answer) -> float:
+    """The gpu_memory_utilization the estimate holds for a colocated vLLM: the one asked, else TRL's default."""
+    asked = a.request.rollout.gpu_memory_utilization if a.request.rollout else None
+    return float(asked if asked is not None else constants()["defaults"]["vllm_gpu_memory_utilization"])
+
+
+def rollout_text(lang: str, a: Answer, r: PostTrainResult) -> str:
+    st = r.settings
+    if st.vllm_mode == "colocate":
+        return " " + _(lang, "with vLLM colocated at %(util)s") % {"util": decimal(lang, vllm_share_used(a), 2)}
+    if st.vllm_mode == "server":
+        return " " + _n(lang, "with vLLM on %(n)s GPU of its own", "with vLLM on %(n)s GPUs of their own",
+                        r.rollout_gpus or 1) % {"n": r.rollout_gpus or 1}
+    return ""
+
+
+def headline(lang: str, a: Answer, r: PostTrainResult) -> str:
+    what = stage_label(lang, r)
+    used = num(lang, a.need_gb)
+    if a.asked is None or a.verdict is None:
+        return _(lang, "%(what)s: needs %(used)s GB per GPU") % {"what": what, "used": used}
+    params = {"what": what, "gpu": f"{a.asked.count}×{gpu_name(lang, a.asked.gpu)}",
+              "rollout": rollout_text(lang, a, r), "used": used, "total": num(lang, a.asked.memory_gb)}
+    if a.verdict == "fits":
+        return _(lang, "%(what)s: fits on %(gpu)s%(rollout)s, %(used)s GB of %(total)s GB") % params
+    if a.verdict == "tight":
+        return _(lang, "%(what)s: fits on %(gpu)s%(rollout)s, but tightly: %(used)s GB of %(total)s GB") % params
+    fix = next((c for c in a.changes if c.fits and c.key != "more_gpus"), None)
+    if a.verdict == "fits_with_changes" and fix is not None:
+        key = str(fix.params.get("posttrain_key", fix.key))
+        gib = float(fix.params.get("per_gpu_total", 0)) + r.cuda_context
+        return _(lang, "%(what)s: fits on %(gpu)s with %(change)s, %(fixed)s GB; as asked %(used)s GB of "
+                       "%(total)s GB") % {**params, "change": change_words(lang, key, fix.params),
+                                          "fixed": num(lang, gib)}
+    return _(lang, "%(what)s: does not fit on %(gpu)s as asked%(rollout)s: needs %(used)s GB of %(total)s GB") % params
+
+
+def summary(lang: str, a: Answer, r: PostTrainResult) -> str:
+    """model · method · tokens per sequence (and per GPU under CP) · sequences per micro-step."""
+    s = a.scenario
+    assert s is not None
+    seq = _n(lang, "%(n)s sequence", "%(n)s sequences", r.sequences_per_micro_step) % {
+        "n": r.sequences_per_micro_step}
+    tokens = _(lang, "%(t)s tokens") % {"t": num(lang, r.tokens_per_sequence)}
+    if r.tokens_per_gpu != r.tokens_per_sequence:
+        tokens += " (" + _(lang, "%(t)s per GPU") % {"t": num(lang, r.tokens_per_gpu)} + ")"
+    from bot.views.view import model_label
+
+    line = f"{model_label(lang, s)} · {method_label(lang, s)} · {tokens} · {seq}"
+    return line + (f" · {s.gpu_count} GPU" if s.gpu_count > 1 else "")
+
+
+def table(lang: str, r: PostTrainResult, need: float) -> list[str]:
+    """The busiest GPU's peak: the policy's lines, the lines post-training adds, the rest, the total."""
+    rows = [(component_label(lang, k), r.policy.get(k, 0.0)) for k in POLICY_LINES]
+    rows += [(_(lang, LINE_LABELS[x.key]), x.gib) for x in r.lines if x.key in LINE_LABELS]
+    rest = r.per_gpu_total - sum(v for _label, v in rows)
+    rows = [(label, v) for label, v in rows if v >= 0.05]
+    if rest >= 0.05:
+        rows.append((component_label(lang, "overhead"), rest))
+    rows.append((component_label(lang, "cuda_context"), r.cuda_context))
+    lines = [f"{label[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{num(lang, v):>8}" for label, v in rows]
+    lines.append("─" * TABLE_WIDTH)
+    lines.append(f"{_(lang, 'total, GB')[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{num(lang, need):>8}")
+    return lines
+
+
+def change_words(lang: str, key: str, p: dict[str, Any]) -> str:
+    match key.removeprefix("posttrain.change."):
+        case "fewer_generations":
+            return _(lang, "fewer generations: num_generations %(n)s") % {"n": p.get("num_generations")}
+        case "shorter_completions":
+            return _(lang, "shorter completions: max_completion_length %(n)s") % {
+                "n": p.get("max_completion_length")}
+        case "use_lora":
+            return _(lang, "LoRA instead of full fine-tuning")
+        case "use_qlora":
+            return _(lang, "QLoRA (4-bit base)")
+        case "vllm_gpu_memory_utilization":
+            return _(lang, "vLLM share %(util)s (what it needs)") % {
+                "util": decimal(lang, float(p.get("vllm_gpu_memory_utilization", 0)), 2)}
+        case "sleep_mode":
+            return _(lang, "vLLM sleep mode during the step")
+        case "vllm_server_gpu":
+            return _(lang, "vLLM on a separate GPU (server mode)")
+        case "precompute_ref_log_probs":
+            return _(lang, "precomputed reference log-probs (no reference model)")
+        case "fused_loss":
+            return _(lang, "fused loss (Liger)")
+        case "context_parallel":
+            return _(lang, "context parallel ×%(d)s on %(gpus)s GPUs") % {"d": p.get("degree"), "gpus": p.get("gpus")}
+        case "tensor_parallel":
+            return _(lang, "tensor parallel ×%(d)s on %(gpus)s GPUs") % {"d": p.get("degree"), "gpus": p.get("gpus")}
+        case "activation_offload":
+            return _(lang, "activation checkpoints to CPU (%(gb)s GB of RAM)") % {
+                "gb": num(lang, float(p.get("host_ram_gib", 0)))}
+        case "tiled_mlp":
+            return "TiledMLP"
+    return key
+
+
+def change_lines(lang: str, r: PostTrainResult) -> list[str]:
+    gb = _(lang, "GB")
+    out = []
+    for c in r.changes[:5]:
+        mark = " ✓" if c.fits else ""
+        out.append(f"{change_words(lang, c.key, c.params)}: {num(lang, c.per_gpu_total + r.cuda_context)} {gb}{mark}")
+    return out
+
+
+SETTING_ORDER = ("per_device_train_batch_size", "num_generations", "max_prompt_length", "max_completion_length",
+                 "max_length", "beta", "precompute_ref_log_probs", "use_vllm", "vllm_mode",
+                 "vllm_gpu_memory_utilization", "vllm_enable_sleep_mode", "vllm_tensor_parallel_size",
+                 "sequence_parallel_size", "tensor_parallel_size", "gradient_checkpointing")
+
+
+def settings_lines(r: PostTrainResult) -> list[str]:
+    """TRL's names with the values of this estimate (Python literals, as in a config)."""
+    values = r.settings.model_dump()
+    out = []
+    for k in SETTING_ORDER:
+        v = values.get(k)
+        if v is None or (k == "vllm_tensor_parallel_size" and v == 1):
+            continue
+        out.append(f"{k}={v!r}" if not isinstance(v, str) else f'{k}="{v}"')
+    if r.settings.cp_kind:
+        out.append(f'# {"DeepSpeed Ulysses" if r.settings.cp_kind == "ulysses" else "ring attention"}')
+    return out
+
+
+def assumption_words(lang: str, item: str) -> str:
+    """One default of the estimate: posttrain's own ("num_generations=8") here, the scenario's by words.py."""
+    key, _eq, value = item.partition("=")
+    match key:
+        case "num_generations":
+            return _(lang, "%(v)s generations per prompt") % {"v": value}
+        case "output_len":
+            return _(lang, "completions up to %(v)s tokens") % {"v": value}
+        case "prompt_len":
+            return _(lang, "prompts up to %(v)s tokens") % {"v": value}
+        case "max_length":
+            return _(lang, "pairs up to %(v)s tokens") % {"v": value}
+        case "beta":
+            return _(lang, "KL coefficient beta %(v)s (no reference model at 0)") % {"v": value}
+        case "grad_accum":
+            return _(lang, "gradient accumulation %(v)s") % {"v": value}
+        case "vllm_mode":
+            return _(lang, "vLLM colocated with the trainer")
+        case "cp_kind":
+            return _(lang, "context parallelism: %(v)s") % {"v": "DeepSpeed Ulysses" if value == "ulysses"
+                                                          else _(lang, "ring attention")}
+    typed: str | int = int(value) if value.isdigit() else value
+    return assumption_text(lang, Assumption(key=key, value=typed))
+
+
+def time_text(lang: str, r: PostTrainResult) -> str:
+    t = r.time
+    if t is None:
+        return ""
+    sec = _(lang, "s")
+    return _(lang, "RL step ≈ %(step)s %(s)s (generation %(gen)s %(s)s, training %(train)s %(s)s); "
+                   "%(steps)s steps ≈ %(hours)s") % {
+        "step": num(lang, t.step_s), "gen": num(lang, t.generation_s), "train": num(lang, t.training_s + t.sync_s),
+        "s": sec, "steps": num(lang, t.steps), "hours": hours_text(lang, t.hours)}
+
+
+def apply(lang: str, a: Answer, model: dict[str, Any]) -> tuple[str, str]:
+    """Replaces the plain answer's parts with the post-training ones in the view model; returns the headline and
+    the summary line."""
+    r = a.posttrain
+    assert r is not None
+    title, line = headline(lang, a, r), summary(lang, a, r)
+    host = r.host_ram_gib
+    model.update({
+        "headline": title, "summary": line, "table": table(lang, r, a.need_gb), "changes": change_lines(lang, r),
+        "pt_settings": settings_lines(r),
+        "notes": [*model["notes"], *(_(lang, NOTES[n]) if n in NOTES else n for n in dict.fromkeys(r.notes))],
+        "pt_time": time_text(lang, r),
+        "pt_host_ram": _(lang, "Host RAM per GPU: %(gb)s GB") % {"gb": num(lang, host)} if host >= 0.05 else "",
+        "assumptions": "; ".join(assumption_words(lang, x) for x in r.assumptions) or "—",
+        "cpu_ram_gb": 0,
+    })
+    return title, line
