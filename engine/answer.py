@@ -96,13 +96,11 @@ def capacity(b: Breakdown, asked: Arrangement | None, result: PlanResult) -> lis
 
 
 def long_context_instead(request: Request, result: PlanResult) -> bool:
-    """A fine-tuning request that does not fit as asked because of its sequence: answered with context
+    """A fine-tuning request that no arrangement fits because of its sequence: answered with context
     parallelism considered (seed claim S19), not with "no number of GPUs fits"."""
-    if request.stage not in (None, "sft", "pretrain") or result.comparison:
+    if request.stage not in (None, "sft", "pretrain") or result.comparison or result.plans:
         return False
-    if result.asked_fits is False or not result.plans:
-        return posttrain_plan.is_long_context(request)
-    return False
+    return posttrain_plan.is_long_context(request)
 
 
 def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:

@@ -115,7 +115,7 @@ def summary(lang: str, a: Answer, r: PostTrainResult) -> str:
     assert s is not None
     seq = _n(lang, "%(n)s sequence", "%(n)s sequences", r.sequences_per_micro_step) % {
         "n": r.sequences_per_micro_step}
-    tokens = _(lang, "%(t)s tokens") % {"t": num(lang, r.tokens_per_sequence)}
+    tokens = _n(lang, "%(t)s token", "%(t)s tokens", r.tokens_per_sequence) % {"t": num(lang, r.tokens_per_sequence)}
     if r.tokens_per_gpu != r.tokens_per_sequence:
         tokens += " (" + _(lang, "%(t)s per GPU") % {"t": num(lang, r.tokens_per_gpu)} + ")"
     from bot.views.view import model_label
@@ -223,6 +223,8 @@ def assumption_words(lang: str, item: str) -> str:
         case "cp_kind":
             return _(lang, "context parallelism: %(v)s") % {"v": "DeepSpeed Ulysses" if value == "ulysses"
                                                           else _(lang, "ring attention")}
+    if key == "architecture":
+        value = value.removeprefix("like ")  # words.py says "like" itself
     typed: str | int = int(value) if value.isdigit() else value
     return assumption_text(lang, Assumption(key=key, value=typed))
 
@@ -231,11 +233,14 @@ def time_text(lang: str, r: PostTrainResult) -> str:
     t = r.time
     if t is None:
         return ""
-    sec = _(lang, "s")
-    return _(lang, "RL step ≈ %(step)s %(s)s (generation %(gen)s %(s)s, training %(train)s %(s)s); "
-                   "%(steps)s steps ≈ %(hours)s") % {
-        "step": num(lang, t.step_s), "gen": num(lang, t.generation_s), "train": num(lang, t.training_s + t.sync_s),
-        "s": sec, "steps": num(lang, t.steps), "hours": hours_text(lang, t.hours)}
+    def sec(x: float) -> str:
+        return num(lang, x) + "\u00a0" + _(lang, "s")  # no break between a number and its unit
+
+    return _n(lang, "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(steps)s step ≈ %(hours)s",
+              "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(steps)s steps ≈ %(hours)s",
+              t.steps) % {
+        "step": sec(t.step_s), "gen": sec(t.generation_s), "train": sec(t.training_s + t.sync_s),
+        "steps": num(lang, t.steps), "hours": hours_text(lang, t.hours)}
 
 
 def apply(lang: str, a: Answer, model: dict[str, Any]) -> tuple[str, str]:

@@ -27,7 +27,7 @@ def technique_label(lang: str, key: str) -> str:
               "fused_loss": _(lang, "fused loss"),
               "optimizer_8bit": "8-bit Adam", "zero3": "ZeRO-3", "cpu_offload": _(lang, "CPU offload")}
     if key.startswith("cp:"):  # engine.plan.posttrain: context parallelism "cp:<degree>:<ulysses|ring>"
-        _cp, degree, kind = (key.split(":") + ["", ""])[:3]
+        _cp, degree, kind = [*key.split(":"), "", ""][:3]
         return _(lang, "context parallel ×%(d)s (%(kind)s)") % {
             "d": degree, "kind": "Ulysses" if kind == "ulysses" else _(lang, "ring attention")}
     return labels.get(key, key)
