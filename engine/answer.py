@@ -36,7 +36,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         return Answer(request=request, errors=[Note(key="no_model")])
     try:
         if posttrain.applies(request):
-            return posttrain_answer(request, prices)
+            return posttrain_answer(posttrain_plan.with_rollout(request), prices)
         result = plan(request, prices)
         if long_context_instead(request, result):
             return posttrain_answer(request, prices)

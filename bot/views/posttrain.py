@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.views.catalogs import N_, _, _n
 from bot.views.formats import decimal, hours_text, num
-from bot.views.words import assumption_text, component_label, gpu_name, method_label
+from bot.views.words import assumption_text, component_label, gpu_name, method_label, technique_label
 from engine.posttrain import PostTrainResult
 from engine.posttrain.setup import constants
 from engine.schema import Answer, Assumption
@@ -99,6 +99,12 @@ def headline(lang: str, a: Answer, r: PostTrainResult) -> str:
         return _(lang, "%(what)s: fits on %(gpu)s%(rollout)s, %(used)s GB of %(total)s GB") % params
     if a.verdict == "tight":
         return _(lang, "%(what)s: fits on %(gpu)s%(rollout)s, but tightly: %(used)s GB of %(total)s GB") % params
+    plan = next((p for p in a.plans if p.gpu == a.asked.gpu and p.count == a.asked.count and p.techniques), None)
+    if plan is not None:
+        used_techniques = ", ".join(technique_label(lang, t) for t in plan.techniques)
+        return _(lang, "%(what)s: fits on %(gpu)s with %(change)s, %(fixed)s GB; as asked %(used)s GB of "
+                       "%(total)s GB") % {**params, "change": used_techniques,
+                                          "fixed": num(lang, plan.per_gpu_gb + r.cuda_context)}
     fix = next((c for c in a.changes if c.fits and c.key != "more_gpus"), None)
     if a.verdict == "fits_with_changes" and fix is not None:
         key = str(fix.params.get("posttrain_key", fix.key))

@@ -30,6 +30,7 @@ from engine.schema import (
     PriceOptions,
     RankBy,
     Request,
+    Rollout,
     Scenario,
 )
 
@@ -42,6 +43,14 @@ REQUEST_TECHNIQUES: dict[str, dict[str, Any]] = {
     "cpu_offload": {"offload": True},
 }
 CP = "cp"  # technique name prefix: "cp:8:ulysses"
+
+
+def with_rollout(request: Request) -> Request:
+    """GRPO/PPO "with vLLM": the parser reads the engine as serving_engine; the rollout is vLLM's (colocated
+    unless the request says otherwise, engine.posttrain's default)."""
+    if request.stage in ("grpo", "ppo") and request.rollout is None and request.serving_engine == "vllm":
+        return request.model_copy(update={"rollout": Rollout()})
+    return request
 
 
 def is_long_context(request: Request) -> bool:
