@@ -184,7 +184,8 @@ def change_lines(lang: str, r: PostTrainResult) -> list[str]:
     out = []
     for c in r.changes[:5]:
         mark = " ✓" if c.fits else ""
-        out.append(f"{change_words(lang, c.key, c.params)}: {num(lang, c.per_gpu_total + r.cuda_context)} {gb}{mark}")
+        total = num(lang, c.per_gpu_total + r.cuda_context)
+        out.append(f"{change_words(lang, c.key, c.params)}: {total}\u00a0{gb}{mark}")  # no break before the unit
     return out
 
 
