@@ -129,4 +129,5 @@ def test_ask_ppo_7b_full_on_8_a100() -> None:
 
 def test_english_grpo_reply() -> None:
     text = ask_text("GRPO Qwen2.5-7B on H100 with vLLM, 8 generations, completions 1024")
-    assert text.splitlines()[0].startswith("✅ GRPO, 8 generations × 1.5k: fits on 1×H100 SXM with vLLM colocated at 0.3")
+    first = text.splitlines()[0]
+    assert first.startswith("✅ GRPO, 8 generations × 1.5k: fits on 1×H100 SXM with vLLM colocated at 0.3")
