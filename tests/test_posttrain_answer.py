@@ -131,3 +131,28 @@ def test_english_grpo_reply() -> None:
     text = ask_text("GRPO Qwen2.5-7B on H100 with vLLM, 8 generations, completions 1024")
     first = text.splitlines()[0]
     assert first.startswith("✅ GRPO, 8 generations × 1.5k: fits on 1×H100 SXM with vLLM colocated at 0.3")
+
+
+def test_grpo_on_two_named_gpus_is_a_comparison_under_the_post_training_peak() -> None:
+    a = answer(grpo(gpus=[H100, GpuRef(name="A100 80GB SXM", memory_gb=80)]))
+    assert a.verdict == "compare" and len(a.comparison) == 2
+    assert all(c.plan is not None and c.plan.hours is not None for c in a.comparison)
+    assert all(abs(c.need_gb - a.need_gb) < 0.5 for c in a.comparison)
+    text = ask_text("GRPO Qwen2.5-7B на H100 vs A100")
+    assert text.startswith("⚖️ GRPO, 8 генераций")
+    assert "Что можно изменить" not in text
+
+
+def test_grpo_without_a_gpu_is_planned_over_the_catalog() -> None:
+    a = answer(grpo(gpus=[]))
+    assert a.verdict is None and a.plans
+    plain = [p.gpu for p in a.plans if not p.techniques]
+    assert plain and len(set(plain)) == len(plain)  # a GPU that fits as asked does not grow
+    costs = [p.cost["typical"] for p in a.plans if p.cost]
+    assert costs == sorted(costs)
+
+
+def test_impossible_context_parallel_degree_is_an_error_not_a_traceback() -> None:
+    a = answer(grpo(context_parallel=16))
+    assert a.errors and a.errors[0].key == "no_estimate"
+    assert "16" in a.errors[0].params["reason"]

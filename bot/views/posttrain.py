@@ -54,6 +54,8 @@ def tokens_k(lang: str, tokens: int) -> str:
     """1536 → "1.5k" / "1,5k"; 131072 → "128k"."""
     if tokens < 1000:
         return str(tokens)
+    if tokens >= 2**20:
+        return num(lang, round(tokens / 2**20, 1)) + "M"
     return num(lang, round(tokens / 1024, 1)) + "k"
 
 
@@ -256,9 +258,12 @@ def apply(lang: str, a: Answer, model: dict[str, Any]) -> tuple[str, str]:
     r = a.posttrain
     assert r is not None
     title, line = headline(lang, a, r), summary(lang, a, r)
+    if a.verdict == "compare":
+        title = f"{stage_label(lang, r)}: {model['headline']}"
     host = r.host_ram_gib
     model.update({
-        "headline": title, "summary": line, "table": table(lang, r, a.need_gb), "changes": change_lines(lang, r),
+        "headline": title, "summary": line, "table": table(lang, r, a.need_gb),
+        "changes": change_lines(lang, r) if a.verdict != "compare" else [],
         "pt_settings": settings_lines(r),
         "notes": [*model["notes"], *(_(lang, NOTES[n]) if n in NOTES else n for n in dict.fromkeys(r.notes))],
         "pt_time": time_text(lang, r),

@@ -14,7 +14,7 @@ from typing import Any
 
 from engine import posttrain
 from engine.fit import HEADROOM, NO_HEADROOM, fits, need_gb
-from engine.plan.costing import Job, Option, cost_plan, price, rank_key
+from engine.plan.costing import PICK_FIELD, Job, Option, cost_plan, price, rank_key
 from engine.plan.inputs import checked_inputs
 from engine.plan.search import COUNTS, MAX_PLANS, NODE_COUNTS, asked_arrangements, catalog_arrangements
 from engine.posttrain.setup import constants, heads_divide
@@ -219,16 +219,22 @@ def rl_costs(job: Job, o: Option, req: Request) -> dict[str, Any]:
     from engine.catalog import find_gpu
 
     try:
-        t = posttrain.posttrain_result(req, advise=False).time
+        r = posttrain.posttrain_result(req, advise=False)
     except (ScenarioError, ValueError):
         return {}
+    t = r.time
     gpu = find_gpu(o.gpu)
     if t is None or gpu is None:
         return {}
-    out: dict[str, Any] = {"hours": round(t.hours, 2), "hours_per_100m_tokens": None}
+    out: dict[str, Any] = {"hours": round(t.hours, 2), "hours_per_100m_tokens": None, "cost_per_1m_tokens": None}
     found = price(gpu, job.prices)
     if found is not None:
         out["cost"] = {k: round(getattr(found, k) * t.gpus * t.hours, 2) for k in ("min", "typical", "max")}
+        # money per 1M tokens trained on (prompts + completions of the step's sequences)
+        tokens = t.sequences_per_step * r.tokens_per_sequence
+        if tokens:
+            per_hour = getattr(found, PICK_FIELD[job.prices.pick]) * t.gpus
+            out["cost_per_1m_tokens"] = round(per_hour * t.step_s / 3600 / tokens * 1e6, 4)
     if isinstance(t.cost, dict):
         out["usd"] = {k: round(float(t.cost[k]), 2) for k in ("min", "typical", "max")}
     return out
