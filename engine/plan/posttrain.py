@@ -10,6 +10,7 @@ engine/catalog/posttrain.toml gives it. GRPO/PPO plans take their hours from the
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from engine import posttrain
@@ -156,7 +157,7 @@ def rank(job: Job, o: Option, req: Request) -> tuple[float, float, int]:
     return (key[0] * factor, key[1] * factor, key[2])
 
 
-def search(job: Job, request: Request, candidates: list[Arrangement], headroom: float = HEADROOM,
+def search(job: Job, request: Request, candidates: Sequence[Arrangement], headroom: float = HEADROOM,
            counts: tuple[int, ...] | None = None, every_count: bool = True) -> list[Plan]:
     """Arrangements × technique sets that fit under the post-training peak, best first (one plan per GPU × count).
     Without `every_count` (the whole catalog) a GPU that fits as asked stops growing, as in engine.plan.search."""
