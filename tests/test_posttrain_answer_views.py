@@ -124,3 +124,12 @@ def test_dpo_pairs_and_reference_in_the_summary_and_assumptions() -> None:
     assert "2 последовательности" in r.description
     assert "пары до 1\u00a0024" not in r.html  # values come as the engine wrote them
     assert "пары до 1024\u00a0токенов" in plain(r.html)
+
+
+def test_chart_stacks_the_post_training_lines() -> None:
+    from bot.views.chart import _bars, chart_png
+
+    a = load("ppo_full_8xa100")
+    labels = [label for _colour, label, _gb in _bars("en", a)]
+    assert "value model" in labels and "reference model" in labels
+    assert chart_png(a, "ru").startswith(b"\x89PNG")

@@ -93,6 +93,17 @@ def _stack(b: Breakdown) -> Iterable[tuple[str, float]]:
     return [(key, float(values[key])) for key in COMPONENTS if values[key] >= MIN_GB]
 
 
+def _bars(lang: str, a: Answer) -> list[tuple[str, str, float]]:
+    """(colour, label, GB) of each stacked component; a post-training answer stacks its own lines."""
+    if a.posttrain is not None:
+        from bot.views.posttrain import chart_rows
+
+        rows = chart_rows(lang, a.posttrain)
+        return [(COLOURS.get(key) or colour, label, value) for key, label, value, colour in rows]
+    assert a.breakdown is not None
+    return [(COLOURS[key], component_label(lang, key), value) for key, value in _stack(a.breakdown)]
+
+
 def chart_figure(a: Answer, lang: str) -> Figure:
     """The chart as a matplotlib Figure (not yet rendered): one stacked bar, capacity lines, legend."""
     assert a.scenario is not None and a.breakdown is not None
@@ -102,9 +113,9 @@ def chart_figure(a: Answer, lang: str) -> Figure:
     need = a.need_gb
 
     bottom = 0.0
-    for key, value in _stack(a.breakdown):
-        ax.bar(0.0, value, width=0.5, bottom=bottom, color=COLOURS[key], edgecolor="white", linewidth=0.6,
-               label=f"{component_label(lang, key)}: {num(lang, value)}")
+    for colour, label, value in _bars(lang, a):
+        ax.bar(0.0, value, width=0.5, bottom=bottom, color=colour, edgecolor="white", linewidth=0.6,
+               label=f"{label}: {num(lang, value)}")
         bottom += value
     # Components are not all alive at the peak (gradients and activations take turns), so the
     # stack can exceed the peak: the peak is marked on its own.

@@ -29,6 +29,11 @@ LINE_LABELS = {
     "vllm_asleep": N_("vLLM asleep"),
 }
 
+# chart colours of the lines post-training adds (the policy's lines keep bot/views/chart.py's)
+LINE_COLOURS = {"reference_model": "#64B5CD", "reward_model": "#4A9A8A", "value_model": "#A05195",
+                "cp_buffers": "#B07AA1", "generation_kv_cache": "#937860", "generation_gathered_weights": "#7F9FCF",
+                "vllm_share": "#F1A340", "vllm_asleep": "#FDD49E"}
+
 NOTES = {
     "posttrain.note.activations_largest": N_("activations are the largest line: the sequence is what fills the GPU"),
     "posttrain.note.logits_largest": N_("the logits are the largest line: a fused loss (Liger) or context "
@@ -132,15 +137,22 @@ def summary(lang: str, a: Answer, r: PostTrainResult) -> str:
     return line + (f" · {s.gpu_count} GPU" if s.gpu_count > 1 else "")
 
 
+def chart_rows(lang: str, r: PostTrainResult) -> list[tuple[str, str, float, str]]:
+    """(key, label, GiB, colour) of the busiest GPU's lines: the policy's, those post-training adds, the rest (the
+    allocator's slack; none when phases take turns and the lines add up past the peak), the CUDA context."""
+    rows = [(k, component_label(lang, k), r.policy.get(k, 0.0)) for k in POLICY_LINES]
+    rows += [(x.key, _(lang, LINE_LABELS[x.key]), x.gib) for x in r.lines if x.key in LINE_LABELS]
+    rest = r.per_gpu_total - sum(v for _key, _label, v in rows)
+    rows = [row for row in rows if row[2] >= 0.05]
+    if rest >= 0.05:
+        rows.append(("overhead", component_label(lang, "overhead"), rest))
+    rows.append(("cuda_context", component_label(lang, "cuda_context"), r.cuda_context))
+    return [(k, label, v, LINE_COLOURS.get(k, "#8C8C8C")) for k, label, v in rows]
+
+
 def table(lang: str, r: PostTrainResult, need: float) -> list[str]:
     """The busiest GPU's peak: the policy's lines, the lines post-training adds, the rest, the total."""
-    rows = [(component_label(lang, k), r.policy.get(k, 0.0)) for k in POLICY_LINES]
-    rows += [(_(lang, LINE_LABELS[x.key]), x.gib) for x in r.lines if x.key in LINE_LABELS]
-    rest = r.per_gpu_total - sum(v for _label, v in rows)
-    rows = [(label, v) for label, v in rows if v >= 0.05]
-    if rest >= 0.05:
-        rows.append((component_label(lang, "overhead"), rest))
-    rows.append((component_label(lang, "cuda_context"), r.cuda_context))
+    rows = [(label, v) for _key, label, v, _colour in chart_rows(lang, r)]
     lines = [f"{label[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{num(lang, v):>8}" for label, v in rows]
     lines.append("─" * TABLE_WIDTH)
     lines.append(f"{_(lang, 'total, GB')[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{num(lang, need):>8}")
