@@ -156,3 +156,13 @@ def test_impossible_context_parallel_degree_is_an_error_not_a_traceback() -> Non
     a = answer(grpo(context_parallel=16))
     assert a.errors and a.errors[0].key == "no_estimate"
     assert "16" in a.errors[0].params["reason"]
+
+
+def test_s19_from_32k_tokens_the_sequence_lines_are_the_largest() -> None:
+    for tokens in (32768, 65536, 131072):
+        a = answer(Request(model=ModelRef(name="Llama-3.1-8B"), method="lora", seq_len=tokens,
+                           gpus=[H100.model_copy(update={"count": 8})], context_parallel=8))
+        assert a.posttrain is not None
+        p = a.posttrain.policy
+        assert max(p, key=lambda k: p[k]) in ("activations", "logits"), tokens
+        assert a.posttrain.tokens_per_gpu == tokens // 8
