@@ -174,6 +174,15 @@ async def make_reply(request: Request, storage: Storage, options: AnswerOptions,
         return Reply(rendered.html, rendered.title, rendered.lang, None, rendered, None)
     if qid is None:
         qid = await storage.put_request(request)
+    serving = rendered.answer.serving
+    if serving is not None:  # a serving answer: format, users, context (bot/views/keyboards.py)
+        from bot.views.keyboards import format_code, serving_keyboard
+
+        engine = serving.settings.engine if serving.settings else (request.serving_engine or "vllm")
+        fmt = format_code(serving.settings.weight_format, engine) if serving.settings else "-"
+        markup = serving_keyboard(qid, fmt, serving.users, serving.context or request.seq_len or 0, rendered.lang,
+                                  engine)
+        return Reply(with_note(rendered.html, note), rendered.title, rendered.lang, markup, rendered, qid)
     method, ctx, count = state_of(rendered)
     markup = answer_keyboard(qid, method, ctx, count, rendered.lang)
     return Reply(with_note(rendered.html, note), rendered.title, rendered.lang, markup, rendered, qid)
@@ -218,6 +227,31 @@ def apply_state(stored: Request, method_code: str, ctx: int, count: int) -> Requ
     data["gpus"] = gpus
     # what the question said that could not be used is settled once the button says it
     settled = {"context length out of range", "GPU count out of range", "GPU count not read"}
+    data["error"] = join_errors([r for r in error_keys(stored.error) if r not in settled])
+    try:
+        return Request.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError("state out of range") from exc
+
+
+def apply_serving_state(stored: Request, fmt_code: str, users: int, ctx: int) -> Request:
+    """The stored serving request with the format, users at once and context a serving button says; ValueError
+    when the state is not a possible one."""
+    from bot.views.keyboards import CODE_FORMATS, LOCAL_ENGINES, LOCAL_FORMATS
+
+    data = stored.model_dump()
+    if fmt_code != "-":
+        if fmt_code not in CODE_FORMATS:
+            raise ValueError("unknown format")
+        local = stored.serving_engine in LOCAL_ENGINES
+        data["quantization"] = LOCAL_FORMATS[fmt_code] if local else CODE_FORMATS[fmt_code]
+        data["bits"] = None
+    data["concurrency"] = users
+    data["seq_len"] = ctx
+    data["prompt_len"] = data["output_len"] = None  # the button's context is prompt + output
+    if data.get("engine_options"):
+        data["engine_options"]["max_model_len"] = None
+    settled = {"context length out of range", "batch size out of range"}
     data["error"] = join_errors([r for r in error_keys(stored.error) if r not in settled])
     try:
         return Request.model_validate(data)

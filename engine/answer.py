@@ -5,7 +5,7 @@ The verdict is decided here, once, with the fit rule of `engine.fit`; views only
 
 from __future__ import annotations
 
-from engine import posttrain, speed
+from engine import posttrain, pricing, speed
 from engine.catalog import find_gpu, shape_reference
 from engine.fit import HEADROOM, NO_HEADROOM, fits, need_gb
 from engine.plan import plan
@@ -24,7 +24,10 @@ from engine.schema import (
     PriceOptions,
     Request,
     Verdict,
+    error_keys,
 )
+from engine.schema_serving import Cost as ServingCost
+from engine.serving import ServingResult, is_serving_request, serve
 
 # GPUs a chart draws next to the asked and planned ones, so that the need reads against familiar sizes.
 COMMON_GPUS = ("RTX 4090", "A100 80GB SXM", "H100 SXM", "H200 SXM")
@@ -34,6 +37,8 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     """The complete answer to a parsed (or keyboard-altered) request; never raises on bad input."""
     if request.model is None:
         return Answer(request=request, errors=[Note(key="no_model")])
+    if is_serving_request(request):  # a serving engine sizes it (engine.serving), never the training planner
+        return serving_answer(request, prices)
     try:
         if posttrain.applies(request):
             return posttrain_answer(posttrain_plan.with_rollout(request), prices)
@@ -126,3 +131,71 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
         tokens=result.tokens, shape_reference=None if s.arch.known else shape_reference(s.arch.params),
         capacity=capacity(b, asked, result), posttrain=pt,
     )
+
+
+# ---- serving -------------------------------------------------------------------------------------------------
+
+
+def serving_answer(request: Request, prices: PriceOptions | None = None) -> Answer:
+    """A serving question's answer: the engine's ServingResult and the verdict on the GPUs asked."""
+    if prices is not None and request.currency is None:
+        request = request.model_copy(update={"currency": prices.currency})
+    result = serve(request)
+    if prices is not None and result.cost is not None and result.gpu is not None:
+        result = result.model_copy(update={"cost": _priced(result, prices)})
+    notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
+    return Answer(request=request, serving=result, verdict=serving_verdict(request, result), notes=notes,
+                  serving_users=serving_users(result), currency=result.cost.currency if result.cost else "USD")
+
+
+def _priced(r: ServingResult, prices: PriceOptions) -> ServingCost | None:
+    """The serving cost at the chat's prices: its own price for the GPU, the figure of the range it picks, its rate."""
+    assert r.cost is not None and r.gpu is not None
+    try:
+        found = pricing.price_range(r.gpu.name, overrides=prices.overrides, currency=prices.currency,
+                                    usd_rub=prices.usd_rub)
+    except (LookupError, ValueError):
+        return r.cost
+    hourly = {"cheapest": found.min, "premium": found.max}.get(prices.pick, found.typical)
+    per_hour = hourly * r.gpu.count
+    tokens_s = r.speed.total_tokens_s * max(1, r.replicas) if r.speed else 0.0
+    return ServingCost(currency=prices.currency, per_hour=round(per_hour, 2),
+                       per_month=round(per_hour * pricing.HOURS_PER_MONTH, 0),
+                       per_million_output_tokens=round(per_hour / (tokens_s * 3600) * 1e6, 3) if tokens_s else 0.0,
+                       gpu_hour_price=round(hourly, 3), price_source=found.typical_where)
+
+
+def serving_users(r: ServingResult) -> int:
+    """Requests of the asked context the configuration runs at once: KV room capped by max_num_seqs, all replicas."""
+    if r.kv is None or r.settings is None or r.memory is None or r.memory.kv_pool_gib <= 0:
+        return 0
+    return int(min(r.kv.concurrency_at_context + 1e-9, r.settings.max_num_seqs)) * max(1, r.replicas)
+
+
+def serving_breakdown(r: ServingResult) -> Breakdown | None:
+    """What one GPU must hold for the asked users (rank 0): the engine's fixed parts plus the KV of the asked
+    requests, in the training breakdown's terms so that the one fit rule of engine.fit judges it."""
+    m, k = r.memory, r.kv
+    if m is None or k is None:
+        return None
+    per_instance = -(-(r.users or 1) // max(1, r.replicas))
+    kv = min(m.kv_pool_gib, per_instance * r.context * k.bytes_per_token / 2**30) if m.kv_pool_gib > 0 else 0.0
+    total = m.weights_gib + m.activation_peak_gib + kv + m.cuda_graph_gib
+    return Breakdown(weights=m.weights_gib, adapters=0, gradients=0, optimizer=0, activations=m.activation_peak_gib,
+                     logits=0, kv_cache=kv, overhead=m.cuda_graph_gib, total=total, cuda_context=m.non_torch_gib,
+                     cpu_ram=m.host_ram_gib, trainable_params=0)
+
+
+def serving_verdict(request: Request, r: ServingResult) -> Verdict | None:
+    """fits / tight / fits_with_changes / no_fit on the GPUs asked (None when none was named, or no answer)."""
+    if not request.gpus or r.memory is None:
+        return None
+    b = serving_breakdown(r)
+    gpu = find_gpu(r.gpu.name) if r.gpu else None
+    if r.fits and b is not None:
+        memory = gpu.memory_gb if gpu else (r.gpu.total_gib if r.gpu else 0.0)
+        return "fits" if fits(b, memory, HEADROOM) else "tight"
+    helps = any(c.key != "serving.change.arrangement" and c.key != "serving.change.fewer_users"
+                and c.effect.get("loads", True) and c.effect.get("users_served", 0) >= (r.users or 1)
+                for c in r.changes)
+    return "fits_with_changes" if helps else "no_fit"

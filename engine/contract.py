@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine import posttrain
+from engine.answer import serving_verdict
 from engine.fit import NO_HEADROOM, fits, headroom_gb
 from engine.memory import breakdown
 from engine.plan.search import all_arrangements, asked_arrangements
@@ -57,8 +58,10 @@ def estimate_json(request: Request) -> dict[str, Any]:
         "fits": [Fit(gpu=c.gpu, memory_gb=c.memory_gb, count=c.count, fits=fits(b, c.memory_gb, NO_HEADROOM),
                      headroom_gb=headroom_gb(b, c.memory_gb)).model_dump() for c in candidates],
     }
-    if is_serving_request(request):  # CONTRACT.md v2 `serving` block
-        out["serving"] = serving_block(serve(request))
+    if is_serving_request(request):  # CONTRACT.md v2 `serving` block, and the verdict on the GPUs asked
+        result = serve(request)
+        out["serving"] = serving_block(result)
+        out["verdict"] = serving_verdict(request, result)
     return out
 
 

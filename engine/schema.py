@@ -10,6 +10,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.schema_serving import Issue as ServingIssue  # noqa: F401  (re-exported: views import only this module)
+from engine.schema_serving import ServingResult
+from engine.schema_serving import Settings as ServingSettings  # noqa: F401
+
 Language = Literal["ru", "en"]
 Intent = Literal["estimate", "cost", "compare", "help"]
 Method = Literal["full", "lora", "qlora", "inference"]
@@ -424,6 +428,8 @@ class Answer(BaseModel):
     tokens: float | None = None
     shape_reference: str | None = None  # the catalog model an unknown model's shape is borrowed from
     capacity: list[GpuLine] = Field(default_factory=list)  # the asked GPU, those of the plans, common ones
+    serving: ServingResult | None = None  # a serving question (engine.serving): its whole answer as data
+    serving_users: int = 0  # requests of the asked context the serving arrangement runs at once (all replicas)
     posttrain: PostTrainResult | None = None  # post-training / long-context estimate (engine.posttrain)
 
 

@@ -11,13 +11,13 @@ from aiogram import Bot, Router
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
 from aiogram.types import BufferedInputFile, CallbackQuery, InaccessibleMessage, Message
 
-from bot.answers import Reply, answer_options, apply_state, make_reply
+from bot.answers import Reply, answer_options, apply_serving_state, apply_state, make_reply
 from bot.config import BotConfig
 from bot.handlers.common import answer_question
 from bot.storage import ChatSettings, Storage
-from bot.views.keyboards import CODE_METHODS, AnswerCb, ExampleCb
+from bot.views.keyboards import CODE_FORMATS, CODE_METHODS, AnswerCb, ExampleCb, ServingCb
 from bot.views.messages import EXAMPLES, t
-from engine.schema import MAX_GPUS, MAX_SEQ_LEN, Answer, Language
+from engine.schema import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN, Answer, Language
 
 log = logging.getLogger(__name__)
 _chart_lock = asyncio.Lock()  # matplotlib is not thread-safe: one chart at a time, off the event loop
@@ -26,6 +26,11 @@ _chart_lock = asyncio.Lock()  # matplotlib is not thread-safe: one chart at a ti
 def valid(cb: AnswerCb) -> bool:
     return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and cb.m in CODE_METHODS
             and 1 <= cb.c <= MAX_SEQ_LEN and 1 <= cb.n <= MAX_GPUS and cb.lg in ("ru", "en") and cb.x in ("r", "p"))
+
+
+def valid_serving(cb: ServingCb) -> bool:
+    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
+            and 1 <= cb.u <= MAX_BATCH and 1 <= cb.c <= MAX_SEQ_LEN and cb.lg in ("ru", "en"))
 
 
 async def render_chart(answer: Answer, lang: str) -> bytes:
@@ -72,9 +77,42 @@ async def answer_button(query: CallbackQuery, callback_data: AnswerCb, lang: Lan
     await query.answer()
 
 
+async def serving_button(query: CallbackQuery, callback_data: ServingCb, lang: Language, settings: ChatSettings,
+                         store: Storage, config: BotConfig, bot: Bot) -> None:
+    """Redraw a serving answer with the weight format, users and context the button names."""
+    if not valid_serving(callback_data):
+        await query.answer(t(lang, "This button no longer works."))
+        return
+    stored = await store.get_request(callback_data.q)
+    if stored is None:
+        await query.answer(t(lang, "This answer is too old to change: ask the question again, please."))
+        return
+    try:
+        request = apply_serving_state(stored, callback_data.f, callback_data.u, callback_data.c)
+    except ValueError:
+        await query.answer(t(lang, "This button no longer works."))
+        return
+    options = answer_options(settings, callback_data.lg, config.default_language)  # type: ignore[arg-type]
+    reply = await make_reply(request, store, options, qid=callback_data.q)
+    message = query.message
+    try:
+        if query.inline_message_id:
+            await bot.edit_message_text(text=reply.html, inline_message_id=query.inline_message_id,
+                                        reply_markup=reply.markup)
+        elif message is not None:
+            await bot.edit_message_text(text=reply.html, chat_id=message.chat.id, message_id=message.message_id,
+                                        reply_markup=reply.markup)
+    except TelegramBadRequest as exc:
+        if "not modified" not in exc.message:
+            log.info("edit failed: %s", exc.message)
+            await query.answer(t(reply.lang, "I could not change that message: ask the question again, please."))
+            return
+    await query.answer()
+
+
 async def send_chart(query: CallbackQuery, bot: Bot, reply: Reply, chat_id: int) -> None:
     lang = reply.lang
-    if not reply.rendered.understood:
+    if not reply.rendered.understood or reply.rendered.answer.serving is not None:  # no chart for serving
         await query.answer(t(lang, "This button no longer works."))
         return
     png = await render_chart(reply.rendered.answer, lang)
@@ -110,6 +148,7 @@ async def unknown_button(query: CallbackQuery, lang: Language) -> None:
 def make_router() -> Router:
     router = Router(name="callbacks")
     router.callback_query.register(answer_button, AnswerCb.filter())
+    router.callback_query.register(serving_button, ServingCb.filter())
     router.callback_query.register(example_button, ExampleCb.filter())
     router.callback_query.register(unknown_button)
     return router

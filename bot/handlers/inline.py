@@ -86,8 +86,8 @@ async def build_results(query: str, lang: str, settings: ChatSettings, store: St
         return []
     first = await make_reply(request, store, options)
     scenario = first.rendered.answer.scenario
-    if scenario is None:
-        return []
+    if scenario is None:  # a serving answer stands alone (its variants are its keyboard's); nothing else answers
+        return [_entry(first)] if first.rendered.answer.serving is not None else []
     out = [_entry(first)]
     asked = scenario.method
     for method in ALTERNATIVES.get(asked, ()):

@@ -32,6 +32,26 @@ class AnswerCb(CallbackData, prefix="a"):
     x: str = "r"  # r: redraw the answer, p: send the chart as a photo
 
 
+class ServingCb(CallbackData, prefix="v"):
+    """The state a serving answer's button leads to: question id, weight format code, users, context, language."""
+
+    q: str
+    f: str  # FORMAT_CODES value, or "-": the format the question named
+    u: int
+    c: int
+    lg: str
+
+
+# Weight formats a serving keyboard switches between: bf16 / fp8 / AWQ on a GPU engine; the GGUF types of the same
+# sizes on llama.cpp and Ollama (which load neither fp8 nor AWQ).
+FORMAT_CODES = {"bf16": "b", "fp8": "8", "awq": "a"}
+CODE_FORMATS = {v: k for k, v in FORMAT_CODES.items()}
+LOCAL_FORMATS = {"b": "gguf:f16", "8": "gguf:q8_0", "a": "gguf:q4_k_m"}
+LOCAL_ENGINES = ("llama.cpp", "ollama")
+SERVING_USERS = (8, 32, 128)
+SERVING_CONTEXTS = (4096, 8192, 32768)
+
+
 class ExampleCb(CallbackData, prefix="e"):
     i: int
     lg: str
@@ -76,6 +96,38 @@ def answer_keyboard(qid: str, method: str, ctx: int, count: int, lang: str) -> I
         [_button(_label(f"{n}×GPU" if n == 1 else f"{n}×", count == n), cb(n=n)) for n in GPU_COUNTS],
         [_button(_label("RU", lang == "ru"), cb(lg="ru")), _button(_label("EN", lang == "en"), cb(lg="en")),
          _button("📊 " + t(lang, "Chart"), cb(x="p"))],
+    ]
+    return InlineKeyboardMarkup.model_construct(inline_keyboard=rows)
+
+
+def pack_serving(q: str, f: str, u: int, c: int, lg: str) -> str:
+    """`ServingCb(...).pack()` without building the model (a test keeps the two identical)."""
+    return f"{ServingCb.__prefix__}:{q}:{f}:{u}:{c}:{lg}"
+
+
+def format_code(weight_format: str, engine: str) -> str:
+    """The keyboard's code of an answer's weight format ("-" for one the keyboard does not offer)."""
+    if engine in LOCAL_ENGINES:
+        return next((code for code, fmt in LOCAL_FORMATS.items() if fmt == weight_format), "-")
+    return FORMAT_CODES.get(weight_format, "-")
+
+
+def serving_keyboard(qid: str, fmt: str, users: int | None, ctx: int, lang: str, engine: str = "vllm"
+                     ) -> InlineKeyboardMarkup:
+    """Under a serving answer: weight format, users at once, context, language."""
+    lang = lang_of(lang)
+    u = users or 1
+
+    def cb(f: str = fmt, n: int = u, c: int = ctx, lg: str = lang) -> str:
+        return pack_serving(qid, f, n, c, lg)
+
+    local = engine in LOCAL_ENGINES
+    formats = [("F16", "b"), ("Q8_0", "8"), ("Q4_K_M", "a")] if local else [("BF16", "b"), ("FP8", "8"), ("AWQ", "a")]
+    rows = [
+        [_button(_label(label, fmt == code), cb(f=code)) for label, code in formats],
+        [_button(_label(f"👥 {n}", users == n), cb(n=n)) for n in SERVING_USERS],
+        [_button(_label(f"{c // 1024}k", ctx == c), cb(c=c)) for c in SERVING_CONTEXTS],
+        [_button(_label("RU", lang == "ru"), cb(lg="ru")), _button(_label("EN", lang == "en"), cb(lg="en"))],
     ]
     return InlineKeyboardMarkup.model_construct(inline_keyboard=rows)
 

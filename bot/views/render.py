@@ -15,10 +15,12 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from bot.views.catalogs import _, translations
 from bot.views.formats import num
+from bot.views.serving_view import serving_view
 from bot.views.view import view_model
 from engine.schema import Answer
 
 TEMPLATES = Path(__file__).parent / "templates"
+MESSAGE_LIMIT = 4096  # Telegram's
 TAG = re.compile(r"<[^>]{1,40}>")
 
 
@@ -48,8 +50,25 @@ def render(a: Answer, lang: str) -> RenderedAnswer:
     """The complete reply to an answer in `lang`."""
     if a.errors:
         return _not_understood(lang, a)
+    if a.serving is not None:
+        return _serving(lang, a)
     view = view_model(lang, a)
     body = environment(lang).get_template("answer.html.j2").render(a=view.model).strip()
+    return RenderedAnswer(lang, body, view.headline, view.summary, a)
+
+
+def _serving(lang: str, a: Answer) -> RenderedAnswer:
+    """A serving answer; over Telegram's limit (a long model id, many changes) the changes go first, then the
+    assumptions."""
+    view = serving_view(lang, a)
+    template = environment(lang).get_template("serving.html.j2")
+    model = dict(view.model)
+    body = template.render(a=model).strip()
+    for key, short in (("changes", model["changes"][:2]), ("assumptions", "…")):
+        if len(body) < MESSAGE_LIMIT:
+            break
+        model[key] = short
+        body = template.render(a=model).strip()
     return RenderedAnswer(lang, body, view.headline, view.summary, a)
 
 

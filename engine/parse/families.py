@@ -53,10 +53,21 @@ def _version(s: Scan, i: int) -> tuple[str, int] | None:
     return text, j
 
 
+# Variant words between a family's version and its size ("Qwen2.5-Coder-32B", "Qwen2.5-Math-7B"): same shape
+VARIANTS = frozenset({"coder", "instruct", "math", "chat", "base"})
+
+
 def _size_near(s: Scan, i: int) -> tuple[float, int, int] | None:
-    """A size in billions within two tokens after (or right before) token i: (billions, first, last)."""
-    for j in range(i + 1, min(i + 4, s.n)):
+    """A size in billions within two tokens after (or right before) token i, variant words aside:
+    (billions, first, last)."""
+    stop = min(i + 4, s.n)
+    j = i
+    while j + 1 < stop:
+        j += 1
         t = s.toks[j]
+        if t.kind == WORD and t.text in VARIANTS:
+            stop = min(stop + 2, s.n)  # the word and the hyphen after it
+            continue
         if t.kind == PUNCT and t.text not in GLUE and t.text != ":":
             break
         if s.num(j):

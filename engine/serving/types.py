@@ -1,127 +1,18 @@
-"""The data of a serving answer: small named pydantic types, no text for people (message keys with parameters)."""
+"""The data of a serving answer: defined in engine/schema_serving.py (part of the schema, so that engine.schema's
+Answer can carry a ServingResult without importing this package), re-exported here for the package's modules."""
 
-from __future__ import annotations
+from engine.schema_serving import (
+    Arrangement,
+    Cost,
+    EngineFamily,
+    GpuChoice,
+    Issue,
+    KvCapacity,
+    RankMemory,
+    ServingResult,
+    Settings,
+    Speed,
+)
 
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
-
-EngineFamily = Literal["vllm-v0", "vllm-v1", "sglang", "tgi", "llama.cpp", "ollama", "hf"]
-
-
-class Issue(BaseModel):
-    """A message key with its parameters: an input error, or a change that helps (`effect` says by how much)."""
-
-    key: str
-    params: dict[str, Any] = Field(default_factory=dict)
-    effect: dict[str, Any] = Field(default_factory=dict)
-
-
-class Settings(BaseModel):
-    """The engine settings the answer ran with (said by the request or the engine's default)."""
-
-    engine: str
-    family: EngineFamily
-    version: str | None
-    weight_format: str  # bf16 fp16 fp32 fp8 int8 gptq awq bitsandbytes mxfp4 nvfp4 gguf:<type>
-    kv_cache_dtype: str  # auto (= the weights' 16 bits) fp8 int8 int4 / f16 q8_0 q4_0 for llama.cpp
-    gpu_memory_utilization: float  # vLLM; SGLang: mem_fraction_static; TGI: cuda_memory_fraction
-    max_model_len: int
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    block_size: int
-    tensor_parallel: int
-    pipeline_parallel: int
-    gpu_layers: int | None = None  # llama.cpp -ngl: layers on the GPU (the rest in host RAM)
-
-
-class GpuChoice(BaseModel):
-    name: str
-    known: bool  # in the catalog (bandwidth, price) or only a memory size
-    total_gib: float  # as the driver reports it
-    count: int
-    nvlink: bool
-    unified_memory: bool = False  # Apple: GPU and CPU share the RAM
-    compute_capability: float | None = None  # NVIDIA sm version (None: AMD, Apple or not known)
-
-
-class RankMemory(BaseModel):
-    """One GPU's budget, GiB: the figures a start-up log prints (rank 0 with PP)."""
-
-    budget_gib: float  # what the engine lets itself use (gpu_memory_utilization x total, ...)
-    weights_gib: float
-    activation_peak_gib: float
-    non_torch_gib: float
-    cuda_graph_gib: float
-    cuda_graphs_in_budget: bool
-    kv_pool_gib: float
-    host_ram_gib: float = 0.0  # llama.cpp layers left on the CPU; HF offload
-
-
-class KvCapacity(BaseModel):
-    bytes_per_token: float  # per GPU: K and V of every layer on the rank (sliding layers counted as full here)
-    groups: int  # vLLM V1 KV cache groups (hybrid allocator); 1 for uniform models
-    blocks: int
-    tokens: int  # what the engine logs as its KV cache size in tokens
-    max_concurrency: float  # sequences of max_model_len at once
-    max_model_len_that_fits: int  # the longest single request the pool holds (capped by the model's limit)
-    concurrency_at_context: float  # requests of the asked context (prompt + output) at once
-
-
-class Speed(BaseModel):
-    per_user_tokens_s: float
-    total_tokens_s: float
-    ttft_s: float
-    bound: Literal["memory", "compute"]
-    concurrency: int  # the batch the figures are for
-    context: int
-
-
-class Cost(BaseModel):
-    currency: str
-    per_hour: float  # all GPUs of the arrangement, typical market price
-    per_month: float
-    per_million_output_tokens: float
-    gpu_hour_price: float
-    price_source: str
-
-
-class Arrangement(BaseModel):
-    """One way to serve the asked users: GPUs, TP x PP, and the room it leaves."""
-
-    gpu: str
-    count: int
-    tensor_parallel: int
-    pipeline_parallel: int
-    replicas: int = 1  # data-parallel copies of the TP x PP instance
-    users_per_instance: int = 0  # requests of the asked context one instance runs at once
-    users: int  # asked users (requests at once)
-    context: int
-    concurrency_at_context: float
-    kv_pool_gib: float
-    per_hour: float | None = None
-    currency: str = "USD"
-
-
-class ServingResult(BaseModel):
-    model: str
-    model_known: bool = False
-    params_b: float = 0.0
-    settings: Settings | None = None
-    gpu: GpuChoice | None = None
-    memory: RankMemory | None = None
-    kv: KvCapacity | None = None
-    speed: Speed | None = None
-    cost: Cost | None = None
-    users: int | None = None  # asked concurrency
-    context: int = 0  # asked prompt + output (or max_model_len)
-    prompt_len: int = 0
-    output_len: int = 0
-    replicas: int = 1  # copies of the TP x PP instance on the GPUs of the request
-    fits: bool = False  # the model loads and the asked users at the asked context fit in the KV pool
-    arrangement: Arrangement | None = None  # the smallest that serves the asked users (None when none does)
-    alternatives: list[Arrangement] = Field(default_factory=list)
-    changes: list[Issue] = Field(default_factory=list)
-    errors: list[Issue] = Field(default_factory=list)
-    assumptions: list[str] = Field(default_factory=list)
-    command: list[str] = Field(default_factory=list)  # argv of the launch command for this configuration
+__all__ = ["Arrangement", "Cost", "EngineFamily", "GpuChoice", "Issue", "KvCapacity", "RankMemory", "ServingResult",
+           "Settings", "Speed"]

@@ -1,0 +1,208 @@
+"""A serving Answer (engine.serving's ServingResult) → the view model serving.html.j2 lays out: every line worded.
+
+The engine hands over numbers and message keys (`serving.change.*`, `serving.error.*`, "key=value" assumptions);
+this module words them in the reader's language. The table stays within 34 characters, as the training one.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from bot.views.catalogs import N_, _, _n
+from bot.views.formats import money, num
+from bot.views.serving_words import assumption_line, change_line, engine_label, error_line, format_label
+from bot.views.view import TABLE_WIDTH, AnswerView
+from bot.views.words import NOTE_TEXTS, gpu_name
+from engine.schema import Answer, ServingResult
+
+NBSP = "\u00a0"
+
+
+def ctx_label(lang: str, tokens: int) -> str:
+    """8192 → "8k" (as people say it), 5000 → "5 000"."""
+    return f"{tokens // 1024}k" if tokens >= 1024 and tokens % 1024 == 0 else num(lang, tokens)
+
+
+def room_text(lang: str, n: int) -> str:
+    return _n(lang, "room for %(n)s such request", "room for %(n)s such requests", n) % {"n": num(lang, n)}
+
+
+def users_text(lang: str, n: int) -> str:
+    return _n(lang, "%(n)s user", "%(n)s users", n) % {"n": num(lang, n)}
+
+
+def gpus_label(lang: str, r: ServingResult) -> str:
+    """"4×H100 SXM (TP 4)", "8×H100 SXM (TP 4 × PP 2)", "4×H100 SXM (2 × TP 2)"."""
+    assert r.gpu is not None and r.settings is not None
+    s = r.settings
+    if s.family in ("llama.cpp", "ollama", "hf") and s.tensor_parallel * s.pipeline_parallel == 1 and r.replicas == 1:
+        return f"{r.gpu.count}×{gpu_name(lang, r.gpu.name)}"
+    par = f"TP{NBSP}{s.tensor_parallel}"
+    if s.pipeline_parallel > 1:
+        par += f" × PP{NBSP}{s.pipeline_parallel}"
+    if r.replicas > 1:
+        par = f"{r.replicas} × {par}"
+    return f"{r.gpu.count}×{gpu_name(lang, r.gpu.name)} ({par})"
+
+
+def headline(lang: str, a: Answer) -> tuple[str, str]:
+    """(mark, line): the verdict on the GPUs (asked, or picked by the engine) in one line."""
+    r = a.serving
+    assert r is not None
+    if r.memory is None or r.gpu is None or r.settings is None:
+        return "❌", error_line(lang, r.errors[0].key, r.errors[0].params) if r.errors else _(lang, "No answer")
+    where, room = gpus_label(lang, r), room_text(lang, a.serving_users)
+    if r.memory.kv_pool_gib <= 0:
+        return "❌", _(lang, "%(model)s does not load on %(gpus)s: %(weights)s GiB of weights per GPU of %(total)s") % {
+            "model": r.model, "gpus": where, "weights": num(lang, r.memory.weights_gib),
+            "total": num(lang, r.gpu.total_gib)}
+    if r.kv is not None and r.kv.max_concurrency < 1.0:  # vLLM's start-up check: one request of max_model_len
+        return "❌", _(lang, "%(model)s does not start on %(gpus)s: the KV pool holds %(tokens)s, less than one "
+                             "request of max_model_len %(len)s") % {
+            "model": r.model, "gpus": where, "tokens": tokens_text(lang, r.kv.tokens),
+            "len": num(lang, r.settings.max_model_len)}
+    if r.users is None:
+        room = _n(lang, "room for %(n)s request of %(ctx)s at once", "room for %(n)s requests of %(ctx)s at once",
+                  a.serving_users) % {"n": num(lang, a.serving_users), "ctx": ctx_label(lang, r.context)}
+        return ("✅" if r.fits else "❌"), _(lang, "%(model)s on %(gpus)s: %(room)s") % {
+            "model": r.model, "gpus": where, "room": room}
+    params = {"users": users_text(lang, r.users), "ctx": ctx_label(lang, r.context), "gpus": where, "room": room}
+    if not r.fits:
+        return "❌", _n(lang, "%(users)s at %(ctx)s does not fit on %(gpus)s: %(room)s",
+                        "%(users)s at %(ctx)s do not fit on %(gpus)s: %(room)s", r.users) % params
+    mark = "⚠️" if a.verdict == "tight" else "✅"
+    return mark, _(lang, "%(users)s at %(ctx)s on %(gpus)s: %(room)s") % params
+
+
+def summary(lang: str, r: ServingResult) -> str:
+    """model · engine · weights · KV · context (prompt + output)."""
+    parts = [r.model if not r.model_known else f"{r.model} ({num(lang, r.params_b)}B)"]
+    if r.settings is not None:
+        s = r.settings
+        parts += [engine_label(lang, s), _(lang, "weights %(f)s") % {"f": format_label(s.weight_format)},
+                  _(lang, "KV cache %(f)s") % {"f": format_label(s.kv_cache_dtype)}]
+    if r.context:
+        parts.append(_(lang, "context %(ctx)s (prompt %(prompt)s + output %(output)s)") % {
+            "ctx": num(lang, r.context), "prompt": num(lang, r.prompt_len), "output": num(lang, r.output_len)})
+    return " · ".join(parts)
+
+
+def _row(label: str, value: str) -> str:
+    return f"{label[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{value:>8}"
+
+
+def table(lang: str, r: ServingResult) -> list[str]:
+    """Per GPU (rank 0 with PP), GiB: weights, activation peak, non-torch + CUDA graphs, KV pool; the total against
+    the card."""
+    m, g = r.memory, r.gpu
+    assert m is not None and g is not None
+    rows = [_(lang, "per GPU, GiB"), _row(_(lang, "weights"), num(lang, m.weights_gib)),
+            _row(_(lang, "activation peak"), num(lang, m.activation_peak_gib)),
+            _row(_(lang, "non-torch + CUDA graphs"), num(lang, m.non_torch_gib + m.cuda_graph_gib)),
+            _row(_(lang, "KV pool"), num(lang, max(0.0, m.kv_pool_gib)))]
+    total = m.weights_gib + m.activation_peak_gib + m.non_torch_gib + m.cuda_graph_gib + max(0.0, m.kv_pool_gib)
+    rows.append("─" * TABLE_WIDTH)
+    rows.append(_row(_(lang, "total of %(card)s") % {"card": num(lang, g.total_gib)}, num(lang, total)))
+    if m.host_ram_gib >= 0.05:
+        rows.append(_row(_(lang, "host RAM (layers on CPU)"), num(lang, m.host_ram_gib)))
+    return rows
+
+
+def kv_line(lang: str, r: ServingResult) -> str:
+    k = r.kv
+    assert k is not None
+    kib = k.bytes_per_token / 1024
+    return _(lang, "KV cache: %(tokens)s (%(kib)s KiB a token per GPU); the longest request that fits: "
+                   "%(longest)s") % {"tokens": tokens_text(lang, k.tokens), "kib": num(lang, kib),
+                                     "longest": tokens_text(lang, k.max_model_len_that_fits)}
+
+
+def tokens_text(lang: str, n: int) -> str:
+    return _n(lang, "%(n)s token", "%(n)s tokens", n) % {"n": num(lang, n)}
+
+
+def speed_line(lang: str, r: ServingResult) -> str:
+    sp = r.speed
+    if sp is None:
+        return ""
+    per_user, total = round(sp.per_user_tokens_s), round(sp.total_tokens_s * max(1, r.replicas))
+    tps = _n(lang, "%(tps)s token/s", "%(tps)s tokens/s", per_user) % {"tps": num(lang, per_user)}
+    tps_total = _n(lang, "%(tps)s token/s", "%(tps)s tokens/s", total) % {"tps": num(lang, total)}
+    at_once = max(1, sp.concurrency * max(1, r.replicas))
+    prompt = _n(lang, "a %(n)s-token prompt", "a %(n)s-token prompt", r.prompt_len) % {"n": num(lang, r.prompt_len)}
+    return _n(lang, "%(tps)s per user, %(total)s in total with %(n)s request at once; first token in %(ttft)s s "
+                    "for %(prompt)s",
+              "%(tps)s per user, %(total)s in total with %(n)s requests at once; first token in %(ttft)s s "
+              "for %(prompt)s", at_once) % {
+        "tps": tps, "total": tps_total, "n": num(lang, at_once), "ttft": _seconds(lang, sp.ttft_s), "prompt": prompt}
+
+
+def _seconds(lang: str, s: float) -> str:
+    return num(lang, round(s, 2)) if s < 10 else num(lang, round(s))
+
+
+def price_line(lang: str, r: ServingResult) -> str:
+    c = r.cost
+    if c is None or r.gpu is None:
+        return ""
+    return _(lang, "%(hour)s/h for %(gpus)s · %(million)s per 1M output tokens · %(month)s a month") % {
+        "hour": money(lang, c.per_hour, c.currency), "gpus": f"{r.gpu.count}×{gpu_name(lang, r.gpu.name)}",
+        "million": money(lang, c.per_million_output_tokens, c.currency),
+        "month": money(lang, c.per_month, c.currency)}
+
+
+def command_text(r: ServingResult) -> str:
+    return " ".join(shlex.quote(a) if "=" not in a or not a.split("=", 1)[0].isupper() else a for a in r.command)
+
+
+def serving_view(lang: str, a: Answer) -> AnswerView:
+    """The template's data for a serving answer (`a.serving` set)."""
+    r = a.serving
+    assert r is not None
+    mark, title = headline(lang, a)
+    line = summary(lang, r)
+    ready = r.memory is not None and r.kv is not None and r.gpu is not None
+    errors = [error_line(lang, e.key, e.params) for e in r.errors]
+    if not ready and errors:
+        errors = errors[1:]  # the first is the headline
+    errors = [note_line(lang, n.key, r) for n in a.notes] + errors
+    model: dict[str, Any] = {
+        "mark": mark, "headline": title, "summary": line, "ready": ready, "tight": a.verdict == "tight",
+        "model_known": r.model_known, "errors": errors, "shape_ref": _shape_ref(r),
+        "table": table(lang, r) if ready else [], "kv": kv_line(lang, r) if ready else "",
+        "speed": speed_line(lang, r) if ready else "", "price": price_line(lang, r) if ready else "",
+        "changes": [change_line(lang, c, r.users) for c in r.changes[:6]],
+        "assumptions": "; ".join(x for x in (assumption_line(lang, s, r.settings.family if r.settings else "")
+                                              for s in _assumptions(r)) if x) or "—",
+        "command": command_text(r) if ready else "",
+    }
+    return AnswerView(model, title, line)
+
+
+SERVING_NOTES = {
+    "concurrency out of range": N_("number of users out of range (1–1,000,000): ignored"),
+    "parallelism out of range": N_("parallelism degree out of range: ignored"),
+}
+
+
+def note_line(lang: str, key: str, r: ServingResult) -> str:
+    """Something the question said that could not be used, and what the answer used instead."""
+    text = SERVING_NOTES.get(key) or NOTE_TEXTS.get(key)
+    if text is None:
+        return key
+    return _(lang, text) % {"seq_len": num(lang, r.context), "batch_size": r.users or 1, "lora_rank": ""}
+
+
+def _shape_ref(r: ServingResult) -> str:
+    """The catalog model an unknown model's shape is borrowed from ("" for a known model)."""
+    like = next((x for x in r.assumptions if x.startswith("architecture=like ")), "")
+    return like.removeprefix("architecture=like ")
+
+
+def _assumptions(r: ServingResult) -> list[str]:
+    out = list(r.assumptions)
+    if r.settings is not None:
+        out.insert(0, f"engine_version={r.settings.version or ''}")
+    return out
+

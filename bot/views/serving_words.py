@@ -1,0 +1,187 @@
+"""engine.serving's keys in words: `serving.error.*`, `serving.warning.*`, `serving.change.*`, "key=value"
+assumptions, engines and formats."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from bot.views.catalogs import _, _n
+from bot.views.formats import money, num
+from engine.schema import ServingIssue as Issue
+from engine.schema import ServingSettings as Settings
+
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "llama.cpp": "llama.cpp", "ollama": "Ollama",
+                "hf": "HF generate", "tensorrt-llm": "TensorRT-LLM"}
+FORMAT_NAMES = {"auto": "auto", "awq": "AWQ", "gptq": "GPTQ", "bitsandbytes": "bitsandbytes", "mxfp4": "MXFP4",
+                "nvfp4": "NVFP4"}
+
+
+def format_label(fmt: str) -> str:
+    """"bf16" as is, "awq" → "AWQ", "gguf:q4_k_m" → "GGUF Q4_K_M"."""
+    if fmt.startswith("gguf:"):
+        return "GGUF " + fmt.split(":", 1)[1].upper()
+    if fmt in ("q8_0", "q4_0", "f16"):
+        return fmt.upper() if fmt != "f16" else "F16"
+    return FORMAT_NAMES.get(fmt, fmt)
+
+
+def engine_name(engine: str) -> str:
+    return ENGINE_NAMES.get(engine, engine)
+
+
+def engine_label(lang: str, s: Settings) -> str:
+    """"vLLM (V1)", "vLLM 0.6.3 (V0)", "SGLang"."""
+    name = engine_name(s.engine) + (f" {s.version}" if s.version else "")
+    if s.family in ("vllm-v0", "vllm-v1"):
+        name += " (V0)" if s.family == "vllm-v0" else " (V1)"
+    return name
+
+
+def _n_int(x: Any) -> int:
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _list(lang: str, items: Any) -> str:
+    if not isinstance(items, list | tuple):
+        return str(items)
+    return ", ".join(engine_name(str(i)) for i in items) or "—"
+
+
+def error_line(lang: str, key: str, p: dict[str, Any]) -> str:
+    """An input error or a warning of engine.serving, with its parameters."""
+    match key:
+        case "serving.error.users_too_many":
+            users, most = _n_int(p.get("users")), _n_int(p.get("max_users"))
+            return _(lang, "%(users)s at once is more than %(max_gpus)s GPUs serve at a context of %(ctx)s: "
+                           "%(most)s") % {
+                "users": _n(lang, "%(n)s user", "%(n)s users", users) % {"n": num(lang, users)},
+                "max_gpus": num(lang, _n_int(p.get("max_gpus"))), "ctx": num(lang, _n_int(p.get("context"))),
+                "most": _n(lang, "at most about %(n)s such request", "at most about %(n)s such requests", most) % {
+                    "n": num(lang, most)}}
+        case "serving.error.context_beyond_model":
+            return _(lang, "A context of %(ctx)s is beyond what %(model)s takes (max_position_embeddings = "
+                           "%(limit)s)") % {"ctx": num(lang, _n_int(p.get("context"))), "model": p.get("model", ""),
+                                            "limit": num(lang, _n_int(p.get("limit")))}
+        case "serving.warning.beyond_model_context":
+            return _(lang, "max_model_len %(ctx)s is past the limit of %(model)s (%(limit)s): it needs RoPE "
+                           "scaling or VLLM_ALLOW_LONG_MAX_MODEL_LEN") % {
+                "ctx": num(lang, _n_int(p.get("context"))), "model": p.get("model", ""),
+                "limit": num(lang, _n_int(p.get("limit")))}
+        case "serving.error.tp_not_divisor":
+            valid = ", ".join(str(v) for v in p.get("valid", []))
+            return _(lang, "TP %(tp)s does not divide the attention heads (%(heads)s, KV heads %(kv)s): "
+                           "valid degrees are %(valid)s") % {
+                "tp": p.get("tensor_parallel"), "heads": p.get("heads"), "kv": p.get("kv_heads"), "valid": valid}
+        case "serving.error.format_not_supported":
+            return _(lang, "%(engine)s cannot load %(format)s weights; engines that can: %(engines)s") % {
+                "engine": engine_name(str(p.get("engine", ""))), "format": format_label(str(p.get("format", ""))),
+                "engines": _list(lang, p.get("engines", []))}
+        case "serving.error.unknown_format":
+            return _(lang, "The weight format “%(q)s” is not one I know: bf16, fp8, int8, AWQ, GPTQ, bitsandbytes, "
+                           "MXFP4, NVFP4 or a GGUF type") % {"q": p.get("quantization", "")}
+        case "serving.error.unknown_model":
+            return _(lang, "I do not know the model %(model)s: give its size (say 70B) or its Hugging Face id") % {
+                "model": p.get("model", "")}
+        case "serving.error.no_arrangement":
+            return _(lang, "No arrangement of the catalog's GPUs serves a context of %(ctx)s") % {
+                "ctx": num(lang, _n_int(p.get("context")))}
+    return key
+
+
+def _room(lang: str, n: int) -> str:
+    return _n(lang, "room for %(n)s such request", "room for %(n)s such requests", n) % {"n": num(lang, n)}
+
+
+def _served(e: dict[str, Any]) -> int:
+    if "users_served" in e:
+        return _n_int(e["users_served"])
+    return math.floor(float(e.get("concurrency_at_context", 0)) + 1e-9)
+
+
+def change_line(lang: str, c: Issue, users: int | None) -> str:
+    """One change that helps, with the number it gives; ✓ when it serves the asked users."""
+    p, e = c.params, c.effect
+    served = _served(e)
+    if c.key == "serving.change.arrangement":
+        replicas = max(1, _n_int(p.get("replicas")) or 1)
+        served = math.floor(float(e.get("concurrency_at_context", 0)) + 1e-9) * replicas
+    room = _room(lang, served)
+    match c.key:
+        case "serving.change.fp8_weights":
+            text = _(lang, "FP8 weights (%(gib)s GiB per GPU): %(room)s") % {
+                "gib": num(lang, float(e.get("weights_gib", 0))), "room": room}
+        case "serving.change.fp8_kv_cache":
+            text = _(lang, "FP8 KV cache (--kv-cache-dtype fp8): %(room)s") % {"room": room}
+        case "serving.change.q8_kv_cache":
+            text = _(lang, "q8_0 KV cache (-ctk q8_0 -ctv q8_0): %(room)s") % {"room": room}
+        case "serving.change.shorter_max_model_len":
+            text = _(lang, "max_model_len %(from)s → %(to)s: it loads, %(room)s") % {
+                "from": num(lang, _n_int(p.get("from"))), "to": num(lang, _n_int(p.get("to"))), "room": room}
+        case "serving.change.max_model_len_to_context":
+            text = _(lang, "max_model_len %(from)s → %(to)s (your context): %(room)s") % {
+                "from": num(lang, _n_int(p.get("from"))), "to": num(lang, _n_int(p.get("to"))), "room": room}
+        case "serving.change.fewer_users":
+            to = _n_int(p.get("to"))
+            return _n(lang, "at most %(to)s user at once instead of %(from)s",
+                      "at most %(to)s users at once instead of %(from)s", to) % {
+                "to": num(lang, to), "from": num(lang, _n_int(p.get("from")))}
+        case "serving.change.arrangement":
+            par = f"TP\u00a0{p.get('tensor_parallel')}"
+            if _n_int(p.get("pipeline_parallel")) > 1:
+                par += f" × PP\u00a0{p.get('pipeline_parallel')}"
+            if _n_int(p.get("replicas")) > 1:
+                par = f"{p.get('replicas')} × {par}"
+            text = f"{p.get('count')}×{p.get('gpu')} ({par}): {room}"
+            if e.get("per_hour") is not None:
+                text += ", " + money(lang, float(e["per_hour"]), str(e.get("currency", "USD"))) + _(lang, "/h")
+        case _:
+            text = c.key
+    return text + (" ✓" if e.get("loads", True) and served >= (users or 1) else "")
+
+
+# What each engine calls vLLM's settings (the command line's own flag names, so that the assumption reads as the knob)
+ENGINE_SETTINGS = {
+    "sglang": {"gpu_memory_utilization": "mem_fraction_static", "max_num_seqs": "max_running_requests",
+               "max_num_batched_tokens": "chunked_prefill_size", "max_model_len": "context_length"},
+    "tgi": {"gpu_memory_utilization": "cuda_memory_fraction", "max_num_batched_tokens": "max_batch_prefill_tokens",
+            "max_model_len": "max_total_tokens"},
+}
+
+
+def assumption_line(lang: str, item: str, family: str = "vllm-v1") -> str:
+    """A "key=value" default of engine.serving in words, with the engine's own name for a setting."""
+    key, _sep, value = item.partition("=")
+    named = ENGINE_SETTINGS.get(family, {}).get(key, key)
+    match key:
+        case "engine_version":
+            return _(lang, "engine version %(v)s") % {"v": value} if value else _(lang, "the latest engine version")
+        case "serving_engine":
+            return _(lang, "engine %(v)s") % {"v": engine_name(value)}
+        case "memory_model":
+            return _(lang, "memory sized by the rules of %(v)s") % {"v": "vLLM V1" if value == "vllm-v1" else value}
+        case "architecture":
+            return _(lang, "architecture %(v)s") % {"v": value.replace("like", _(lang, "like"), 1)}
+        case "weight_format":
+            return _(lang, "weights in %(v)s") % {"v": format_label(value)}
+        case "max_model_len":
+            return f"{named} {num(lang, _n_int(value))}"
+        case "gpu":
+            return _(lang, "GPU %(v)s: the cheapest that serves it") % {"v": value}
+        case "tensor_parallel":
+            return _(lang, "tensor parallel %(v)s: the largest the GPUs allow") % {"v": value}
+        case "gpu_count":
+            n = _n_int(value)
+            return _n(lang, "%(v)s GPU for the parallelism", "%(v)s GPUs for the parallelism", n) % {"v": n}
+        case "context":
+            n = _n_int(value)
+            return _n(lang, "context %(v)s token", "context %(v)s tokens", n) % {"v": num(lang, n)}
+        case "output_len":
+            n = _n_int(value)
+            return _n(lang, "output %(v)s token", "output %(v)s tokens", n) % {"v": num(lang, n)}
+        case "gpu_memory_utilization" | "max_num_seqs" | "max_num_batched_tokens":
+            return f"{named} {value}"
+    return item

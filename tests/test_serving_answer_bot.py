@@ -1,0 +1,98 @@
+"""A serving question in Telegram: the serving headline and keyboard, a press edits the answer in place, forged and
+stale serving buttons get a toast."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bot_harness import Harness, harness
+from fake_botapi import FakeBotAPI, callback, inline_query, message
+
+from bot.middlewares import TokenBucket
+from bot.views.keyboards import ServingCb
+
+
+@pytest.fixture
+async def h(tmp_path: Path, api: FakeBotAPI) -> AsyncIterator[Harness]:
+    async with harness(tmp_path, api, bucket=TokenBucket(rate=100.0, burst=100)) as running:
+        yield running
+
+
+def last_bot_message(api: FakeBotAPI, chat_id: int) -> dict[str, Any]:
+    return [m for (c, _), m in api.messages.items() if c == chat_id][-1]
+
+
+def button_data(msg: dict[str, Any], label: str) -> str:
+    for row in msg["reply_markup"]["inline_keyboard"]:
+        for b in row:
+            if b["text"].removeprefix("✓ ") == label:
+                return str(b["callback_data"])
+    raise AssertionError(f"no button {label!r}")
+
+
+def labels(msg: dict[str, Any]) -> list[str]:
+    return [b["text"] for row in msg["reply_markup"]["inline_keyboard"] for b in row]
+
+
+async def test_serving_question_gets_the_serving_headline_and_keyboard(h: Harness, api: FakeBotAPI) -> None:
+    await h.feed(message("Llama 3.1 70B на vLLM для 32 пользователей, 8k, 4×H100", user_id=3001))
+    sent = last_bot_message(api, 3001)
+    assert sent["text"].startswith("✅ <b>32 пользователя при 8k на 4×H100 SXM (TP\u00a04): хватает на ")
+    assert "Команда запуска" in sent["text"] and "vllm serve" in sent["text"]
+    assert labels(sent) == ["✓ BF16", "FP8", "AWQ", "👥 8", "✓ 👥 32", "👥 128", "4k", "✓ 8k", "32k", "✓ RU", "EN"]
+    assert all(len(b["callback_data"].encode()) <= 64 for row in sent["reply_markup"]["inline_keyboard"] for b in row)
+
+
+async def test_serving_buttons_edit_the_answer_in_place(h: Harness, api: FakeBotAPI) -> None:
+    await h.feed(message("Llama 3.1 70B on vLLM for 32 users at 8k on 4 H100?", user_id=3002))
+    answer = last_bot_message(api, 3002)
+    await h.feed(callback(button_data(answer, "FP8"), message_obj=answer, user_id=3002))
+    edited = last_bot_message(api, 3002)
+    assert edited["message_id"] == answer["message_id"]
+    assert "weights fp8" in edited["text"] and "--quantization fp8" in edited["text"]
+    assert "✓ FP8" in labels(edited)
+    await h.feed(callback(button_data(edited, "👥 128"), message_obj=edited, user_id=3002))
+    edited = last_bot_message(api, 3002)
+    assert edited["text"].startswith(("✅ <b>128 users at 8k", "❌ <b>128 users at 8k", "⚠️ <b>128 users at 8k"))
+    await h.feed(callback(button_data(edited, "32k"), message_obj=edited, user_id=3002))
+    edited = last_bot_message(api, 3002)
+    assert "128 users at 32k" in edited["text"] and "✓ 32k" in labels(edited)
+    await h.feed(callback(button_data(edited, "RU"), message_obj=edited, user_id=3002))
+    assert "128 пользователей при 32k" in last_bot_message(api, 3002)["text"]
+    assert len(api.of("editMessageText")) == 4
+    assert len([c for c in api.of("sendMessage") if int(c.params["chat_id"]) == 3002]) == 1
+
+
+async def test_forged_and_stale_serving_buttons_get_a_toast(h: Harness, api: FakeBotAPI) -> None:
+    await h.feed(message("Llama 3.1 70B on vLLM for 32 users at 8k on 4 H100?", user_id=3003))
+    answer = last_bot_message(api, 3003)
+    good = ServingCb.unpack(button_data(answer, "FP8"))
+    forged = [
+        good.model_copy(update={"f": "z"}).pack(),
+        good.model_copy(update={"u": 0}).pack(),
+        good.model_copy(update={"c": 10**12}).pack(),
+        good.model_copy(update={"lg": "de"}).pack(),
+        "v:0123456789ab:8:32:8192:en",  # well formed, never stored
+        f"v:{good.q}:8:many:8192:en",
+        f"a:{good.q}:i:8192:4:en:p",  # a training button's chart on a serving answer
+    ]
+    for data in forged:
+        await h.feed(callback(data, message_obj=answer, user_id=3003))
+    toasts = {c.params.get("text") for c in api.of("answerCallbackQuery")}
+    assert toasts == {"This button no longer works.",
+                      "This answer is too old to change: ask the question again, please."}
+    assert not api.of("editMessageText") and not api.of("sendPhoto")
+    assert json.dumps(last_bot_message(api, 3003)["reply_markup"]) == json.dumps(answer["reply_markup"])
+
+
+async def test_inline_serving_question_gets_the_serving_answer(h: Harness, api: FakeBotAPI) -> None:
+    await h.feed(inline_query("Llama 3.1 70B on vLLM for 32 users at 8k on 4 H100", user_id=3004))
+    [answered] = api.of("answerInlineQuery")
+    [result] = answered.params["results"]
+    assert result["title"].startswith("32 users at 8k on 4×H100 SXM (TP\u00a04): room for ")
+    assert "vllm serve" in result["input_message_content"]["message_text"]
+    assert "✓ 👥 32" in [b["text"] for row in result["reply_markup"]["inline_keyboard"] for b in row]
