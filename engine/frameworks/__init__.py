@@ -24,7 +24,7 @@ SWITCHES = (
     "lm_head_quantized", "bnb_inputs_outside_checkpoint", "fsdp_gather_bits", "fsdp_full_state_dict_load",
     "fused_adam", "default_mixed_precision",
 )
-# switches a profile may leave out (their default is the plain Hugging Face / PEFT behaviour); one it sets needs a source
+# switches a profile may leave out (default: the plain Hugging Face / PEFT behaviour); one it sets needs a source
 OPTIONAL_SWITCHES = ("lora_kernels", "lora_dropout", "state_offload")
 LORA_KERNELS = ("peft", "unsloth")
 

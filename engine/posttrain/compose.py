@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from engine import memory
+from engine.frameworks import profile
 from engine.posttrain.setup import Setup, constants
 from engine.schema import Breakdown, Scenario
 
@@ -40,10 +41,14 @@ class Policy:
     cpu: float
 
 
-def _policy(s: Scenario, logits_gib: float | None, tp: int) -> Policy:
+def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft") -> Policy:
     b = memory.breakdown(s)
     static, grads = b.weights + b.adapters + b.optimizer, b.gradients
     residual = b.total - _peak(static, b.activations + b.logits, grads)
+    if b.upcast and stage == "grpo" and not profile(s.framework).constant("grpo_kbit_upcast", 1.0):
+        # the stack's GRPO trainer wraps the quantized model with get_peft_model only (profile source): the
+        # embeddings and lm_head stay 16-bit, so the fp32 upcast the SFT path counts is not there
+        residual -= b.upcast * (1 + _fragmentation()[0])
     logits = b.logits if logits_gib is None else logits_gib
     act = b.activations - sixteen_bit_checkpoints_gib(s)
     if tp > 1:
@@ -176,7 +181,7 @@ def tiled_mlp_saving(setup: Setup, s: Scenario) -> float:
 def compose(setup: Setup) -> Composed:
     fs, fd = _fragmentation()
     s = policy_scenario(setup, value_head=setup.stage == "rm")
-    pol = _policy(s, logits_override(setup, s), setup.tp)
+    pol = _policy(s, logits_override(setup, s), setup.tp, setup.stage)
     act, host = alst_adjust(setup, s, pol.activations)
     act = max(0.0, act - tiled_mlp_saving(setup, s))
     lines: dict[str, float] = {}
