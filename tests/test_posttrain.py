@@ -159,3 +159,15 @@ def test_breakdown_for_one_arrangement_of_the_plan_search() -> None:
     small = breakdown_for(req(stage="grpo", rollout={"engine": "vllm"}), gpu_name="A100", memory_gb=40)
     big = breakdown_for(req(stage="grpo", rollout={"engine": "vllm"}), gpu_name="H100", memory_gb=80)
     assert small.total < big.total  # the colocated vLLM share is a fraction of the card
+
+
+def test_grpo_completion_logits_and_the_layers_backward_peak_one_after_the_other() -> None:
+    # the loss phase ends before the last layer's backward starts (engine/memory/training.py): with completion
+    # logits smaller than one recomputed layer, the trainer's peak is the layers' backward, as for a fused loss
+    common = {"model": {"name": "Llama-3.1-8B"}, "method": "lora", "framework": "trl", "batch_size": 8,
+              "gradient_checkpointing": True, "gpus": [{"name": "A100", "count": 1}]}
+    grpo = estimate_request({**common, "stage": "grpo", "output_len": 64, "prompt_len": 960, "num_generations": 8})
+    sft = estimate_request({**common, "seq_len": 1024, "fused_loss": True})
+    fused_hidden = 8 * 1024 * 4096 * 8.0 / 2**30 * 1.3  # the fused kernel's own b·s·h term, with its slack
+    assert grpo["posttrain"]["policy"]["logits"] < sft["per_gpu"]["activations"]
+    assert grpo["posttrain"]["trainer_peak"] == pytest.approx(sft["per_gpu"]["total"] - fused_hidden, abs=0.05)

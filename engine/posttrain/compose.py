@@ -39,10 +39,19 @@ class Policy:
     logits: float
     residual: float  # memory-model total not explained by _peak of its lines
     cpu: float
+    overlap: float = 0.0  # GiB of logits that peak while the layers' backward is not (loss phase before layers)
 
 
 def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft") -> Policy:
     b = memory.breakdown(s)
+    overlap = 0.0
+    if logits_gib is not None and stage in ("grpo", "ppo"):
+        # the log-probabilities of the completion tokens replace the plain cross-entropy over every token: take the
+        # policy's lines without that loss (the fused kernel's breakdown) and let the loss phase and the layers'
+        # backward peak one after the other (engine/memory/training.py: stored + max(loss, layer)), not together
+        b = memory.with_loss_kernel(s, "fused_linear")
+        layer = b.activations - stored_checkpoints_gib(s)
+        overlap = min(max(0.0, layer), logits_gib)
     static, grads = b.weights + b.adapters + b.optimizer, b.gradients
     residual = b.total - _peak(static, b.activations + b.logits, grads)
     if b.upcast and stage == "grpo" and not profile(s.framework).constant("grpo_kbit_upcast", 1.0):
@@ -55,7 +64,15 @@ def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft") 
         # Megatron-style tensor parallelism with sequence parallelism: every layer's weights, their gradients
         # and optimizer states, the activations and the (vocab-parallel) logits are split over the TP group
         static, grads, act, logits, residual = static / tp, grads / tp, act / tp, logits / tp, residual / tp
-    return Policy(b, static, grads, act, logits, residual, b.cpu_ram)
+        overlap /= tp
+    return Policy(b, static, grads, act, logits, residual, b.cpu_ram, overlap)
+
+
+def stored_checkpoints_gib(s: Scenario) -> float:
+    """The layer inputs gradient checkpointing keeps on the GPU (engine/memory/activations.py checkpointed_inputs)."""
+    if not s.gradient_checkpointing or (s.offload and memory.profile_offloads_checkpoints(s)):
+        return 0.0
+    return memory.checkpointed_inputs(s, float(s.seq_len) * s.batch_size) / GIB
 
 
 def sixteen_bit_checkpoints_gib(s: Scenario) -> float:
@@ -201,7 +218,7 @@ def compose(setup: Setup) -> Composed:
         lines["cp_buffers"] = cpb
     static_extra += lines.get("reference_model", 0.0) + lines.get("reward_model", 0.0)
     static = pol.static + static_extra
-    dyn_train = act + pol.logits + dyn_extra + cpb
+    dyn_train = act + pol.logits - pol.overlap + dyn_extra + cpb
     train = _peak(static, dyn_train, pol.grads + grads_extra) + pol.residual
 
     # generation phase (GRPO/PPO): gradients were freed by zero_grad; the rollout engine works
