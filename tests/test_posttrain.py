@@ -171,3 +171,16 @@ def test_grpo_completion_logits_and_the_layers_backward_peak_one_after_the_other
     fused_hidden = 8 * 1024 * 4096 * 8.0 / 2**30 * 1.3  # the fused kernel's own b·s·h term, with its slack
     assert grpo["posttrain"]["policy"]["logits"] < sft["per_gpu"]["activations"]
     assert grpo["posttrain"]["trainer_peak"] == pytest.approx(sft["per_gpu"]["total"] - fused_hidden, abs=0.05)
+
+
+def test_unsloth_grpo_runs_rows_one_at_a_time_with_chunked_logprobs_and_standby() -> None:
+    # docs.unsloth.ai/basics/memory-efficient-rl: Llama-3.1-8B QLoRA GRPO reaches 47,500 tokens on one H100 80GB
+    # (unsloth_zoo/rl_replacements.py grpo_accumulated_loss: autotuned mini-batches, chunked log-softmax)
+    q = {"model": {"name": "Llama-3.1-8B"}, "stage": "grpo", "method": "qlora", "seq_len": 47500,
+         "gradient_checkpointing": True, "gpus": [{"name": "H100", "count": 1}],
+         "rollout": {"engine": "vllm", "mode": "colocate", "gpu_memory_utilization": 0.95}}
+    uns = estimate_request({**q, "framework": "unsloth"})
+    trl = estimate_request({**q, "framework": "trl"})
+    assert uns["posttrain"]["policy"]["logits"] < 2 < trl["posttrain"]["policy"]["logits"]
+    assert uns["per_gpu"]["total"] <= 80 * 0.986 < trl["per_gpu"]["total"]
+    assert uns["fits"][0]["fits"] and not trl["fits"][0]["fits"]

@@ -92,7 +92,11 @@ def local_tokens(setup: Setup) -> int:
 
 def policy_scenario(setup: Setup, value_head: bool = False) -> Scenario:
     s = setup.scenario
-    update: dict[str, object] = {"seq_len": local_tokens(setup), "batch_size": setup.sequences,
+    rows = setup.sequences
+    mini = int(profile(s.framework).constant("grpo_mini_batch_rows", 0.0)) if setup.stage == "grpo" else 0
+    if mini > 0:
+        rows = min(rows, mini)  # the stack runs the policy's forward and backward a few rows at a time (profile)
+    update: dict[str, object] = {"seq_len": local_tokens(setup), "batch_size": rows,
                                  "gpu_count": max(1, s.gpu_count // setup.tp)}
     if value_head:
         update["arch"] = s.arch.model_copy(update={"vocab": int(constants()["logits"]["value_head_vocab"])})
@@ -104,6 +108,10 @@ def logits_override(setup: Setup, s: Scenario) -> float | None:
     c = constants()["logits"]
     vocab = s.arch.vocab
     if setup.stage in ("grpo", "ppo"):
+        if setup.stage == "grpo" and profile(s.framework).constant("grpo_chunked_logprobs", 0.0):
+            # the stack computes the completion log-probs from the hidden states chunk by chunk (profile source)
+            tokens = max(1, math.ceil(setup.completion_len / setup.cp))
+            return memory.with_loss_kernel(s.model_copy(update={"seq_len": tokens}), "fused_linear").logits
         if s.fused_loss:
             return memory.breakdown(s.model_copy(update={"seq_len": max(1, math.ceil(setup.completion_len /
                                                                                      setup.cp))})).logits
@@ -254,9 +262,16 @@ def compose(setup: Setup) -> Composed:
                 awake = share
                 if setup.framework == "unsloth" and constants()["vllm"]["unsloth_shares_weights"]:
                     awake = max(0.0, share - pol.b.weights)  # the trainer's (possibly 4-bit) weights are vLLM's
-                asleep = share * constants()["vllm"]["sleep_residual_fraction"]
+                # what stays while asleep is a share of what vLLM allocated itself (with Unsloth's shared weights,
+                # not the trainer's weights inside its share)
+                asleep = awake * constants()["vllm"]["sleep_residual_fraction"]
                 standby = setup.sleep or setup.framework == "unsloth"
                 gen = static * (1 + fs) + awake + pol.residual
+                if awake < share:
+                    # Unsloth standby: vLLM's budget (gpu_memory_utilization x card) holds the trainer's weights it
+                    # shares, so the process's generation peak is that budget, or the trainer's states if larger
+                    # (docs.unsloth.ai/basics/memory-efficient-rl: set it to 0.9-0.95 of the card with standby)
+                    gen = max(share, static * (1 + fs) + pol.residual)
                 train += asleep if standby else awake
             elif card:
                 util_needed = need * constants()["vllm"]["util_headroom"] / card
