@@ -184,3 +184,13 @@ def test_unsloth_grpo_runs_rows_one_at_a_time_with_chunked_logprobs_and_standby(
     assert uns["posttrain"]["policy"]["logits"] < 2 < trl["posttrain"]["policy"]["logits"]
     assert uns["per_gpu"]["total"] <= 80 * 0.986 < trl["per_gpu"]["total"]
     assert uns["fits"][0]["fits"] and not trl["fits"][0]["fits"]
+
+
+def test_preference_logits_are_the_kernels_log_probs_not_a_stacks_sft_loss_and_orpo_adds_the_chosen_nll() -> None:
+    q = {"model": {"name": "Qwen2.5-7B"}, "method": "lora", "framework": "ms-swift", "seq_len": 2048,
+         "batch_size": 1, "gpus": [{"name": "A100", "count": 1}]}
+    dpo = estimate_request({**q, "stage": "dpo"})["posttrain"]["policy"]["logits"]
+    orpo = estimate_request({**q, "stage": "orpo"})["posttrain"]["policy"]["logits"]
+    traced = 2 * 2048 * 152064 * 14.0 / 2**30  # ms-swift's kernel hf_legacy (memory.toml), both sequences of a pair
+    assert dpo == pytest.approx(traced, rel=1e-3)
+    assert orpo == pytest.approx(1.5 * dpo, rel=1e-3)

@@ -19,7 +19,7 @@ from engine.memory.activations import activation_bytes_per_token_layer, checkpoi
 from engine.memory.constants import GIB, constants
 from engine.memory.inference import inference_peak
 from engine.memory.lora import LoraTargets, lora_parameters
-from engine.memory.loss import effective_kernel
+from engine.memory.loss import effective_kernel, loss_bytes_per_logit
 from engine.memory.state import dequantized_weight_bytes, training_state, weight_bytes_per_param
 from engine.memory.training import training_phases
 from engine.schema import Breakdown, Scenario
@@ -32,8 +32,10 @@ __all__ = [
     "checkpointed_inputs",
     "constants",
     "dequantized_weight_bytes",
+    "effective_kernel",
     "fused_loss_alternative",
     "lora_parameters",
+    "loss_bytes_per_logit",
     "profile_offloads_checkpoints",
     "weight_bytes_per_param",
     "with_loss_kernel",

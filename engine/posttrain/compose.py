@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from engine import memory
 from engine.frameworks import profile
+from engine.posttrain.models import PREFERENCE_STAGES
 from engine.posttrain.setup import Setup, constants
 from engine.schema import Breakdown, Scenario
 
@@ -42,10 +43,10 @@ class Policy:
     overlap: float = 0.0  # GiB of logits that peak while the layers' backward is not (loss phase before layers)
 
 
-def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft") -> Policy:
+def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", cp: bool = False) -> Policy:
     b = memory.breakdown(s)
     overlap = 0.0
-    if logits_gib is not None and stage in ("grpo", "ppo"):
+    if logits_gib is not None and (stage in ("grpo", "ppo") or (stage in PREFERENCE_STAGES and not cp)):
         # the log-probabilities of the completion tokens replace the plain cross-entropy over every token: take the
         # policy's lines without that loss (the fused kernel's breakdown) and let the loss phase and the layers'
         # backward peak one after the other (engine/memory/training.py: stored + max(loss, layer)), not together
@@ -116,6 +117,15 @@ def logits_override(setup: Setup, s: Scenario) -> float | None:
             return memory.breakdown(s.model_copy(update={"seq_len": max(1, math.ceil(setup.completion_len /
                                                                                      setup.cp))})).logits
         return setup.sequences * math.ceil(setup.completion_len / setup.cp) * vocab * c["rl_logprob"] / GIB
+    if setup.stage in PREFERENCE_STAGES and setup.cp == 1 and not s.fused_loss:
+        # preference trainers take log-probabilities of the pairs (trl/trainer/dpo_trainer.py concatenated_forward):
+        # the traced bytes of the kernel (engine/catalog/memory.toml [loss]), not a stack's own SFT-loss constant
+        # (ms-swift's loss_bytes counts its token-accuracy pass); ORPO adds a cross-entropy over the chosen half
+        # on a shifted .contiguous() copy (trl/experimental/orpo/orpo_trainer.py concatenated_forward)
+        kernel = memory.effective_kernel(s, profile(s.framework))
+        per_entry = memory.loss_bytes_per_logit(kernel)
+        rows = setup.sequences * (1.5 if setup.stage == "orpo" else 1.0)
+        return rows * local_tokens(setup) * vocab * per_entry / GIB
     if setup.cp > 1 and not s.fused_loss:
         return setup.sequences * local_tokens(setup) * vocab * c["long_sequence"] / GIB
     return None
@@ -206,7 +216,7 @@ def tiled_mlp_saving(setup: Setup, s: Scenario) -> float:
 def compose(setup: Setup) -> Composed:
     fs, fd = _fragmentation()
     s = policy_scenario(setup, value_head=setup.stage == "rm")
-    pol = _policy(s, logits_override(setup, s), setup.tp, setup.stage)
+    pol = _policy(s, logits_override(setup, s), setup.tp, setup.stage, setup.cp > 1)
     act, host = alst_adjust(setup, s, pol.activations)
     act = max(0.0, act - tiled_mlp_saving(setup, s))
     lines: dict[str, float] = {}
