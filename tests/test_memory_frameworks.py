@@ -86,13 +86,33 @@ def test_fused_adam_has_no_step_temporaries() -> None:
     assert per_gpu(**base, framework="deepspeed")["total"] < per_gpu(**base, framework="trl")["total"]
 
 
-def test_unsloth_offloads_checkpointed_inputs_to_cpu_ram() -> None:
+def test_unsloth_offload_means_its_checkpointer_offloading_layer_inputs_not_states() -> None:
     base = {"model": {"name": "Llama-3.1-8B"}, "method": "qlora", "seq_len": 16384}
-    uns = estimate_request({**base, "framework": "unsloth"})
+    uns = estimate_request({**base, "framework": "unsloth", "offload": True})
+    on_gpu = estimate_request({**base, "framework": "unsloth"})
     trl = estimate_request({**base, "framework": "trl"})
     inputs = 16384 * 32 * 4096 * 2 / 2**30
-    assert uns["cpu_ram_gb"] == pytest.approx(inputs, abs=0.01)
-    assert uns["per_gpu"]["total"] < trl["per_gpu"]["total"]
+    assert uns["cpu_ram_gb"] - on_gpu["cpu_ram_gb"] == pytest.approx(inputs, abs=0.01)
+    # the 4-bit base stays on the GPU: Unsloth has no parameter offload
+    assert uns["per_gpu"]["weights"] == on_gpu["per_gpu"]["weights"] > 4
+    assert on_gpu["per_gpu"]["total"] - uns["per_gpu"]["total"] > inputs
+    assert on_gpu["per_gpu"]["total"] < trl["per_gpu"]["total"]
+
+
+def test_unsloth_fused_lora_kernels_keep_less_per_token_than_peft() -> None:
+    # LoRA_MLP saves X, e, g; LoRA_QKV and LoRA_W their inputs; no dropout copies (unsloth/kernels/fast_lora.py)
+    from engine.memory import LoraTargets, activation_bytes_per_token_layer
+    from engine.scenario import build_scenario
+    from engine.schema import Request
+
+    req = {"model": {"name": "Llama-2-7B"}, "method": "qlora", "seq_len": 4096, "flash_attention": True}
+    uns = build_scenario(Request.model_validate({**req, "framework": "unsloth"}))
+    hf = build_scenario(Request.model_validate({**req, "framework": "hf"}))
+    targets = LoraTargets.parse("all_linear")
+    h, f = 4096, 11008
+    expected = 2 * (2 * h + 4) + 2 * h + 2 * (4 * h) + 2 * h + 2 * 2 * f
+    assert activation_bytes_per_token_layer(uns, targets) == pytest.approx(expected)
+    assert activation_bytes_per_token_layer(hf, targets) > 2.5 * expected
 
 
 def test_framework_default_precision_applies_only_when_named() -> None:

@@ -159,3 +159,38 @@ def test_breakdown_for_one_arrangement_of_the_plan_search() -> None:
     small = breakdown_for(req(stage="grpo", rollout={"engine": "vllm"}), gpu_name="A100", memory_gb=40)
     big = breakdown_for(req(stage="grpo", rollout={"engine": "vllm"}), gpu_name="H100", memory_gb=80)
     assert small.total < big.total  # the colocated vLLM share is a fraction of the card
+
+
+def test_grpo_completion_logits_and_the_layers_backward_peak_one_after_the_other() -> None:
+    # the loss phase ends before the last layer's backward starts (engine/memory/training.py): with completion
+    # logits smaller than one recomputed layer, the trainer's peak is the layers' backward, as for a fused loss
+    common = {"model": {"name": "Llama-3.1-8B"}, "method": "lora", "framework": "trl", "batch_size": 8,
+              "gradient_checkpointing": True, "gpus": [{"name": "A100", "count": 1}]}
+    grpo = estimate_request({**common, "stage": "grpo", "output_len": 64, "prompt_len": 960, "num_generations": 8})
+    sft = estimate_request({**common, "seq_len": 1024, "fused_loss": True})
+    fused_hidden = 8 * 1024 * 4096 * 8.0 / 2**30 * 1.3  # the fused kernel's own b·s·h term, with its slack
+    assert grpo["posttrain"]["policy"]["logits"] < sft["per_gpu"]["activations"]
+    assert grpo["posttrain"]["trainer_peak"] == pytest.approx(sft["per_gpu"]["total"] - fused_hidden, abs=0.05)
+
+
+def test_unsloth_grpo_runs_rows_one_at_a_time_with_chunked_logprobs_and_standby() -> None:
+    # docs.unsloth.ai/basics/memory-efficient-rl: Llama-3.1-8B QLoRA GRPO reaches 47,500 tokens on one H100 80GB
+    # (unsloth_zoo/rl_replacements.py grpo_accumulated_loss: autotuned mini-batches, chunked log-softmax)
+    q = {"model": {"name": "Llama-3.1-8B"}, "stage": "grpo", "method": "qlora", "seq_len": 47500,
+         "gradient_checkpointing": True, "gpus": [{"name": "H100", "count": 1}],
+         "rollout": {"engine": "vllm", "mode": "colocate", "gpu_memory_utilization": 0.95}}
+    uns = estimate_request({**q, "framework": "unsloth"})
+    trl = estimate_request({**q, "framework": "trl"})
+    assert uns["posttrain"]["policy"]["logits"] < 2 < trl["posttrain"]["policy"]["logits"]
+    assert uns["per_gpu"]["total"] <= 80 * 0.986 < trl["per_gpu"]["total"]
+    assert uns["fits"][0]["fits"] and not trl["fits"][0]["fits"]
+
+
+def test_preference_logits_are_the_kernels_log_probs_not_a_stacks_sft_loss_and_orpo_adds_the_chosen_nll() -> None:
+    q = {"model": {"name": "Qwen2.5-7B"}, "method": "lora", "framework": "ms-swift", "seq_len": 2048,
+         "batch_size": 1, "gpus": [{"name": "A100", "count": 1}]}
+    dpo = estimate_request({**q, "stage": "dpo"})["posttrain"]["policy"]["logits"]
+    orpo = estimate_request({**q, "stage": "orpo"})["posttrain"]["policy"]["logits"]
+    traced = 2 * 2048 * 152064 * 14.0 / 2**30  # ms-swift's kernel hf_legacy (memory.toml), both sequences of a pair
+    assert dpo == pytest.approx(traced, rel=1e-3)
+    assert orpo == pytest.approx(1.5 * dpo, rel=1e-3)

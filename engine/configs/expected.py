@@ -105,7 +105,9 @@ def expected_request(job: ConfigJob, target: str | None) -> Request:
             r.pop("gpus")  # the `trl` command and the script name no GPU; the header does
             r["gpus"] = [{"name": job.gpu_name, "count": n}]
     elif t == "unsloth":
-        r.update(framework="unsloth", fused_loss=True, sharding=plain, offload=False, flash_attention=True,
+        # the writer passes use_gradient_checkpointing="unsloth" with adapters: Unsloth's offload of layer inputs
+        r.update(framework="unsloth", fused_loss=True, sharding=plain,
+                 offload=bool(job.peft and job.gradient_checkpointing), flash_attention=True,
                  stage=job.stage if job.stage in TRL_STAGES else "sft")
     elif t == "torchtune":
         r.update(framework="torchtune", mixed_precision="pure_bf16", sharding="fsdp" if n > 1 else "none",

@@ -24,6 +24,9 @@ SWITCHES = (
     "lm_head_quantized", "bnb_inputs_outside_checkpoint", "fsdp_gather_bits", "fsdp_full_state_dict_load",
     "fused_adam", "default_mixed_precision",
 )
+# lora_kernels, lora_dropout and state_offload a profile may leave out (default: the plain Hugging Face / PEFT
+# behaviour); one it sets needs a source
+LORA_KERNELS = ("peft", "unsloth")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class Profile:
     fsdp_full_state_dict_load: bool  # every rank holds the whole unsharded model while loading
     fused_adam: bool  # the optimizer step updates in place (no foreach temporaries)
     default_mixed_precision: str  # "amp" or "pure_bf16" when the request does not say
+    lora_kernels: str = "peft"  # "peft" (a LoRA Linear per module) or "unsloth" (fused LoRA autograd functions)
+    lora_dropout: bool | None = None  # the stack's default LoRA dropout is non-zero; None: catalog/memory.toml
+    state_offload: bool = True  # `offload` moves states (ZeRO-Offload); False: the stack's only offload is activations
     constants: dict[str, float] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -55,6 +61,8 @@ def _parse(name: str, data: dict[str, Any]) -> Profile:
         raise ValueError(f"framework profile {name}: missing switches {missing}")
     if switches["loss_kernel"] not in LOSS_KERNELS:
         raise ValueError(f"framework profile {name}: unknown loss kernel {switches['loss_kernel']!r}")
+    if switches.get("lora_kernels", "peft") not in LORA_KERNELS:
+        raise ValueError(f"framework profile {name}: unknown LoRA kernels {switches['lora_kernels']!r}")
     return Profile(
         name=name, label=data["label"], loss_kernel=switches["loss_kernel"],
         held_output_bytes=float(switches["held_output_bytes"]),
@@ -67,6 +75,9 @@ def _parse(name: str, data: dict[str, Any]) -> Profile:
         fsdp_full_state_dict_load=bool(switches["fsdp_full_state_dict_load"]),
         fused_adam=bool(switches["fused_adam"]),
         default_mixed_precision=str(switches["default_mixed_precision"]),
+        lora_kernels=str(switches.get("lora_kernels", "peft")),
+        lora_dropout=None if "lora_dropout" not in switches else bool(switches["lora_dropout"]),
+        state_offload=bool(switches.get("state_offload", True)),
         constants={k: float(v) for k, v in data.get("constants", {}).items()},
         sources=dict(data.get("sources", {})),
     )

@@ -15,22 +15,39 @@ from __future__ import annotations
 
 from engine.catalog import smaller_shapes
 from engine.frameworks import profile
-from engine.memory.activations import activation_bytes_per_token_layer
+from engine.memory.activations import activation_bytes_per_token_layer, checkpointed_inputs
 from engine.memory.constants import GIB, constants
 from engine.memory.inference import inference_peak
 from engine.memory.lora import LoraTargets, lora_parameters
-from engine.memory.loss import effective_kernel
+from engine.memory.loss import effective_kernel, loss_bytes_per_logit
 from engine.memory.state import dequantized_weight_bytes, training_state, weight_bytes_per_param
 from engine.memory.training import training_phases
 from engine.schema import Breakdown, Scenario
 
 __all__ = [
-    "GIB", "LoraTargets", "activation_bytes_per_token_layer", "breakdown", "constants",
-    "dequantized_weight_bytes", "fused_loss_alternative", "lora_parameters", "weight_bytes_per_param",
+    "GIB",
+    "LoraTargets",
+    "activation_bytes_per_token_layer",
+    "breakdown",
+    "checkpointed_inputs",
+    "constants",
+    "dequantized_weight_bytes",
+    "effective_kernel",
+    "fused_loss_alternative",
+    "lora_parameters",
+    "loss_bytes_per_logit",
+    "profile_offloads_checkpoints",
+    "weight_bytes_per_param",
     "with_loss_kernel",
 ]
 
 FUSED_KERNELS = ("fused_linear", "unsloth")
+
+
+def profile_offloads_checkpoints(s: Scenario) -> bool:
+    """Whether the scenario's stack moves the checkpointed layer inputs to CPU RAM (engine/memory/training.py)."""
+    prof = profile(s.framework)
+    return prof.checkpoint_offload and (s.offload or prof.state_offload)
 
 
 def _targets(s: Scenario) -> LoraTargets:

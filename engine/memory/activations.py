@@ -7,6 +7,7 @@ GQA, gated MLPs, frozen and 4-bit base layers).
 
 from __future__ import annotations
 
+from engine.frameworks import profile
 from engine.memory.constants import constants
 from engine.memory.lora import LoraTargets
 from engine.schema import Scenario
@@ -33,7 +34,11 @@ def activation_bytes_per_token_layer(s: Scenario, targets: LoraTargets) -> float
     full = s.method == "full"
     keeps_inputs = full or (s.method == "qlora" and s.bits == 4)
     peft = s.method in ("lora", "qlora")
-    dropout = peft and bool(constants()["activations"]["lora_dropout"])
+    prof = profile(s.framework)
+    if peft and prof.lora_kernels == "unsloth":
+        return _unsloth_lora_bytes(s)
+    default_dropout = bool(constants()["activations"]["lora_dropout"])
+    dropout = peft and (default_dropout if prof.lora_dropout is None else prof.lora_dropout)
     adapter_act = 4.0 if s.mixed_precision == "amp" else act
 
     def saved_input(width: float, modules: set[str]) -> float:
@@ -60,6 +65,28 @@ def activation_bytes_per_token_layer(s: Scenario, targets: LoraTargets) -> float
     mlp_inner = (3 if arch.gated_mlp else 1) * act * f  # SiLU(gate)·up keeps gate, SiLU out and up
     mlp_out = saved_input(f, {"down"})
     return norms + attention_in + attention + attention_out + mlp_in + mlp_inner + mlp_out
+
+
+def _unsloth_lora_bytes(s: Scenario) -> float:
+    """Unsloth's fused LoRA layers (unsloth/kernels/fast_lora.py), per token per layer, 16-bit.
+
+    LoRA_QKV saves only its input X; LoRA_W (o_proj) its input, the attention output; LoRA_MLP saves X and
+    the gate and up outputs e, g (the SiLU·up product is recomputed in backward, in place). The fast
+    RMSNorm (unsloth/kernels/rms_layernorm.py) saves its input and an fp32 rsqrt per row; flash attention
+    keeps q, k, v and the output. LoRA dropout is 0 on this path (unsloth/models/llama.py get_peft_model:
+    "Dropout = 0 is supported for fast patching").
+    """
+    arch = s.arch
+    h, q_dim, kv_dim = arch.hidden, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    act = 2.0
+    norms = 2 * (h * act + 4)
+    qkv_in = h * act
+    attention = act * (2 * q_dim + 2 * kv_dim)  # q, k, v and the output (LoRA_W's saved input)
+    if _attention_kind(s) == "eager":
+        attention += (4 + act) * arch.heads * s.seq_len
+    mlp = h * act + (2 if arch.gated_mlp else 1) * f * act
+    return norms + qkv_in + attention + mlp
 
 
 def quantized_inputs_per_token_layer(s: Scenario) -> float:

@@ -76,6 +76,7 @@ def training_state(s: Scenario, targets: LoraTargets) -> State:
     shard_g = n if s.sharding in ("fsdp", "zero3", "zero2") else 1
     shard_o = n if s.sharding in ("fsdp", "zero3", "zero2", "zero1") else 1
     opt_bytes = optimizer_bytes(s)
+    prof = profile(s.framework)
 
     if s.method == "inference":
         return State(frozen_base_bytes(s) / n, 0, 0, 0, 0, 0)
@@ -91,7 +92,7 @@ def training_state(s: Scenario, targets: LoraTargets) -> State:
         gradients = trainable * g_bytes / shard_g
         optimizer = trainable * (opt_bytes + master) / shard_o
         cpu = 0.0
-        if s.offload:
+        if s.offload and prof.state_offload:
             cpu = optimizer + gradients * (shard_g > 1)
             optimizer = 0.0
             if shard_w > 1:
@@ -109,7 +110,7 @@ def training_state(s: Scenario, targets: LoraTargets) -> State:
     optimizer = trainable * opt_bytes / shard_o
     upcast = kbit_upcast_bytes(s) / shard_w
     cpu = 0.0
-    if s.offload:
+    if s.offload and prof.state_offload:
         cpu = weights + optimizer + upcast
         weights, optimizer, upcast = 0.0, 0.0, 0.0
     return State(weights, adapters, gradients, optimizer, trainable, cpu, upcast)

@@ -62,7 +62,9 @@ def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
     cpu_extra = 0.0
     if s.gradient_checkpointing:
         stored = checkpointed_inputs(s, tokens)
-        if prof.checkpoint_offload:
+        # a stack whose only offload is its checkpointer's (Unsloth: use_gradient_checkpointing="unsloth")
+        # offloads when asked to; plain use_gradient_checkpointing=True keeps the inputs on the GPU
+        if prof.checkpoint_offload and (s.offload or prof.state_offload):  # memory.profile_offloads_checkpoints
             cpu_extra, stored = stored, 0.0
         if (prof.bnb_inputs_outside_checkpoint and s.method == "qlora" and s.bits == 4
                 and not prof.reentrant_checkpointing):

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 
 from engine import memory
+from engine.frameworks import profile
+from engine.posttrain.models import PREFERENCE_STAGES
 from engine.posttrain.setup import Setup, constants
 from engine.schema import Breakdown, Scenario
 
@@ -38,19 +40,40 @@ class Policy:
     logits: float
     residual: float  # memory-model total not explained by _peak of its lines
     cpu: float
+    overlap: float = 0.0  # GiB of logits that peak while the layers' backward is not (loss phase before layers)
 
 
-def _policy(s: Scenario, logits_gib: float | None, tp: int) -> Policy:
+def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", cp: bool = False) -> Policy:
     b = memory.breakdown(s)
+    overlap = 0.0
+    if logits_gib is not None and (stage in ("grpo", "ppo") or (stage in PREFERENCE_STAGES and not cp)):
+        # the log-probabilities of the completion tokens replace the plain cross-entropy over every token: take the
+        # policy's lines without that loss (the fused kernel's breakdown) and let the loss phase and the layers'
+        # backward peak one after the other (engine/memory/training.py: stored + max(loss, layer)), not together
+        b = memory.with_loss_kernel(s, "fused_linear")
+        layer = b.activations - stored_checkpoints_gib(s)
+        overlap = min(max(0.0, layer), logits_gib)
     static, grads = b.weights + b.adapters + b.optimizer, b.gradients
     residual = b.total - _peak(static, b.activations + b.logits, grads)
+    if b.upcast and stage == "grpo" and not profile(s.framework).constant("grpo_kbit_upcast", 1.0):
+        # the stack's GRPO trainer wraps the quantized model with get_peft_model only (profile source): the
+        # embeddings and lm_head stay 16-bit, so the fp32 upcast the SFT path counts is not there
+        residual -= b.upcast * (1 + _fragmentation()[0])
     logits = b.logits if logits_gib is None else logits_gib
     act = b.activations - sixteen_bit_checkpoints_gib(s)
     if tp > 1:
         # Megatron-style tensor parallelism with sequence parallelism: every layer's weights, their gradients
         # and optimizer states, the activations and the (vocab-parallel) logits are split over the TP group
         static, grads, act, logits, residual = static / tp, grads / tp, act / tp, logits / tp, residual / tp
-    return Policy(b, static, grads, act, logits, residual, b.cpu_ram)
+        overlap /= tp
+    return Policy(b, static, grads, act, logits, residual, b.cpu_ram, overlap)
+
+
+def stored_checkpoints_gib(s: Scenario) -> float:
+    """The layer inputs gradient checkpointing keeps on the GPU (engine/memory/activations.py checkpointed_inputs)."""
+    if not s.gradient_checkpointing or (s.offload and memory.profile_offloads_checkpoints(s)):
+        return 0.0
+    return memory.checkpointed_inputs(s, float(s.seq_len) * s.batch_size) / GIB
 
 
 def sixteen_bit_checkpoints_gib(s: Scenario) -> float:
@@ -70,7 +93,11 @@ def local_tokens(setup: Setup) -> int:
 
 def policy_scenario(setup: Setup, value_head: bool = False) -> Scenario:
     s = setup.scenario
-    update: dict[str, object] = {"seq_len": local_tokens(setup), "batch_size": setup.sequences,
+    rows = setup.sequences
+    mini = int(profile(s.framework).constant("grpo_mini_batch_rows", 0.0)) if setup.stage == "grpo" else 0
+    if mini > 0:
+        rows = min(rows, mini)  # the stack runs the policy's forward and backward a few rows at a time (profile)
+    update: dict[str, object] = {"seq_len": local_tokens(setup), "batch_size": rows,
                                  "gpu_count": max(1, s.gpu_count // setup.tp)}
     if value_head:
         update["arch"] = s.arch.model_copy(update={"vocab": int(constants()["logits"]["value_head_vocab"])})
@@ -82,10 +109,23 @@ def logits_override(setup: Setup, s: Scenario) -> float | None:
     c = constants()["logits"]
     vocab = s.arch.vocab
     if setup.stage in ("grpo", "ppo"):
+        if setup.stage == "grpo" and profile(s.framework).constant("grpo_chunked_logprobs", 0.0):
+            # the stack computes the completion log-probs from the hidden states chunk by chunk (profile source)
+            tokens = max(1, math.ceil(setup.completion_len / setup.cp))
+            return memory.with_loss_kernel(s.model_copy(update={"seq_len": tokens}), "fused_linear").logits
         if s.fused_loss:
             return memory.breakdown(s.model_copy(update={"seq_len": max(1, math.ceil(setup.completion_len /
                                                                                      setup.cp))})).logits
         return setup.sequences * math.ceil(setup.completion_len / setup.cp) * vocab * c["rl_logprob"] / GIB
+    if setup.stage in PREFERENCE_STAGES and setup.cp == 1 and not s.fused_loss:
+        # preference trainers take log-probabilities of the pairs (trl/trainer/dpo_trainer.py concatenated_forward):
+        # the traced bytes of the kernel (engine/catalog/memory.toml [loss]), not a stack's own SFT-loss constant
+        # (ms-swift's loss_bytes counts its token-accuracy pass); ORPO adds a cross-entropy over the chosen half
+        # on a shifted .contiguous() copy (trl/experimental/orpo/orpo_trainer.py concatenated_forward)
+        kernel = memory.effective_kernel(s, profile(s.framework))
+        per_entry = memory.loss_bytes_per_logit(kernel)
+        rows = setup.sequences * (1.5 if setup.stage == "orpo" else 1.0)
+        return rows * local_tokens(setup) * vocab * per_entry / GIB
     if setup.cp > 1 and not s.fused_loss:
         return setup.sequences * local_tokens(setup) * vocab * c["long_sequence"] / GIB
     return None
@@ -176,7 +216,7 @@ def tiled_mlp_saving(setup: Setup, s: Scenario) -> float:
 def compose(setup: Setup) -> Composed:
     fs, fd = _fragmentation()
     s = policy_scenario(setup, value_head=setup.stage == "rm")
-    pol = _policy(s, logits_override(setup, s), setup.tp)
+    pol = _policy(s, logits_override(setup, s), setup.tp, setup.stage, setup.cp > 1)
     act, host = alst_adjust(setup, s, pol.activations)
     act = max(0.0, act - tiled_mlp_saving(setup, s))
     lines: dict[str, float] = {}
@@ -196,7 +236,7 @@ def compose(setup: Setup) -> Composed:
         lines["cp_buffers"] = cpb
     static_extra += lines.get("reference_model", 0.0) + lines.get("reward_model", 0.0)
     static = pol.static + static_extra
-    dyn_train = act + pol.logits + dyn_extra + cpb
+    dyn_train = act + pol.logits - pol.overlap + dyn_extra + cpb
     train = _peak(static, dyn_train, pol.grads + grads_extra) + pol.residual
 
     # generation phase (GRPO/PPO): gradients were freed by zero_grad; the rollout engine works
@@ -232,9 +272,16 @@ def compose(setup: Setup) -> Composed:
                 awake = share
                 if setup.framework == "unsloth" and constants()["vllm"]["unsloth_shares_weights"]:
                     awake = max(0.0, share - pol.b.weights)  # the trainer's (possibly 4-bit) weights are vLLM's
-                asleep = share * constants()["vllm"]["sleep_residual_fraction"]
+                # what stays while asleep is a share of what vLLM allocated itself (with Unsloth's shared weights,
+                # not the trainer's weights inside its share)
+                asleep = awake * constants()["vllm"]["sleep_residual_fraction"]
                 standby = setup.sleep or setup.framework == "unsloth"
                 gen = static * (1 + fs) + awake + pol.residual
+                if awake < share:
+                    # Unsloth standby: vLLM's budget (gpu_memory_utilization x card) holds the trainer's weights it
+                    # shares, so the process's generation peak is that budget, or the trainer's states if larger
+                    # (docs.unsloth.ai/basics/memory-efficient-rl: set it to 0.9-0.95 of the card with standby)
+                    gen = max(share, static * (1 + fs) + pol.residual)
                 train += asleep if standby else awake
             elif card:
                 util_needed = need * constants()["vllm"]["util_headroom"] / card

@@ -101,6 +101,8 @@ def read(text: str, c: Collector) -> None:
             full = bool(as_bool(kwargs.get("full_finetuning")))
             if "use_gradient_checkpointing" in kwargs:
                 c.set("gradient_checkpointing", kwargs["use_gradient_checkpointing"] not in (False, "false"))
+                if kwargs["use_gradient_checkpointing"] == "unsloth":  # its checkpointer offloads layer inputs
+                    c.set("offload", True)
         elif name.endswith("get_peft_model") and unsloth:
             peft = True
             c.set("lora_rank", as_int(kwargs.get("r")))
@@ -108,6 +110,8 @@ def read(text: str, c: Collector) -> None:
                 c.targets("target_modules", kwargs["target_modules"])
             if "use_gradient_checkpointing" in kwargs:
                 c.set("gradient_checkpointing", kwargs["use_gradient_checkpointing"] not in (False, "false"))
+                if kwargs["use_gradient_checkpointing"] == "unsloth":  # its checkpointer offloads layer inputs
+                    c.set("offload", True)
         elif short == "from_pretrained" and "AutoModel" in name:
             if isinstance(first, str) and c.model is None:
                 c.model = first
