@@ -149,3 +149,22 @@ def test_check_several_files_of_one_job(tmp_path: Path):
 def answer_sharding(answer: dict) -> str:
     names = [f["name"] for f in answer["files"]]
     return "zero3" if any(n.startswith("ds_zero3") for n in names) else "fsdp" if "accelerate.yaml" in names else "none"
+
+
+def test_a_bare_size_loads_the_reference_model_it_was_estimated_as() -> None:
+    from engine.configs import config_for
+    from engine.parse import parse
+
+    out = config_for(parse("лора 8b на 4090"), "trl")
+    text = "\n".join(f.text for f in out.files) + (out.command or "")
+    assert "meta-llama/Llama-3.1-8B" in text
+    assert "'8B'" not in text and "model_name_or_path 8B" not in text
+    assert "model_assumed:meta-llama/Llama-3.1-8B" in out.notes
+
+
+def test_the_config_is_for_the_gpus_the_user_named() -> None:
+    from engine.configs import config_for
+    from engine.parse import parse
+
+    out = config_for(parse("qlora llama 3.1 70b on 2 h100"), "axolotl")
+    assert "made for 2x H100 SXM" in out.files[0].text

@@ -49,14 +49,17 @@ def _plan(request: Request) -> Any:
     return plan(request)
 
 
-def _scenario_of(result: Any) -> tuple[Scenario, Any]:
-    """(the scenario of the best plan, that plan) — the base scenario when nothing fits."""
-    from engine.plan.search import TECHNIQUES, at_count
+def _scenario_of(result: Any, request: Request) -> tuple[Scenario, Any]:
+    """(the scenario of the best plan, that plan) — the base scenario when nothing fits. When the user named
+    GPUs, the best plan on those GPUs at the count named wins over a cheaper one elsewhere: the config is for
+    the machine they have."""
+    from engine.plan.search import TECHNIQUES, asked_arrangements, at_count
 
     base: Scenario = result.scenario
     if not result.plans:
         return base, None
-    best = result.plans[0]
+    asked = {(a.gpu, a.count) for a in asked_arrangements(request)}
+    best = next((p for p in result.plans if (p.gpu, p.count) in asked), result.plans[0])
     s = base
     for name in best.techniques:
         if name in TECHNIQUES:
@@ -64,23 +67,34 @@ def _scenario_of(result: Any) -> tuple[Scenario, Any]:
     return at_count(s, best.count), best
 
 
-def _model_id(name: str) -> str:
-    from engine.catalog import find_model
+def _model_id(name: str | None, s: Scenario) -> tuple[str, list[str]]:
+    """The Hub id to load, and a note when it is the reference model a bare size ("8B") was estimated as."""
+    from engine.catalog import find_model, shape_reference
 
-    m = find_model(name)
-    return m.hf_id if m and m.hf_id else name
+    m = find_model(name) if name else None
+    if m is not None and m.hf_id:
+        return m.hf_id, []
+    if name and "/" in name:
+        return name, []  # a Hub id the catalog lacks: load it as written
+    if not s.arch.known:
+        ref = find_model(shape_reference(s.arch.params))
+        if ref is not None and ref.hf_id:
+            return ref.hf_id, [f"model_assumed:{ref.hf_id}"]
+    return name or s.arch.name, []
 
 
 def best_job(request: Request, target: Target | None = None) -> tuple[ConfigJob, list[str]]:
     """The best plan's job for `target` (default: the request's framework) and notes (message keys)."""
     target = target or default_target(request)
     result = _plan(_adapted(request, target))
-    s, best = _scenario_of(result)
+    s, best = _scenario_of(result, request)
     notes = [] if best else ["no_plan_fits"]
+    model_id, model_notes = _model_id(request.model.name if request.model else None, s)
+    notes += model_notes
     batch = request.batch_size or s.batch_size
     accum = batch // s.batch_size if s.batch_size and batch > s.batch_size else 1
     job = ConfigJob(
-        model=_model_id(request.model.name if request.model and request.model.name else s.arch.name),
+        model=model_id,
         method=s.method, stage=request.stage or "sft", bits=s.bits, quantization=request.quantization,
         optimizer=s.optimizer, mixed_precision=s.mixed_precision, lora_rank=s.lora_rank or 16,
         lora_targets=s.lora_targets or "all_linear", seq_len=s.seq_len, batch_size=s.batch_size, grad_accum=accum,
