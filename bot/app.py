@@ -18,7 +18,7 @@ from aiogram import Bot, Dispatcher
 from aiogram.client.default import DefaultBotProperties
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.enums import ParseMode
-from aiogram.exceptions import TelegramAPIError, TelegramNetworkError, TelegramUnauthorizedError
+from aiogram.exceptions import AiogramError, TelegramAPIError, TelegramNetworkError, TelegramUnauthorizedError
 from aiogram.methods import (
     AnswerCallbackQuery,
     AnswerInlineQuery,
@@ -42,7 +42,7 @@ from aiogram.methods.base import Response
 from aiogram.types import BotCommand
 from aiohttp import web
 
-from bot import hub, logs
+from bot import hub, logs, safe_calls
 from bot.config import BotConfig, ConfigError, load_config
 from bot.handlers import get_routers
 from bot.handlers.inline import AnswerCache, LRUCache
@@ -50,9 +50,10 @@ from bot.metrics import Metrics
 from bot.middlewares import Bucket, ChatContext, ErrorGuard, RetryRequests, Throttle, TokenBucket
 from bot.scaleout import shared_state
 from bot.session import JsonSession
+from bot.startup import StartupError, essential, reason
 from bot.storage import SQLiteStorage, Storage, StorageError, StoredConfigCache, storage_from_url
 from bot.views.messages import t
-from bot.webhook import ensure_webhook, probes_app, register_once, run_webhook, webhook_app
+from bot.webhook import ensure_webhook, probes_app, register_once, run_webhook, runner_for, webhook_app
 
 __all__ = ["build_bot", "build_dispatcher", "ensure_webhook", "main", "register_once", "run_polling", "serve",
            "webhook_app"]
@@ -85,7 +86,10 @@ def command_descriptions(lang: str) -> list[BotCommand]:
 
 def build_bot(config: BotConfig, retry: RetryRequests | None = None) -> Bot:
     session = JsonSession(api=TelegramAPIServer.from_base(config.api_base_url))
+    # outermost first: a callback answer is retried, then given up quietly; the typing indicator is tried once
+    session.middleware(safe_calls.Auxiliary((AnswerCallbackQuery,)))
     session.middleware(retry or RetryRequests(heartbeat=HEARTBEAT))
+    session.middleware(safe_calls.Auxiliary((SendChatAction,), timeout_s=safe_calls.TYPING_TIMEOUT_S))
     return Bot(token=config.token.get_secret_value(), session=session,
                default=DefaultBotProperties(parse_mode=ParseMode.HTML))
 
@@ -136,31 +140,40 @@ async def set_profile(bot: Bot, default_language: str) -> None:
                     await bot.set_my_description(description=description, language_code=code)
                 else:
                     await bot.set_my_short_description(short_description=short, language_code=code)
-            except (TelegramAPIError, TelegramNetworkError) as exc:
-                log.warning("%s (%s) failed, ignored: %s", name, code or "default", type(exc).__name__)
-
-
-_background: set[asyncio.Task[Any]] = set()
+            except (TelegramAPIError, AiogramError) as exc:
+                log.warning("%s (%s) failed, ignored: %s", name, code or "default", reason(exc))
 
 
 async def on_startup(bot: Bot, config: BotConfig) -> None:
     # in the background: a slow or failing profile call must not delay the first answer
-    task = asyncio.create_task(set_profile(bot, config.default_language))
-    _background.add(task)
-    task.add_done_callback(_background.discard)
+    safe_calls.spawn(set_profile(bot, config.default_language), "set_profile")
+
+
+async def drop_webhook_for_polling(bot: Bot, deadline_s: float) -> None:
+    """Polling gets nothing while a webhook is set: remove one (getWebhookInfo first, when the server has it)."""
+    try:
+        info = await bot.get_webhook_info()
+    except TelegramUnauthorizedError:
+        raise
+    except (TelegramAPIError, AiogramError) as exc:  # e.g. a server that lacks the method, or answers oddly
+        log.warning("getWebhookInfo failed (%s); removing any webhook for polling", reason(exc))
+        try:
+            await bot.delete_webhook(drop_pending_updates=False)
+        except TelegramUnauthorizedError:
+            raise
+        except (TelegramAPIError, AiogramError) as again:
+            log.warning("deleteWebhook failed too (%s); polling anyway", reason(again))
+        return
+    if info.url:
+        log.info("a webhook is set; removing it for polling")
+        await essential(lambda: bot.delete_webhook(drop_pending_updates=False), "deleteWebhook", deadline_s)
 
 
 async def run_polling(bot: Bot, dp: Dispatcher, *, handle_signals: bool = True, polling_timeout: int = 10,
                       close_bot_session: bool = True) -> None:
-    try:
-        info = await bot.get_webhook_info()
-        if info.url:
-            log.info("a webhook is set; removing it for polling")
-            await bot.delete_webhook(drop_pending_updates=False)
-    except (TelegramAPIError, TelegramNetworkError) as exc:
-        if isinstance(exc, TelegramUnauthorizedError):
-            raise
-        log.warning("webhook check failed: %s", type(exc).__name__)
+    deadline_s = dp["config"].startup_retry_s
+    await essential(bot.me, "getMe", deadline_s)  # aiogram's polling asks again, and gets the kept answer
+    await drop_webhook_for_polling(bot, deadline_s)
     await dp.start_polling(bot, allowed_updates=dp.resolve_used_update_types(), handle_signals=handle_signals,
                            close_bot_session=close_bot_session, polling_timeout=polling_timeout)
 
@@ -173,15 +186,15 @@ def setup_logging(config: BotConfig) -> None:
 
 
 async def run_polling_with_probes(bot: Bot, dp: Dispatcher, config: BotConfig, **polling: Any) -> None:
-    """Polling; with BOT_METRICS_PORT also /metrics and /healthz on that port (BOT_WEBHOOK_HOST)."""
+    """Polling; with BOT_METRICS_PORT also /metrics and /healthz on that port (BOT_METRICS_HOST)."""
     if config.metrics_port is None:
         await run_polling(bot, dp, **polling)
         return
-    runner = web.AppRunner(probes_app(dp["metrics"]), access_log=None)
+    runner = runner_for(probes_app(dp["metrics"]))
     await runner.setup()
     try:
-        await web.TCPSite(runner, config.webhook_host, config.metrics_port).start()
-        log.info("metrics on %s:%s/metrics", config.webhook_host, config.metrics_port)
+        await web.TCPSite(runner, config.metrics_host, config.metrics_port).start()
+        log.info("metrics on %s:%s/metrics", config.metrics_host, config.metrics_port)
         await run_polling(bot, dp, **polling)
     finally:
         await runner.cleanup()
@@ -200,6 +213,7 @@ def warm_up() -> None:
 
 
 async def serve(config: BotConfig, store: Storage) -> None:
+    asyncio.get_running_loop().set_exception_handler(safe_calls.loop_exception_handler)
     await store.open()
     metrics = Metrics()  # one object: the dispatcher's counters and the session's retries
     bot = build_bot(config, RetryRequests(heartbeat=HEARTBEAT, metrics=metrics))
@@ -211,9 +225,7 @@ async def serve(config: BotConfig, store: Storage) -> None:
         else:
             await run_polling_with_probes(bot, dp, config)
     finally:
-        for task in list(_background):
-            task.cancel()
-        await asyncio.gather(*_background, return_exceptions=True)
+        await safe_calls.cancel_all()
         await store.close()
         await bot.session.close()
 
@@ -229,19 +241,23 @@ def main(config: BotConfig | None = None) -> int:
     try:
         store = storage_from_url(config.storage_url)
         asyncio.run(serve(config, store))
-    except StorageError as exc:
-        sys.stderr.write(f"gpu-advisor run: {exc}\n")
+    except (StorageError, StartupError) as exc:
+        sys.stderr.write(logs.redact(f"gpu-advisor run: {exc}") + "\n")
         return 1
     except TelegramUnauthorizedError:
         sys.stderr.write("gpu-advisor run: Telegram rejected BOT_TOKEN (Unauthorized)\n")
         return 1
     except TelegramNetworkError as exc:
-        sys.stderr.write(f"gpu-advisor run: cannot reach the Bot API at {config.api_base_url}: "
-                         f"{exc.message.replace(config.token.get_secret_value(), '***')}\n")
+        sys.stderr.write(logs.redact(f"gpu-advisor run: cannot reach the Bot API at {config.api_base_url}: "
+                                     f"{exc.message}") + "\n")
         return 1
     except OSError as exc:  # e.g. the webhook port is taken
-        sys.stderr.write(f"gpu-advisor run: {exc.strerror or exc}\n")
+        sys.stderr.write(logs.redact(f"gpu-advisor run: {exc.strerror or exc}") + "\n")
         return 1
     except KeyboardInterrupt:
         return 0
+    except Exception as exc:  # a bug: one line, redacted (the stack at DEBUG, through the redacting log)
+        log.debug("stopped by an unexpected error", exc_info=exc)
+        sys.stderr.write(logs.redact(f"gpu-advisor run: stopped by an unexpected error: {reason(exc)}") + "\n")
+        return 1
     return 0

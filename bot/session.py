@@ -34,9 +34,10 @@ class MethodMissing(TelegramNotFound):
     """A 404 that is not the Bot API's JSON: the server does not implement the method."""
 
 
-def _what(content: str) -> str:
-    """A few characters of a reply for the log: never the whole HTML page."""
-    text = " ".join(content.split())
+def _what(content: str, token: str) -> str:
+    """A few characters of a reply for the log: never the whole HTML page, never the token (a 404 page
+    may quote the URL, and a cut token is past the log's redaction)."""
+    text = " ".join(content.replace(token, "***").split())
     return text[:60] + ("…" if len(text) > 60 else "")
 
 
@@ -47,9 +48,9 @@ class JsonSession(AiohttpSession):
             return super().check_response(bot=bot, method=method, status_code=status_code, content=content)
         except ClientDecodeError:
             if status_code == HTTPStatus.NOT_FOUND:
-                raise MethodMissing(method=method, message=f"HTTP 404, not a Bot API reply: {_what(content)}") \
+                raise MethodMissing(method=method, message=f"HTTP 404, not a Bot API reply: {_what(content, bot.token)}") \
                     from None
-            raise BadReply(method=method, message=f"HTTP {status_code}, not a Bot API reply: {_what(content)}") \
+            raise BadReply(method=method, message=f"HTTP {status_code}, not a Bot API reply: {_what(content, bot.token)}") \
                 from None
         except TypeError:  # aiogram reads `"restart" in description`: an error without a description
             raise BadReply(method=method, message=f"HTTP {status_code}: an error without a description") from None
