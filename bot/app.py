@@ -158,11 +158,9 @@ async def drop_webhook_for_polling(bot: Bot, deadline_s: float) -> None:
     except (TelegramAPIError, AiogramError) as exc:  # e.g. a server that lacks the method, or answers oddly
         log.warning("getWebhookInfo failed (%s); removing any webhook for polling", reason(exc))
         try:
-            await bot.delete_webhook(drop_pending_updates=False)
-        except TelegramUnauthorizedError:
-            raise
-        except (TelegramAPIError, AiogramError) as again:
-            log.warning("deleteWebhook failed too (%s); polling anyway", reason(again))
+            await essential(lambda: bot.delete_webhook(drop_pending_updates=False), "deleteWebhook", deadline_s)
+        except StartupError as again:  # maybe no webhook to remove, on a server that lacks both
+            log.warning("%s; polling anyway", again)
         return
     if info.url:
         log.info("a webhook is set; removing it for polling")

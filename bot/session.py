@@ -19,8 +19,13 @@ from typing import Any, cast
 
 from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
-from aiogram.exceptions import ClientDecodeError, TelegramAPIError, TelegramNetworkError, TelegramNotFound, \
-    TelegramServerError
+from aiogram.exceptions import (
+    ClientDecodeError,
+    TelegramAPIError,
+    TelegramNetworkError,
+    TelegramNotFound,
+    TelegramServerError,
+)
 from aiogram.methods import TelegramMethod
 from aiogram.methods.base import Response, TelegramType
 from aiohttp import ClientError, ClientTimeout
@@ -47,11 +52,10 @@ class JsonSession(AiohttpSession):
         try:
             return super().check_response(bot=bot, method=method, status_code=status_code, content=content)
         except ClientDecodeError:
+            what = f"HTTP {status_code}, not a Bot API reply: {_what(content, bot.token)}"
             if status_code == HTTPStatus.NOT_FOUND:
-                raise MethodMissing(method=method, message=f"HTTP 404, not a Bot API reply: {_what(content, bot.token)}") \
-                    from None
-            raise BadReply(method=method, message=f"HTTP {status_code}, not a Bot API reply: {_what(content, bot.token)}") \
-                from None
+                raise MethodMissing(method=method, message=what) from None
+            raise BadReply(method=method, message=what) from None
         except TypeError:  # aiogram reads `"restart" in description`: an error without a description
             raise BadReply(method=method, message=f"HTTP {status_code}: an error without a description") from None
         except TelegramAPIError as exc:

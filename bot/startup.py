@@ -42,11 +42,10 @@ def reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-async def essential(call: Callable[[], Awaitable[T]], what: str, deadline_s: float,
-                    first_delay_s: float = FIRST_DELAY_S, max_delay_s: float = MAX_DELAY_S) -> T:
+async def essential(call: Callable[[], Awaitable[T]], what: str, deadline_s: float) -> T:
     """`await call()`, again after 1, 2, 4 … s while it fails in a way that may pass, up to `deadline_s`."""
     started = time.monotonic()
-    delay = first_delay_s
+    delay, max_delay_s = FIRST_DELAY_S, MAX_DELAY_S
     attempt = 0
     while True:
         attempt += 1

@@ -143,7 +143,13 @@ async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
         try:
             await asyncio.wait_for(request.read(), READ_TIMEOUT_S)  # kept: the handler reads it again for free
         except TimeoutError:
-            return web.Response(status=408, text="request body too slow\n")
+            response = web.Response(status=408, text="request body too slow\n")
+            response.force_close()
+            await response.prepare(request)
+            await response.write_eof()
+            if request.transport is not None:
+                request.transport.close()  # after the 408 is out; no lingering for the rest of a body that trickles
+            return response
     try:
         return await handler(request)
     except web.HTTPException:

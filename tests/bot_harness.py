@@ -52,8 +52,8 @@ class Harness:
 
 
 def make_config(api_url: str, db: Path, **overrides: Any) -> BotConfig:
-    return load_config(_env_file=None, token=TOKEN, api_base_url=api_url, storage_url=f"sqlite:///{db}",
-                       **overrides)
+    return load_config(**{"_env_file": None, "token": TOKEN, "api_base_url": api_url, "storage_url": f"sqlite:///{db}",
+                          **overrides})
 
 
 @contextlib.asynccontextmanager

@@ -39,6 +39,7 @@ class Call:
     files: dict[str, bytes] = field(default_factory=dict)
     at: float = field(default_factory=time.monotonic)
     status: int = 200
+    misbehaved: str | None = None  # the kind of non-Bot-API reply it got (see `misbehave`)
 
 
 @dataclass
@@ -172,7 +173,7 @@ class FakeBotAPI:
         return int(update["update_id"])
 
     def of(self, method: str) -> list[Call]:
-        return [c for c in self.calls if c.method == method and c.status == 200]
+        return [c for c in self.calls if c.method == method and c.status == 200 and c.misbehaved is None]
 
     async def wait_for(self, method: str, count: int = 1, timeout: float = 5.0, **match: Any) -> list[Call]:
         """Wait until `count` successful calls of `method` (with parameters equal to `match`) were made."""
@@ -240,7 +241,7 @@ class FakeBotAPI:
                     request.transport.abort()  # the client sees the connection die: a network error
                 return web.Response(status=499)
             if method in self.lacking:
-                call.status = 404
+                call.status, call.misbehaved = 404, "lacking"
                 return web.Response(status=404, content_type="text/html",
                                     text=f"<!DOCTYPE html><html><body><pre>Cannot POST /bot{self.token}/{method}"
                                          "</pre></body></html>")
@@ -281,6 +282,7 @@ class FakeBotAPI:
     async def _misbehave(self, call: Call, request: web.Request, kind: str) -> web.Response:
         statuses = {"non_json": 200, "no_ok": 200, "odd_code": 418, "no_description": 500, "ok_false_200": 200,
                     "garbage": 200, "not_found": 404, "html_502": 502, "binary": 200}
+        call.misbehaved = kind
         if kind == "hang":
             call.status = 102
             deadline = time.monotonic() + self.hang_s
