@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TYPING_TIMEOUT_S = 3.0
+TYPING_TIMEOUT_S = 2.0
 
 
 class Auxiliary(BaseRequestMiddleware):
