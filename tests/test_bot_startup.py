@@ -5,6 +5,8 @@ the webhook server itself (secret header, slow and idle connections, /metrics on
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from bot.middlewares import RetryRequests
 from bot.startup import StartupError
 from bot.storage import SQLiteStorage, storage_from_url
 
+ROOT = Path(__file__).resolve().parents[1]
 RETRIED = [k for k in KINDS if k != "not_found"]
 SECRET = "s3cret_token"
 
@@ -200,3 +203,24 @@ async def test_webhook_server_secret_metrics_and_slow_connections(tmp_path: Path
         await bot.session.close()
         await store.close()
     assert not api.of("sendMessage")
+
+
+@pytest.mark.parametrize("failure", ["html_502", "lacking"])
+async def test_gpu_advisor_run_that_cannot_start_says_why_in_one_line(tmp_path: Path, api: FakeBotAPI,
+                                                                     failure: str) -> None:
+    if failure == "lacking":
+        api.lacking = {"getMe"}  # its HTML 404 page quotes the URL, token and all
+    else:
+        api.misbehave("getMe", "html_502", times=10_000)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BOT_", "HF_"))}
+    env.update(PYTHONPATH=str(ROOT), BOT_TOKEN=TOKEN, BOT_API_BASE_URL=api.url, BOT_STARTUP_RETRY_S="1.5",
+               BOT_STORAGE_URL=f"sqlite:///{tmp_path / 'run.db'}", BOT_HEARTBEAT_FILE=str(tmp_path / "beat"))
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot", "run", cwd=tmp_path, env=env,
+                                                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    log = err.decode()
+    assert proc.returncode == 1
+    assert "Traceback" not in log and TOKEN not in log and TOKEN.split(":")[1][:6] not in log
+    last = log.strip().splitlines()[-1]
+    assert last.startswith("gpu-advisor run: getMe failed")
+    assert ("MethodMissing: HTTP 404" if failure == "lacking" else "BadReply: HTTP 502") in last
