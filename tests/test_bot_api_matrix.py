@@ -73,7 +73,7 @@ async def test_questions(api: FakeBotAPI, deliver: Deliver, method: str) -> None
     for kind in KINDS:
         api.misbehave(method, kind)
         # a Hub id the catalog lacks (and a Hub that cannot be reached) shows "typing…" first
-        user, answer = await ask(api, deliver, "acme/custom-llama-8b lora on a 4090")
+        _user, answer = await ask(api, deliver, "acme/custom-llama-8b lora on a 4090")
         if method == "sendMessage" and kind == "not_found":
             assert answer["text"].startswith("Sorry"), kind  # Telegram's own 404: the apology is the one answer
         else:

@@ -37,20 +37,19 @@ async def test_every_question_is_answered_once(tmp_path: Path, api: FakeBotAPI, 
     caplog.set_level(logging.INFO)
     questions = {6001: "70B QLoRA on H100?", 6002: "acme/custom-llama-8b lora on a 4090",
                  6003: json.dumps(LLAMA), 6004: "/start", 6005: "/settings"}
-    async with harness(tmp_path, api, hf_endpoint="http://127.0.0.1:9", startup_retry_s=5) as h:
-        async with h.polling():
-            for user, text in questions.items():
-                api.push(message(text, user_id=user))
-            for user in questions:
-                await api.wait_for("sendMessage", chat_id=user, timeout=10)
-            answer = next(m for (c, _), m in api.messages.items() if c == 6001)
-            data = next(b["callback_data"] for row in answer["reply_markup"]["inline_keyboard"] for b in row
-                        if b["text"].startswith("📊"))
-            api.push(callback(data, message_obj=answer, user_id=6001))
-            api.push(inline_query("70B qlora h100", user_id=6006))
-            await api.wait_for("sendPhoto", chat_id=6001, timeout=20)
-            await api.wait_for("answerInlineQuery")
-            await asyncio.sleep(0.3)  # anything late would show now
+    async with harness(tmp_path, api, hf_endpoint="http://127.0.0.1:9", startup_retry_s=5) as h, h.polling():
+        for user, text in questions.items():
+            api.push(message(text, user_id=user))
+        for user in questions:
+            await api.wait_for("sendMessage", chat_id=user, timeout=10)
+        answer = next(m for (c, _), m in api.messages.items() if c == 6001)
+        data = next(b["callback_data"] for row in answer["reply_markup"]["inline_keyboard"] for b in row
+                    if b["text"].startswith("📊"))
+        api.push(callback(data, message_obj=answer, user_id=6001))
+        api.push(inline_query("70B qlora h100", user_id=6006))
+        await api.wait_for("sendPhoto", chat_id=6001, timeout=20)
+        await api.wait_for("answerInlineQuery")
+        await asyncio.sleep(0.3)  # anything late would show now
     for user in questions:
         assert len(texts(api, user)) == 1, (user, texts(api, user))
     assert texts(api, 6001)[0].startswith("✅") and "acme/custom-llama-8b" in texts(api, 6002)[0]
