@@ -53,6 +53,7 @@ from bot.scaleout import shared_state
 from bot.session import JsonSession
 from bot.startup import StartupError, essential, reason
 from bot.storage import SQLiteStorage, Storage, StorageError, StoredConfigCache, storage_from_url
+from bot.throttling import INLINE_BURST, INLINE_RATE, InlineThrottle
 from bot.views.messages import t
 from bot.webhook import ensure_webhook, probes_app, register_once, run_webhook, runner_for, webhook_app
 
@@ -71,7 +72,7 @@ RESPONSE_TYPES = tuple(Response[m.__returning__] for m in (  # type: ignore[name
 HEARTBEAT = Path(os.environ.get("BOT_HEARTBEAT_FILE", "/tmp/gpu-advisor.heartbeat"))  # a liveness file
 COMMANDS = ("start", "help", "settings", "price", "vram")
 RATE, BURST = 1.0, 5  # questions a second per user, and the burst allowed
-THROTTLED = {"commands", "questions", "callbacks", "media"}
+THROTTLED = {"commands", "settings", "questions", "callbacks", "media"}
 
 
 def command_descriptions(lang: str) -> list[BotCommand]:
@@ -97,10 +98,10 @@ def build_bot(config: BotConfig, retry: RetryRequests | None = None) -> Bot:
 
 def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerCache | None = None,
                      hub_cache: hub.ConfigCache | None = None, bucket: Bucket | None = None,
-                     metrics: Metrics | None = None) -> Dispatcher:
+                     metrics: Metrics | None = None, inline_bucket: Bucket | None = None) -> Dispatcher:
     """The dispatcher; with a Redis storage the throttle and the caches are shared through Redis too."""
     metrics = metrics or Metrics()
-    shared = shared_state(store, rate=RATE, burst=BURST)
+    shared = shared_state(store, rate=RATE, burst=BURST, inline_rate=INLINE_RATE, inline_burst=INLINE_BURST)
     if shared is not None:
         metrics.breaker = shared.breaker
         bucket = bucket or shared.bucket
@@ -116,12 +117,16 @@ def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerC
     context = ChatContext()  # the chat's settings and language, read once per update
     for observer in (dp.message, dp.callback_query, dp.inline_query):
         observer.outer_middleware(context)
-    # questions, answer buttons and files cost work: throttled; settings and inline (cached) are not
+    # every message and button costs work (settings ones a getChatMember in groups): throttled per user;
+    # inline queries in a wider bucket of their own (one per pause in typing)
     throttle = Throttle(bucket or TokenBucket(rate=RATE, burst=BURST), metrics)
+    inline = InlineThrottle(inline_bucket or (shared.inline_bucket if shared is not None else
+                                              TokenBucket(rate=INLINE_RATE, burst=INLINE_BURST)), metrics)
     for router in get_routers():
         if router.name in THROTTLED:
             router.message.middleware(throttle)
             router.callback_query.middleware(throttle)
+        router.inline_query.middleware(inline)
         dp.include_router(router)
     dp.startup.register(on_startup)
     return dp
