@@ -60,3 +60,18 @@ async def test_a_file_server_error_is_could_not_download(tmp_path: Path, api: Fa
         await h.feed(message(None, user_id=9401, document=doc))
     assert texts(api, 9401) == ["I could not download that file: please send it again."]
     assert h.metrics.errors == 0
+
+
+async def test_an_absurd_config_gets_the_absurd_size_answer_from_any_source(tmp_path: Path, api: FakeBotAPI) -> None:
+    absurd = {"hidden_size": 1_000_000, "num_hidden_layers": 10_000, "num_attention_heads": 100_000,
+              "vocab_size": 100_000_000, "intermediate_size": 10_000_000}
+    api.add_file("absurd", json.dumps(absurd).encode(), path="documents/absurd.json")
+    async with harness(tmp_path, api) as h:
+        await h.feed(message("1000000B qlora h100", user_id=9501))  # the size in words
+        await h.feed(message(json.dumps(absurd), user_id=9502))  # pasted
+        await h.feed(message(None, user_id=9503, document=document("absurd", None), caption="QLoRA on H100"))
+        await h.feed(message(json.dumps(LLAMA), user_id=9504))  # a real one still answers
+    words = texts(api, 9501)[0].split("\n")[0]
+    assert "GB" not in words
+    assert texts(api, 9502)[0].split("\n")[0] == words and texts(api, 9503)[0].split("\n")[0] == words
+    assert "GB" in texts(api, 9504)[0].split("\n")[0]
