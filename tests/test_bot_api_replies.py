@@ -3,6 +3,8 @@ each method the bot uses, each kind in turn; the bot stays up and every question
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from bot_harness import Harness
 from fake_botapi import KINDS, FakeBotAPI, message
@@ -26,3 +28,19 @@ async def test_send_message_reply_that_does_not_decode_is_retried(h: Harness, ap
     assert text.startswith("✅")
     assert [c.status for c in api.calls if c.method == "sendMessage"][-1] == 200
     assert h.metrics.retries == 1 and h.metrics.errors == 0
+
+
+@pytest.mark.parametrize("kind", ["non_json", "html_502", "garbage", "hang"])
+async def test_long_polling_through_bad_replies_to_getupdates(h: Harness, api: FakeBotAPI, kind: str,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    h.bot.session.timeout = 0.3
+    api.hang_s = 3.0
+    async with h.polling():
+        api.misbehave("getUpdates", kind, times=2)
+        while api.misbehaving["getUpdates"].times:  # both bad replies reached the poller
+            await asyncio.sleep(0.05)
+        api.push(message("70B QLoRA on H100?", user_id=2101))
+        await api.wait_for("sendMessage", chat_id=2101, timeout=15)
+    assert len(answers(api, 2101)) == 1
+    failed = [r.getMessage() for r in caplog.records if "Failed to fetch updates" in r.getMessage()]
+    assert failed and all(len(line) < 300 for line in failed)  # a short reason, never the whole HTML page
