@@ -10,7 +10,7 @@ from bot_harness import harness
 from fake_botapi import FakeBotAPI, message
 
 from bot.handlers.media import MAX_CONFIG_BYTES
-from bot.hub import MAX_PASTE
+from bot.hub.ids import MAX_PASTE
 
 LLAMA = {"hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
          "num_key_value_heads": 8, "vocab_size": 128256, "model_type": "llama"}

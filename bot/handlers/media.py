@@ -16,7 +16,7 @@ from bot.config import BotConfig
 from bot.downloads import FileTooBig, download_capped
 from bot.handlers.common import answer_question, send
 from bot.handlers.filters import InLoop
-from bot.hub import MAX_PASTE
+from bot.hub.ids import MAX_PASTE
 from bot.storage import ChatSettings, Storage
 from bot.views.messages import EXAMPLES, t
 from engine.schema import Language
