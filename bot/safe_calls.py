@@ -7,8 +7,6 @@
   a short timeout: a stale "typing…" is worth no wait).
 - `spawn(coro)`: a task kept alive until it ends, whose failure is one log line (never "Task exception
   was never retrieved" with a stack); `cancel_all()` at shutdown.
-- `start_typing(bot, chat_id)`: the typing indicator in the background: a hanging Bot API does not delay
-  the answer behind it.
 - `loop_exception_handler`: asyncio's last resort, one line through the (redacting) log.
 """
 
@@ -20,9 +18,8 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from aiogram.client.session.middlewares.base import BaseRequestMiddleware, NextRequestMiddlewareType
-from aiogram.enums import ChatAction
 from aiogram.exceptions import AiogramError
-from aiogram.methods import AnswerCallbackQuery, SendChatAction, TelegramMethod
+from aiogram.methods import TelegramMethod
 from aiogram.methods.base import Response, TelegramType
 
 if TYPE_CHECKING:
@@ -54,9 +51,6 @@ class Auxiliary(BaseRequestMiddleware):
             return True  # type: ignore[return-value]  # the chain returns the result, as aiogram's session does
 
 
-CALLBACK_ANSWERS = Auxiliary((AnswerCallbackQuery,))
-TYPING = Auxiliary((SendChatAction,), timeout_s=TYPING_TIMEOUT_S)
-
 _tasks: set[asyncio.Task[Any]] = set()
 
 
@@ -81,11 +75,6 @@ async def cancel_all() -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def start_typing(bot: Bot, chat_id: int) -> None:
-    """"typing…" in the chat, in the background (it never raises: see `TYPING`)."""
-    spawn(bot.send_chat_action(chat_id, ChatAction.TYPING), "sendChatAction")
 
 
 def loop_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
