@@ -74,7 +74,8 @@ async def test_gpu_advisor_run_stays_up_on_such_a_server(tmp_path: Path, api: Fa
     proc = subprocess.Popen([sys.executable, "-m", "bot", "run"], cwd=tmp_path, stdout=subprocess.DEVNULL,
                             stderr=stderr, env=env)
     try:
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(150):
+            await api.wait_for("getUpdates", timeout=90)  # the process is up (slow to import on a busy machine)
             for n, text in enumerate(["70B QLoRA on H100?", "acme/custom-llama-8b lora on a 4090", "/help"]):
                 api.push(message(text, user_id=6101 + n))
                 await api.wait_for("sendMessage", chat_id=6101 + n, timeout=20)
