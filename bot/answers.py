@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, ValidationError
 
+from bot.config_bounds import within_bounds
 from bot.views.messages import t
 from bot.views.render import RenderedAnswer, plain, render
 from engine.answer import answer
@@ -290,7 +291,7 @@ def request_from_config(cfg: ModelConfig, caption: str, name: str) -> Request:
         data["intent"] = "estimate"
     if not caption.strip():
         data["language"] = None
-    return Request.model_validate(data)
+    return within_bounds(Request.model_validate(data))
 
 
 def may_fetch(text: str, request: Request) -> bool:

@@ -18,7 +18,7 @@ from aiogram import Bot, Dispatcher
 from aiogram.client.default import DefaultBotProperties
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.enums import ParseMode
-from aiogram.exceptions import TelegramAPIError, TelegramNetworkError, TelegramUnauthorizedError
+from aiogram.exceptions import AiogramError, TelegramAPIError, TelegramNetworkError, TelegramUnauthorizedError
 from aiogram.methods import (
     AnswerCallbackQuery,
     AnswerInlineQuery,
@@ -42,17 +42,20 @@ from aiogram.methods.base import Response
 from aiogram.types import BotCommand
 from aiohttp import web
 
-from bot import hub, logs
+from bot import hub, logs, safe_calls
 from bot.config import BotConfig, ConfigError, load_config
+from bot.dedup import Dedup, LocalSeen, RedisSeen
 from bot.handlers import get_routers
 from bot.handlers.inline import AnswerCache, LRUCache
 from bot.metrics import Metrics
 from bot.middlewares import Bucket, ChatContext, ErrorGuard, RetryRequests, Throttle, TokenBucket
 from bot.scaleout import shared_state
 from bot.session import JsonSession
+from bot.startup import StartupError, essential, reason
 from bot.storage import SQLiteStorage, Storage, StorageError, StoredConfigCache, storage_from_url
+from bot.throttling import INLINE_BURST, INLINE_RATE, InlineThrottle
 from bot.views.messages import t
-from bot.webhook import ensure_webhook, probes_app, register_once, run_webhook, webhook_app
+from bot.webhook import ensure_webhook, probes_app, register_once, run_webhook, runner_for, webhook_app
 
 __all__ = ["build_bot", "build_dispatcher", "ensure_webhook", "main", "register_once", "run_polling", "serve",
            "webhook_app"]
@@ -69,7 +72,7 @@ RESPONSE_TYPES = tuple(Response[m.__returning__] for m in (  # type: ignore[name
 HEARTBEAT = Path(os.environ.get("BOT_HEARTBEAT_FILE", "/tmp/gpu-advisor.heartbeat"))  # a liveness file
 COMMANDS = ("start", "help", "settings", "price", "vram")
 RATE, BURST = 1.0, 5  # questions a second per user, and the burst allowed
-THROTTLED = {"commands", "questions", "callbacks", "media"}
+THROTTLED = {"commands", "settings", "questions", "callbacks", "media"}
 
 
 def command_descriptions(lang: str) -> list[BotCommand]:
@@ -85,17 +88,20 @@ def command_descriptions(lang: str) -> list[BotCommand]:
 
 def build_bot(config: BotConfig, retry: RetryRequests | None = None) -> Bot:
     session = JsonSession(api=TelegramAPIServer.from_base(config.api_base_url))
+    # outermost first: a callback answer is retried, then given up quietly; the typing indicator is tried once
+    session.middleware(safe_calls.Auxiliary((AnswerCallbackQuery,)))
     session.middleware(retry or RetryRequests(heartbeat=HEARTBEAT))
+    session.middleware(safe_calls.Auxiliary((SendChatAction,), timeout_s=safe_calls.TYPING_TIMEOUT_S))
     return Bot(token=config.token.get_secret_value(), session=session,
                default=DefaultBotProperties(parse_mode=ParseMode.HTML))
 
 
 def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerCache | None = None,
                      hub_cache: hub.ConfigCache | None = None, bucket: Bucket | None = None,
-                     metrics: Metrics | None = None) -> Dispatcher:
+                     metrics: Metrics | None = None, inline_bucket: Bucket | None = None) -> Dispatcher:
     """The dispatcher; with a Redis storage the throttle and the caches are shared through Redis too."""
     metrics = metrics or Metrics()
-    shared = shared_state(store, rate=RATE, burst=BURST)
+    shared = shared_state(store, rate=RATE, burst=BURST, inline_rate=INLINE_RATE, inline_burst=INLINE_BURST)
     if shared is not None:
         metrics.breaker = shared.breaker
         bucket = bucket or shared.bucket
@@ -105,16 +111,22 @@ def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerC
         hub_cache = StoredConfigCache(store) if isinstance(store, SQLiteStorage) else hub.MemoryConfigCache()
     dp = Dispatcher(store=store, config=config, answer_cache=answer_cache or LRUCache(), hub_cache=hub_cache,
                     metrics=metrics)
+    seen = RedisSeen(store, shared.breaker) if shared is not None else LocalSeen()
+    dp.update.outer_middleware(Dedup(seen, metrics, redeliver=config.mode == "webhook"))  # outside the guard
     dp.update.outer_middleware(ErrorGuard(metrics, redeliver=config.mode == "webhook"))
     context = ChatContext()  # the chat's settings and language, read once per update
     for observer in (dp.message, dp.callback_query, dp.inline_query):
         observer.outer_middleware(context)
-    # questions, answer buttons and files cost work: throttled; settings and inline (cached) are not
+    # every message and button costs work (settings ones a getChatMember in groups): throttled per user;
+    # inline queries in a wider bucket of their own (one per pause in typing)
     throttle = Throttle(bucket or TokenBucket(rate=RATE, burst=BURST), metrics)
+    inline = InlineThrottle(inline_bucket or (shared.inline_bucket if shared is not None else
+                                              TokenBucket(rate=INLINE_RATE, burst=INLINE_BURST)), metrics)
     for router in get_routers():
         if router.name in THROTTLED:
             router.message.middleware(throttle)
             router.callback_query.middleware(throttle)
+        router.inline_query.middleware(inline)
         dp.include_router(router)
     dp.startup.register(on_startup)
     return dp
@@ -136,31 +148,38 @@ async def set_profile(bot: Bot, default_language: str) -> None:
                     await bot.set_my_description(description=description, language_code=code)
                 else:
                     await bot.set_my_short_description(short_description=short, language_code=code)
-            except (TelegramAPIError, TelegramNetworkError) as exc:
-                log.warning("%s (%s) failed, ignored: %s", name, code or "default", type(exc).__name__)
-
-
-_background: set[asyncio.Task[Any]] = set()
+            except (TelegramAPIError, AiogramError) as exc:
+                log.warning("%s (%s) failed, ignored: %s", name, code or "default", reason(exc))
 
 
 async def on_startup(bot: Bot, config: BotConfig) -> None:
     # in the background: a slow or failing profile call must not delay the first answer
-    task = asyncio.create_task(set_profile(bot, config.default_language))
-    _background.add(task)
-    task.add_done_callback(_background.discard)
+    safe_calls.spawn(set_profile(bot, config.default_language), "set_profile")
+
+
+async def drop_webhook_for_polling(bot: Bot, deadline_s: float) -> None:
+    """Polling gets nothing while a webhook is set: remove one (getWebhookInfo first, when the server has it)."""
+    try:
+        info = await bot.get_webhook_info()
+    except TelegramUnauthorizedError:
+        raise
+    except (TelegramAPIError, AiogramError) as exc:  # e.g. a server that lacks the method, or answers oddly
+        log.warning("getWebhookInfo failed (%s); removing any webhook for polling", reason(exc))
+        try:
+            await essential(lambda: bot.delete_webhook(drop_pending_updates=False), "deleteWebhook", deadline_s)
+        except StartupError as again:  # maybe no webhook to remove, on a server that lacks both
+            log.warning("%s; polling anyway", again)
+        return
+    if info.url:
+        log.info("a webhook is set; removing it for polling")
+        await essential(lambda: bot.delete_webhook(drop_pending_updates=False), "deleteWebhook", deadline_s)
 
 
 async def run_polling(bot: Bot, dp: Dispatcher, *, handle_signals: bool = True, polling_timeout: int = 10,
                       close_bot_session: bool = True) -> None:
-    try:
-        info = await bot.get_webhook_info()
-        if info.url:
-            log.info("a webhook is set; removing it for polling")
-            await bot.delete_webhook(drop_pending_updates=False)
-    except (TelegramAPIError, TelegramNetworkError) as exc:
-        if isinstance(exc, TelegramUnauthorizedError):
-            raise
-        log.warning("webhook check failed: %s", type(exc).__name__)
+    deadline_s = dp["config"].startup_retry_s
+    await essential(bot.me, "getMe", deadline_s)  # aiogram's polling asks again, and gets the kept answer
+    await drop_webhook_for_polling(bot, deadline_s)
     await dp.start_polling(bot, allowed_updates=dp.resolve_used_update_types(), handle_signals=handle_signals,
                            close_bot_session=close_bot_session, polling_timeout=polling_timeout)
 
@@ -173,15 +192,15 @@ def setup_logging(config: BotConfig) -> None:
 
 
 async def run_polling_with_probes(bot: Bot, dp: Dispatcher, config: BotConfig, **polling: Any) -> None:
-    """Polling; with BOT_METRICS_PORT also /metrics and /healthz on that port (BOT_WEBHOOK_HOST)."""
+    """Polling; with BOT_METRICS_PORT also /metrics and /healthz on that port (BOT_METRICS_HOST)."""
     if config.metrics_port is None:
         await run_polling(bot, dp, **polling)
         return
-    runner = web.AppRunner(probes_app(dp["metrics"]), access_log=None)
+    runner = runner_for(probes_app(dp["metrics"]))
     await runner.setup()
     try:
-        await web.TCPSite(runner, config.webhook_host, config.metrics_port).start()
-        log.info("metrics on %s:%s/metrics", config.webhook_host, config.metrics_port)
+        await web.TCPSite(runner, config.metrics_host, config.metrics_port).start()
+        log.info("metrics on %s:%s/metrics", config.metrics_host, config.metrics_port)
         await run_polling(bot, dp, **polling)
     finally:
         await runner.cleanup()
@@ -200,6 +219,7 @@ def warm_up() -> None:
 
 
 async def serve(config: BotConfig, store: Storage) -> None:
+    asyncio.get_running_loop().set_exception_handler(safe_calls.loop_exception_handler)
     await store.open()
     metrics = Metrics()  # one object: the dispatcher's counters and the session's retries
     bot = build_bot(config, RetryRequests(heartbeat=HEARTBEAT, metrics=metrics))
@@ -211,9 +231,7 @@ async def serve(config: BotConfig, store: Storage) -> None:
         else:
             await run_polling_with_probes(bot, dp, config)
     finally:
-        for task in list(_background):
-            task.cancel()
-        await asyncio.gather(*_background, return_exceptions=True)
+        await safe_calls.cancel_all()
         await store.close()
         await bot.session.close()
 
@@ -229,19 +247,23 @@ def main(config: BotConfig | None = None) -> int:
     try:
         store = storage_from_url(config.storage_url)
         asyncio.run(serve(config, store))
-    except StorageError as exc:
-        sys.stderr.write(f"gpu-advisor run: {exc}\n")
+    except (StorageError, StartupError) as exc:
+        sys.stderr.write(logs.redact(f"gpu-advisor run: {exc}") + "\n")
         return 1
     except TelegramUnauthorizedError:
         sys.stderr.write("gpu-advisor run: Telegram rejected BOT_TOKEN (Unauthorized)\n")
         return 1
     except TelegramNetworkError as exc:
-        sys.stderr.write(f"gpu-advisor run: cannot reach the Bot API at {config.api_base_url}: "
-                         f"{exc.message.replace(config.token.get_secret_value(), '***')}\n")
+        sys.stderr.write(logs.redact(f"gpu-advisor run: cannot reach the Bot API at {config.api_base_url}: "
+                                     f"{exc.message}") + "\n")
         return 1
     except OSError as exc:  # e.g. the webhook port is taken
-        sys.stderr.write(f"gpu-advisor run: {exc.strerror or exc}\n")
+        sys.stderr.write(logs.redact(f"gpu-advisor run: {exc.strerror or exc}") + "\n")
         return 1
     except KeyboardInterrupt:
         return 0
+    except Exception as exc:  # a bug: one line, redacted (the stack at DEBUG, through the redacting log)
+        log.debug("stopped by an unexpected error", exc_info=exc)
+        sys.stderr.write(logs.redact(f"gpu-advisor run: stopped by an unexpected error: {reason(exc)}") + "\n")
+        return 1
     return 0

@@ -16,19 +16,22 @@ from typing import Any
 MAX_LINE = 1_000_000  # characters of one stdin line we look at; beyond that it is refused
 
 
-def _lines(stream: Any) -> Iterator[str]:
-    for raw in stream:
-        line = raw[:-1] if raw.endswith("\n") else raw
-        yield line[:-1] if line.endswith("\r") else line
+def _lines(stream: Any) -> Iterator[str | None]:
+    """Lines without their end; None for one longer than MAX_LINE (never held whole in memory)."""
+    from bot.cli_input import read_lines
+
+    return read_lines(stream, MAX_LINE)
 
 
 def _emit(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+    from bot.cli_input import dumps_line
+
+    sys.stdout.write(dumps_line(obj) + "\n")
 
 
-def _safe(handler: Callable[[str], dict[str, Any]], line: str) -> dict[str, Any]:
+def _safe(handler: Callable[[str], dict[str, Any]], line: str | None) -> dict[str, Any]:
     """One answer per line whatever happens: an unexpected error becomes an error object."""
-    if len(line) > MAX_LINE:
+    if line is None or len(line) > MAX_LINE:
         return {"error": "input line too long"}
     try:
         return handler(line)
@@ -54,14 +57,17 @@ def _estimate_text(text: str) -> dict[str, Any]:
 
 
 def _estimate_json(line: str) -> dict[str, Any]:
+    from bot.cli_input import JsonTooHostile, loads_limited
     from engine.contract import estimate_request
 
     if not line.strip():
         return {"error": "empty request"}
     try:
-        data = json.loads(line)
+        data = loads_limited(line)
     except json.JSONDecodeError as exc:
         return {"error": f"invalid JSON: {exc.msg}"}
+    except JsonTooHostile as exc:
+        return {"error": f"invalid JSON: {exc}"}
     return estimate_request(data)
 
 
@@ -100,7 +106,9 @@ def _ask(args: argparse.Namespace) -> int:
     options = AnswerOptions(lang=args.lang, currency=args.currency, tier=args.tier, prices=dict(args.price),
                             rank_by=args.rank_by, usd_rub=args.usd_rub)
 
-    def one(text: str) -> str:
+    def one(text: str | None) -> str:
+        if text is None or len(text) > MAX_LINE:
+            return "Input line too long."
         try:
             return ask_text(text, options, fmt=args.format)
         except Exception as exc:
@@ -271,6 +279,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.reconfigure(encoding="utf-8", newline="\n")
     if hasattr(sys.stdin, "reconfigure"):
         sys.stdin.reconfigure(encoding="utf-8", errors="replace")
+    from bot.cli_input import bad_argument
+
+    bad = bad_argument(sys.argv[1:] if argv is None else argv)
+    if bad is not None:
+        sys.stderr.write(f"gpu-advisor: argument {bad} is not valid UTF-8\n")
+        return 2
     args = build_parser().parse_args(argv)
     if args.command == "parse":
         return _run_lines(_parse_one, args.text)

@@ -39,7 +39,10 @@ class BotConfig(BaseSettings):
     default_language: Literal["ru", "en"] = "en"
     log_level: str = "INFO"
     log_format: Literal["json", "text"] | None = None  # None: json in webhook mode, text in polling mode
-    metrics_port: int | None = Field(default=None, ge=1, le=65535)  # polling mode: /metrics, /healthz there
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)  # /metrics and /healthz there (both modes)
+    metrics_host: str = "127.0.0.1"  # loopback unless the operator opens it (a scraper on the internal network)
+    # how long start-up calls (getMe, setWebhook, deleteWebhook) are retried before the start fails
+    startup_retry_s: float = Field(default=60.0, ge=0, le=3600)
     # Hugging Face Hub, for questions that name a model id (the Hub's own variable names)
     hf_endpoint: str = Field(default="https://huggingface.co", validation_alias="HF_ENDPOINT")
     hf_token: SecretStr | None = Field(default=None, validation_alias="HF_TOKEN")

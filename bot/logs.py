@@ -70,8 +70,19 @@ class JsonFormatter(RedactingFormatter):
         return self.redact(json.dumps(out, ensure_ascii=False, default=str))
 
 
+_installed: list[str] = []  # the secrets of the installed formatter, for `redact`
+
+
+def redact(text: str) -> str:
+    """`text` with the secrets given to `setup_logging` replaced by `***` (for lines written to stderr)."""
+    for secret in _installed:
+        text = text.replace(secret, "***")
+    return text
+
+
 def setup_logging(token: str, level: int, fmt: str, secrets: Iterable[str] = ()) -> None:
     """The root logger writes to stderr in `fmt` ("json" or "text"); aiohttp's access log is quiet."""
+    _installed[:] = _variants([token, *secrets])
     handler = logging.StreamHandler(sys.stderr)
     formatter = JsonFormatter(token, None, secrets=secrets) if fmt == "json" else \
         RedactingFormatter(token, TEXT_FORMAT, secrets=secrets)

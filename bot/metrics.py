@@ -27,6 +27,7 @@ class Metrics:
     errors: int = 0
     throttled: int = 0
     retries: int = 0
+    duplicates: int = 0  # updates delivered again after they were handled (or while they were)
     inline_hits: int = 0
     inline_misses: int = 0
     started: float = field(default_factory=time.time)
@@ -75,6 +76,8 @@ class Metrics:
         series("errors_total", "counter", "Updates whose handler failed.", [("", self.errors)])
         series("throttled_total", "counter", "Messages and button presses refused by throttling.",
                [("", self.throttled)])
+        series("updates_duplicate_total", "counter", "Updates delivered again and not handled twice.",
+               [("", self.duplicates)])
         series("inline_cache_total", "counter", "Inline answer cache lookups.",
                [('{result="hit"}', self.inline_hits), ('{result="miss"}', self.inline_misses)])
         series("api_retries_total", "counter", "Bot API calls retried (flood control, 5xx, network).",

@@ -6,6 +6,12 @@ thread so the event loop never waits on the disk) and Redis (`redis://`, for sev
 A question is stored as the parsed `Request` (JSON) under a short id: the keyboard under an answer
 carries that id, so any message can be re-rendered later, also after a restart; a missing id is a
 stale button.
+
+Faults while running degrade, never break answers: a SQLite file that became unreadable (truncated,
+corrupt, a disk error) reads as default settings and no stored question; a file that was deleted or
+replaced, or cannot be written (read-only, full), refuses a settings change with `StorageUnavailable`
+(the user is told to try again) instead of a "Saved" that would be lost. One warning per fault and
+minute, not one per update. Old questions and Hub configs are pruned while running too (hourly).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -32,6 +39,8 @@ Tier = Literal["cheapest", "typical", "premium"]
 QUESTION_TTL_S = 90 * 24 * 3600  # a keyboard older than this answers "stale"
 KEY_PREFIX = "gpu-advisor"
 RECENT_QUESTIONS = 10_000  # kept in memory by the SQLite backend: the buttons people press are the newest
+PRUNE_EVERY_S = 3600.0
+WARN_EVERY_S = 60.0
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +115,9 @@ class SQLiteStorage:
         self._writes: queue.SimpleQueue[tuple[str, tuple[Any, ...]] | None] = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
         self._recent: LRU[str, str] = LRU(RECENT_QUESTIONS)
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file opened
+        self._warned: dict[str, float] = {}
+        self._pruned = 0.0
 
     # ---- blocking part, run in a worker thread ----
 
@@ -116,7 +128,7 @@ class SQLiteStorage:
             conn = sqlite3.connect(self.path, timeout=self.timeout, check_same_thread=False, isolation_level=None)
             try:
                 conn.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
-                mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+                conn.execute("PRAGMA journal_mode=WAL")
                 check = conn.execute("PRAGMA quick_check").fetchone()
                 if not check or check[0] != "ok":
                     raise sqlite3.DatabaseError(f"integrity check failed: {check[0] if check else '?'}")
@@ -127,17 +139,41 @@ class SQLiteStorage:
                              "(id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL)")
                 conn.execute("CREATE TABLE IF NOT EXISTS hub_configs "
                              "(id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL)")
-                conn.execute("DELETE FROM questions WHERE created < ?", (time.time() - QUESTION_TTL_S,))
+                self._prune(conn)
             except BaseException:
                 conn.close()
                 raise
-            if mode and str(mode[0]).lower() != "wal":
-                pass  # e.g. a read-only directory: SQLite keeps its rollback journal, which still works
+            # mode != "wal" (e.g. a read-only directory): SQLite keeps its rollback journal, which still works
             reader = sqlite3.connect(self.path, timeout=self.timeout, check_same_thread=False, isolation_level=None)
             reader.execute("PRAGMA query_only=ON")
             self._conn, self._reader = conn, reader
+            stat = os.stat(self.path)
+            self._file = (stat.st_dev, stat.st_ino)
         except (sqlite3.Error, OSError) as exc:
             raise StorageError(f"cannot open the settings database {self.path}: {exc}") from None
+
+    def _prune(self, conn: sqlite3.Connection) -> None:
+        """Questions past their TTL and Hub configs past the cache's (at open, then hourly by the writer)."""
+        now = time.time()
+        conn.execute("DELETE FROM questions WHERE created < ?", (now - QUESTION_TTL_S,))
+        conn.execute("DELETE FROM hub_configs WHERE created < ?", (now - OK_TTL,))
+        self._pruned = time.monotonic()
+
+    def _warn(self, what: str, exc: BaseException) -> None:
+        """One warning per kind of fault and minute: a broken disk must not flood the log."""
+        now = time.monotonic()
+        if now - self._warned.get(what, -WARN_EVERY_S) >= WARN_EVERY_S:
+            self._warned[what] = now
+            log.warning("settings database %s: %s (%s); going on without it", self.path, what, exc)
+
+    def _check_file(self) -> None:
+        """The file opened is still the one at the path: a write into a deleted file is lost at restart."""
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            raise StorageUnavailable(f"the settings database {self.path} is gone") from None
+        if self._file is not None and (stat.st_dev, stat.st_ino) != self._file:
+            raise StorageUnavailable(f"the settings database {self.path} was replaced")
 
     def _query(self, conn: sqlite3.Connection | None, sql: str, params: tuple[Any, ...]) -> list[Any]:
         if conn is None:
@@ -168,8 +204,20 @@ class SQLiteStorage:
         while (item := self._writes.get()) is not None:
             try:
                 self._execute(*item)
-            except StorageError as exc:
-                log.warning("a question could not be stored: %s", exc)
+                if time.monotonic() - self._pruned > PRUNE_EVERY_S:
+                    with self._lock:
+                        if self._conn is not None:
+                            self._prune(self._conn)
+            except (StorageError, sqlite3.Error) as exc:
+                self._warn("a question could not be stored", exc)
+
+    def _save(self, sql: str, params: tuple[Any, ...]) -> None:
+        self._check_file()
+        try:
+            self._execute(sql, params)
+        except StorageError as exc:  # read-only, full, corrupt: say so rather than "Saved"
+            self._warn("settings could not be saved", exc)
+            raise StorageUnavailable(str(exc)) from None
 
     def _remember(self, qid: str, data: str) -> None:
         self._recent.put(qid, data)
@@ -190,12 +238,16 @@ class SQLiteStorage:
         await asyncio.to_thread(self._close_sync)  # after the writer's last statement, never during one
 
     async def get_settings(self, chat_id: int) -> ChatSettings:
-        rows = self._read("SELECT data FROM chat_settings WHERE chat_id = ?", (chat_id,))
+        try:
+            rows = self._read("SELECT data FROM chat_settings WHERE chat_id = ?", (chat_id,))
+        except StorageError as exc:
+            self._warn("settings could not be read: default settings", exc)
+            return ChatSettings()
         return _load_settings(rows[0][0] if rows else None)
 
     async def set_settings(self, chat_id: int, settings: ChatSettings) -> None:
         await asyncio.to_thread(
-            self._execute,
+            self._save,
             "INSERT INTO chat_settings (chat_id, data, updated) VALUES (?, ?, ?) "
             "ON CONFLICT(chat_id) DO UPDATE SET data = excluded.data, updated = excluded.updated",
             (chat_id, settings.model_dump_json(), time.time()))
@@ -213,7 +265,11 @@ class SQLiteStorage:
     async def get_request(self, qid: str) -> Request | None:
         data = self._recent.get(qid)
         if data is None:
-            rows = self._read("SELECT data FROM questions WHERE id = ?", (qid,))
+            try:
+                rows = self._read("SELECT data FROM questions WHERE id = ?", (qid,))
+            except StorageError as exc:
+                self._warn("a question could not be read", exc)
+                rows = []
             data = rows[0][0] if rows else None
         return _load_request(data)
 
@@ -226,7 +282,11 @@ class StoredConfigCache(ConfigCache):
         self.ttl_s = ttl_s
 
     async def get(self, model_id: str) -> dict[str, Any] | None:
-        rows = self.storage._read("SELECT data, created FROM hub_configs WHERE id = ?", (model_id,))
+        try:
+            rows = self.storage._read("SELECT data, created FROM hub_configs WHERE id = ?", (model_id,))
+        except StorageError as exc:
+            self.storage._warn("a Hub config could not be read", exc)
+            return None
         if not rows or rows[0][1] < time.time() - self.ttl_s:
             return None
         try:
@@ -236,11 +296,14 @@ class StoredConfigCache(ConfigCache):
         return data if isinstance(data, dict) else None
 
     async def set(self, model_id: str, data: dict[str, Any]) -> None:
-        await asyncio.to_thread(
-            self.storage._execute,
-            "INSERT INTO hub_configs (id, data, created) VALUES (?, ?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET data = excluded.data, created = excluded.created",
-            (model_id, json.dumps(data), time.time()))
+        try:
+            await asyncio.to_thread(
+                self.storage._execute,
+                "INSERT INTO hub_configs (id, data, created) VALUES (?, ?, ?) "
+                "ON CONFLICT(id) DO UPDATE SET data = excluded.data, created = excluded.created",
+                (model_id, json.dumps(data), time.time()))
+        except StorageError as exc:
+            self.storage._warn("a Hub config could not be stored", exc)
 
 
 class RedisStorage:

@@ -5,7 +5,14 @@ does at a time: with Redis, a lock (`SET NX EX`) lets one replica call `getWebho
 Telegram's webhook differs (another URL or update types, or a secret other than the one last
 registered: its SHA-256 fingerprint is kept in Redis), `setWebhook`; the others wait for the lock or
 for the fingerprint. Without Redis (one process) the `getWebhookInfo` check alone decides. The webhook
-is never deleted on shutdown: a replica going away must not stop the others' traffic.
+is never deleted on shutdown: a replica going away must not stop the others' traffic. setWebhook is
+retried with backoff (`bot.startup.essential`); getWebhookInfo failing (a server that lacks it) only
+means setting the webhook again.
+
+The server: the webhook path and `/healthz` only (`/metrics` is served on `BOT_METRICS_PORT`, on
+loopback unless `BOT_METRICS_HOST` says otherwise); a secret header that is not ASCII is a 401 like any
+wrong one; a request body must arrive within `READ_TIMEOUT_S` (else 408) and a connection that sends
+nothing is closed after `IDLE_TIMEOUT_S`; a failure while handling is one log line and a 500.
 """
 
 from __future__ import annotations
@@ -21,11 +28,13 @@ import time
 from typing import Any
 
 from aiogram import Bot, Dispatcher
-from aiogram.exceptions import TelegramAPIError, TelegramNetworkError
+from aiogram.exceptions import AiogramError, TelegramAPIError, TelegramUnauthorizedError
+from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
 
 from bot.config import BotConfig
 from bot.metrics import Metrics
+from bot.startup import essential, reason
 from bot.storage import KEY_PREFIX
 
 log = logging.getLogger(__name__)
@@ -34,6 +43,8 @@ LOCK_KEY = f"{KEY_PREFIX}:webhook:lock"
 FINGERPRINT_KEY = f"{KEY_PREFIX}:webhook:fingerprint"
 LOCK_TTL_S = 30  # a replica that dies holding the lock blocks the others this long at most
 WAIT_S = 40.0
+READ_TIMEOUT_S = 10.0  # for a request's body once its headers arrived (an update is a few kilobytes)
+IDLE_TIMEOUT_S = 75.0  # a connection with no request (also one whose headers trickle in) is closed
 RELEASE_LUA = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
 
 
@@ -51,15 +62,23 @@ async def ensure_webhook(bot: Bot, config: BotConfig, dp: Dispatcher, known: str
     try:
         info = await bot.get_webhook_info()
         same = info.url == url and (info.allowed_updates is None or set(info.allowed_updates) == set(allowed))
-    except (TelegramAPIError, TelegramNetworkError) as exc:
-        log.warning("getWebhookInfo failed (%s); setting the webhook", type(exc).__name__)
+    except (TelegramAPIError, AiogramError) as exc:
+        if isinstance(exc, TelegramUnauthorizedError):
+            raise
+        log.warning("getWebhookInfo failed (%s); setting the webhook", reason(exc))
         same = False
     if same and (known is None or known == fingerprint(url, secret, allowed)):
         log.info("webhook already registered")
         return False
-    await bot.set_webhook(url, secret_token=secret, allowed_updates=allowed, drop_pending_updates=False)
-    log.info("webhook registered")
+    await _set_webhook(bot, config, allowed)
     return True
+
+
+async def _set_webhook(bot: Bot, config: BotConfig, allowed: list[str]) -> None:
+    secret = config.webhook_secret.get_secret_value() if config.webhook_secret else None
+    await essential(lambda: bot.set_webhook(config.webhook_url or "", secret_token=secret, allowed_updates=allowed,
+                                            drop_pending_updates=False), "setWebhook", config.startup_retry_s)
+    log.info("webhook registered")
 
 
 async def register_once(bot: Bot, config: BotConfig, dp: Dispatcher, redis: Any | None = None,
@@ -68,10 +87,7 @@ async def register_once(bot: Bot, config: BotConfig, dp: Dispatcher, redis: Any 
     if redis is None:
         # One process, nowhere to keep the secret's fingerprint, and getWebhookInfo does not show the secret:
         # set it at every start (idempotent), or a rotated secret would leave the bot deaf.
-        await bot.set_webhook(config.webhook_url or "", drop_pending_updates=False,
-                              secret_token=config.webhook_secret.get_secret_value() if config.webhook_secret else None,
-                              allowed_updates=dp.resolve_used_update_types())
-        log.info("webhook registered")
+        await _set_webhook(bot, config, dp.resolve_used_update_types())
         return
     from redis.exceptions import RedisError
 
@@ -102,24 +118,53 @@ async def register_once(bot: Bot, config: BotConfig, dp: Dispatcher, redis: Any 
         await ensure_webhook(bot, config, dp)
 
 
-def _probes(app: web.Application, metrics: Metrics, ready: dict[str, bool]) -> None:
+def _healthz(app: web.Application, ready: dict[str, bool]) -> None:
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n" if ready["ok"] else "starting\n", status=200 if ready["ok"] else 503)
 
-    async def metrics_view(_: web.Request) -> web.Response:
-        return web.Response(text=metrics.prometheus(), content_type="text/plain", charset="utf-8",
-                            headers={"X-Content-Type-Options": "nosniff"})
-
     app.router.add_get("/healthz", healthz)
-    app.router.add_get("/metrics", metrics_view)
+
+
+class SecretCheckedHandler(SimpleRequestHandler):
+    """aiogram's handler, comparing the secret header as bytes: `secrets.compare_digest` raises TypeError
+    for a non-ASCII str (a 500 and a traceback for every such request)."""
+
+    def verify_secret(self, telegram_secret_token: str, bot: Bot) -> bool:
+        if not self.secret_token:
+            return True
+        given = telegram_secret_token.encode("utf-8", "surrogateescape")
+        return secrets.compare_digest(given, self.secret_token.encode())
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    """A deadline for the body; a failure while handling is one line and a 500 (Telegram delivers again)."""
+    if request.can_read_body:
+        try:
+            await asyncio.wait_for(request.read(), READ_TIMEOUT_S)  # kept: the handler reads it again for free
+        except TimeoutError:
+            response = web.Response(status=408, text="request body too slow\n")
+            response.force_close()
+            await response.prepare(request)
+            await response.write_eof()
+            if request.transport is not None:
+                request.transport.close()  # after the 408 is out; no lingering for the rest of a body that trickles
+            return response
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except Exception as exc:
+        log.warning("%s %s: %s; answered 500", request.method, request.path, reason(exc))
+        return web.Response(status=500, text="not handled, deliver again\n")
 
 
 def webhook_app(bot: Bot, dp: Dispatcher, config: BotConfig) -> web.Application:
-    from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
+    from aiogram.webhook.aiohttp_server import setup_application
 
-    app = web.Application(client_max_size=1024 * 1024)
+    app = web.Application(client_max_size=1024 * 1024, middlewares=[guard])
     ready = {"ok": False}
-    _probes(app, dp["metrics"], ready)
+    _healthz(app, ready)
 
     async def register(_: web.Application) -> None:
         await register_once(bot, config, dp, getattr(dp["store"], "redis", None))
@@ -127,7 +172,7 @@ def webhook_app(bot: Bot, dp: Dispatcher, config: BotConfig) -> web.Application:
 
     # handle_in_background=False: Telegram gets its 200 only after the update was handled
     secret = config.webhook_secret.get_secret_value() if config.webhook_secret else None
-    SimpleRequestHandler(dp, bot, handle_in_background=False, secret_token=secret).register(
+    SecretCheckedHandler(dp, bot, handle_in_background=False, secret_token=secret).register(
         app, path=config.webhook_path)
     setup_application(app, dp, bot=bot)
     app.on_startup.append(register)  # after the dispatcher's own start-up; the webhook is never deleted
@@ -135,18 +180,33 @@ def webhook_app(bot: Bot, dp: Dispatcher, config: BotConfig) -> web.Application:
 
 
 def probes_app(metrics: Metrics) -> web.Application:
-    """Polling mode's optional side server (BOT_METRICS_PORT): /metrics and /healthz."""
-    app = web.Application()
-    _probes(app, metrics, {"ok": True})
+    """The side server on BOT_METRICS_PORT (both modes): /metrics and /healthz."""
+    async def metrics_view(_: web.Request) -> web.Response:
+        return web.Response(text=metrics.prometheus(), content_type="text/plain", charset="utf-8",
+                            headers={"X-Content-Type-Options": "nosniff"})
+
+    app = web.Application(middlewares=[guard])
+    _healthz(app, {"ok": True})
+    app.router.add_get("/metrics", metrics_view)
     return app
 
 
-async def serve_app(app: web.Application, host: str, port: int, stop: asyncio.Event | None = None) -> None:
-    """Serve `app` until SIGINT/SIGTERM (or `stop`)."""
-    runner = web.AppRunner(app, access_log=None)
+def runner_for(app: web.Application) -> web.AppRunner:
+    return web.AppRunner(app, access_log=None, keepalive_timeout=IDLE_TIMEOUT_S)
+
+
+async def serve_app(app: web.Application, host: str, port: int, stop: asyncio.Event | None = None,
+                    metrics: Metrics | None = None, config: BotConfig | None = None) -> None:
+    """Serve `app` until SIGINT/SIGTERM (or `stop`); with `config.metrics_port` also `probes_app`."""
+    runner = runner_for(app)
     await runner.setup()
+    side = runner_for(probes_app(metrics)) if metrics is not None and config and config.metrics_port else None
     try:
         await web.TCPSite(runner, host, port).start()
+        if side is not None and config is not None:
+            await side.setup()
+            await web.TCPSite(side, config.metrics_host, config.metrics_port).start()
+            log.info("metrics on %s:%s/metrics", config.metrics_host, config.metrics_port)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -154,10 +214,13 @@ async def serve_app(app: web.Application, host: str, port: int, stop: asyncio.Ev
                 loop.add_signal_handler(sig, stop.set)
         await stop.wait()
     finally:
+        if side is not None:
+            await side.cleanup()
         await runner.cleanup()
 
 
 async def run_webhook(bot: Bot, dp: Dispatcher, config: BotConfig) -> None:
     log.info("webhook server on %s:%s%s (registering first)", config.webhook_host, config.webhook_port,
              config.webhook_path)
-    await serve_app(webhook_app(bot, dp, config), config.webhook_host, config.webhook_port)
+    await serve_app(webhook_app(bot, dp, config), config.webhook_host, config.webhook_port, metrics=dp["metrics"],
+                    config=config)

@@ -20,13 +20,14 @@ _update_ids = itertools.count(10_000)
 
 
 class Harness:
-    def __init__(self, api: FakeBotAPI, config: BotConfig, store: Storage, bucket: TokenBucket | None = None) -> None:
+    def __init__(self, api: FakeBotAPI, config: BotConfig, store: Storage, bucket: TokenBucket | None = None,
+                 inline_bucket: TokenBucket | None = None) -> None:
         self.api = api
         self.config = config
         self.store = store
         self.metrics = Metrics()
         self.bot = build_bot(config, retry=RetryRequests(attempts=4, backoff_s=0.02, metrics=self.metrics))
-        self.dp = build_dispatcher(config, store, bucket=bucket, metrics=self.metrics)
+        self.dp = build_dispatcher(config, store, bucket=bucket, metrics=self.metrics, inline_bucket=inline_bucket)
 
     async def feed(self, update: dict[str, Any]) -> Any:
         """One update straight into the dispatcher (no polling); returns when it was handled."""
@@ -52,17 +53,17 @@ class Harness:
 
 
 def make_config(api_url: str, db: Path, **overrides: Any) -> BotConfig:
-    return load_config(_env_file=None, token=TOKEN, api_base_url=api_url, storage_url=f"sqlite:///{db}",
-                       **overrides)
+    return load_config(**{"_env_file": None, "token": TOKEN, "api_base_url": api_url, "storage_url": f"sqlite:///{db}",
+                          **overrides})
 
 
 @contextlib.asynccontextmanager
 async def harness(tmp_path: Path, api: FakeBotAPI, bucket: TokenBucket | None = None,
-                  **overrides: Any) -> AsyncIterator[Harness]:
+                  inline_bucket: TokenBucket | None = None, **overrides: Any) -> AsyncIterator[Harness]:
     config = make_config(api.url, tmp_path / "settings.db", **overrides)
     store = SQLiteStorage(tmp_path / "settings.db")
     await store.open()
-    h = Harness(api, config, store, bucket)
+    h = Harness(api, config, store, bucket, inline_bucket)
     try:
         yield h
     finally:

@@ -6,7 +6,10 @@ pushes through a long-polling getUpdates, and can be told to fail a method N tim
 (retry_after) or a 5xx, to answer it slowly (a client that gave up meanwhile is recorded with status
 499, as nothing reached it), or to drop the connection without an answer (a network error). Texts
 sent with parse_mode HTML are checked as Telegram checks them: an unknown tag, a stray `<` or an
-unbalanced tag is a 400 "can't parse entities". Nothing here reaches the network.
+unbalanced tag is a 400 "can't parse entities". It can also answer what is not a Bot API reply
+(`misbehave`: an HTML 502 from a proxy, `{}`, garbage, an odd error code, a hang) and, like third-party
+emulators, lack methods altogether (`lacking`: an Express-style HTML 404) or answer getWebhookInfo with a
+body aiogram cannot read (`odd_webhook_info`). Nothing here reaches the network.
 """
 
 from __future__ import annotations
@@ -36,12 +39,24 @@ class Call:
     files: dict[str, bytes] = field(default_factory=dict)
     at: float = field(default_factory=time.monotonic)
     status: int = 200
+    misbehaved: str | None = None  # the kind of non-Bot-API reply it got (see `misbehave`)
 
 
 @dataclass
 class Failure:
     status: int
     retry_after: int | None
+    times: int
+
+
+# What a reply can be besides a Bot API one (see `FakeBotAPI.misbehave`).
+KINDS = ("non_json", "no_ok", "odd_code", "no_description", "ok_false_200", "garbage", "not_found", "html_502",
+         "binary", "hang")
+
+
+@dataclass
+class Misbehaviour:
+    kind: str
     times: int
 
 
@@ -90,6 +105,10 @@ class FakeBotAPI:
         self.failures: dict[str, Failure] = {}
         self.slow_methods: dict[str, Slow] = {}
         self.dropped: dict[str, int] = {}
+        self.misbehaving: dict[str, Misbehaviour] = {}
+        self.lacking: set[str] = set()  # methods this server does not implement (an HTML 404 each time)
+        self.odd_webhook_info = False  # getWebhookInfo answers `{"ok": true, "result": {}}`
+        self.hang_s = 30.0  # how long a "hang" lasts (the client gives up first)
         self.allowed_updates: list[str] | None = None
         self.updates: list[dict[str, Any]] = []
         self.new_update = asyncio.Event()
@@ -138,6 +157,11 @@ class FakeBotAPI:
         """The next `times` calls of `method` get their connection closed without an answer."""
         self.dropped[method] = times
 
+    def misbehave(self, method: str, kind: str, times: int = 1) -> None:
+        """The next `times` calls of `method` get a reply of `kind` (one of `KINDS`) instead of the Bot API's."""
+        assert kind in KINDS, kind
+        self.misbehaving[method] = Misbehaviour(kind, times)
+
     def push(self, update: dict[str, Any]) -> int:
         update = {"update_id": next(self._update_ids), **update}
         for key in ("message", "edited_message"):
@@ -149,7 +173,7 @@ class FakeBotAPI:
         return int(update["update_id"])
 
     def of(self, method: str) -> list[Call]:
-        return [c for c in self.calls if c.method == method and c.status == 200]
+        return [c for c in self.calls if c.method == method and c.status == 200 and c.misbehaved is None]
 
     async def wait_for(self, method: str, count: int = 1, timeout: float = 5.0, **match: Any) -> list[Call]:
         """Wait until `count` successful calls of `method` (with parameters equal to `match`) were made."""
@@ -216,6 +240,15 @@ class FakeBotAPI:
                 if request.transport is not None:
                     request.transport.abort()  # the client sees the connection die: a network error
                 return web.Response(status=499)
+            if method in self.lacking:
+                call.status, call.misbehaved = 404, "lacking"
+                return web.Response(status=404, content_type="text/html",
+                                    text=f"<!DOCTYPE html><html><body><pre>Cannot POST /bot{self.token}/{method}"
+                                         "</pre></body></html>")
+            odd = self.misbehaving.get(method)
+            if odd is not None and odd.times > 0:
+                odd.times -= 1
+                return await self._misbehave(call, request, odd.kind)
             slow = self.slow_methods.get(method)
             if slow is not None and slow.times > 0:
                 slow.times -= 1
@@ -245,6 +278,38 @@ class FakeBotAPI:
             return web.json_response({"ok": True, "result": result})
         finally:
             self.new_call.set()
+
+    async def _misbehave(self, call: Call, request: web.Request, kind: str) -> web.Response:
+        statuses = {"non_json": 200, "no_ok": 200, "odd_code": 418, "no_description": 500, "ok_false_200": 200,
+                    "garbage": 200, "not_found": 404, "html_502": 502, "binary": 200}
+        call.misbehaved = kind
+        if kind == "hang":
+            call.status = 102
+            deadline = time.monotonic() + self.hang_s
+            while time.monotonic() < deadline and request.transport is not None and not request.transport.is_closing():
+                await asyncio.sleep(0.02)
+            call.status = 499
+            return web.Response(status=499)
+        call.status = statuses[kind]
+        if kind == "non_json":
+            return web.Response(text="this is not JSON", content_type="text/plain")
+        if kind == "no_ok":
+            return web.json_response({})
+        if kind == "odd_code":
+            return web.json_response({"ok": False, "error_code": 418, "description": "I'm a teapot"}, status=418)
+        if kind == "no_description":
+            return web.json_response({"ok": False, "error_code": 500}, status=500)
+        if kind == "ok_false_200":
+            return web.json_response({"ok": False})
+        if kind == "garbage":
+            return web.json_response({"ok": True, "result": "garbage"})
+        if kind == "not_found":
+            return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
+        if kind == "binary":
+            return web.Response(body=b"\xff\xfe\x00garbage\xc3", content_type="application/json", charset="utf-8")
+        return web.Response(status=502, content_type="text/html",
+                            text="<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad "
+                                 "Gateway</h1></center><hr><center>nginx</center></body></html>")
 
     @staticmethod
     def _html_problem(params: dict[str, Any]) -> str | None:
@@ -357,6 +422,8 @@ class FakeBotAPI:
         return {"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": len(content), "file_path": path}
 
     async def api_getWebhookInfo(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        if self.odd_webhook_info:
+            return {}
         info: dict[str, Any] = {"url": self.webhook_url, "has_custom_certificate": False, "pending_update_count": 0}
         if self.webhook_url and self.allowed_updates is not None:
             info["allowed_updates"] = self.allowed_updates

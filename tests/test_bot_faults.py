@@ -83,7 +83,7 @@ async def test_bot_api_faults_are_retried_and_no_answer_is_lost(tmp_path: Path, 
             assert again.status == 200
             assert [c.status for c in sent(api, 8006)][-1] == 200
 
-            text = await (await client.get("/metrics")).text()
+            text = metrics.prometheus()
             while sent(api, 8002)[0].status == 102:
                 await asyncio.sleep(0.05)
         assert [c.status for c in sent(api, 8002)] == [499, 200]  # nothing reached the gone client

@@ -231,7 +231,8 @@ async def test_group_answers_replies_and_mentions_only(h: Harness, api: FakeBotA
 
 
 async def test_settings_and_own_prices_survive_a_restart(tmp_path: Path, api: FakeBotAPI) -> None:
-    async with harness(tmp_path, api) as first:
+    wide = TokenBucket(rate=100, burst=100)  # settings are throttled too: six in a row here is the subject
+    async with harness(tmp_path, api, bucket=wide) as first:
         await first.feed(message("/settings", user_id=2030))
         panel = last_message(api, 2030)
         await first.feed(callback(button(panel, "RUB ₽"), message_obj=panel, user_id=2030))

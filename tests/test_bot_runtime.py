@@ -225,7 +225,8 @@ async def test_webhook_checks_the_secret_handles_before_acknowledging_and_regist
             assert ok.status == 200
             # acknowledged only after the answer went out
             assert [c for c in api.of("sendMessage") if int(c.params["chat_id"]) == 3001 + run]
-            metrics = await (await client.get("/metrics")).text()
+            assert (await client.get("/metrics")).status == 404  # only on BOT_METRICS_PORT (loopback)
+            metrics = dp["metrics"].prometheus()
             assert 'gpu_advisor_updates_total{type="message"} 1' in metrics
             assert 'gpu_advisor_update_seconds_bucket{le="+Inf"} 1' in metrics
     # one process, no Redis to keep the secret's fingerprint: each start sets it (a rotated secret included)

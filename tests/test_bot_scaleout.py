@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from redis_server import RedisServer
 
 from bot.app import build_bot, build_dispatcher
-from bot.middlewares import RetryRequests
+from bot.middlewares import RetryRequests, TokenBucket
 from bot.scaleout import Breaker, FallbackStorage, shared_state
 from bot.storage import ChatSettings, RedisStorage, storage_from_url
 from bot.webhook import FINGERPRINT_KEY, register_once
@@ -125,7 +125,7 @@ async def test_redis_down_answers_with_defaults_logs_once_and_recovers(
         tmp_path: Path, api: FakeBotAPI, redis_server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
     store = await replica(redis_server.url, timeout_s=0.3, cooldown_s=0.2)
     config = make_config(api.url, tmp_path / "unused.db")
-    h = Harness(api, config, store)
+    h = Harness(api, config, store, bucket=TokenBucket(rate=100, burst=100))  # eight in a row: not the subject
     await store.set_settings(7001, ChatSettings(currency="RUB"))
     try:
         with caplog.at_level(logging.INFO):

@@ -3,7 +3,6 @@ friendly answer (stickers, photos, voice, other documents)."""
 
 from __future__ import annotations
 
-import io
 import logging
 from typing import Any
 
@@ -14,14 +13,16 @@ from aiogram.types import Message
 
 from bot.answers import config_from_text, request_from_config
 from bot.config import BotConfig
+from bot.downloads import FileTooBig, download_capped
 from bot.handlers.common import answer_question, send
 from bot.handlers.filters import InLoop
+from bot.hub.ids import MAX_PASTE
 from bot.storage import ChatSettings, Storage
 from bot.views.messages import EXAMPLES, t
 from engine.schema import Language
 
 log = logging.getLogger(__name__)
-MAX_CONFIG_BYTES = 256 * 1024  # a config.json is a few kilobytes; anything bigger is not one
+MAX_CONFIG_BYTES = MAX_PASTE  # one limit for pasted and uploaded configs: a config.json is a few kilobytes
 
 
 async def _is_json(message: Message) -> bool:  # a coroutine: aiogram runs plain functions in a thread
@@ -38,14 +39,14 @@ async def config_file(message: Message, lang: Language, settings: ChatSettings, 
     assert doc is not None
     if not is_addressed(message, bot):
         return
-    if doc.file_size is not None and doc.file_size > MAX_CONFIG_BYTES:
+    try:
+        if doc.file_size is not None and doc.file_size > MAX_CONFIG_BYTES:
+            raise FileTooBig(doc.file_size)
+        raw = (await download_capped(bot, doc.file_id, MAX_CONFIG_BYTES)).decode("utf-8", errors="replace")
+    except FileTooBig:
         await send(message, t(lang, "That file is too big for a config.json: send the model's config.json "
                                     "(a few kilobytes)."))
         return
-    try:
-        buffer = io.BytesIO()
-        await bot.download(doc, destination=buffer, timeout=10)
-        raw = buffer.getvalue()[:MAX_CONFIG_BYTES].decode("utf-8", errors="replace")
     except (TelegramAPIError, OSError, TimeoutError) as exc:
         log.info("config download failed: %s", type(exc).__name__)
         await send(message, t(lang, "I could not download that file: please send it again."))

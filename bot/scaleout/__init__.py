@@ -21,11 +21,13 @@ class Shared:
     bucket: RedisTokenBucket
     answer_cache: RedisAnswerCache
     hub_cache: RedisConfigCache
+    inline_bucket: RedisTokenBucket
 
 
-def shared_state(store: object, rate: float = 1.0, burst: int = 5) -> Shared | None:
+def shared_state(store: object, rate: float = 1.0, burst: int = 5, inline_rate: float = 3.0,
+                 inline_burst: int = 12) -> Shared | None:
     if not isinstance(store, FallbackStorage):
         return None
     breaker = store.breaker
     return Shared(breaker, RedisTokenBucket(store, breaker, rate, burst), RedisAnswerCache(store, breaker),
-                  RedisConfigCache(store, breaker))
+                  RedisConfigCache(store, breaker), RedisTokenBucket(store, breaker, inline_rate, inline_burst, "tbi"))

@@ -54,8 +54,9 @@ return {allowed, notify, tostring(wait)}
 class RedisTokenBucket:
     """`TokenBucket` semantics (rate, burst, one notice per burst) shared by every replica."""
 
-    def __init__(self, store: Any, breaker: Breaker, rate: float = 1.0, burst: int = 5) -> None:
+    def __init__(self, store: Any, breaker: Breaker, rate: float = 1.0, burst: int = 5, name: str = "tb") -> None:
         self.store = store  # anything with a `.redis` client (FallbackStorage), read at call time
+        self.name = name  # the key space: one per bucket kind (questions, inline queries)
         self.breaker = breaker
         self.rate = rate
         self.burst = burst
@@ -66,7 +67,7 @@ class RedisTokenBucket:
         async def shared() -> tuple[bool, bool, float]:
             if self._script is None:
                 self._script = self.store.redis.register_script(TOKEN_BUCKET_LUA)
-            allowed, notify, wait = await self._script(keys=[f"{KEY_PREFIX}:tb:{key}"],
+            allowed, notify, wait = await self._script(keys=[f"{KEY_PREFIX}:{self.name}:{key}"],
                                                        args=[repr(self.rate), str(self.burst)])
             return bool(allowed), bool(notify), float(wait)
 

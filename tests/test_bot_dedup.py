@@ -1,0 +1,111 @@
+"""Redelivered updates are answered once: by update id, in process and shared through Redis by replicas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from bot_harness import harness, make_config
+from fake_botapi import BOT_ID, FakeBotAPI, message
+from redis_server import RedisServer
+
+from bot import dedup
+from bot.app import build_bot, build_dispatcher, webhook_app
+from bot.middlewares import RetryRequests
+from bot.storage import KEY_PREFIX, storage_from_url
+
+SECRET = "s3cret_token"
+HEADERS = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
+
+
+def answers(api: FakeBotAPI, chat_id: int) -> list[str]:
+    return [c.params["text"] for c in api.of("sendMessage") if int(c.params["chat_id"]) == chat_id]
+
+
+async def test_polling_mode_answers_a_redelivered_update_once(tmp_path: Path, api: FakeBotAPI) -> None:
+    async with harness(tmp_path, api) as h:
+        update = {"update_id": 77, **message("70B QLoRA on H100?", user_id=7001)}
+        for _ in range(3):
+            await h.dp.feed_raw_update(h.bot, update)
+        assert len(answers(api, 7001)) == 1 and h.metrics.duplicates == 2
+        assert 'gpu_advisor_updates_duplicate_total 2' in h.metrics.prometheus()
+
+
+@pytest.mark.parametrize("shared", [False, True])
+async def test_webhook_replicas_answer_a_redelivered_update_once(tmp_path: Path, api: FakeBotAPI, shared: bool,
+                                                                 request: pytest.FixtureRequest,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dedup, "WAIT_S", 0.3)
+    url = request.getfixturevalue("redis_server").url if shared else f"sqlite:///{tmp_path / 'd.db'}"
+    config = make_config(api.url, tmp_path / "d.db", mode="webhook", webhook_url="https://bot.example/hook",
+                         webhook_secret=SECRET, storage_url=url)
+    replicas: list[Any] = []
+    stores = []
+    try:
+        store = storage_from_url(url)
+        await store.open()
+        stores.append(store)
+        for _ in range(2 if shared else 1):  # with Redis: two replicas; without: one process, delivered twice
+            bot = build_bot(config, retry=RetryRequests(attempts=1))
+            client = TestClient(TestServer(webhook_app(bot, build_dispatcher(config, store), config)))
+            await client.start_server()
+            replicas.append((bot, client))
+        update = {"update_id": 501, **message("70B QLoRA on H100?", user_id=7101)}
+        for n in range(4):
+            _, client = replicas[n % len(replicas)]
+            assert (await client.post("/hook", json=update, headers=HEADERS)).status == 200
+        assert len(answers(api, 7101)) == 1
+        if shared:
+            # another replica holds the claim (it is still working on it): refused now, handled once it is free
+            redis = store.redis  # type: ignore[attr-defined]
+            key = f"{KEY_PREFIX}:upd:{BOT_ID}:502"
+            await redis.set(key, b"p", ex=60)
+            update = {"update_id": 502, **message("70B QLoRA on H100?", user_id=7102)}
+            _, client = replicas[1]
+            assert (await client.post("/hook", json=update, headers=HEADERS)).status == 500
+            assert not answers(api, 7102)
+            await redis.delete(key)  # the claim expired (the other replica died)
+            assert (await client.post("/hook", json=update, headers=HEADERS)).status == 200
+            assert len(answers(api, 7102)) == 1
+            assert await redis.get(key) == b"d" and 0 < await redis.ttl(key) <= dedup.DONE_TTL_S
+    finally:
+        for bot, client in replicas:
+            await client.close()
+            await bot.session.close()
+        for store in stores:
+            await store.close()
+
+
+async def test_a_failed_update_is_released_for_its_redelivery(tmp_path: Path, api: FakeBotAPI) -> None:
+    config = make_config(api.url, tmp_path / "d.db", mode="webhook", webhook_url="https://bot.example/hook",
+                         webhook_secret=SECRET)
+    store = storage_from_url(f"sqlite:///{tmp_path / 'd.db'}")
+    await store.open()
+    bot = build_bot(config, retry=RetryRequests(attempts=2, backoff_s=0.01))
+    try:
+        async with TestClient(TestServer(webhook_app(bot, build_dispatcher(config, store), config))) as client:
+            api.fail("sendMessage", status=502, times=2)
+            update = {"update_id": 601, **message("70B QLoRA on H100?", user_id=7201)}
+            assert (await client.post("/hook", json=update, headers=HEADERS)).status == 500
+            assert (await client.post("/hook", json=update, headers=HEADERS)).status == 200
+            assert (await client.post("/hook", json=update, headers=HEADERS)).status == 200
+        assert len(answers(api, 7201)) == 1
+    finally:
+        await bot.session.close()
+        await store.close()
+
+
+async def test_redis_away_falls_back_to_the_replicas_own_record(redis_server: RedisServer) -> None:
+    store = storage_from_url(redis_server.url)
+    await store.open()
+    try:
+        seen = dedup.RedisSeen(store, store.breaker)  # type: ignore[attr-defined]
+        assert await seen.claim("1:1") == "claimed"
+        await seen.done("1:1")
+        redis_server.stop()
+        assert await seen.claim("1:1") == "done"  # remembered here too
+        assert await seen.claim("1:2") == "claimed"
+    finally:
+        await store.close()
