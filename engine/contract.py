@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine import posttrain
-from engine.answer import serving_verdict
+from engine.answer import answer, serving_verdict
 from engine.fit import NO_HEADROOM, fits, headroom_gb
 from engine.memory import breakdown
 from engine.plan.search import all_arrangements, asked_arrangements
@@ -58,10 +58,16 @@ def estimate_json(request: Request) -> dict[str, Any]:
         "fits": [Fit(gpu=c.gpu, memory_gb=c.memory_gb, count=c.count, fits=fits(b, c.memory_gb, NO_HEADROOM),
                      headroom_gb=headroom_gb(b, c.memory_gb)).model_dump() for c in candidates],
     }
+    out["cluster_total_gib"] = round((b.total + b.cuda_context) * scenario.gpu_count, 3)  # CONTRACT.md v2
     if is_serving_request(request):  # CONTRACT.md v2 `serving` block, and the verdict on the GPUs asked
         result = serve(request)
         out["serving"] = serving_block(result)
         out["verdict"] = serving_verdict(request, result)
+    elif request.gpus:  # the reply's own verdict (engine.answer decides it once); a comparison has none
+        verdict = answer(request).verdict
+        out["verdict"] = None if verdict == "compare" else verdict
+    else:
+        out["verdict"] = None
     return out
 
 

@@ -67,3 +67,20 @@ def test_ask_from_stdin_answers_each_line_with_one_json_object() -> None:
     answers = [json.loads(line)["answer"] for line in lines]
     assert answers[0].startswith("✅ <b>Помещается") and "<pre>" in answers[0]
     assert "<b>x</b>" not in answers[2]
+
+
+def test_estimate_carries_the_v2_verdict_and_the_cluster_total() -> None:
+    lines = [
+        json.dumps({"model": {"name": "Llama-3.1-8B"}, "method": "qlora",
+                    "gpus": [{"name": "H100 SXM", "memory_gb": 80, "count": 1}]}),
+        json.dumps({"model": {"params_b": 70}, "method": "full",
+                    "gpus": [{"name": "RTX 4090", "memory_gb": 24, "count": 2}]}),
+        json.dumps({"model": {"params_b": 7}, "method": "lora"}),
+    ]
+    p = run("estimate", "--json", "--request", stdin="\n".join(lines) + "\n")
+    small, huge, unnamed = (json.loads(line) for line in p.stdout.splitlines())
+    assert small["verdict"] == "fits"
+    assert huge["verdict"] in ("no_fit", "fits_with_changes") and huge["verdict"] != "fits"
+    assert unnamed["verdict"] is None
+    per_gpu = huge["per_gpu"]["total"] + huge["per_gpu"]["cuda_context"]
+    assert abs(huge["cluster_total_gib"] - 2 * per_gpu) < 0.01
