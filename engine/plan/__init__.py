@@ -9,13 +9,14 @@ and what to change when the asked arrangement does not fit.
 
 from __future__ import annotations
 
-from engine.fit import NO_HEADROOM, fits
+from engine.catalog import find_gpu
+from engine.fit import NO_HEADROOM, capacity, fits
 from engine.memory import breakdown
 from engine.plan.advice import cheaper_gpu, compare, monthly, what_to_change
 from engine.plan.costing import Job
 from engine.plan.inputs import checked_inputs
 from engine.plan.search import asked_arrangements, catalog_arrangements, search
-from engine.scenario import build_scenario
+from engine.scenario import build_scenario, hardware_conflicts
 from engine.schema import Change, Comparison, Plan, PlanResult, PriceOptions, RankBy, Request
 
 __all__ = ["plan"]
@@ -33,7 +34,7 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     rank_by: RankBy = prices.rank_by or request.rank_by or "cost"
     base = build_scenario(request)
     b0 = breakdown(base)
-    job = Job(base=base, tokens=training_tokens(request), prices=prices, rank_by=rank_by)
+    job = Job(base=base, tokens=training_tokens(request), prices=prices, rank_by=rank_by, request=request)
     named = list(dict.fromkeys(asked_arrangements(request)))  # "H100 vs H100" once
     if named:
         plans = search(job, named, headroom=NO_HEADROOM)
@@ -47,9 +48,11 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     if len(named) > 1:
         comparison = [compare(job, g) for g in named]
     elif named:
-        asked_fits = fits(b0, named[0].memory_gb, NO_HEADROOM)
+        gpu = find_gpu(named[0].gpu, named[0].memory_gb)
+        runs = gpu is None or not hardware_conflicts(base, gpu, request)
+        asked_fits = runs and fits(b0, capacity(named[0].gpu, named[0].memory_gb), NO_HEADROOM)
         if not asked_fits:
-            changes = what_to_change(base, b0, named[0].memory_gb)
+            changes = what_to_change(base, b0, capacity(named[0].gpu, named[0].memory_gb), gpu, request)
         if not plans:
             alternatives = search(job, catalog_arrangements(), every_count=False)[:3]
         elif asked_fits:

@@ -12,8 +12,8 @@ from functools import cache
 
 from engine import pricing, speed
 from engine.catalog import Gpu, find_gpu, gpus
-from engine.fit import headroom_gb
-from engine.schema import Breakdown, Plan, PriceOptions, RankBy, Scenario
+from engine.fit import capacity, headroom_gb
+from engine.schema import Breakdown, Plan, PriceOptions, RankBy, Request, Scenario
 
 TOKENS_1M = 1e6
 PICK_FIELD = {"cheapest": "min", "typical": "typical", "premium": "max"}
@@ -27,6 +27,7 @@ class Job:
     tokens: float | None  # training tokens (dataset × epochs), when known
     prices: PriceOptions
     rank_by: RankBy = "cost"
+    request: Request | None = None  # what the user said (hardware conflicts are about what was said)
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def cost_plan(job: Job, o: Option) -> Plan:
             elif tps:
                 per_1m = per_hour / (tps * 3600) * TOKENS_1M
     return Plan(gpu=o.gpu, count=o.count, techniques=o.techniques, per_gpu_gb=round(o.b.total, 2),
-                memory_gb=o.memory, headroom_gb=headroom_gb(o.b, o.memory), hours=_round(hours),
+                memory_gb=o.memory, headroom_gb=headroom_gb(o.b, capacity(o.gpu, o.memory)), hours=_round(hours),
                 hours_per_100m_tokens=_round(per100), usd=usd, usd_per_hour=_round(usd_per_hour),
                 price_date=price_date, slowdown=1.0, currency=prices.currency, cost=cost,
                 per_hour=_round(per_hour), cost_per_1m_tokens=_round(per_1m, 4), tokens_per_second=_round(tps, 1),
