@@ -337,6 +337,7 @@ class Plan(BaseModel):
     tokens_per_second: float | None = None  # inference: decode tokens/s of the whole batch
     own_price: bool = False
     cpu_ram_gb: float = 0.0  # host memory the offload needs on each machine (its GPUs' shares together)
+    cost_per_100m: dict[str, float] | None = None  # 100M trained tokens in `currency`: min / typical / max
 
 
 class Change(BaseModel):

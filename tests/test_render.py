@@ -150,10 +150,11 @@ def test_russian_plural_forms_of_hours() -> None:
     assert hours_text("en", 1) == "1 hour" and hours_text("en", 3) == "3 hours"
 
 
-def test_a_money_range_has_one_precision_one_symbol_and_one_value_when_its_ends_meet() -> None:
-    assert money_range("ru", 57.36, 142.2, "USD") == "57,36–142,20\u00a0$"
-    assert money_range("en", 157.36, 1142.2, "USD") == "$157–1,142"
+def test_a_money_range_has_two_significant_figures_one_symbol_and_one_value_when_its_ends_meet() -> None:
+    assert money_range("ru", 57.36, 142.2, "USD") == "57–140\u00a0$"  # an estimate's range, not cents
+    assert money_range("en", 157.36, 1142.2, "USD") == "$160–1,100"
     assert money_range("ru", 0.031, 0.0312, "RUB") == "0,031\u00a0₽"
+    assert money_range("en", 0.4, 0.55, "USD") == "$0.40–0.55" and money_range("en", 5.23, 7.9, "USD") == "$5.2–7.9"
 
 
 def test_money_follows_each_languages_convention() -> None:

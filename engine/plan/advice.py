@@ -31,6 +31,9 @@ SACRIFICE = ("fused_loss", "gradient_checkpointing", "optimizer_8bit", "smaller_
              "bits", "shorter_context")
 
 
+MIN_CONTEXT = 512  # a combination shortens the context down to this, no further
+
+
 def _single_changes(base: Scenario) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     changes: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     if base.method != "inference":
@@ -122,7 +125,20 @@ def _combination(base: Scenario, b0: Breakdown, room: float,
         if fits(b, room, NO_HEADROOM):
             break
     else:
-        return None
+        # the context last: halved again down to MIN_CONTEXT ("QLoRA + fused CE + 1k context")
+        if chosen[-1][0] != "shorter_context":
+            return None
+        seq = chosen[-1][1]["to"]
+        while seq // 2 >= MIN_CONTEXT:
+            seq //= 2
+            shorter = ("shorter_context", {"from": base.seq_len, "to": seq}, {"seq_len": seq},
+                       breakdown(base.model_copy(update={"seq_len": seq})))
+            chosen[-1] = shorter
+            b = total(chosen)
+            if fits(b, room, NO_HEADROOM):
+                break
+        else:
+            return None
     for s in list(chosen[:-1]):
         rest = [x for x in chosen if x is not s]
         trial = total(rest)

@@ -77,7 +77,7 @@ def cost_plan(job: Job, o: Option) -> Plan:
     prices = job.prices
     gpu = find_gpu(o.gpu)
     hours = per100 = tps = None
-    usd = usd_per_hour = cost = per_hour = per_1m = None
+    usd = usd_per_hour = cost = per_hour = per_1m = per_100m = None
     price_date = None
     own = False
     if gpu is not None:
@@ -100,6 +100,7 @@ def cost_plan(job: Job, o: Option) -> Plan:
                 cost = {k: round(getattr(found, k) * o.count * hours, 2) for k in ("min", "typical", "max")}
             if per100 is not None:
                 per_1m = per_hour * per100 * TOKENS_1M / speed.TOKENS_100M
+                per_100m = {k: round(getattr(found, k) * o.count * per100, 2) for k in ("min", "typical", "max")}
             elif tps:
                 per_1m = per_hour / (tps * 3600) * TOKENS_1M
     return Plan(gpu=o.gpu, count=o.count, techniques=o.techniques, per_gpu_gb=round(o.b.total, 2),
@@ -107,7 +108,8 @@ def cost_plan(job: Job, o: Option) -> Plan:
                 hours_per_100m_tokens=_round(per100), usd=usd, usd_per_hour=_round(usd_per_hour),
                 price_date=price_date, slowdown=1.0, currency=prices.currency, cost=cost,
                 per_hour=_round(per_hour), cost_per_1m_tokens=_round(per_1m, 4), tokens_per_second=_round(tps, 1),
-                own_price=own, cpu_ram_gb=round(o.b.cpu_ram * min(o.count, speed.gpus_per_node()), 1))
+                own_price=own, cpu_ram_gb=round(o.b.cpu_ram * min(o.count, speed.gpus_per_node()), 1),
+                cost_per_100m=per_100m)
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:
