@@ -338,6 +338,10 @@ class Plan(BaseModel):
     own_price: bool = False
     cpu_ram_gb: float = 0.0  # host memory the offload needs on each machine (its GPUs' shares together)
     cost_per_100m: dict[str, float] | None = None  # 100M trained tokens in `currency`: min / typical / max
+    offload_slowdown: float = 1.0  # CPU offload: seconds per token with it / without (engine.speed.offload_cost)
+    pcie_gb_per_step: float = 0.0  # what the offload moves over each GPU's host link per optimizer step, GB
+    nodes: int = 1  # machines the plan spans
+    network_slowdown: float = 1.0  # the inter-node network against in-node links (engine.speed.multi_node_cost)
 
 
 class Change(BaseModel):

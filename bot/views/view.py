@@ -71,8 +71,17 @@ def techniques_text(lang: str, p: Plan) -> str:
     parts = [", ".join(technique_label(lang, t) for t in p.techniques)] if p.techniques else []
     if p.cpu_ram_gb >= 0.05:
         parts.append(_(lang, "%(gb)s GB of CPU RAM per machine") % {"gb": num(lang, p.cpu_ram_gb)})
-    if p.techniques and p.slowdown >= 1.05:
+    if p.offload_slowdown >= 1.05:
+        parts.append(_(lang, "the offload moves %(gb)s GB over PCIe per step: %(x)s× slower") % {
+            "gb": num(lang, p.pcie_gb_per_step), "x": num(lang, round(p.offload_slowdown, 1))})
+    elif p.techniques and p.slowdown >= 1.05:
         parts.append(_(lang, "%(pct)s%% slower") % {"pct": num(lang, round((p.slowdown - 1) * 100))})
+    if p.nodes > 1:
+        text = _n(lang, "%(n)s node", "%(n)s nodes", p.nodes) % {"n": p.nodes}
+        if p.network_slowdown >= 1.05:
+            text += ", " + _(lang, "the network between them +%(pct)s%%") % {
+                "pct": num(lang, round((p.network_slowdown - 1) * 100))}
+        parts.append(text)
     return "; ".join(parts)
 
 

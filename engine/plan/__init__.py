@@ -17,7 +17,18 @@ from engine.plan.costing import Job
 from engine.plan.inputs import checked_inputs
 from engine.plan.search import asked_arrangements, catalog_arrangements, search
 from engine.scenario import build_scenario, hardware_conflicts
-from engine.schema import Change, Comparison, Plan, PlanResult, PriceOptions, RankBy, Request
+from engine.schema import (
+    Assumption,
+    Breakdown,
+    Change,
+    Comparison,
+    Plan,
+    PlanResult,
+    PriceOptions,
+    RankBy,
+    Request,
+    Scenario,
+)
 
 __all__ = ["plan"]
 
@@ -28,16 +39,35 @@ def training_tokens(request: Request) -> float | None:
     return request.tokens * (request.epochs or 1)
 
 
+def sharded_when_it_helps(request: Request, base: Scenario, b0: Breakdown) -> tuple[Scenario, Breakdown]:
+    """Several GPUs for LoRA/QLoRA default to DDP, which holds the whole job on every card; when that does
+    not fit the GPU asked and ZeRO-3 (parameters, gradients and optimizer state split across the cards) does
+    better, ZeRO-3 is the default instead (shown as the assumption): "2× 4090" then means half the model each."""
+    if request.sharding is not None or base.gpu_count < 2 or base.sharding != "ddp" or base.method == "inference":
+        return base, b0
+    named = asked_arrangements(request)
+    if not named or fits(b0, capacity(named[0].gpu, named[0].memory_gb), NO_HEADROOM):
+        return base, b0
+    assumptions = [a if a.key != "sharding" else Assumption(key="sharding", value="zero3") for a in base.assumptions]
+    sharded = base.model_copy(update={"sharding": "zero3", "assumptions": assumptions})
+    b = breakdown(sharded)
+    return (sharded, b) if b.total < b0.total else (base, b0)
+
+
 def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     """Plans for the request; raises ScenarioError when it cannot be estimated."""
     notes, prices = checked_inputs(request, prices or PriceOptions())
     rank_by: RankBy = prices.rank_by or request.rank_by or "cost"
     base = build_scenario(request)
     b0 = breakdown(base)
+    base, b0 = sharded_when_it_helps(request, base, b0)
     job = Job(base=base, tokens=training_tokens(request), prices=prices, rank_by=rank_by, request=request)
     named = list(dict.fromkeys(asked_arrangements(request)))  # "H100 vs H100" once
     if named:
         plans = search(job, named, headroom=NO_HEADROOM)
+        # the arrangement asked leads the plans of the GPUs asked
+        asked_first = {(a.gpu, a.count) for a in named}
+        plans = sorted(plans, key=lambda p: (p.gpu, p.count) not in asked_first)
     else:
         plans = search(job, catalog_arrangements(), every_count=False)
 

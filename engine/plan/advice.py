@@ -31,6 +31,7 @@ SACRIFICE = ("fused_loss", "gradient_checkpointing", "optimizer_8bit", "smaller_
              "bits", "shorter_context")
 
 
+Single = tuple[str, dict[str, Any], dict[str, Any], Breakdown]  # key, params, scenario update, its breakdown
 MIN_CONTEXT = 512  # a combination shortens the context down to this, no further
 
 
@@ -44,6 +45,9 @@ def _single_changes(base: Scenario) -> list[tuple[str, dict[str, Any], dict[str,
         if base.method == "full":
             changes.append(("method", {"to": "lora"},
                             {"method": "lora", "lora_rank": 16, "lora_targets": "all_linear"}))
+            changes.append(("method", {"to": "qlora"},
+                            {"method": "qlora", "bits": 4, "lora_rank": 16, "lora_targets": "all_linear",
+                             "optimizer": "paged_adamw"}))
         if base.method == "lora":
             changes.append(("method", {"to": "qlora"}, {"method": "qlora", "bits": 4, "optimizer": "paged_adamw"}))
         if not base.fused_loss:
@@ -73,7 +77,7 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
         return breakdown(base.model_copy(update=update))
 
     out: list[Change] = []
-    singles: list[tuple[str, dict[str, Any], dict[str, Any], Breakdown]] = []
+    singles: list[Single] = []
     for key, params, update in _single_changes(base):
         changed = base.model_copy(update=update)
         if gpu is not None and hardware_conflicts(changed, gpu, None):
@@ -84,12 +88,13 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
         singles.append((key, params, update, b))
         out.append(Change(key=key, params=params, saves_gb=round(b0.total - b.total, 1),
                           fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2)))
-    out.sort(key=lambda c: (not c.fits, c.total_gb))
+    # those that fit alone first, the smallest sacrifice first (the verdict's fix is the first); then the rest
+    out.sort(key=lambda c: (not c.fits, _sacrifice(c.key) if c.fits else 0, c.total_gb))
     if singles and not any(c.fits for c in out):
         combined = _combination(base, b0, room, singles)
         if combined is not None:
             out.insert(0, combined)
-    for count in (2, 4, 8):
+    for count in (c for c in (2, 4, 8) if c > base.gpu_count):
         sharding = "zero3" if base.method != "inference" else "none"
         b = estimate({"gpu_count": count, "sharding": sharding})
         if fits(b, room, NO_HEADROOM) and b0.total - b.total >= 0.05:
@@ -99,34 +104,53 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
     return out
 
 
+def _sacrifice(key: str) -> int:
+    return SACRIFICE.index(key) if key in SACRIFICE else len(SACRIFICE)
+
+
 def _combination(base: Scenario, b0: Breakdown, room: float,
-                 singles: list[tuple[str, dict[str, Any], dict[str, Any], Breakdown]]) -> Change | None:
+                 singles: list[Single]) -> Change | None:
     """The fewest, cheapest changes that together fit `room`: add in SACRIFICE order until it fits, then drop
     each one the rest fit without."""
-    ordered = sorted(singles, key=lambda s: (SACRIFICE.index(s[0]) if s[0] in SACRIFICE else len(SACRIFICE),
-                                             s[3].total))
+    ordered = sorted(singles, key=lambda s: (_sacrifice(s[0]), s[3].total))
     # one change per key (the larger saving of "bits 8" and "bits 4" is the one kept)
-    picked: dict[str, tuple[str, dict[str, Any], dict[str, Any], Breakdown]] = {}
+    picked: dict[str, Single] = {}
     for s in ordered:
         if s[0] not in picked or s[3].total < picked[s[0]][3].total:
             picked[s[0]] = s
-    chosen: list[tuple[str, dict[str, Any], dict[str, Any], Breakdown]] = []
+    # offloading to CPU RAM is the last resort: a combination without it is tried first
+    without = _fitting_combination(base, room, [s for s in picked.values() if s[0] != "cpu_offload"])
+    found = without or _fitting_combination(base, room, list(picked.values()))
+    if found is None:
+        return None
+    chosen, b = found
+    if len(chosen) < 2:
+        return None
+    parts = [Change(key=k, params=p, saves_gb=round(b0.total - x.total, 1), fits=False,
+                    total_gb=round(need_gb(x), 2)) for k, p, _u, x in chosen]
+    return Change(key="combined", params={}, saves_gb=round(b0.total - b.total, 1), fits=True,
+                  total_gb=round(need_gb(b), 2), parts=parts)
 
-    def total(parts: list[tuple[str, dict[str, Any], dict[str, Any], Breakdown]]) -> Breakdown:
-        update: dict[str, Any] = {}
-        for part in parts:
-            update.update(part[2])
-        return breakdown(base.model_copy(update=update))
 
-    b = b0
-    for s in picked.values():
+def _together(base: Scenario, parts: list[Single]) -> Breakdown:
+    update: dict[str, Any] = {}
+    for part in parts:
+        update.update(part[2])
+    return breakdown(base.model_copy(update=update))
+
+
+def _fitting_combination(base: Scenario, room: float, ordered: list[Single]) -> tuple[list[Single], Breakdown] | None:
+    """Changes of `ordered` added one by one until they fit `room`, then pruned of those not needed."""
+    chosen: list[Single] = []
+    b: Breakdown | None = None
+    for s in ordered:
         chosen.append(s)
-        b = total(chosen)
+        b = _together(base, chosen)
         if fits(b, room, NO_HEADROOM):
             break
     else:
         # the context last: halved again down to MIN_CONTEXT ("QLoRA + fused CE + 1k context")
-        if chosen[-1][0] != "shorter_context":
+        if not chosen or chosen[-1][0] != "shorter_context":
             return None
         seq = chosen[-1][1]["to"]
         while seq // 2 >= MIN_CONTEXT:
@@ -134,22 +158,17 @@ def _combination(base: Scenario, b0: Breakdown, room: float,
             shorter = ("shorter_context", {"from": base.seq_len, "to": seq}, {"seq_len": seq},
                        breakdown(base.model_copy(update={"seq_len": seq})))
             chosen[-1] = shorter
-            b = total(chosen)
+            b = _together(base, chosen)
             if fits(b, room, NO_HEADROOM):
                 break
         else:
             return None
     for s in list(chosen[:-1]):
         rest = [x for x in chosen if x is not s]
-        trial = total(rest)
+        trial = _together(base, rest)
         if fits(trial, room, NO_HEADROOM):
             chosen, b = rest, trial
-    if len(chosen) < 2:
-        return None
-    parts = [Change(key=k, params=p, saves_gb=round(b0.total - x.total, 1), fits=False,
-                    total_gb=round(need_gb(x), 2)) for k, p, _u, x in chosen]
-    return Change(key="combined", params={}, saves_gb=round(b0.total - b.total, 1), fits=True,
-                  total_gb=round(need_gb(b), 2), parts=parts)
+    return (chosen, b) if b is not None else None
 
 
 MAX_CHEAPER_GPUS = 64  # a cheaper GPU is offered at up to this many (eight nodes of eight)

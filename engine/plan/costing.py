@@ -103,7 +103,16 @@ def cost_plan(job: Job, o: Option) -> Plan:
                 per_100m = {k: round(getattr(found, k) * o.count * per100, 2) for k in ("min", "typical", "max")}
             elif tps:
                 per_1m = per_hour / (tps * 3600) * TOKENS_1M
-    return Plan(gpu=o.gpu, count=o.count, techniques=o.techniques, per_gpu_gb=round(o.b.total, 2),
+    extra: dict[str, float | int] = {}
+    if gpu is not None and o.scenario.method != "inference":
+        if o.scenario.offload:
+            off = speed.offload_cost(o.scenario, gpu, o.count)
+            extra.update(offload_slowdown=round(off.slowdown, 2),
+                         pcie_gb_per_step=round(off.pcie_bytes_per_step / 1e9, 1))
+        if o.count > speed.gpus_per_node():
+            net = speed.multi_node_cost(o.scenario, gpu, o.count)
+            extra.update(nodes=net.nodes, network_slowdown=round(net.slowdown, 2))
+    return Plan(**extra, gpu=o.gpu, count=o.count, techniques=o.techniques, per_gpu_gb=round(o.b.total, 2),
                 memory_gb=o.memory, headroom_gb=headroom_gb(o.b, capacity(o.gpu, o.memory)), hours=_round(hours),
                 hours_per_100m_tokens=_round(per100), usd=usd, usd_per_hour=_round(usd_per_hour),
                 price_date=price_date, slowdown=1.0, currency=prices.currency, cost=cost,
