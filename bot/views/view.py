@@ -72,8 +72,11 @@ def techniques_text(lang: str, p: Plan) -> str:
     if p.cpu_ram_gb >= 0.05:
         parts.append(_(lang, "%(gb)s GB of CPU RAM per machine") % {"gb": num(lang, p.cpu_ram_gb)})
     if p.offload_slowdown >= 1.05:
-        parts.append(_(lang, "the offload moves %(gb)s GB over PCIe per step: %(x)s× slower") % {
-            "gb": num(lang, p.pcie_gb_per_step), "x": num(lang, round(p.offload_slowdown, 1))})
+        x = round(p.offload_slowdown, 1)
+        n = int(x) if x.is_integer() else 2  # "в 2,8 раза": a fraction takes the form of 2
+        parts.append(_n(lang, "the offload moves %(gb)s GB over PCIe per step: %(x)s× slower",
+                        "the offload moves %(gb)s GB over PCIe per step: %(x)s× slower", n) % {
+            "gb": num(lang, p.pcie_gb_per_step), "x": num(lang, x)})
     elif p.techniques and p.slowdown >= 1.05:
         parts.append(_(lang, "%(pct)s%% slower") % {"pct": num(lang, round((p.slowdown - 1) * 100))})
     if p.nodes > 1:
@@ -109,9 +112,9 @@ def plan_figures(lang: str, p: Plan, tokens: float | None, lead: str) -> str:
         parts.append(_(lang, "your %(tokens)s tokens: %(what)s") % {
             "tokens": tokens_label(lang, tokens), "what": ", ".join(x for x in pair if x)})
     if not parts:
-        parts = [x for x in (plan_time(lang, p), plan_money(lang, p)) if x]
-    elif p.per_hour is not None and not p.cost_per_100m and not p.cost:
-        parts.append(plan_money(lang, p))
+        return ", ".join(x for x in (plan_time(lang, p), plan_money(lang, p)) if x)
+    if p.per_hour is not None:
+        return "; ".join(parts) + f" ({money(lang, p.per_hour, p.currency)}{_(lang, '/h')})"
     return "; ".join(parts)
 
 

@@ -9,7 +9,7 @@ from engine import pricing, speed
 from engine.catalog import Gpu, find_gpu
 from engine.fit import HEADROOM, NO_HEADROOM, SPARE_SHARE, capacity, fits, need_gb
 from engine.memory import breakdown
-from engine.plan.costing import Job, Option, cost_key, cost_plan
+from engine.plan.costing import Job, Option, cost_key, cost_plan, rank_key
 from engine.plan.search import at_count, catalog_arrangements, fit_on, on_gpu, plan_of, runnable, useless, variants
 from engine.scenario import hardware_conflicts
 from engine.schema import (
@@ -180,8 +180,8 @@ def compare(job: Job, named: Arrangement) -> Comparison:
     count = named.count
     gpu = find_gpu(named.gpu, named.memory_gb)
     room = capacity(named.gpu, named.memory_gb)
-    best: Plan | None = None
     adapted: dict[tuple[object, ...], Scenario] = {}
+    fitting: list[tuple[tuple[float, float, int], Option]] = []
     for techniques, variant in variants(job.base):
         if useless(techniques, count):
             continue
@@ -190,8 +190,11 @@ def compare(job: Job, named: Arrangement) -> Comparison:
             continue
         got = fit_on(scenario, breakdown(scenario), gpu, named, NO_HEADROOM)
         if got is not None:
-            best = plan_of(job, Option(techniques, scenario, got, named.gpu, named.memory_gb, count))
-            break
+            o = Option(techniques, scenario, got, named.gpu, named.memory_gb, count)
+            fitting.append((rank_key(job, o), o))
+            if not techniques:
+                break  # nothing to add: as asked is the cheapest
+    best = plan_of(job, min(fitting, key=lambda item: item[0])[1]) if fitting else None
     plain = on_gpu(at_count(job.base, count), gpu, adapted, (count,))
     first = breakdown(plain.model_copy(update={"capacity_gib": room}) if gpu is not None else plain)
     return Comparison(gpu=named.gpu, count=count, fits=best is not None, need_gb=round(need_gb(first), 2),

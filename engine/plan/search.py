@@ -80,9 +80,14 @@ def variants(base: Scenario) -> list[tuple[list[str], Scenario]]:
     if base.method == "full" and not base.offload:
         chain.append("cpu_offload")
     chains = [chain]
+    if "zero3" in chain and "cpu_offload" in chain:
+        # the optimizer alone in CPU RAM (ZeRO-Offload without parameter offload): on one GPU it moves
+        # gradients and weights once a step instead of streaming the parameters through every pass
+        chains.append([n for n in chain if n != "zero3"])
     if not base.fused_loss:
-        chains.append(["fused_loss", *chain])  # chunked cross-entropy (Liger, Unsloth, Cut Cross-Entropy)
+        chains += [["fused_loss", *names] for names in list(chains)]  # chunked cross-entropy (Liger, Unsloth, CCE)
     out: list[tuple[list[str], Scenario]] = [([], base)]
+    seen: set[tuple[str, ...]] = set()
     for names in chains:
         current = base
         for i, name in enumerate(names):
@@ -90,7 +95,9 @@ def variants(base: Scenario) -> list[tuple[list[str], Scenario]]:
             used = names[: i + 1]
             if name == "cpu_offload":  # its CPU Adam replaces the 8-bit optimizer (see TECHNIQUES)
                 used = [n for n in used if n != "optimizer_8bit"]
-            out.append((used, current))
+            if tuple(names[: i + 1]) not in seen:
+                seen.add(tuple(names[: i + 1]))
+                out.append((used, current))
     return out
 
 
