@@ -5,8 +5,8 @@ Usage: python bench/verdict_agreement.py [MEASURED.jsonl] [--framework]
 For each run of shared/data/measured-memory.jsonl whose request names its GPU, the estimate's peak plus the CUDA
 context is compared with the card's usable memory by the answer's own rule (engine.fit.capacity: the
 driver-reported total, an "80 GB" A100 is 78.88 GiB; fits when total + cuda_context <= capacity; tight under
-10 % to spare). The run really ran on that card, so "doesn't fit" is a wrong verdict. Prints the count (without and with each run's framework)
-and the rows told "doesn't fit". A script that prints figures, not a test.
+10 % to spare). The run really ran on that card, so "doesn't fit" is a wrong verdict. Prints the count
+(without and with each run's framework) and the rows told "doesn't fit". A script that prints figures, not a test.
 """
 
 from __future__ import annotations
