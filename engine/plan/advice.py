@@ -85,15 +85,18 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
         b = estimate(update)
         if b0.total - b.total < 0.05:
             continue
-        singles.append((key, params, update, b))
+        singles.append((key, params, update, b))  # a combination halves the context one step at a time
+        if key == "shorter_context" and not fits(b, room, NO_HEADROOM):
+            key, params, update, b = _context_that_fits(base, room, (key, params, update, b))
         out.append(Change(key=key, params=params, saves_gb=round(b0.total - b.total, 1),
                           fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2)))
-    # those that fit alone first, the smallest sacrifice first (the verdict's fix is the first); then the rest
-    out.sort(key=lambda c: (not c.fits, _sacrifice(c.key) if c.fits else 0, c.total_gb))
-    if singles and not any(c.fits for c in out):
+    if singles:
         combined = _combination(base, b0, room, singles)
         if combined is not None:
-            out.insert(0, combined)
+            out.append(combined)
+    # what fits first, the smallest sacrifice first (the verdict's fix is the first: a combination of small
+    # sacrifices beats one big one, "fused loss + context 4096" before "context 1024"); then the rest
+    out.sort(key=lambda c: (not c.fits, *(_cost_of(c, base) if c.fits else (0, 0, 0)), c.total_gb))
     for count in (c for c in (2, 4, 8) if c > base.gpu_count):
         sharding = "zero3" if base.method != "inference" else "none"
         b = estimate({"gpu_count": count, "sharding": sharding})
@@ -104,8 +107,27 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
     return out
 
 
+def _context_that_fits(base: Scenario, room: float, halved: Single) -> Single:
+    """The context halved again, down to MIN_CONTEXT, until the job fits `room`; the first halving if none does."""
+    seq = base.seq_len // 2
+    while seq // 2 >= MIN_CONTEXT:
+        seq //= 2
+        b = breakdown(base.model_copy(update={"seq_len": seq}))
+        if fits(b, room, NO_HEADROOM):
+            return ("shorter_context", {"from": base.seq_len, "to": seq}, {"seq_len": seq}, b)
+    return halved
+
+
 def _sacrifice(key: str) -> int:
     return SACRIFICE.index(key) if key in SACRIFICE else len(SACRIFICE)
+
+
+def _cost_of(c: Change, base: Scenario) -> tuple[int, int, int]:
+    """How much a fitting change gives up: its largest sacrifice, the context it cuts, how many changes."""
+    parts = c.parts or [c]
+    cut = max((base.seq_len - int(p.params.get("to", base.seq_len)) for p in parts if p.key == "shorter_context"),
+              default=0)
+    return max(_sacrifice(p.key) for p in parts), cut, len(parts)
 
 
 def _combination(base: Scenario, b0: Breakdown, room: float,
