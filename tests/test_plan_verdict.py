@@ -127,7 +127,8 @@ def test_qlora_where_bitsandbytes_does_not_run_is_said_and_not_planned() -> None
     a = answer(request(model={"params_b": 8}, method="qlora", gpus=[{"name": "M3 Max"}]))
     assert a.verdict == "no_fit" and a.conflicts == ["qlora_needs_bitsandbytes"] and a.fix is None
     assert not any(p.gpu == "M3 Max" for p in a.plans)
-    assert text_of("QLoRA 8B на M3 Max").splitlines()[0].startswith("❌ Не запустится на 1×M3 Max: QLoRA нужен bitsandbytes")
+    first = text_of("QLoRA 8B на M3 Max").splitlines()[0]
+    assert first.startswith("❌ Не запустится на 1×M3 Max: QLoRA нужен bitsandbytes")
     # a catalog-wide search never offers QLoRA on a GPU without bitsandbytes
     every = plan(request(model={"params_b": 8}, method="qlora"))
     assert every.plans and all(find_gpu(p.gpu).bitsandbytes for p in every.plans)  # type: ignore[union-attr]
