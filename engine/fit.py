@@ -12,8 +12,6 @@ from functools import cache
 from engine.catalog import find_gpu, usable_memory_gib
 from engine.schema import Breakdown
 
-# Kept for callers that only have a bare size and no catalog GPU (engine.catalog's driver fraction is the rule).
-USABLE_FRACTION = 0.98
 HEADROOM = 0.10  # a plan keeps 10 % of usable memory free: allocator spikes, longer samples
 TIGHT = HEADROOM  # the verdict: under this share to spare is "tight" (still a fit)
 NO_HEADROOM = 0.0  # the verdict's own rule: it fits when the peak fits

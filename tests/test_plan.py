@@ -20,7 +20,7 @@ def test_plans_fit_with_headroom_and_are_ranked_by_cost() -> None:
     result = plan(request(model={"params_b": 13}, method="full", tokens=2e7, epochs=3))
     assert result.plans
     for p in result.plans:
-        assert p.headroom_gb >= 0.1 * p.memory_gb * 0.98 - 1e-6
+        assert p.headroom_gb >= 0.1 * capacity(p.gpu, p.memory_gb) - 1e-6
         assert p.hours is not None and p.usd is not None
         assert p.usd["min"] <= p.usd["typical"] <= p.usd["max"]
     costs = [p.usd_per_hour * p.hours_per_100m_tokens for p in result.plans]  # type: ignore[operator]
