@@ -102,6 +102,7 @@ def test_a_cost_question_leads_with_the_money_and_a_time_question_with_the_hours
     assert money.startswith("💰 ") and "за ваши 500M токенов на 1×RTX 4090" in money and "$" in money
     hours = text_of("how long to train 7b lora on 500M tokens on A100").splitlines()[0]
     assert hours.startswith("⏱ ") and "hours on 1×A100" in hours and "your 500M tokens" in hours
+    assert text_of("how much does LoRA 8B on H100 cost for 1B tokens").startswith("💰 $")
     assert not text_of("лора 8b на 4090").startswith(("💰", "⏱"))
 
 
@@ -187,6 +188,9 @@ def test_a_comparison_named_at_n_gpus_compares_at_n() -> None:
     rows = plan(r).comparison
     assert [(c.gpu, c.count) for c in rows] == [("A100 80GB SXM", 4), ("H100 SXM", 4)]
     assert all(c.plan is not None and c.plan.count == 4 for c in rows)
+    said = plan(parse("A100 vs H100 for 13B full on 4 GPUs")).comparison
+    assert [(c.gpu, c.count) for c in said] == [("A100 80GB SXM", 4), ("H100 SXM", 4)]
+    assert text_of("A100 vs H100 for 13B full on 4 GPUs").startswith("⚖️ 4×A100 80GB SXM vs 4×H100 SXM")
 
 
 def test_without_a_framework_the_answer_says_what_fused_cross_entropy_would_change() -> None:
