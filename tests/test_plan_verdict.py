@@ -200,3 +200,11 @@ def test_without_a_framework_the_answer_says_what_fused_cross_entropy_would_chan
     assert "с fused cross-entropy из Unsloth или Liger было бы" in text_of("лора 8b на 4090-й")
     named = answer(request(model={"params_b": 8}, method="lora", framework="unsloth", gpus=[{"name": "RTX 4090"}]))
     assert named.fused_loss_gb is None
+
+
+def test_apple_silicon_gets_no_bitsandbytes_optimizer_no_offload_and_no_second_mac() -> None:
+    a = answer(request(model={"params_b": 8}, method="full", gpus=[{"name": "M3 Max"}]))
+    assert a.fix is not None and a.fix.key == "method"  # not "8-bit optimizer": bitsandbytes has no MPS backend
+    assert not any(c.key in ("optimizer_8bit", "cpu_offload", "more_gpus") for c in a.changes)
+    assert not any(p.gpu == "M3 Max" for p in a.plans)
+    assert a.alternatives and all(p.gpu != "M3 Max" for p in a.alternatives)

@@ -11,7 +11,6 @@ from engine.fit import HEADROOM, NO_HEADROOM, SPARE_SHARE, capacity, fits, need_
 from engine.memory import breakdown
 from engine.plan.costing import Job, Option, cost_key, cost_plan, rank_key
 from engine.plan.search import at_count, catalog_arrangements, fit_on, on_gpu, plan_of, runnable, useless, variants
-from engine.scenario import hardware_conflicts
 from engine.schema import (
     Arrangement,
     Breakdown,
@@ -79,8 +78,7 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
     out: list[Change] = []
     singles: list[Single] = []
     for key, params, update in _single_changes(base):
-        changed = base.model_copy(update=update)
-        if gpu is not None and hardware_conflicts(changed, gpu, None):
+        if not runnable(None, base.model_copy(update=update), gpu):
             continue
         b = estimate(update)
         if b0.total - b.total < 0.05:
@@ -99,6 +97,8 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
     out.sort(key=lambda c: (not c.fits, *(_cost_of(c, base) if c.fits else (0, 0, 0)), c.total_gb))
     for count in (c for c in (2, 4, 8) if c > base.gpu_count):
         sharding = "zero3" if base.method != "inference" else "none"
+        if not runnable(None, base.model_copy(update={"gpu_count": count, "sharding": sharding}), gpu):
+            break
         b = estimate({"gpu_count": count, "sharding": sharding})
         if fits(b, room, NO_HEADROOM) and b0.total - b.total >= 0.05:
             out.append(Change(key="more_gpus", params={"count": count, "sharding": sharding},

@@ -11,7 +11,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from engine import speed
-from engine.catalog import Gpu, find_gpu, gpus
+from engine.catalog import Gpu, find_gpu, gpus, unified_memory
 from engine.fit import HEADROOM, capacity, fits
 from engine.memory import breakdown
 from engine.plan.costing import Job, Option, cost_plan, priced_gpus, rank_key, with_slowdown
@@ -133,10 +133,21 @@ def fit_on(scenario: Scenario, b: Breakdown, gpu: Gpu | None, c: Arrangement,
     return bounded if fits(bounded, room, headroom) else None
 
 
-def runnable(job: Job, scenario: Scenario, gpu: Gpu | None) -> bool:
-    """Whether `gpu` can run the scenario at all (engine.scenario.hardware_conflicts: QLoRA without
-    bitsandbytes, FlashAttention or bf16 asked where there is none)."""
-    return gpu is None or not hardware_conflicts(scenario, gpu, job.request)
+def runnable(job: Job | None, scenario: Scenario, gpu: Gpu | None) -> bool:
+    """Whether `gpu` can run the scenario at all: engine.scenario.hardware_conflicts (QLoRA without
+    bitsandbytes, FlashAttention or bf16 asked where there is none), a bitsandbytes 8-bit optimizer where
+    bitsandbytes has no backend, or on Apple Silicon CPU offload (the "CPU RAM" is the same unified memory) and
+    more than one GPU."""
+    if gpu is None:
+        return True
+    if scenario.optimizer in EIGHT_BIT and not gpu.bitsandbytes:
+        return False
+    if unified_memory(gpu) and (scenario.offload or scenario.gpu_count > 1):
+        return False  # one Mac is one GPU: no NCCL between machines
+    return not hardware_conflicts(scenario, gpu, job.request if job is not None else None)
+
+
+EIGHT_BIT = ("adamw_8bit", "paged_adamw_8bit")  # bitsandbytes' optimizers (bnb.optim.AdamW8bit)
 
 
 def sharding_at(variant: Scenario, count: int) -> Sharding:
