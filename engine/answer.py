@@ -134,15 +134,17 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     shown = [*result.plans, *result.alternatives]
     dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
     gpus = max(s.gpu_count, pt.train_gpus)
+    said, fix = verdict(result, b, asked)
     return Answer(
-        request=request, scenario=s, breakdown=b, verdict=verdict(result, b, asked), asked=asked,
+        request=request, scenario=s, breakdown=b, verdict=said, fix=fix, asked=asked,
+        capacity_gib=capacity(asked.gpu, asked.memory_gb) if asked else 0.0,
         need_gb=need_gb(b), cluster_gb=need_gb(b) * gpus,
         cpu_ram_gb=b.cpu_ram * min(gpus, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
         alternatives=result.alternatives, cheaper=cheaper, notes=result.notes, assumptions=s.assumptions,
         price_date=dates[-1] if dates else None, currency=result.currency, rank_by=result.rank_by,
         tokens=result.tokens, shape_reference=None if s.arch.known else shape_reference(s.arch.params),
-        capacity=capacity(b, asked, result), posttrain=pt,
+        capacity=capacity_lines(b, asked, result), posttrain=pt,
     )
 
 
