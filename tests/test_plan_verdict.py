@@ -37,7 +37,7 @@ def test_the_headline_shows_the_capacity_and_a_shortfall_always_reads_as_one() -
     assert "79,2\u00a0ГБ из 80" in text_of("лора 32B на H100").splitlines()[0]
     judged = 0
     for question in ("QLoRA 70B on 24GB", "405B full fine-tuning on RTX 3060", "full 7b on RTX 4090",
-                     "LoRA 70B on A100 40GB", "qlora 34b on 4090 32k context"):
+                     "LoRA 70B on A100 40GB", "full 13B on A100 40GB"):
         a = answer(parse(question))
         if a.verdict != "no_fit":
             continue
