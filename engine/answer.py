@@ -12,7 +12,7 @@ from engine.memory import fused_loss_alternative
 from engine.plan import plan
 from engine.plan import posttrain as posttrain_plan
 from engine.plan.search import asked_arrangements
-from engine.scenario import ScenarioError, hardware_conflicts
+from engine.scenario import ScenarioError, hardware_conflicts, request_gpu
 from engine.schema import (
     Answer,
     Arrangement,
@@ -118,6 +118,9 @@ def long_context_instead(request: Request, result: PlanResult) -> bool:
     parallelism considered (seed claim S19), not with "no number of GPUs fits"."""
     if request.stage not in (None, "sft", "pretrain") or result.comparison or result.plans:
         return False
+    gpu = request_gpu(request)
+    if gpu is not None and hardware_conflicts(result.scenario, gpu, request):
+        return False  # nothing fits because the GPU cannot run it (QLoRA on Apple), not because of the length
     return posttrain_plan.is_long_context(request)
 
 
