@@ -211,8 +211,9 @@ def serving_verdict(request: Request, r: ServingResult) -> Verdict | None:
     b = serving_breakdown(r)
     gpu = find_gpu(r.gpu.name) if r.gpu else None
     if r.fits and b is not None:
-        memory = gpu.memory_gb if gpu else (r.gpu.total_gib if r.gpu else 0.0)
-        return "fits" if fits(b, memory, HEADROOM) else "tight"
+        # the one fit rule against the driver-reported capacity (engine.fit), as the training verdict
+        room = capacity(gpu.name, gpu.memory_gb) if gpu else (r.gpu.total_gib if r.gpu and r.gpu.total_gib else 0.0)
+        return "tight" if tight(b, room) or not fits(b, room, NO_HEADROOM) else "fits"
     helps = any(c.key != "serving.change.arrangement" and c.key != "serving.change.fewer_users"
                 and c.effect.get("loads", True) and c.effect.get("users_served", 0) >= (r.users or 1)
                 for c in r.changes)
