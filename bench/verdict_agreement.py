@@ -3,10 +3,10 @@
 Usage: python bench/verdict_agreement.py [MEASURED.jsonl] [--framework]
 
 For each run of shared/data/measured-memory.jsonl whose request names its GPU, the estimate's peak plus the CUDA
-context is compared with the card's usable memory (engine.catalog.usable_memory_gib: the driver-reported total,
-an "80 GB" A100 is 78.88 GiB), the rule the answer uses: fits when total + cuda_context <= usable. The run really
-ran on that card, so "doesn't fit" is a wrong verdict. Prints the count (without and with each run's framework)
-and the rows told "doesn't fit". A script that prints figures, not a test.
+context is compared with the card's usable memory by the answer's own rule (engine.fit.capacity: the
+driver-reported total, an "80 GB" A100 is 78.88 GiB; fits when total + cuda_context <= capacity; tight under
+10 % to spare). The run really ran on that card, so "doesn't fit" is a wrong verdict. Prints the count
+(without and with each run's framework) and the rows told "doesn't fit". A script that prints figures, not a test.
 """
 
 from __future__ import annotations
@@ -17,15 +17,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.catalog import find_gpu, usable_memory_gib
+from engine.catalog import find_gpu
 from engine.contract import estimate_request
+from engine.fit import NO_HEADROOM, capacity, fits, need_gb, tight
+from engine.schema import Breakdown
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "measured-memory.jsonl"
-TIGHT = 0.10  # under 10 % to spare: "tight" (still a fit)
 
 
 def verdict(case: dict[str, Any], with_framework: bool) -> tuple[str, float, float] | None:
-    """("fits" | "tight" | "no_fit", need GiB, usable GiB), or None when the run names no card."""
+    """("fits" | "tight" | "no_fit", need GiB, usable GiB), or None when the run names no card. The rule is
+    the answer's own (engine.fit: capacity, fits, tight), on the breakdown `estimate` reports."""
     r = dict(case["request"])
     gpus = r.get("gpus") or []
     if not gpus or not gpus[0].get("name"):
@@ -36,11 +38,11 @@ def verdict(case: dict[str, Any], with_framework: bool) -> tuple[str, float, flo
     if "per_gpu" not in result:
         return ("no_fit", float("inf"), 0.0)
     gpu = find_gpu(gpus[0]["name"], gpus[0].get("memory_gb"))
-    usable = usable_memory_gib(gpu, gpus[0].get("memory_gb") if gpu is None else None)
-    need = float(result["per_gpu"]["total"]) + float(result["per_gpu"]["cuda_context"])
-    if need > usable:
-        return ("no_fit", need, usable)
-    return ("tight" if usable - need < TIGHT * usable else "fits", need, usable)
+    room = capacity(gpus[0]["name"], gpus[0].get("memory_gb") or (gpu.memory_gb if gpu else 0.0))
+    b = Breakdown.model_validate({**result["per_gpu"], "cpu_ram": 0.0, "trainable_params": 0.0})
+    if not fits(b, room, NO_HEADROOM):
+        return ("no_fit", need_gb(b), room)
+    return ("tight" if tight(b, room) else "fits", need_gb(b), room)
 
 
 def main() -> int:

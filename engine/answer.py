@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from engine import posttrain, pricing, speed
 from engine.catalog import find_gpu, shape_reference
-from engine.fit import HEADROOM, NO_HEADROOM, fits, need_gb
+from engine.fit import NO_HEADROOM, capacity, fits, need_gb, tight
+from engine.memory import fused_loss_alternative
 from engine.plan import plan
 from engine.plan import posttrain as posttrain_plan
 from engine.plan.search import asked_arrangements
-from engine.scenario import ScenarioError
+from engine.scenario import ScenarioError, hardware_conflicts, request_gpu
 from engine.schema import (
     Answer,
     Arrangement,
@@ -53,9 +54,15 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     cheaper = result.alternatives[0] if result.asked_fits and result.alternatives else None
     shown = [*result.plans, *result.alternatives]
     dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
+    gpu = find_gpu(asked.gpu, asked.memory_gb) if asked else None
+    conflicts = hardware_conflicts(s, gpu, request) if gpu is not None and not result.comparison else []
+    said, fix = verdict(result, b, asked, conflicts)
+    fused = fused_loss_alternative(s) if s.framework_assumed else None
     return Answer(
         request=request, scenario=s, breakdown=b,
-        verdict=verdict(result, b, asked), asked=asked,
+        verdict=said, asked=asked, fix=fix, conflicts=conflicts,
+        capacity_gib=capacity(asked.gpu, asked.memory_gb) if asked else 0.0,
+        fused_loss_gb=round(need_gb(fused), 2) if fused is not None and fused.total < b.total - 0.05 else None,
         need_gb=need_gb(b), cluster_gb=need_gb(b) * s.gpu_count,
         cpu_ram_gb=b.cpu_ram * min(s.gpu_count, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
@@ -64,28 +71,34 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         price_date=dates[-1] if dates else None, currency=result.currency,
         rank_by=result.rank_by, tokens=result.tokens,
         shape_reference=None if s.arch.known else shape_reference(s.arch.params),
-        capacity=capacity(b, asked, result),
+        capacity=capacity_lines(b, asked, result),
     )
 
 
-def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None) -> Verdict | None:
-    """fits / tight / fits_with_changes / no_fit on the GPU asked, compare for several, None for none."""
+def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None,
+            conflicts: list[str] | None = None) -> tuple[Verdict | None, Change | None]:
+    """fits / tight / fits_with_changes / no_fit on the GPUs asked (compare for several, None for none), with
+    one rule against the capacity the answer shows (engine.fit): tight under 10 % to spare, or when the
+    allocator had to give back its cache. fits_with_changes names the change (or combination) that fits on
+    the GPUs asked, the first listed: the cheapest."""
     if result.comparison:
-        return "compare"
+        return "compare", None
     if asked is None or result.asked_fits is None:
-        return None
-    if fits(b, asked.memory_gb, HEADROOM):
-        return "fits"
-    if fits(b, asked.memory_gb, NO_HEADROOM):
-        return "tight"  # under the planner's headroom it fits, but a longer sample or an allocator spike may not
-    return "fits_with_changes" if any(_on_the_gpus_asked(c) and c.fits for c in result.changes) else "no_fit"
+        return None, None
+    if conflicts:
+        return "no_fit", None  # the GPU cannot run it as asked (QLoRA without bitsandbytes, ...)
+    room = capacity(asked.gpu, asked.memory_gb)
+    if fits(b, room, NO_HEADROOM):
+        return ("tight" if tight(b, room) else "fits"), None
+    fix = next((c for c in result.changes if _on_the_gpus_asked(c) and c.fits), None)
+    return ("fits_with_changes" if fix is not None else "no_fit"), fix
 
 
 def _on_the_gpus_asked(c: Change) -> bool:
     return c.key != "more_gpus"
 
 
-def capacity(b: Breakdown, asked: Arrangement | None, result: PlanResult) -> list[GpuLine]:
+def capacity_lines(b: Breakdown, asked: Arrangement | None, result: PlanResult) -> list[GpuLine]:
     """The GPUs to draw against the need, each with whether the job as asked fits on it: the asked one,
     those of the plans, and the common ones."""
     picked: list[tuple[str, float, LineRole]] = []
@@ -93,7 +106,7 @@ def capacity(b: Breakdown, asked: Arrangement | None, result: PlanResult) -> lis
         picked.append((asked.gpu, asked.memory_gb, "asked"))
     picked += [(p.gpu, p.memory_gb, "plan") for p in result.plans]
     picked += [(g.name, g.memory_gb, "common") for g in (find_gpu(n) for n in COMMON_GPUS) if g is not None]
-    return [GpuLine(gpu=name, memory_gb=memory, fits=fits(b, memory, NO_HEADROOM), role=role)
+    return [GpuLine(gpu=name, memory_gb=memory, fits=fits(b, capacity(name, memory), NO_HEADROOM), role=role)
             for name, memory, role in picked]
 
 
@@ -105,6 +118,9 @@ def long_context_instead(request: Request, result: PlanResult) -> bool:
     parallelism considered (seed claim S19), not with "no number of GPUs fits"."""
     if request.stage not in (None, "sft", "pretrain") or result.comparison or result.plans:
         return False
+    gpu = request_gpu(request)
+    if gpu is not None and hardware_conflicts(result.scenario, gpu, request):
+        return False  # nothing fits because the GPU cannot run it (QLoRA on Apple), not because of the length
     return posttrain_plan.is_long_context(request)
 
 
@@ -121,15 +137,17 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     shown = [*result.plans, *result.alternatives]
     dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
     gpus = max(s.gpu_count, pt.train_gpus)
+    said, fix = verdict(result, b, asked)
     return Answer(
-        request=request, scenario=s, breakdown=b, verdict=verdict(result, b, asked), asked=asked,
+        request=request, scenario=s, breakdown=b, verdict=said, fix=fix, asked=asked,
+        capacity_gib=capacity(asked.gpu, asked.memory_gb) if asked else 0.0,
         need_gb=need_gb(b), cluster_gb=need_gb(b) * gpus,
         cpu_ram_gb=b.cpu_ram * min(gpus, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
         alternatives=result.alternatives, cheaper=cheaper, notes=result.notes, assumptions=s.assumptions,
         price_date=dates[-1] if dates else None, currency=result.currency, rank_by=result.rank_by,
         tokens=result.tokens, shape_reference=None if s.arch.known else shape_reference(s.arch.params),
-        capacity=capacity(b, asked, result), posttrain=pt,
+        capacity=capacity_lines(b, asked, result), posttrain=pt,
     )
 
 
@@ -193,8 +211,9 @@ def serving_verdict(request: Request, r: ServingResult) -> Verdict | None:
     b = serving_breakdown(r)
     gpu = find_gpu(r.gpu.name) if r.gpu else None
     if r.fits and b is not None:
-        memory = gpu.memory_gb if gpu else (r.gpu.total_gib if r.gpu else 0.0)
-        return "fits" if fits(b, memory, HEADROOM) else "tight"
+        # the one fit rule against the driver-reported capacity (engine.fit), as the training verdict
+        room = capacity(gpu.name, gpu.memory_gb) if gpu else (r.gpu.total_gib if r.gpu and r.gpu.total_gib else 0.0)
+        return "tight" if tight(b, room) or not fits(b, room, NO_HEADROOM) else "fits"
     helps = any(c.key != "serving.change.arrangement" and c.key != "serving.change.fewer_users"
                 and c.effect.get("loads", True) and c.effect.get("users_served", 0) >= (r.users or 1)
                 for c in r.changes)

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from engine import posttrain
 from engine.answer import answer, serving_verdict
-from engine.fit import NO_HEADROOM, fits, headroom_gb
+from engine.fit import NO_HEADROOM, capacity, fits, headroom_gb
 from engine.memory import breakdown
 from engine.plan.search import all_arrangements, asked_arrangements
 from engine.scenario import ScenarioError, build_scenario
@@ -55,8 +55,9 @@ def estimate_json(request: Request) -> dict[str, Any]:
         "cpu_ram_gb": round(b.cpu_ram, 2),
         "trainable_params": round(b.trainable_params),
         "gpu_count": scenario.gpu_count,
-        "fits": [Fit(gpu=c.gpu, memory_gb=c.memory_gb, count=c.count, fits=fits(b, c.memory_gb, NO_HEADROOM),
-                     headroom_gb=headroom_gb(b, c.memory_gb)).model_dump() for c in candidates],
+        "fits": [Fit(gpu=c.gpu, memory_gb=c.memory_gb, count=c.count,
+                     fits=fits(b, capacity(c.gpu, c.memory_gb), NO_HEADROOM),
+                     headroom_gb=headroom_gb(b, capacity(c.gpu, c.memory_gb))).model_dump() for c in candidates],
     }
     out["cluster_total_gib"] = round((b.total + b.cuda_context) * scenario.gpu_count, 3)  # CONTRACT.md v2
     if is_serving_request(request):  # CONTRACT.md v2 `serving` block, and the verdict on the GPUs asked

@@ -1,19 +1,28 @@
 """The fit rule: what a GPU can hold, and whether a breakdown fits in it with a share kept free.
 
 Every "does it fit" in the engine (estimate, plans, changes, comparison, the verdict, chart lines) asks
-`fits`; nothing outside the engine holds a headroom number.
+`fits` against `capacity` (the memory the driver reports, engine.catalog.usable_memory_gib); nothing
+outside the engine holds a headroom number.
 """
 
 from __future__ import annotations
 
+from functools import cache
+
+from engine.catalog import find_gpu, usable_memory_gib
 from engine.schema import Breakdown
 
-# Usable share of a GPU's labelled memory: drivers and ECC keep some back (an "80 GB" H100 shows
-# 79.2 GiB to PyTorch).
-USABLE_FRACTION = 0.98
 HEADROOM = 0.10  # a plan keeps 10 % of usable memory free: allocator spikes, longer samples
+TIGHT = HEADROOM  # the verdict: under this share to spare is "tight" (still a fit)
 NO_HEADROOM = 0.0  # the verdict's own rule: it fits when the peak fits
 SPARE_SHARE = 0.40  # the asked GPU leaves this share of its memory free: a cheaper GPU may do
+
+
+@cache
+def capacity(gpu: str | None, memory_gb: float) -> float:
+    """GiB a job can use on one GPU named `gpu` (catalog name or alias) with `memory_gb` labelled memory:
+    the driver-reported total ("80 GB" H100: 79.19 GiB; Apple: the GPU's share of unified memory)."""
+    return usable_memory_gib(find_gpu(gpu, memory_gb), memory_gb)
 
 
 def need_gb(b: Breakdown) -> float:
@@ -21,15 +30,16 @@ def need_gb(b: Breakdown) -> float:
     return b.total + b.cuda_context
 
 
-def usable_gb(memory_gb: float, headroom: float) -> float:
-    return memory_gb * USABLE_FRACTION * (1 - headroom)
+def fits(b: Breakdown, capacity_gib: float, headroom: float) -> bool:
+    """Whether the peak fits in `capacity_gib` (usable GiB, see `capacity`) with `headroom` of it kept free."""
+    return need_gb(b) <= capacity_gib * (1 - headroom)
 
 
-def fits(b: Breakdown, memory_gb: float, headroom: float) -> bool:
-    """Whether the peak fits in `memory_gb` with `headroom` (a share of the usable memory) kept free."""
-    return need_gb(b) <= usable_gb(memory_gb, headroom)
+def tight(b: Breakdown, capacity_gib: float) -> bool:
+    """It fits, with under `TIGHT` of the capacity to spare, or only because the allocator gave back its cache."""
+    return fits(b, capacity_gib, NO_HEADROOM) and (b.pressure or not fits(b, capacity_gib, TIGHT))
 
 
-def headroom_gb(b: Breakdown, memory_gb: float) -> float:
+def headroom_gb(b: Breakdown, capacity_gib: float) -> float:
     """GiB left free on the GPU at the peak (negative: short by that much)."""
-    return round(memory_gb * USABLE_FRACTION - b.cuda_context - b.total, 2)
+    return round(capacity_gib - b.cuda_context - b.total, 2)

@@ -337,15 +337,22 @@ class Plan(BaseModel):
     tokens_per_second: float | None = None  # inference: decode tokens/s of the whole batch
     own_price: bool = False
     cpu_ram_gb: float = 0.0  # host memory the offload needs on each machine (its GPUs' shares together)
+    cost_per_100m: dict[str, float] | None = None  # 100M trained tokens in `currency`: min / typical / max
+    offload_slowdown: float = 1.0  # CPU offload: seconds per token with it / without (engine.speed.offload_cost)
+    pcie_gb_per_step: float = 0.0  # what the offload moves over each GPU's host link per optimizer step, GB
+    nodes: int = 1  # machines the plan spans
+    network_slowdown: float = 1.0  # the inter-node network against in-node links (engine.speed.multi_node_cost)
 
 
 class Change(BaseModel):
     """One change to the asked arrangement and what it saves per GPU."""
 
-    key: str  # message key: gradient_checkpointing, optimizer_8bit, shorter_context, ...
+    key: str  # message key: gradient_checkpointing, optimizer_8bit, shorter_context, ..., combined
     params: dict[str, Any]
     saves_gb: float
     fits: bool
+    total_gb: float = 0.0  # what one GPU must hold after the change (peak + CUDA context)
+    parts: list[Change] = Field(default_factory=list)  # key "combined": the changes made together
 
 
 class Comparison(BaseModel):
@@ -369,6 +376,7 @@ class Monthly(BaseModel):
     hourly_price: float  # per GPU-hour
     break_even_hours: float  # of use per month
     run_hours: float | None  # the whole run's wall-clock hours, when known
+    hourly_always: bool = False  # the break-even is above the hours of a month: hourly is cheaper at any use
 
 
 class PlanResult(BaseModel):
@@ -431,6 +439,13 @@ class Answer(BaseModel):
     serving: ServingResult | None = None  # a serving question (engine.serving): its whole answer as data
     serving_users: int = 0  # requests of the asked context the serving arrangement runs at once (all replicas)
     posttrain: PostTrainResult | None = None  # post-training / long-context estimate (engine.posttrain)
+    # appended (issue 11, verdict): the asked GPU's usable memory (engine.fit.capacity), the change or
+    # combination that makes a "fits_with_changes" fit, what a fused linear cross-entropy would give when no
+    # framework was named, and what the asked GPU cannot run (engine.scenario.hardware_conflicts keys)
+    capacity_gib: float = 0.0
+    fix: Change | None = None
+    fused_loss_gb: float | None = None
+    conflicts: list[str] = Field(default_factory=list)
 
 
 # engine.posttrain imports this module: its result type comes in once every model here is defined

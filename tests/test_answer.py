@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engine.answer import answer
-from engine.fit import HEADROOM, USABLE_FRACTION, fits, headroom_gb
+from engine.catalog import find_gpu, usable_memory_gib
+from engine.fit import HEADROOM, capacity, fits, headroom_gb, tight
 from engine.parse import parse
 from engine.schema import Assumption, Breakdown
 
@@ -15,12 +16,17 @@ def peak(total: float, context: float = 0.5) -> Breakdown:
                      overhead=0, total=total, cuda_context=context, cpu_ram=0, trainable_params=0)
 
 
-def test_the_fit_rule_counts_the_cuda_context_and_keeps_the_headroom_free() -> None:
-    usable = 80 * USABLE_FRACTION
-    assert fits(peak(usable - 0.5), 80, 0.0) and not fits(peak(usable - 0.4), 80, 0.0)
+def test_the_fit_rule_is_the_driver_reported_capacity_with_the_cuda_context() -> None:
+    usable = capacity("H100", 80)
+    assert usable == usable_memory_gib(find_gpu("H100")) == 79.19  # not the label, not label x 0.98
+    assert fits(peak(usable - 0.5), usable, 0.0) and not fits(peak(usable - 0.49), usable, 0.0)
     with_headroom = usable * (1 - HEADROOM)
-    assert fits(peak(with_headroom - 0.5), 80, HEADROOM) and not fits(peak(with_headroom), 80, HEADROOM)
-    assert headroom_gb(peak(70.0), 80) == pytest.approx(usable - 70.5, abs=0.01)
+    assert fits(peak(with_headroom - 0.5), usable, HEADROOM) and not fits(peak(with_headroom), usable, HEADROOM)
+    assert headroom_gb(peak(70.0), usable) == pytest.approx(usable - 70.5, abs=0.01)
+    # tight: under 10 % to spare, or only because the allocator gave back its cache
+    assert tight(peak(usable - 1), usable) and not tight(peak(60), usable)
+    assert tight(peak(60).model_copy(update={"pressure": True}), usable)
+    assert not tight(peak(usable), usable)  # does not fit at all
 
 
 @pytest.mark.parametrize(("question", "verdict"), [
@@ -46,7 +52,9 @@ def test_fits_with_changes_means_a_listed_change_fits_on_the_gpus_asked() -> Non
 def test_a_tight_fit_fits_but_not_with_the_planners_headroom() -> None:
     a = answer(parse("34B inference on H100"))
     assert a.breakdown is not None and a.asked is not None
-    assert fits(a.breakdown, a.asked.memory_gb, 0.0) and not fits(a.breakdown, a.asked.memory_gb, HEADROOM)
+    room = capacity(a.asked.gpu, a.asked.memory_gb)
+    assert a.capacity_gib == room
+    assert fits(a.breakdown, room, 0.0) and not fits(a.breakdown, room, HEADROOM)
 
 
 def test_the_asked_arrangement_and_the_totals_are_named() -> None:
@@ -84,4 +92,4 @@ def test_capacity_lines_carry_the_answers_own_fit() -> None:
     asked = [c for c in a.capacity if c.role == "asked"]
     assert [(c.gpu, c.fits) for c in asked] == [("RTX 4090", False)]
     assert any(c.fits for c in a.capacity if c.role == "common")
-    assert all(c.fits == (a.need_gb <= c.memory_gb * USABLE_FRACTION) for c in a.capacity)
+    assert all(c.fits == (a.need_gb <= capacity(c.gpu, c.memory_gb)) for c in a.capacity)

@@ -54,5 +54,5 @@ def test_a_tight_fit_and_a_comparison_get_their_headlines_from_the_engines_verdi
 def test_ask_text_is_the_html_without_tags() -> None:
     html = ask_text("can I LoRA llama 3.1 8b on a 4090 with 8k context?", fmt="html")
     text = ask_text("can I LoRA llama 3.1 8b on a 4090 with 8k context?")
-    assert html.startswith("❌ <b>Does not fit on 1×RTX 4090") and text.startswith("❌ Does not fit on 1×RTX 4090")
+    assert html.startswith("🔧 <b>Fits on 1×RTX 4090 after changes") and text.startswith("🔧 Fits on 1×RTX 4090")
     assert "<" not in text.replace("<=", "") and "What to change" in text

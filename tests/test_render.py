@@ -9,7 +9,7 @@ import pytest
 from bot.views.formats import decimal, hours_text, money, money_range
 from bot.views.render import plain, render
 from bot.views.words import assumption_text
-from engine.schema import Arrangement, Assumption, Note, Plan
+from engine.schema import Arrangement, Assumption, Change, Note, Plan
 
 
 def text_of(answer: object, lang: str = "en") -> str:
@@ -18,8 +18,9 @@ def text_of(answer: object, lang: str = "en") -> str:
 
 def test_a_fit_in_russian_has_a_narrow_table_and_the_verdict_as_title() -> None:
     rendered = render(fx.answer(), "ru")
-    assert rendered.html.startswith("✅ <b>Помещается на 1×H100 SXM: 58,9 ГБ из 80 ГБ</b>")
-    assert rendered.title == "Помещается на 1×H100 SXM: 58,9 ГБ из 80 ГБ"
+    # the capacity shown is what the driver reports (79.19 GiB of an "80 GB" H100), with no-break spaces
+    assert rendered.html.startswith("✅ <b>Помещается на 1×H100 SXM: 58,9\u00a0ГБ, доступно 79,2\u00a0ГБ из 80</b>")
+    assert rendered.title == "Помещается на 1×H100 SXM: 58,9\u00a0ГБ, доступно 79,2\u00a0ГБ из 80"
     assert rendered.description == "70B · QLoRA 4 бит r16 · контекст 2048 · батч 1"
     table = rendered.html.split("<pre>")[1].split("</pre>")[0]
     assert all(len(line) <= 34 for line in table.splitlines())
@@ -27,10 +28,9 @@ def test_a_fit_in_russian_has_a_narrow_table_and_the_verdict_as_title() -> None:
 
 
 @pytest.mark.parametrize(("verdict", "emoji", "headline"), [
-    ("fits", "✅", "Fits on 1×H100 SXM: 58.9 GB of 80 GB"),
-    ("tight", "⚠️", "Fits on 1×H100 SXM, but tightly: 58.9 GB of 80 GB"),
-    ("no_fit", "❌", "Does not fit on 1×H100 SXM: needs 58.9 GB of 80 GB"),
-    ("fits_with_changes", "❌", "Does not fit on 1×H100 SXM: needs 58.9 GB of 80 GB"),
+    ("fits", "✅", "Fits on 1×H100 SXM: 58.9 GB, 79.2 GB available of 80"),
+    ("tight", "⚠️", "Fits on 1×H100 SXM, but tightly: 58.9 GB, 79.2 GB available of 80"),
+    ("no_fit", "❌", "Does not fit on 1×H100 SXM: needs 58.9 GB, 79.2 GB available of 80"),
     (None, "🧮", "Needs 58.9 GB per GPU"),
 ])
 def test_each_verdict_has_its_headline(verdict: str | None, emoji: str, headline: str) -> None:
@@ -38,11 +38,37 @@ def test_each_verdict_has_its_headline(verdict: str | None, emoji: str, headline
     assert rendered.html.startswith(f"{emoji} <b>{headline}</b>") and rendered.title == headline
 
 
-def test_what_to_change_lists_each_change_with_its_saving_and_marks_the_ones_that_fit() -> None:
+def test_what_to_change_lists_each_change_with_its_total_and_marks_the_ones_that_fit() -> None:
     text = text_of(fx.no_fit())
-    assert text.startswith("❌ Does not fit on 1×RTX 4090: needs 51.2 GB of 24 GB")
-    assert "What to change\n• context 8192 → 4096: −17.2 GB\n• fused/chunked loss: −27.1 GB ✓" in text
-    assert "• 4×RTX 4090 (fused loss, ZeRO-3; 30% slower): 83 hours / 100M tokens, $13.16/h" in text
+    assert text.startswith("❌ Does not fit on 1×RTX 4090: needs 51.2 GB, 23.7 GB available of 24")
+    assert "What to change\n• context 8192 → 4096: 34 GB\n• fused/chunked loss: 24.1 GB ✓" in text
+    assert "• 4×RTX 4090 (fused loss, ZeRO-3; 30% slower): 83 hours per 100M tokens ($13.16/h)" in text
+
+
+def test_fits_with_changes_names_the_fix_and_the_total_it_gives() -> None:
+    fix = Change(key="combined", params={}, saves_gb=30.0, fits=True, total_gb=21.2,
+                 parts=[Change(key="fused_loss", params={}, saves_gb=27.1, fits=False, total_gb=24.1),
+                        Change(key="shorter_context", params={"from": 8192, "to": 4096}, saves_gb=17.2, fits=False,
+                               total_gb=34.0)])
+    a = fx.no_fit(verdict="fits_with_changes", fix=fix, changes=[fix])
+    assert text_of(a).startswith("🔧 Fits on 1×RTX 4090 after changes (fused/chunked loss + context 8192 → 4096): "
+                                 "21.2 GB; as asked 51.2 GB, with 23.7 GB available of 24")
+    assert "• fused/chunked loss + context 8192 → 4096: 21.2 GB ✓" in text_of(a)
+    ru = text_of(a, "ru")
+    assert ru.startswith("🔧 Поместится на 1×RTX 4090, если изменить настройки (fused/chunked loss + контекст "
+                         "8192 → 4096): 21,2\u00a0ГБ; как задано — 51,2\u00a0ГБ")
+
+
+def test_a_tight_fit_at_the_allocators_limit_says_it_takes_the_whole_card() -> None:
+    a = fx.answer(verdict="tight", breakdown=fx.breakdown(78.79, pressure=True))
+    assert text_of(a).startswith("⚠️ Fits on 1×H100 SXM, but tightly: it takes all 79.2 GB available of 80")
+    assert "впритык" in text_of(a, "ru")
+
+
+def test_several_gpus_are_said_per_card_and_in_total() -> None:
+    a = fx.answer(scenario=fx.scenario(gpu_count=2, sharding="ddp"), cluster_gb=117.8)
+    assert "on each of 2 cards 58.9 GB, 117.8 GB in total" in text_of(a)
+    assert "на каждой из 2 карт 58,9\u00a0ГБ, всего 117,8\u00a0ГБ" in text_of(a, "ru")
 
 
 def test_a_comparison_is_shown_side_by_side_with_cost_per_million_tokens() -> None:
@@ -77,13 +103,17 @@ def test_a_named_gpu_that_never_fits_says_so_and_offers_others() -> None:
 
 def test_a_cheaper_gpu_that_fits_too_is_one_line() -> None:
     text = text_of(fx.answer(cheaper=fx.plan("L40S", per_hour=0.86)))
-    assert "💡 A cheaper GPU fits too: 1×L40S, $0.86/h" in text and "Other GPUs that fit" not in text
+    assert "💡 A cheaper GPU fits too: 1×L40S, 83 hours per 100M tokens ($0.86/h)" in text
+    assert "Other GPUs that fit" not in text
 
 
 def test_money_in_roubles_and_an_own_price_reach_the_plans() -> None:
-    rub = fx.plan(currency="RUB", per_hour=520.0, cost={"min": 4000.0, "typical": 6240.0, "max": 9000.0})
-    text = text_of(fx.answer(plans=[rub], currency="RUB"), "ru")
-    assert "4\u00a0000–9\u00a0000\u00a0₽" in text
+    rub = fx.plan(currency="RUB", per_hour=520.0, hours=12.0, cost={"min": 4000.0, "typical": 6240.0, "max": 9000.0},
+                  cost_per_100m={"min": 33000.0, "typical": 52000.0, "max": 75000.0})
+    text = text_of(fx.answer(plans=[rub], currency="RUB", tokens=1.2e7), "ru")
+    # per 100M tokens and for the user's job, ranges at two significant figures
+    assert "83 часа, 33\u00a0000–75\u00a0000\u00a0₽ на 100M токенов; ваши 12M токенов: 12 часов, " \
+           "4\u00a0000–9\u00a0000\u00a0₽ (520\u00a0₽/ч)" in text
     own = text_of(fx.answer(plans=[fx.plan(per_hour=1.5, own_price=True, price_date="given")], price_date=None))
     assert "$1.50/h" in own and "Prices as of" not in own
 
@@ -92,6 +122,13 @@ def test_a_gpu_known_only_by_its_memory_is_named_in_the_readers_language() -> No
     a = fx.answer(verdict="no_fit", asked=Arrangement(gpu="24 GB GPU", memory_gb=24.0, count=1))
     assert text_of(a, "ru").startswith("❌ Не помещается на 1×GPU на 24 ГБ")
     assert text_of(a).startswith("❌ Does not fit on 1×24 GB GPU")
+
+
+def test_a_break_even_above_a_month_says_hourly_is_cheaper_at_any_use() -> None:
+    m = fx.monthly().model_copy(update={"break_even_hours": 1294.8, "hourly_always": True})
+    text = text_of(fx.answer(monthly=m))
+    assert "hourly is cheaper at any use" in text and "1,295" not in text
+    assert "почасовая выгоднее при любой загрузке" in text_of(fx.answer(monthly=m), "ru")
 
 
 def test_the_offloads_host_memory_and_the_monthly_rental_are_stated() -> None:
@@ -150,10 +187,11 @@ def test_russian_plural_forms_of_hours() -> None:
     assert hours_text("en", 1) == "1 hour" and hours_text("en", 3) == "3 hours"
 
 
-def test_a_money_range_has_one_precision_one_symbol_and_one_value_when_its_ends_meet() -> None:
-    assert money_range("ru", 57.36, 142.2, "USD") == "57,36–142,20\u00a0$"
-    assert money_range("en", 157.36, 1142.2, "USD") == "$157–1,142"
+def test_a_money_range_has_two_significant_figures_one_symbol_and_one_value_when_its_ends_meet() -> None:
+    assert money_range("ru", 57.36, 142.2, "USD") == "57–140\u00a0$"  # an estimate's range, not cents
+    assert money_range("en", 157.36, 1142.2, "USD") == "$160–1,100"
     assert money_range("ru", 0.031, 0.0312, "RUB") == "0,031\u00a0₽"
+    assert money_range("en", 0.4, 0.55, "USD") == "$0.40–0.55" and money_range("en", 5.23, 7.9, "USD") == "$5.2–7.9"
 
 
 def test_money_follows_each_languages_convention() -> None:

@@ -82,10 +82,20 @@ def money(lang: str, value: float, currency: str) -> str:
     return _with_symbol(lang, decimal(lang, value, places, keep_zeros=places > 0), currency)
 
 
+def _two_figures(value: float) -> tuple[float, int]:
+    """`value` at two significant figures, and the decimals that shows: 57.36 → 57, 1142 → 1100, 0.4 → 0.40."""
+    if value <= 0 or not math.isfinite(value):
+        return 0.0, 0
+    places = 1 - math.floor(math.log10(value))  # negative: round to tens, hundreds, ...
+    return float(round(value, places)), max(0, places)
+
+
 def money_range(lang: str, low: float, high: float, currency: str) -> str:
-    """"$57–142" / "57–142 $": both ends at the precision of the smaller, the symbol once; one value when
-    the ends meet."""
-    places = _money_places(low)
-    lo = decimal(lang, low, places, keep_zeros=places > 0)
-    hi = decimal(lang, high, places, keep_zeros=places > 0)
+    """"$57–140" / "57–140 $": an estimate's range at two significant figures (not cents), the symbol once;
+    one value when the ends meet."""
+    ends = []
+    for value in (low, high):
+        shown, places = _two_figures(value)
+        ends.append(decimal(lang, shown, places, keep_zeros=places > 0))
+    lo, hi = ends
     return _with_symbol(lang, lo if lo == hi else f"{lo}–{hi}", currency)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bot.views.catalogs import _, _n
-from bot.views.formats import date_text, hours_text, money, money_range, num
+from bot.views.catalogs import N_, _, _n
+from bot.views.formats import date_text, decimal, hours_text, money, money_range, num
 from bot.views.words import (
     COMPONENTS,
     assumption_text,
@@ -71,14 +71,88 @@ def techniques_text(lang: str, p: Plan) -> str:
     parts = [", ".join(technique_label(lang, t) for t in p.techniques)] if p.techniques else []
     if p.cpu_ram_gb >= 0.05:
         parts.append(_(lang, "%(gb)s GB of CPU RAM per machine") % {"gb": num(lang, p.cpu_ram_gb)})
-    if p.techniques and p.slowdown >= 1.05:
+    if p.offload_slowdown >= 1.05:
+        x = round(p.offload_slowdown, 1)
+        n = int(x) if x.is_integer() else 2  # "в 2,8 раза": a fraction takes the form of 2
+        parts.append(_n(lang, "the offload moves %(gb)s GB over PCIe per step: %(x)s× slower",
+                        "the offload moves %(gb)s GB over PCIe per step: %(x)s× slower", n) % {
+            "gb": num(lang, p.pcie_gb_per_step), "x": num(lang, x)})
+    elif p.techniques and p.slowdown >= 1.05:
         parts.append(_(lang, "%(pct)s%% slower") % {"pct": num(lang, round((p.slowdown - 1) * 100))})
+    if p.nodes > 1:
+        text = _n(lang, "%(n)s node", "%(n)s nodes", p.nodes) % {"n": p.nodes}
+        if p.network_slowdown >= 1.05:
+            text += ", " + _(lang, "the network between them +%(pct)s%%") % {
+                "pct": num(lang, round((p.network_slowdown - 1) * 100))}
+        parts.append(text)
     return "; ".join(parts)
 
 
-def plan_view(lang: str, p: Plan) -> dict[str, Any]:
+def tokens_label(lang: str, tokens: float) -> str:
+    """500M / 1.2B tokens, as people write them."""
+    if tokens >= 1e9:
+        return f"{num(lang, round(tokens / 1e9, 1))}B"
+    return f"{num(lang, round(tokens / 1e6, 1))}M"
+
+
+def plan_figures(lang: str, p: Plan, tokens: float | None, lead: str) -> str:
+    """Per 100M tokens (hours and money), and the user's own job when it gives its data; money first when
+    the question asked what it costs."""
+    parts = []
+    if p.hours_per_100m_tokens is not None:
+        hours = hours_text(lang, p.hours_per_100m_tokens)
+        spend = money_range(lang, p.cost_per_100m["min"], p.cost_per_100m["max"], p.currency) \
+            if p.cost_per_100m else ""
+        pair = [spend, hours] if lead == "money" else [hours, spend]
+        parts.append(_(lang, "%(what)s per 100M tokens") % {"what": ", ".join(x for x in pair if x)})
+    if p.hours is not None and tokens:
+        hours = hours_text(lang, p.hours)
+        spend = money_range(lang, p.cost["min"], p.cost["max"], p.currency) if p.cost else ""
+        pair = [spend, hours] if lead == "money" else [hours, spend]
+        parts.append(_(lang, "your %(tokens)s tokens: %(what)s") % {
+            "tokens": tokens_label(lang, tokens), "what": ", ".join(x for x in pair if x)})
+    if not parts:
+        return ", ".join(x for x in (plan_time(lang, p), plan_money(lang, p)) if x)
+    if p.per_hour is not None:
+        return "; ".join(parts) + f" ({money(lang, p.per_hour, p.currency)}{_(lang, '/h')})"
+    return "; ".join(parts)
+
+
+def plan_view(lang: str, p: Plan, tokens: float | None = None, lead: str = "") -> dict[str, Any]:
     return {"gpu": gpu_name(lang, p.gpu), "count": p.count, "money": plan_money(lang, p), "time": plan_time(lang, p),
-            "techniques": techniques_text(lang, p)}
+            "techniques": techniques_text(lang, p), "figures": plan_figures(lang, p, tokens, lead)}
+
+
+def lead_of(a: Answer) -> str:
+    """What the answer leads with: "money" for a cost question, "time" for a how-long one, else nothing."""
+    asks = [x for x in a.request.asks if x in ("money", "time")]
+    if asks:
+        return asks[0]
+    return "money" if a.request.intent == "cost" else ""
+
+
+def lead_line(lang: str, a: Answer, lead: str) -> str:
+    """The first line of a cost or time question: the best plan's money (or hours), for the job when known."""
+    if not lead or not a.plans or (a.scenario is not None and a.scenario.method == "inference"):
+        return ""
+    p = a.plans[0]
+    gpus = f"{p.count}×{gpu_name(lang, p.gpu)}"
+    if a.tokens and p.hours is not None:
+        spend = money_range(lang, p.cost["min"], p.cost["max"], p.currency) if p.cost else ""
+        hours = hours_text(lang, p.hours)
+        work = _(lang, "your %(tokens)s tokens") % {"tokens": tokens_label(lang, a.tokens)}
+    elif p.hours_per_100m_tokens is not None:
+        spend = money_range(lang, p.cost_per_100m["min"], p.cost_per_100m["max"], p.currency) \
+            if p.cost_per_100m else ""
+        hours = hours_text(lang, p.hours_per_100m_tokens)
+        work = _(lang, "100M tokens")
+    else:
+        return ""
+    if lead == "money" and spend:
+        return "💰 " + _(lang, "%(money)s for %(work)s on %(gpus)s (%(hours)s)") % {
+            "money": spend, "work": work, "gpus": gpus, "hours": hours}
+    return "⏱ " + _(lang, "%(hours)s on %(gpus)s for %(work)s%(money)s") % {
+        "hours": hours, "work": work, "gpus": gpus, "money": f" ({spend})" if spend else ""}
 
 
 def comparison_line(lang: str, c: Comparison) -> str:
@@ -98,7 +172,19 @@ def comparison_line(lang: str, c: Comparison) -> str:
     return f"✅ {name}: " + " · ".join(parts)
 
 
+def fused_note(lang: str, a: Answer) -> str:
+    """No framework named: what a fused linear cross-entropy (Unsloth, Liger) would make of the total."""
+    if a.fused_loss_gb is None:
+        return ""
+    return _(lang, "Counted for plain Hugging Face + TRL; with Unsloth's or Liger's fused cross-entropy it would be "
+                   "%(gb)s GB") % {"gb": num(lang, a.fused_loss_gb)}
+
+
 def monthly_text(lang: str, m: Monthly) -> str:
+    if m.hourly_always:
+        return _(lang, "By the month: %(gpu)s for %(month)s a month costs more than by the hour even at full use: "
+                       "hourly is cheaper at any use.") % {"gpu": m.gpu, "month": money(lang, m.monthly_price,
+                                                                                          m.currency)}
     text = _(lang, "By the month: %(gpu)s for %(month)s a month pays off from %(hours)s h of use a month") % {
         "gpu": m.gpu, "month": money(lang, m.monthly_price, m.currency), "hours": num(lang, round(m.break_even_hours))}
     if m.run_hours is not None:
@@ -108,30 +194,77 @@ def monthly_text(lang: str, m: Monthly) -> str:
 
 
 def change_line(lang: str, c: Change, inference: bool = False) -> str:
+    """A change with the total one GPU holds after it, ✓ where that fits; a combination names its parts."""
     mark = " ✓" if c.fits else ""
     gb = _(lang, "GB")
-    return f"{change_text(lang, c.key, c.params, inference)}: −{num(lang, c.saves_gb)} {gb}{mark}"
+    if c.key == "combined":
+        text = " + ".join(change_text(lang, part.key, part.params, inference) for part in c.parts)
+    else:
+        text = change_text(lang, c.key, c.params, inference)
+    return f"{text}: {num(lang, c.total_gb)} {gb}{mark}"
+
+
+def fix_text(lang: str, c: Change, inference: bool) -> str:
+    if c.key == "combined":
+        return " + ".join(change_text(lang, part.key, part.params, inference) for part in c.parts)
+    return change_text(lang, c.key, c.params, inference)
 
 
 def model_label(lang: str, s: Scenario) -> str:
     return s.arch.name if not s.arch.known else f"{s.arch.name} ({num(lang, s.arch.params / 1e9)}B)"
 
 
+def gb_pair(lang: str, need: float, room: float) -> tuple[str, str]:
+    """Need and capacity worded so that a shortfall reads as one: two decimals where one would make them equal."""
+    used, avail = num(lang, need), num(lang, room)
+    if used == avail and need != room:
+        used, avail = decimal(lang, need, 2), decimal(lang, room, 2)
+    return used, avail
+
+
+CONFLICTS = {
+    "qlora_needs_bitsandbytes": N_("QLoRA needs bitsandbytes, which has no backend for this GPU"),
+    "flash_attention_unsupported": N_("this GPU has no FlashAttention 2"),
+    "bf16_unsupported": N_("this GPU has no bf16 (fp16 mixed precision instead)"),
+}
+
+
 def headline(lang: str, a: Answer, gpu_label: str, compared: str) -> str:
-    used, total = num(lang, a.need_gb), num(lang, a.asked.memory_gb if a.asked else 0)
+    total = num(lang, a.asked.memory_gb if a.asked else 0)
+    used, avail = gb_pair(lang, a.need_gb, a.capacity_gib)
+    p = {"gpu": gpu_label, "used": used, "avail": avail, "total": total}
+    room = num(lang, a.capacity_gib)
     match a.verdict:
         case "fits":
-            return _(lang, "Fits on %(gpu)s: %(used)s GB of %(total)s GB") % {
-                "gpu": gpu_label, "used": used, "total": total}
+            return _(lang, "Fits on %(gpu)s: %(used)s GB, %(avail)s GB available of %(total)s") % p
+        case "tight" if a.breakdown is not None and a.breakdown.pressure:
+            return _(lang, "Fits on %(gpu)s, but tightly: it takes all %(avail)s GB available of %(total)s "
+                           "(the allocator gives back its cache)") % {**p, "avail": room}
         case "tight":
-            return _(lang, "Fits on %(gpu)s, but tightly: %(used)s GB of %(total)s GB") % {
-                "gpu": gpu_label, "used": used, "total": total}
+            return _(lang, "Fits on %(gpu)s, but tightly: %(used)s GB, %(avail)s GB available of %(total)s") % p
         case "compare":
             return compared
+        case "fits_with_changes" if a.fix is not None:
+            inference = a.scenario is not None and a.scenario.method == "inference"
+            return _(lang, "Fits on %(gpu)s after changes (%(fix)s): %(fixed)s GB; as asked %(used)s GB, with "
+                           "%(avail)s GB available of %(total)s") % {
+                **p, "fix": fix_text(lang, a.fix, inference), "fixed": num(lang, a.fix.total_gb)}
+        case "no_fit" if a.conflicts:
+            return _(lang, "Does not run on %(gpu)s: %(why)s") % {
+                "gpu": gpu_label, "why": _(lang, CONFLICTS.get(a.conflicts[0], a.conflicts[0]))}
         case "no_fit" | "fits_with_changes":
-            return _(lang, "Does not fit on %(gpu)s: needs %(used)s GB of %(total)s GB") % {
-                "gpu": gpu_label, "used": used, "total": total}
-    return _(lang, "Needs %(used)s GB per GPU") % {"used": used}
+            return _(lang, "Does not fit on %(gpu)s: needs %(used)s GB, %(avail)s GB available of %(total)s") % p
+    return _(lang, "Needs %(used)s GB per GPU") % {"used": num(lang, a.need_gb)}
+
+
+def per_card(lang: str, a: Answer) -> str:
+    """Several GPUs: what each card holds and all of them together."""
+    s = a.scenario
+    if s is None or s.gpu_count < 2 or a.verdict == "compare":
+        return ""
+    return _n(lang, "on each of %(n)s card %(gb)s GB, %(all)s GB in total",
+              "on each of %(n)s cards %(gb)s GB, %(all)s GB in total", s.gpu_count) % {
+        "n": s.gpu_count, "gb": num(lang, a.need_gb), "all": num(lang, a.cluster_gb)}
 
 
 def summary(lang: str, s: Scenario) -> str:
@@ -149,20 +282,24 @@ def view_model(lang: str, a: Answer) -> AnswerView:
     compared = (" " + _(lang, "vs") + " ").join(f"{c.count}×{gpu_name(lang, c.gpu)}" for c in a.comparison)
     title = headline(lang, a, gpu_label, compared)
     line = summary(lang, s)
+    lead = lead_of(a)
     model = {
         "error": False, "verdict": a.verdict or "estimate", "headline": title, "summary": line,
+        "lead": lead_line(lang, a, lead), "per_card": per_card(lang, a), "fused_note": fused_note(lang, a),
         "model_known": s.arch.known, "shape_ref": a.shape_reference or "",
-        "table": memory_table(lang, b, a.need_gb), "plans": [plan_view(lang, p) for p in a.plans[:3]],
-        "changes": [change_line(lang, c, s.method == "inference") for c in a.changes[:4]],
+        "table": memory_table(lang, b, a.need_gb),
+        "plans": [plan_view(lang, p, a.tokens, lead) for p in a.plans[:3]],
+        "changes": [change_line(lang, c, s.method == "inference") for c in a.changes[:5]],
         "cpu_ram_gb": a.cpu_ram_gb,
         "assumptions": "; ".join(assumption_text(lang, x) for x in a.assumptions) or "—",
         "price_date": date_text(lang, a.price_date) if a.price_date else "",
         "rank_by": a.rank_by, "named": asked is not None,
         "asked_gpu": gpu_name(lang, asked.gpu) if asked else "",
         "comparison": [comparison_line(lang, c) for c in a.comparison],
-        "alternatives": [plan_view(lang, p) for p in a.alternatives],
-        "cheaper": plan_view(lang, a.cheaper) if a.cheaper else None,
-        "notes": [note_text(lang, n, s) for n in a.notes],
+        "alternatives": [plan_view(lang, p, a.tokens, lead) for p in a.alternatives],
+        "cheaper": plan_view(lang, a.cheaper, a.tokens, lead) if a.cheaper else None,
+        "notes": [note_text(lang, n, s) for n in a.notes]
+        + [_(lang, CONFLICTS[k]) for k in a.conflicts[1 if a.verdict == "no_fit" else 0:] if k in CONFLICTS],
         "monthly": monthly_text(lang, a.monthly) if a.monthly else "",
     }
     if a.posttrain is not None:

@@ -9,14 +9,26 @@ and what to change when the asked arrangement does not fit.
 
 from __future__ import annotations
 
-from engine.fit import NO_HEADROOM, fits
+from engine.catalog import find_gpu
+from engine.fit import NO_HEADROOM, capacity, fits
 from engine.memory import breakdown
 from engine.plan.advice import cheaper_gpu, compare, monthly, what_to_change
 from engine.plan.costing import Job
 from engine.plan.inputs import checked_inputs
 from engine.plan.search import asked_arrangements, catalog_arrangements, search
-from engine.scenario import build_scenario
-from engine.schema import Change, Comparison, Plan, PlanResult, PriceOptions, RankBy, Request
+from engine.scenario import build_scenario, hardware_conflicts
+from engine.schema import (
+    Assumption,
+    Breakdown,
+    Change,
+    Comparison,
+    Plan,
+    PlanResult,
+    PriceOptions,
+    RankBy,
+    Request,
+    Scenario,
+)
 
 __all__ = ["plan"]
 
@@ -27,16 +39,35 @@ def training_tokens(request: Request) -> float | None:
     return request.tokens * (request.epochs or 1)
 
 
+def sharded_when_it_helps(request: Request, base: Scenario, b0: Breakdown) -> tuple[Scenario, Breakdown]:
+    """Several GPUs for LoRA/QLoRA default to DDP, which holds the whole job on every card; when that does
+    not fit the GPU asked and ZeRO-3 (parameters, gradients and optimizer state split across the cards) does
+    better, ZeRO-3 is the default instead (shown as the assumption): "2× 4090" then means half the model each."""
+    if request.sharding is not None or base.gpu_count < 2 or base.sharding != "ddp" or base.method == "inference":
+        return base, b0
+    named = asked_arrangements(request)
+    if not named or fits(b0, capacity(named[0].gpu, named[0].memory_gb), NO_HEADROOM):
+        return base, b0
+    assumptions = [a if a.key != "sharding" else Assumption(key="sharding", value="zero3") for a in base.assumptions]
+    sharded = base.model_copy(update={"sharding": "zero3", "assumptions": assumptions})
+    b = breakdown(sharded)
+    return (sharded, b) if b.total < b0.total else (base, b0)
+
+
 def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     """Plans for the request; raises ScenarioError when it cannot be estimated."""
     notes, prices = checked_inputs(request, prices or PriceOptions())
     rank_by: RankBy = prices.rank_by or request.rank_by or "cost"
     base = build_scenario(request)
     b0 = breakdown(base)
-    job = Job(base=base, tokens=training_tokens(request), prices=prices, rank_by=rank_by)
+    base, b0 = sharded_when_it_helps(request, base, b0)
+    job = Job(base=base, tokens=training_tokens(request), prices=prices, rank_by=rank_by, request=request)
     named = list(dict.fromkeys(asked_arrangements(request)))  # "H100 vs H100" once
     if named:
         plans = search(job, named, headroom=NO_HEADROOM)
+        # the arrangement asked leads the plans of the GPUs asked
+        asked_first = {(a.gpu, a.count) for a in named}
+        plans = sorted(plans, key=lambda p: (p.gpu, p.count) not in asked_first)
     else:
         plans = search(job, catalog_arrangements(), every_count=False)
 
@@ -47,9 +78,11 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     if len(named) > 1:
         comparison = [compare(job, g) for g in named]
     elif named:
-        asked_fits = fits(b0, named[0].memory_gb, NO_HEADROOM)
+        gpu = find_gpu(named[0].gpu, named[0].memory_gb)
+        runs = gpu is None or not hardware_conflicts(base, gpu, request)
+        asked_fits = runs and fits(b0, capacity(named[0].gpu, named[0].memory_gb), NO_HEADROOM)
         if not asked_fits:
-            changes = what_to_change(base, b0, named[0].memory_gb)
+            changes = what_to_change(base, b0, capacity(named[0].gpu, named[0].memory_gb), gpu, request)
         if not plans:
             alternatives = search(job, catalog_arrangements(), every_count=False)[:3]
         elif asked_fits:

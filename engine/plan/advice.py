@@ -5,16 +5,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import pricing
-from engine.fit import HEADROOM, NO_HEADROOM, SPARE_SHARE, fits, need_gb
+from engine import pricing, speed
+from engine.catalog import Gpu, find_gpu
+from engine.fit import HEADROOM, NO_HEADROOM, SPARE_SHARE, capacity, fits, need_gb
 from engine.memory import breakdown
-from engine.plan.costing import Job, Option, cost_key, cost_plan
-from engine.plan.search import at_count, catalog_arrangements, plan_of, useless, variants
-from engine.schema import Arrangement, Breakdown, Change, Comparison, Monthly, Plan, PlanResult, PriceOptions, Scenario
+from engine.plan.costing import Job, Option, cost_key, cost_plan, rank_key
+from engine.plan.search import at_count, catalog_arrangements, fit_on, on_gpu, plan_of, runnable, useless, variants
+from engine.schema import (
+    Arrangement,
+    Breakdown,
+    Change,
+    Comparison,
+    Monthly,
+    Plan,
+    PlanResult,
+    PriceOptions,
+    Request,
+    Scenario,
+)
+
+# The order a person gives things up in: free kernels first, then time, then what the run trains, then the
+# job itself. A combination adds changes in this order and keeps only those it needs.
+SACRIFICE = ("fused_loss", "gradient_checkpointing", "optimizer_8bit", "smaller_batch", "cpu_offload", "method",
+             "bits", "shorter_context")
 
 
-def what_to_change(base: Scenario, b0: Breakdown, memory_gb: float) -> list[Change]:
-    """Single changes to the asked arrangement, each with what it saves; the ones that fit first."""
+Single = tuple[str, dict[str, Any], dict[str, Any], Breakdown]  # key, params, scenario update, its breakdown
+MIN_CONTEXT = 512  # a combination shortens the context down to this, no further
+
+
+def _single_changes(base: Scenario) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     changes: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     if base.method != "inference":
         if not base.gradient_checkpointing:
@@ -24,8 +44,11 @@ def what_to_change(base: Scenario, b0: Breakdown, memory_gb: float) -> list[Chan
         if base.method == "full":
             changes.append(("method", {"to": "lora"},
                             {"method": "lora", "lora_rank": 16, "lora_targets": "all_linear"}))
+            changes.append(("method", {"to": "qlora"},
+                            {"method": "qlora", "bits": 4, "lora_rank": 16, "lora_targets": "all_linear",
+                             "optimizer": "paged_adamw"}))
         if base.method == "lora":
-            changes.append(("method", {"to": "qlora"}, {"method": "qlora", "bits": 4}))
+            changes.append(("method", {"to": "qlora"}, {"method": "qlora", "bits": 4, "optimizer": "paged_adamw"}))
         if not base.fused_loss:
             changes.append(("fused_loss", {}, {"fused_loss": True}))
         if base.method == "full" and not base.offload:
@@ -40,56 +63,203 @@ def what_to_change(base: Scenario, b0: Breakdown, memory_gb: float) -> list[Chan
                         {"seq_len": base.seq_len // 2}))
     if base.batch_size > 1:
         changes.append(("smaller_batch", {"from": base.batch_size, "to": 1}, {"batch_size": 1}))
-    for count in (2, 4, 8):
-        sharding = "zero3" if base.method != "inference" else "none"
-        changes.append(("more_gpus", {"count": count, "sharding": sharding},
-                        {"gpu_count": count, "sharding": sharding}))
-    out = []
-    for key, params, update in changes:
-        b = breakdown(base.model_copy(update=update))
+    return changes
+
+
+def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None = None,
+                   request: Request | None = None) -> list[Change]:
+    """Changes to the asked arrangement, each with the total it gives and whether that fits `room` (usable
+    GiB): those that fit alone first; when none does on the GPUs asked, the smallest combination that does
+    (cheapest sacrifices first); then more GPUs. Changes the GPU cannot run (QLoRA without bitsandbytes) are
+    left out."""
+    def estimate(update: dict[str, Any]) -> Breakdown:
+        return breakdown(base.model_copy(update=update))
+
+    out: list[Change] = []
+    singles: list[Single] = []
+    for key, params, update in _single_changes(base):
+        if not runnable(None, base.model_copy(update=update), gpu):
+            continue
+        b = estimate(update)
+        if b0.total - b.total < 0.05:
+            continue
+        singles.append((key, params, update, b))  # a combination halves the context one step at a time
+        if key == "shorter_context" and not fits(b, room, NO_HEADROOM):
+            key, params, update, b = _context_that_fits(base, room, (key, params, update, b))
         out.append(Change(key=key, params=params, saves_gb=round(b0.total - b.total, 1),
-                          fits=fits(b, memory_gb, NO_HEADROOM)))
-    more = [s for s in out if s.key == "more_gpus"]
-    first_more = next((s for s in more if s.fits), None)
-    out = [s for s in out if s.key != "more_gpus"] + ([first_more] if first_more else [])
-    return sorted([s for s in out if s.saves_gb > 0], key=lambda s: (not s.fits, -s.saves_gb))
+                          fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2)))
+    if singles:
+        combined = _combination(base, b0, room, singles)
+        if combined is not None:
+            out.append(combined)
+    # what fits first, the smallest sacrifice first (the verdict's fix is the first: a combination of small
+    # sacrifices beats one big one, "fused loss + context 4096" before "context 1024"); then the rest
+    out.sort(key=lambda c: (not c.fits, *(_cost_of(c, base) if c.fits else (0, 0, 0)), c.total_gb))
+    for count in (c for c in (2, 4, 8) if c > base.gpu_count):
+        sharding = "zero3" if base.method != "inference" else "none"
+        if not runnable(None, base.model_copy(update={"gpu_count": count, "sharding": sharding}), gpu):
+            break
+        b = estimate({"gpu_count": count, "sharding": sharding})
+        if fits(b, room, NO_HEADROOM) and b0.total - b.total >= 0.05:
+            out.append(Change(key="more_gpus", params={"count": count, "sharding": sharding},
+                              saves_gb=round(b0.total - b.total, 1), fits=True, total_gb=round(need_gb(b), 2)))
+            break
+    return out
+
+
+def _context_that_fits(base: Scenario, room: float, halved: Single) -> Single:
+    """The context halved again, down to MIN_CONTEXT, until the job fits `room`; the first halving if none does."""
+    seq = base.seq_len // 2
+    while seq // 2 >= MIN_CONTEXT:
+        seq //= 2
+        b = breakdown(base.model_copy(update={"seq_len": seq}))
+        if fits(b, room, NO_HEADROOM):
+            return ("shorter_context", {"from": base.seq_len, "to": seq}, {"seq_len": seq}, b)
+    return halved
+
+
+def _sacrifice(key: str) -> int:
+    return SACRIFICE.index(key) if key in SACRIFICE else len(SACRIFICE)
+
+
+def _cost_of(c: Change, base: Scenario) -> tuple[int, int, int]:
+    """How much a fitting change gives up: its largest sacrifice, the context it cuts, how many changes."""
+    parts = c.parts or [c]
+    cut = max((base.seq_len - int(p.params.get("to", base.seq_len)) for p in parts if p.key == "shorter_context"),
+              default=0)
+    return max(_sacrifice(p.key) for p in parts), cut, len(parts)
+
+
+def _combination(base: Scenario, b0: Breakdown, room: float,
+                 singles: list[Single]) -> Change | None:
+    """The fewest, cheapest changes that together fit `room`: add in SACRIFICE order until it fits, then drop
+    each one the rest fit without."""
+    ordered = sorted(singles, key=lambda s: (_sacrifice(s[0]), s[3].total))
+    # one change per key (the larger saving of "bits 8" and "bits 4" is the one kept)
+    picked: dict[str, Single] = {}
+    for s in ordered:
+        if s[0] not in picked or s[3].total < picked[s[0]][3].total:
+            picked[s[0]] = s
+    # offloading to CPU RAM is the last resort: a combination without it is tried first
+    without = _fitting_combination(base, room, [s for s in picked.values() if s[0] != "cpu_offload"])
+    found = without or _fitting_combination(base, room, list(picked.values()))
+    if found is None:
+        return None
+    chosen, b = found
+    if len(chosen) < 2:
+        return None
+    parts = [Change(key=k, params=p, saves_gb=round(b0.total - x.total, 1), fits=False,
+                    total_gb=round(need_gb(x), 2)) for k, p, _u, x in chosen]
+    return Change(key="combined", params={}, saves_gb=round(b0.total - b.total, 1), fits=True,
+                  total_gb=round(need_gb(b), 2), parts=parts)
+
+
+def _together(base: Scenario, parts: list[Single]) -> Breakdown:
+    update: dict[str, Any] = {}
+    for part in parts:
+        update.update(part[2])
+    return breakdown(base.model_copy(update=update))
+
+
+def _fitting_combination(base: Scenario, room: float, ordered: list[Single]) -> tuple[list[Single], Breakdown] | None:
+    """Changes of `ordered` added one by one until they fit `room`, then pruned of those not needed."""
+    chosen: list[Single] = []
+    b: Breakdown | None = None
+    for s in ordered:
+        chosen.append(s)
+        b = _together(base, chosen)
+        if fits(b, room, NO_HEADROOM):
+            break
+    else:
+        # the context last: halved again down to MIN_CONTEXT ("QLoRA + fused CE + 1k context")
+        if not chosen or chosen[-1][0] != "shorter_context":
+            return None
+        seq = chosen[-1][1]["to"]
+        while seq // 2 >= MIN_CONTEXT:
+            seq //= 2
+            shorter = ("shorter_context", {"from": base.seq_len, "to": seq}, {"seq_len": seq},
+                       breakdown(base.model_copy(update={"seq_len": seq})))
+            chosen[-1] = shorter
+            b = _together(base, chosen)
+            if fits(b, room, NO_HEADROOM):
+                break
+        else:
+            return None
+    for s in list(chosen[:-1]):
+        rest = [x for x in chosen if x is not s]
+        trial = _together(base, rest)
+        if fits(trial, room, NO_HEADROOM):
+            chosen, b = rest, trial
+    return (chosen, b) if b is not None else None
+
+
+MAX_CHEAPER_GPUS = 64  # a cheaper GPU is offered at up to this many (eight nodes of eight)
 
 
 def compare(job: Job, named: Arrangement) -> Comparison:
-    """The named GPU at the count asked: the cheapest technique set that fits, or the shortfall."""
+    """The named GPU at the count asked: the cheapest technique set that fits (and that the GPU can run),
+    or the shortfall."""
     count = named.count
-    best: Plan | None = None
+    gpu = find_gpu(named.gpu, named.memory_gb)
+    room = capacity(named.gpu, named.memory_gb)
+    adapted: dict[tuple[object, ...], Scenario] = {}
+    fitting: list[tuple[tuple[float, float, int], Option]] = []
     for techniques, variant in variants(job.base):
         if useless(techniques, count):
             continue
-        scenario = at_count(variant, count)
-        b = breakdown(scenario)
-        if fits(b, named.memory_gb, NO_HEADROOM):
-            best = plan_of(job, Option(techniques, scenario, b, named.gpu, named.memory_gb, count))
-            break
-    first = breakdown(at_count(job.base, count))
+        scenario = on_gpu(at_count(variant, count), gpu, adapted, (count, *techniques))
+        if not runnable(job, scenario, gpu):
+            continue
+        got = fit_on(scenario, breakdown(scenario), gpu, named, NO_HEADROOM)
+        if got is not None:
+            o = Option(techniques, scenario, got, named.gpu, named.memory_gb, count)
+            fitting.append((rank_key(job, o), o))
+            if not techniques:
+                break  # nothing to add: as asked is the cheapest
+    best = plan_of(job, min(fitting, key=lambda item: item[0])[1]) if fitting else None
+    plain = on_gpu(at_count(job.base, count), gpu, adapted, (count,))
+    first = breakdown(plain.model_copy(update={"capacity_gib": room}) if gpu is not None else plain)
     return Comparison(gpu=named.gpu, count=count, fits=best is not None, need_gb=round(need_gb(first), 2),
                       memory_gb=named.memory_gb, plan=best)
 
 
 def cheaper_gpu(job: Job, b0: Breakdown, named: Arrangement, plans: list[Plan]) -> Plan | None:
-    """When the asked GPU leaves much of its memory unused, the cheapest catalog GPU that also fits."""
-    if not fits(b0, named.memory_gb, SPARE_SHARE):
+    """When the asked GPU leaves much of its memory unused, the cheapest catalog GPU that also fits, at the
+    count asked or twice it (never more than MAX_CHEAPER_GPUS, and more than one node only when the asked
+    arrangement is)."""
+    if not fits(b0, capacity(named.gpu, named.memory_gb), SPARE_SHARE):
         return None
     asked = next((p for p in plans if p.gpu == named.gpu and p.count == named.count), None)
     if asked is None or asked.per_hour is None:
         return None
-    scenario = at_count(job.base, named.count)
-    b = breakdown(scenario)
-    options = [cost_plan(job, Option([], scenario, b, c.gpu, c.memory_gb, named.count))
-               for c in catalog_arrangements() if c.memory_gb < named.memory_gb and fits(b, c.memory_gb, HEADROOM)]
+    per_node = max(named.count, speed.gpus_per_node())
+    options: list[Plan] = []
+    adapted: dict[tuple[object, ...], Scenario] = {}
+    for count in sorted({named.count, named.count * 2}):
+        if count > min(MAX_CHEAPER_GPUS, per_node):
+            continue
+        at = at_count(job.base, count)
+        estimates: dict[int, Breakdown] = {}
+        for c in catalog_arrangements():
+            gpu = find_gpu(c.gpu, c.memory_gb)
+            if c.memory_gb >= named.memory_gb:
+                continue
+            scenario = on_gpu(at, gpu, adapted, (count,))
+            if not runnable(job, scenario, gpu):
+                continue
+            b = estimates.get(id(scenario))
+            if b is None:
+                b = estimates[id(scenario)] = breakdown(scenario)
+            if fits(b, capacity(c.gpu, c.memory_gb), HEADROOM):
+                options.append(cost_plan(job, Option([], scenario, b, c.gpu, c.memory_gb, count)))
     # cheaper for the whole run (money per token), not only per hour: a slow GPU can cost more in the end
     cheaper = [p for p in options if cost_key(p)[0] < cost_key(asked)[0] * 0.9]
     return min(cheaper, key=cost_key) if cheaper else None
 
 
 def monthly(result: PlanResult, prices: PriceOptions) -> Monthly | None:
-    """Monthly against hourly for the best plan's GPU, when a monthly offer exists."""
+    """Monthly against hourly for the best plan's GPU, when a monthly offer exists; a break-even above the
+    hours of a month says hourly is cheaper at any use."""
     if not result.plans or result.scenario.method == "inference":
         return None
     best = result.plans[0]
@@ -101,4 +271,4 @@ def monthly(result: PlanResult, prices: PriceOptions) -> Monthly | None:
         return None
     return Monthly(gpu=m.gpu, count=best.count, currency=m.currency, monthly_price=round(m.monthly_price, 2),
                    hourly_price=round(m.hourly_price, 2), break_even_hours=round(m.break_even_hours, 1),
-                   run_hours=best.hours)
+                   run_hours=best.hours, hourly_always=m.break_even_hours >= pricing.HOURS_PER_MONTH)

@@ -12,8 +12,8 @@ from functools import cache
 
 from engine import pricing, speed
 from engine.catalog import Gpu, find_gpu, gpus
-from engine.fit import headroom_gb
-from engine.schema import Breakdown, Plan, PriceOptions, RankBy, Scenario
+from engine.fit import capacity, headroom_gb
+from engine.schema import Breakdown, Plan, PriceOptions, RankBy, Request, Scenario
 
 TOKENS_1M = 1e6
 PICK_FIELD = {"cheapest": "min", "typical": "typical", "premium": "max"}
@@ -27,6 +27,7 @@ class Job:
     tokens: float | None  # training tokens (dataset × epochs), when known
     prices: PriceOptions
     rank_by: RankBy = "cost"
+    request: Request | None = None  # what the user said (hardware conflicts are about what was said)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def cost_plan(job: Job, o: Option) -> Plan:
     prices = job.prices
     gpu = find_gpu(o.gpu)
     hours = per100 = tps = None
-    usd = usd_per_hour = cost = per_hour = per_1m = None
+    usd = usd_per_hour = cost = per_hour = per_1m = per_100m = None
     price_date = None
     own = False
     if gpu is not None:
@@ -99,14 +100,25 @@ def cost_plan(job: Job, o: Option) -> Plan:
                 cost = {k: round(getattr(found, k) * o.count * hours, 2) for k in ("min", "typical", "max")}
             if per100 is not None:
                 per_1m = per_hour * per100 * TOKENS_1M / speed.TOKENS_100M
+                per_100m = {k: round(getattr(found, k) * o.count * per100, 2) for k in ("min", "typical", "max")}
             elif tps:
                 per_1m = per_hour / (tps * 3600) * TOKENS_1M
-    return Plan(gpu=o.gpu, count=o.count, techniques=o.techniques, per_gpu_gb=round(o.b.total, 2),
-                memory_gb=o.memory, headroom_gb=headroom_gb(o.b, o.memory), hours=_round(hours),
+    extra: dict[str, float | int] = {}
+    if gpu is not None and o.scenario.method != "inference":
+        if o.scenario.offload:
+            off = speed.offload_cost(o.scenario, gpu, o.count)
+            extra.update(offload_slowdown=round(off.slowdown, 2),
+                         pcie_gb_per_step=round(off.pcie_bytes_per_step / 1e9, 1))
+        if o.count > speed.gpus_per_node():
+            net = speed.multi_node_cost(o.scenario, gpu, o.count)
+            extra.update(nodes=net.nodes, network_slowdown=round(net.slowdown, 2))
+    return Plan(**extra, gpu=o.gpu, count=o.count, techniques=o.techniques, per_gpu_gb=round(o.b.total, 2),
+                memory_gb=o.memory, headroom_gb=headroom_gb(o.b, capacity(o.gpu, o.memory)), hours=_round(hours),
                 hours_per_100m_tokens=_round(per100), usd=usd, usd_per_hour=_round(usd_per_hour),
                 price_date=price_date, slowdown=1.0, currency=prices.currency, cost=cost,
                 per_hour=_round(per_hour), cost_per_1m_tokens=_round(per_1m, 4), tokens_per_second=_round(tps, 1),
-                own_price=own, cpu_ram_gb=round(o.b.cpu_ram * min(o.count, speed.gpus_per_node()), 1))
+                own_price=own, cpu_ram_gb=round(o.b.cpu_ram * min(o.count, speed.gpus_per_node()), 1),
+                cost_per_100m=per_100m)
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:

@@ -10,14 +10,16 @@ from collections.abc import Sequence
 from functools import cache, lru_cache
 from typing import Any
 
-from engine.catalog import find_gpu, gpus
-from engine.fit import HEADROOM, fits
+from engine import speed
+from engine.catalog import Gpu, find_gpu, gpus, unified_memory
+from engine.fit import HEADROOM, capacity, fits
 from engine.memory import breakdown
 from engine.plan.costing import Job, Option, cost_plan, priced_gpus, rank_key, with_slowdown
-from engine.schema import Arrangement, Plan, Request, Scenario, Sharding
+from engine.scenario import for_gpu, hardware_conflicts
+from engine.schema import Arrangement, Breakdown, Plan, Request, Scenario, Sharding
 
 COUNTS = (1, 2, 4, 8)
-NODE_COUNTS = (16, 32, 64)  # across nodes, only when nothing fits on one node
+NODE_COUNTS = (16, 32, 64)  # across nodes, when nothing fits on one node without offloading to CPU RAM
 MAX_PLANS = 8
 
 # Time cost of each technique (seed claim S12: checkpointing +20–30 %; 8-bit Adam ~free;
@@ -28,7 +30,9 @@ TECHNIQUES: dict[str, dict[str, Any]] = {
     "micro_batch_1": {"batch_size": 1},
     "optimizer_8bit": {"optimizer": "adamw_8bit"},
     "zero3": {"sharding": "zero3"},
-    "cpu_offload": {"offload": True},
+    # DeepSpeed's ZeRO-Offload steps with its own CPU Adam (deepspeed/ops/adam/cpu_adam.py): a bitsandbytes
+    # 8-bit Adam cannot run with it, so the offload replaces it with plain AdamW state kept in CPU RAM
+    "cpu_offload": {"offload": True, "optimizer": "adamw"},
 }
 
 
@@ -76,15 +80,74 @@ def variants(base: Scenario) -> list[tuple[list[str], Scenario]]:
     if base.method == "full" and not base.offload:
         chain.append("cpu_offload")
     chains = [chain]
+    if "zero3" in chain and "cpu_offload" in chain:
+        # the optimizer alone in CPU RAM (ZeRO-Offload without parameter offload): on one GPU it moves
+        # gradients and weights once a step instead of streaming the parameters through every pass
+        chains.append([n for n in chain if n != "zero3"])
     if not base.fused_loss:
-        chains.append(["fused_loss", *chain])  # chunked cross-entropy (Liger, Unsloth, Cut Cross-Entropy)
+        chains += [["fused_loss", *names] for names in list(chains)]  # chunked cross-entropy (Liger, Unsloth, CCE)
     out: list[tuple[list[str], Scenario]] = [([], base)]
+    seen: set[tuple[str, ...]] = set()
     for names in chains:
         current = base
         for i, name in enumerate(names):
             current = current.model_copy(update=TECHNIQUES[name])
-            out.append((names[: i + 1], current))
+            used = names[: i + 1]
+            if name == "cpu_offload":  # its CPU Adam replaces the 8-bit optimizer (see TECHNIQUES)
+                used = [n for n in used if n != "optimizer_8bit"]
+            if tuple(names[: i + 1]) not in seen:
+                seen.add(tuple(names[: i + 1]))
+                out.append((used, current))
     return out
+
+
+def on_gpu(variant: Scenario, gpu: Gpu | None, cache: dict[tuple[object, ...], Scenario],
+           name: tuple[object, ...]) -> Scenario:
+    """`variant` as it runs on `gpu` (engine.scenario.for_gpu: fp16 AMP on T4/V100, no FlashAttention-2,
+    Apple's platform), without a capacity: one scenario per distinct adaptation, so that a breakdown is
+    shared by every GPU that runs it the same way. The capacity only matters near the limit (`fit_on`)."""
+    if gpu is None:
+        return variant
+    key = (*name, gpu.bf16, gpu.flash_attention_2, gpu.vendor == "Apple", gpu.rocm_arch is not None)
+    found = cache.get(key)
+    if found is None:
+        found = for_gpu(variant, gpu).model_copy(update={"capacity_gib": None})
+        cache[key] = found
+    return found
+
+
+# a peak within this share above the capacity may still fit once the allocator gives back its cache
+NEAR_LIMIT = 1.25
+
+
+def fit_on(scenario: Scenario, b: Breakdown, gpu: Gpu | None, c: Arrangement,
+           headroom: float) -> Breakdown | None:
+    """The breakdown on GPU `c` when it fits there with `headroom`, else None. A peak just above the
+    capacity is estimated again with the capacity (the allocator releases its cache before it fails)."""
+    room = capacity(c.gpu, c.memory_gb)
+    if fits(b, room, headroom):
+        return b
+    if headroom > 0 or b.total + b.cuda_context > room * NEAR_LIMIT:
+        return None
+    bounded = breakdown(scenario.model_copy(update={"capacity_gib": room}))
+    return bounded if fits(bounded, room, headroom) else None
+
+
+def runnable(job: Job | None, scenario: Scenario, gpu: Gpu | None) -> bool:
+    """Whether `gpu` can run the scenario at all: engine.scenario.hardware_conflicts (QLoRA without
+    bitsandbytes, FlashAttention or bf16 asked where there is none), a bitsandbytes 8-bit optimizer where
+    bitsandbytes has no backend, or on Apple Silicon CPU offload (the "CPU RAM" is the same unified memory) and
+    more than one GPU."""
+    if gpu is None:
+        return True
+    if scenario.optimizer in EIGHT_BIT and not gpu.bitsandbytes:
+        return False
+    if unified_memory(gpu) and (scenario.offload or scenario.gpu_count > 1):
+        return False  # one Mac is one GPU: no NCCL between machines
+    return not hardware_conflicts(scenario, gpu, job.request if job is not None else None)
+
+
+EIGHT_BIT = ("adamw_8bit", "paged_adamw_8bit")  # bitsandbytes' optimizers (bnb.optim.AdamW8bit)
 
 
 def sharding_at(variant: Scenario, count: int) -> Sharding:
@@ -108,7 +171,11 @@ def useless(techniques: list[str], count: int) -> bool:
 
 def plan_of(job: Job, o: Option) -> Plan:
     """The option costed, with what its techniques cost in time (kept options only: one more estimate each)."""
-    return with_slowdown(job, cost_plan(job, o), at_count(job.base, o.count))
+    plain = at_count(job.base, o.count)
+    gpu = find_gpu(o.gpu, o.memory)
+    if gpu is not None:
+        plain = for_gpu(plain, gpu)
+    return with_slowdown(job, cost_plan(job, o), plain)
 
 
 def search(job: Job, candidates: Sequence[Arrangement], headroom: float = HEADROOM,
@@ -118,37 +185,57 @@ def search(job: Job, candidates: Sequence[Arrangement], headroom: float = HEADRO
 
     Without `every_count` (the whole catalog, cheapest first) a GPU that fits as asked stops growing: more
     of it, with no technique to drop, only costs more per token (scaling losses), so it cannot rank higher.
+    When one node only fits with the optimizer (and parameters) in CPU RAM, two to eight nodes are tried
+    too, without offload: what a person with 70B to fully fine-tune rents.
     """
     options: list[tuple[tuple[float, float, int], Option]] = []
     tried = variants(job.base)
     named_counts = tuple(sorted({c.count for c in candidates} - set(COUNTS) - {1}))
     settled: set[str] = set()
+    hardware = {c.gpu: find_gpu(c.gpu, c.memory_gb) for c in candidates}
+    adapted: dict[tuple[object, ...], Scenario] = {}
     for counts in (tuple(sorted({*COUNTS, *named_counts})), NODE_COUNTS):
+        node_pass = counts == NODE_COUNTS
         for count in counts:
             pool = [c for c in candidates if c.gpu not in settled]
             # techniques only add time: a set that contains one that already fits a GPU is not worth a plan
             fitted: dict[str, list[set[str]]] = {}
             for techniques, variant in tried:
-                if useless(techniques, count):
+                if useless(techniques, count) or (node_pass and "cpu_offload" in techniques):
                     continue
                 used = set(techniques)
                 open_gpus = [c for c in pool if not any(f <= used for f in fitted.get(c.gpu, ()))]
                 if not open_gpus:
                     continue
-                scenario = at_count(variant, count)
-                b = breakdown(scenario)
+                at = at_count(variant, count)
+                estimates: dict[int, Breakdown] = {}
                 for c in open_gpus:
-                    if fits(b, c.memory_gb, headroom):
+                    gpu = hardware[c.gpu]
+                    scenario = on_gpu(at, gpu, adapted, (count, *techniques))
+                    if not runnable(job, scenario, gpu):
+                        continue
+                    b = estimates.get(id(scenario))
+                    if b is None:
+                        b = estimates[id(scenario)] = breakdown(scenario)
+                    got = fit_on(scenario, b, gpu, c, headroom)
+                    if got is not None:
                         fitted.setdefault(c.gpu, []).append(used)
                         if not techniques and not every_count and job.rank_by == "cost":
                             settled.add(c.gpu)
-                        o = Option(techniques, scenario, b, c.gpu, c.memory_gb, count)
+                        o = Option(techniques, scenario, got, c.gpu, c.memory_gb, count)
                         options.append((rank_key(job, o), o))
-        if options:
+        if options and not all("cpu_offload" in o.techniques for _k, o in options):
             break
     # the cheapest (or fastest) technique set for each (GPU, count); only the kept ones become plans
     kept: dict[tuple[str, int], Option] = {}
     for _key, o in sorted(options, key=lambda item: item[0]):
         if (o.gpu, o.count) not in kept and len(kept) < MAX_PLANS:
             kept[(o.gpu, o.count)] = o
-    return [plan_of(job, o) for o in kept.values()]
+    order = list(kept.values())
+    per_node = speed.gpus_per_node()
+    nodes = [o for _k, o in sorted(options, key=lambda item: item[0]) if o.count > per_node]
+    if nodes and nodes[0] not in order[:2]:
+        # one node only fits with CPU offload: the best plan over several nodes is shown second
+        order = [o for o in order if o is not nodes[0]]
+        order.insert(min(1, len(order)), nodes[0])
+    return [plan_of(job, o) for o in order[:MAX_PLANS]]

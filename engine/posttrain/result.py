@@ -7,7 +7,7 @@ import math
 
 from engine import memory
 from engine.catalog import find_gpu
-from engine.fit import USABLE_FRACTION
+from engine.fit import capacity
 from engine.posttrain.compose import Composed, compose
 from engine.posttrain.models import Line, PostTrainOptions, PostTrainResult, Settings
 from engine.posttrain.setup import Setup, build_setup, constants
@@ -16,13 +16,13 @@ from engine.schema import Request
 
 
 def card_limit(request: Request) -> float | None:
-    """GiB the busiest GPU may use (label x usable fraction, engine/fit.py's rule)."""
+    """GiB the busiest GPU may use (engine.fit.capacity: the driver-reported memory, the answer's rule)."""
     if not request.gpus:
         return None
     ref = request.gpus[0]
     gpu = find_gpu(ref.name, ref.memory_gb)
     memory = ref.memory_gb or (gpu.memory_gb if gpu else None)
-    return None if memory is None else memory * USABLE_FRACTION
+    return None if memory is None else capacity(ref.name, memory)
 
 
 def _round_up(x: float, step: float) -> float:
