@@ -59,7 +59,6 @@ from engine.schema import PARSE_FIELDS, Request
 __all__ = ["PARSE_FIELDS", "FollowUp", "PriceArgs", "merge_follow_up", "parse", "read_follow_up", "read_price_args",
            "warm"]
 
-MAX_GPU_ENTRIES = 16
 V2_FIELDS = ("stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len",
              "output_len", "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel",
              "currency", "budget", "deadline_hours")
@@ -165,7 +164,13 @@ def _leftover_context(s: Scan) -> None:
 
 def _request(s: Scan, errors: list[str]) -> Request:
     said = s.said
-    gpus = [g[1] for g in sorted(s.gpus, key=lambda g: g[0])][:MAX_GPU_ENTRIES]
+    gpus = []
+    for _, entry, _said in sorted(s.gpus, key=lambda g: g[0]):
+        if entry not in gpus:  # "H100 or H100?", a name repeated in pasted text: one entry
+            gpus.append(entry)
+    if len(gpus) > hardware.MAX_READ_GPUS:
+        errors.append("too many GPUs")
+        gpus = gpus[:hardware.MAX_READ_GPUS]
     fields: dict[str, Any] = {k: said.get(k) for k in (
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
         "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", *V2_FIELDS)}

@@ -162,12 +162,27 @@ def sharding(s: Scan) -> None:
             s.set("sharding", t.text)
 
 
+def _qlora_said(s: Scan) -> bool:
+    """QLoRA named anywhere in the question's own words (not in a model id)."""
+    if s.words.isdisjoint(QLORA_WORDS) and s.words.isdisjoint(LORA_WORDS):
+        return False
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD or t.used or i in s.ids:
+            continue
+        if t.text in QLORA_WORDS:
+            return True
+        if t.text in LORA_WORDS and s.word(s.skip(i - 1, HYPHENS, 1, -1)) in ("q", "ку", "кью"):
+            return True
+    return False
+
+
 def method(s: Scan) -> None:
     """The first method named wins. Without one: pretraining words mean full; a serving engine, a weight
     format (AWQ, GGUF, FP8 ...) or "run"/"поднять" mean inference, unless something says training.
     Words inside a model id ("…-pretrain", "…-Instruct") say nothing."""
     toks = s.toks
     weak = pretrain = False
+    specific = _qlora_said(s)  # "лора 70b qlora": QLoRA is LoRA on 4-bit weights, the more specific word wins
     for i, t in enumerate(toks):
         if t.kind != WORD or t.used or i in s.ids:
             continue
@@ -193,6 +208,8 @@ def method(s: Scan) -> None:
             found = "inference"
         elif w in WEAK_INFERENCE_WORDS:
             weak = True
+        if found == "lora" and specific:
+            found = "qlora"
         if found:
             s.set("method", found)
             return
