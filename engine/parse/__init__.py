@@ -51,7 +51,7 @@ from engine.parse.followup import FollowUp, merge_follow_up, read_follow_up
 from engine.parse.gpus import gpu_index
 from engine.parse.intent import intent, rank_by
 from engine.parse.models import catalog_names, model_index, sizes
-from engine.parse.normalize import MAX_CHARS, clean, has_cyrillic, tokenize
+from engine.parse.normalize import MAX_CHARS, clean, clean_cased, has_cyrillic, tokenize
 from engine.parse.price import PriceArgs, read_price_args
 from engine.parse.scan import Scan
 from engine.schema import PARSE_FIELDS, Request
@@ -96,7 +96,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     if "\x00" in text or _control_share(text) > 0.3:
         return Request(error="not text"), None
     cleaned = clean(text)
-    s = Scan(cleaned, tokenize(cleaned))
+    s = Scan(cleaned, tokenize(cleaned), cased=clean_cased(text, cleaned))
     s.language = "ru" if has_cyrillic(text) else "en"
     _negatives(s)
     stack.names(s)
