@@ -122,6 +122,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     sizes(s)
     hardware.bare_memory(s)
     hardware.generic_count(s)
+    serving.cp_from_gpus(s)
     stack.colab(s)
     _leftover_context(s)
     stack.stage(s)
