@@ -141,10 +141,19 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
 
 def _negatives(s: Scan) -> None:
     """"-7B", "on -2 H100": a negative number is reported, never read as its absolute value."""
-    for t in s.toks:
+    index = None
+    for i, t in enumerate(s.toks):
         if t.kind == "n" and t.val < 0:
-            t.used = True
             s.errors.append("negative number")
+            if s.unit_after(i)[0] >= 1e6:
+                s.errors.append("model size out of range")  # "-7b": a size was written, not none
+                s.said["model"] = None
+            else:
+                index = index or gpu_index()
+                k = i + 1 + (s.word(i + 1) in ("x", "×"))
+                if k < s.n and index.match(s.toks, k) is not None:
+                    s.errors.append("GPU count out of range")  # "на -2 4090"
+            t.used = True
 
 
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")

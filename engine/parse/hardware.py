@@ -227,7 +227,7 @@ def bare_memory(s: Scan) -> None:
                 s.errors.append("GPU memory out of range")
             continue  # "1 GB", "80 322 ГБ": no GPU has that
         count = _count_before(s, i)
-        if named_before and count is None and s.near(i + 1, GPU_NOUNS, 0, 2) is None:
+        if named_before and s.near(i + 1, GPU_NOUNS, 0, 2) is None:
             continue  # "H100 … 16 GB …": a GPU named, a stray size is not another one
         _add(s, i, None, t.val, count)
         s.use(count[1] if count else i, i + 1)

@@ -37,6 +37,8 @@ PRETRAIN_WORDS = frozenset(w for w, v in STAGE_WORDS.items() if v == "pretrain")
 SERVING_NAMES = frozenset(SERVING_WORDS) | frozenset(UNMODELLED_SERVING)
 STRONG_INFERENCE = INFERENCE_WORDS | (INFER_SLANG - WEAK_INFERENCE_WORDS)
 HYPHENS = frozenset({"-", "‐", "‑", "–", "_"})
+# between a switch and its state: "чекпоинтинг градиентов выкл", "checkpointing = off"
+SWITCH_FILLERS = frozenset({"=", ":", "-", "is", "был", "будет", "оставить"}) | GC_QUALIFIERS
 POSITIVE_AFTER = frozenset({"on", "true", "enabled", "вкл", "включен", "включено", "1", "yes", "да"})
 
 
@@ -115,7 +117,7 @@ def _switch(s: Scan, i: int, lo: int) -> bool:
     """On unless negated: "без чекпоинтинга", "no offload", "grad ckpt off", "=false"."""
     if s.near(lo, NEG_BEFORE, 3, 0) is not None:
         return False
-    j = s.skip(i + 1, frozenset({"=", ":", "-", "is"}), 2)
+    j = s.skip(i + 1, SWITCH_FILLERS, 3)
     after = s.toks[j].text if j < s.n else ""
     return after not in NEG_AFTER
 
