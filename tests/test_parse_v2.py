@@ -300,3 +300,11 @@ def test_noise_after_a_question_adds_no_bare_memory_gpus() -> None:
         assert all(g.name is not None for g in r.gpus), r.gpus  # a stray "16 гб" is no second GPU
         assert all(g.memory_gb is None or 4 <= g.memory_gb <= 2048 for g in r.gpus), r.gpus
         assert len(r.gpus) <= 8
+
+
+@pytest.mark.parametrize(("q", "on"), [
+    ("lora 8b without flash attention on 4090", False), ("lora 8b flash-attn off", False), ("лора 8b без FA2", False),
+    ("lora 8b with flash attention 2", True), ("flash sale: lora 8b", None),
+])
+def test_flash_attention_can_be_said(q: str, on: bool | None) -> None:
+    assert parse_strict(q).flash_attention is on, q

@@ -131,6 +131,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     stack.framework(s)  # "transformers" is the serving engine once the method is inference
     training.checkpointing(s)
     training.offload(s)
+    training.flash_attention(s)
     training.sharding(s)
     stack.fused_loss(s)
     stack.unsupported(s)
@@ -183,7 +184,8 @@ def _request(s: Scan, errors: list[str]) -> Request:
         gpus = gpus[:hardware.MAX_READ_GPUS]
     fields: dict[str, Any] = {k: said.get(k) for k in (
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
-        "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", *V2_FIELDS)}
+        "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
+        *V2_FIELDS)}
     asked = money.asks(s) + talk.serving_asks(s)
     kind = intent(s)
     if kind == "estimate" and any(a in ("money", "time") for a in asked):

@@ -181,9 +181,14 @@ def named(s: Scan) -> None:
 def _nodes_before(s: Scan, i: int) -> tuple[int, int] | None:
     """"2 ноды по 8 H100", "2 nodes of 8 H100", "2 servers with 8x A100": nodes before a per-node count
     (token i is the count's first token). (nodes, first index)."""
+    if s.word(i) in ("x", "×") and s.glued(i) and s.num(i - 1) and is_count(s.toks[i - 1].val, 64) \
+            and s.unit_after(i - 1)[1] == i - 1:
+        return int(s.toks[i - 1].val), i - 1  # "2x8 H100" (the count's "x8" starts at i): 2 nodes of 8
     k = i - 1
     if s.word(k) not in PER_WORDS:
         return None
+    if s.word(k) in ("x", "×") and s.glued(k) and s.glued(i) and s.num(k - 1) and is_count(s.toks[k - 1].val, 64):
+        return int(s.toks[k - 1].val), k - 1  # "2x8 H100": 2 nodes of 8
     k -= 1
     if s.word(k) not in NODE_WORDS:
         return None

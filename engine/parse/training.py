@@ -131,7 +131,9 @@ def checkpointing(s: Scan) -> None:
             q = s.near(i, GC_QUALIFIERS, 2, 0)
             j = s.skip(i + 1, frozenset({"=", ":"}), 1)
             after = s.toks[j].text if j < s.n else ""
-            if q is None and not (t.text == "gc" and (after in NEG_AFTER or after in POSITIVE_AFTER)):
+            gc_said = t.text == "gc" and (after in NEG_AFTER or after in POSITIVE_AFTER
+                                          or s.near(i, NEG_BEFORE, 2, 0) is not None)  # "без gc"
+            if q is None and not gc_said:
                 continue
             lo = q if q is not None else i
         elif t.text in GC_HEADS:
@@ -141,6 +143,30 @@ def checkpointing(s: Scan) -> None:
             continue
         s.set("gradient_checkpointing", _switch(s, i, lo))
         s.use(lo, i)
+
+
+FLASH_HEADS = frozenset({"flashattention", "flashattention2", "fa2", "fa3", "flash_attn", "flash"})
+FLASH_NOUNS = frozenset({"attention", "attn", "attention2", "attention-2", "аттеншн", "аттеншен", "атеншн"})
+
+
+def flash_attention(s: Scan) -> None:
+    """"without flash attention", "flash-attn off", "без FA2": FlashAttention said on or off."""
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD or (t.text not in FLASH_HEADS and t.text != "fa"):
+            continue
+        last = i
+        if t.text == "fa":  # "FA2", "FA3"
+            if not (s.num(i + 1) and s.glued(i + 1) and s.toks[i + 1].val in (2, 3)):
+                continue
+            last = i + 1
+        elif t.text == "flash":
+            j = s.skip(i + 1, HYPHENS, 1)
+            if s.word(j) not in FLASH_NOUNS:
+                continue
+            last = j
+        s.set("flash_attention", _switch(s, last, i))
+        s.use(i, last)
+        return
 
 
 def offload(s: Scan) -> None:
