@@ -175,13 +175,15 @@ def _leftover_context(s: Scan) -> None:
 
 def _request(s: Scan, errors: list[str]) -> Request:
     said = s.said
-    gpus = []
-    for _, entry, _said in sorted(s.gpus, key=lambda g: g[0]):
-        if entry not in gpus:  # "H100 or H100?", a name repeated in pasted text: one entry
-            gpus.append(entry)
-    if len(gpus) > hardware.MAX_READ_GPUS:
+    kept: list[tuple[int, dict[str, Any], bool]] = []
+    for g in sorted(s.gpus, key=lambda g: g[0]):
+        if all(g[1] != k[1] for k in kept):  # "H100 or H100?", a name repeated in pasted text: one entry
+            kept.append(g)
+    if len(kept) > hardware.MAX_READ_GPUS:
         errors.append("too many GPUs")
-        gpus = gpus[:hardware.MAX_READ_GPUS]
+        kept = kept[:hardware.MAX_READ_GPUS]
+    s.gpus = kept  # the follow-up reader pairs these with Request.gpus
+    gpus = [g[1] for g in kept]
     fields: dict[str, Any] = {k: said.get(k) for k in (
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
         "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
