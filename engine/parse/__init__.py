@@ -32,8 +32,14 @@ A negative number is reported ("negative number"), never read as its absolute va
 
 Beyond the contract, the Request carries what the answer needs to say:
 - `assumed`: fields filled from what the text implied, not said — "model" when a family was named without
-  its full name ("llama 70b" → Llama-3.3-70B, "мистраль" → Mistral-7B-v0.3; engine/catalog/families.toml),
-  "gpus" for Colab/Kaggle (a T4), "budget.currency" for a budget said without a currency.
+  its full name ("llama 70b" → Llama-3.3-70B, "qwen 7b" → Qwen2.5-7B, "мистраль" → Mistral-7B-v0.3;
+  engine/catalog/families.toml; an id written glued, "Qwen-7B", stays that model) or a variant with its own
+  checkpoint stands on the catalog model of its shape ("Qwen2.5-Coder-32B" → Qwen2.5-32B), "gpus" for
+  Colab/Kaggle (a T4), "budget.currency" for a budget said without a currency, "quantization" for a bare
+  "q4" (→ gguf:q4_k_m), "context_parallel" for Ulysses / ring attention named without a degree (the GPU count).
+- GPUs: "2 ноды по 8 H100" and "2x8 H100" are 16; a GPU known only by its memory is 4–2048 GB and, when a GPU
+  was named, needs a GPU word by it ("or a 16 GB card"); identical entries are merged; more than 8 entries
+  (pasted logs, noise) are cut with error "too many GPUs".
 - `smalltalk`: "greeting" | "thanks" | "capabilities" for a message with no question (intent "help").
 - `asks`: "money" / "time" / "latency" / "throughput", in the order asked (intent "cost" for money/time).
 
