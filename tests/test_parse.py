@@ -88,7 +88,7 @@ HARD: list[tuple[str, dict[str, Any]]] = [
     ("Qwen2.5-32B", {"name": "Qwen2.5-32B", "params_b": 32.76}),
     ("qwen3 30b a3b", {"name": "Qwen3-30B-A3B", "params_b": 30.53, "active": 3.353}),
     ("mixtral 8x7b", {"name": "Mixtral-8x7B", "params_b": 46.7}),
-    ("мистраль 7б на т4", {"name": "Mistral-7B-v0.1", "gpus": [("T4", 16, 1)]}),
+    ("мистраль 7б на т4", {"name": "Mistral-7B-v0.3", "gpus": [("T4", 16, 1)]}),
     ("phi-3-mini lora", {"name": "Phi-3-mini-4k"}),
     ("DeepSeek V3 inference on 8x H200", {"name": "DeepSeek-V3", "params_b": 671, "active": 37}),
     ("дипсик в3 инференс", {"name": "DeepSeek-V3", "method": "inference"}),

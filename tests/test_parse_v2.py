@@ -7,6 +7,7 @@ shared scorer's own comparison rules, so `eval_parse.py tests/parse_v2_questions
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -256,3 +257,54 @@ def test_fused_loss_can_be_said_off() -> None:
     assert parse("lora 8b без liger").fused_loss is False
     assert parse("lora 8b с liger").fused_loss is True
     assert parse("lora 8b").fused_loss is None
+
+
+@pytest.mark.parametrize(("q", "name", "assumed"), [
+    # a family and a size said with a space: the family's current model of that size, said as assumed
+    ("qwen 7b lora", "Qwen2.5-7B", True), ("квен 7б лора", "Qwen2.5-7B", True), ("qwen 72b lora", "Qwen2.5-72B", True),
+    ("qwen 14b lora", "Qwen3-14B", True), ("qwen 32b lora", "Qwen3-32B", True), ("llama 8b lora", "Llama-3.1-8B", True),
+    ("mistral 7b lora", "Mistral-7B-v0.3", True), ("mistral-7b lora", "Mistral-7B-v0.3", True),
+    # an explicit version or an id stays that model
+    ("Qwen-7B lora", "Qwen-7B", False), ("qwen1 7b lora", "Qwen-7B", False), ("Qwen/Qwen-7B lora", "Qwen-7B", False),
+    ("mistral 7b v0.1 lora", "Mistral-7B-v0.1", False), ("qwen2.5 7b lora", "Qwen2.5-7B", False),
+    ("Qwen2.5-32B-Instruct lora", "Qwen2.5-32B", False),
+    # a variant with its own checkpoint keeps its size; the same-shape catalog model stands in, said as assumed
+    ("Qwen2.5-Coder-32B vLLM на 1×H100, 32k, 16 пользователей", "Qwen2.5-32B", True),
+    ("Qwen2.5-Coder-7B-Instruct lora", "Qwen2.5-7B", True), ("qwen2.5 coder 14b lora", "Qwen2.5-14B", True),
+    ("Qwen2.5-Math-7B lora", "Qwen2.5-7B", True), ("Qwen2.5-VL-72B lora", "Qwen2.5-72B", True),
+])
+def test_a_family_size_is_the_current_generation_and_variants_keep_their_size(q: str, name: str,
+                                                                              assumed: bool) -> None:
+    r = parse_strict(q)
+    assert r.model is not None and r.model.name == name, (q, r.model)
+    assert ("model" in r.assumed) == assumed, (q, r.assumed)
+
+
+@pytest.mark.parametrize(("q", "name"), [
+    ("yandex/YandexGPT-5-Lite-8B-pretrain lora на 4090", "yandex/YandexGPT-5-Lite-8B-pretrain"),
+    ("LoRA My-Finetune-13B на 4090", "My-Finetune-13B"),
+    ("Ёлка-13B lora", "Ёлка-13B"),
+])
+def test_an_unknown_model_id_keeps_its_case(q: str, name: str) -> None:
+    r = parse_strict(q)
+    assert r.model is not None and r.model.name == name, (q, r.model)
+
+
+def test_noise_after_a_question_adds_no_bare_memory_gpus() -> None:
+    rng = random.Random(7)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789абвгдежзиклмнопрстуфхцчшщыэюя .,-:;!?()/ гб gb ГБ GB гиг  "
+    for _ in range(20):
+        noise = "".join(rng.choice(alphabet) for _ in range(4096))
+        r = parse_strict("лора 8b на 4090 " + noise)
+        assert r.gpus[0].name == "RTX 4090", r.gpus
+        assert all(g.name is not None for g in r.gpus), r.gpus  # a stray "16 гб" is no second GPU
+        assert all(g.memory_gb is None or 4 <= g.memory_gb <= 2048 for g in r.gpus), r.gpus
+        assert len(r.gpus) <= 8
+
+
+@pytest.mark.parametrize(("q", "on"), [
+    ("lora 8b without flash attention on 4090", False), ("lora 8b flash-attn off", False), ("лора 8b без FA2", False),
+    ("lora 8b with flash attention 2", True), ("flash sale: lora 8b", None),
+])
+def test_flash_attention_can_be_said(q: str, on: bool | None) -> None:
+    assert parse_strict(q).flash_attention is on, q

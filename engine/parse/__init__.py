@@ -32,8 +32,14 @@ A negative number is reported ("negative number"), never read as its absolute va
 
 Beyond the contract, the Request carries what the answer needs to say:
 - `assumed`: fields filled from what the text implied, not said — "model" when a family was named without
-  its full name ("llama 70b" → Llama-3.3-70B, "мистраль" → Mistral-7B-v0.3; engine/catalog/families.toml),
-  "gpus" for Colab/Kaggle (a T4), "budget.currency" for a budget said without a currency.
+  its full name ("llama 70b" → Llama-3.3-70B, "qwen 7b" → Qwen2.5-7B, "мистраль" → Mistral-7B-v0.3;
+  engine/catalog/families.toml; an id written glued, "Qwen-7B", stays that model) or a variant with its own
+  checkpoint stands on the catalog model of its shape ("Qwen2.5-Coder-32B" → Qwen2.5-32B), "gpus" for
+  Colab/Kaggle (a T4), "budget.currency" for a budget said without a currency, "quantization" for a bare
+  "q4" (→ gguf:q4_k_m), "context_parallel" for Ulysses / ring attention named without a degree (the GPU count).
+- GPUs: "2 ноды по 8 H100" and "2x8 H100" are 16; a GPU known only by its memory is 4–2048 GB and, when a GPU
+  was named, needs a GPU word by it ("or a 16 GB card"); identical entries are merged; more than 8 entries
+  (pasted logs, noise) are cut with error "too many GPUs".
 - `smalltalk`: "greeting" | "thanks" | "capabilities" for a message with no question (intent "help").
 - `asks`: "money" / "time" / "latency" / "throughput", in the order asked (intent "cost" for money/time).
 
@@ -51,7 +57,7 @@ from engine.parse.followup import FollowUp, merge_follow_up, read_follow_up
 from engine.parse.gpus import gpu_index
 from engine.parse.intent import intent, rank_by
 from engine.parse.models import catalog_names, model_index, sizes
-from engine.parse.normalize import MAX_CHARS, clean, has_cyrillic, tokenize
+from engine.parse.normalize import MAX_CHARS, clean, clean_cased, has_cyrillic, tokenize
 from engine.parse.price import PriceArgs, read_price_args
 from engine.parse.scan import Scan
 from engine.schema import PARSE_FIELDS, Request
@@ -59,7 +65,6 @@ from engine.schema import PARSE_FIELDS, Request
 __all__ = ["PARSE_FIELDS", "FollowUp", "PriceArgs", "merge_follow_up", "parse", "read_follow_up", "read_price_args",
            "warm"]
 
-MAX_GPU_ENTRIES = 16
 V2_FIELDS = ("stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len",
              "output_len", "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel",
              "currency", "budget", "deadline_hours")
@@ -97,7 +102,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     if "\x00" in text or _control_share(text) > 0.3:
         return Request(error="not text"), None
     cleaned = clean(text)
-    s = Scan(cleaned, tokenize(cleaned))
+    s = Scan(cleaned, tokenize(cleaned), cased=clean_cased(text, cleaned))
     s.language = "ru" if has_cyrillic(text) else "en"
     _negatives(s)
     stack.names(s)
@@ -123,6 +128,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     sizes(s)
     hardware.bare_memory(s)
     hardware.generic_count(s)
+    serving.cp_from_gpus(s)
     stack.colab(s)
     _leftover_context(s)
     stack.stage(s)
@@ -131,6 +137,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     stack.framework(s)  # "transformers" is the serving engine once the method is inference
     training.checkpointing(s)
     training.offload(s)
+    training.flash_attention(s)
     training.sharding(s)
     stack.fused_loss(s)
     stack.unsupported(s)
@@ -141,10 +148,19 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
 
 def _negatives(s: Scan) -> None:
     """"-7B", "on -2 H100": a negative number is reported, never read as its absolute value."""
-    for t in s.toks:
+    index = None
+    for i, t in enumerate(s.toks):
         if t.kind == "n" and t.val < 0:
-            t.used = True
             s.errors.append("negative number")
+            if s.unit_after(i)[0] >= 1e6:
+                s.errors.append("model size out of range")  # "-7b": a size was written, not none
+                s.said["model"] = None
+            else:
+                index = index or gpu_index()
+                k = i + 1 + (s.word(i + 1) in ("x", "×"))
+                if k < s.n and index.match(s.toks, k) is not None:
+                    s.errors.append("GPU count out of range")  # "на -2 4090"
+            t.used = True
 
 
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
@@ -165,10 +181,19 @@ def _leftover_context(s: Scan) -> None:
 
 def _request(s: Scan, errors: list[str]) -> Request:
     said = s.said
-    gpus = [g[1] for g in sorted(s.gpus, key=lambda g: g[0])][:MAX_GPU_ENTRIES]
+    kept: list[tuple[int, dict[str, Any], bool]] = []
+    for g in sorted(s.gpus, key=lambda g: g[0]):
+        if all(g[1] != k[1] for k in kept):  # "H100 or H100?", a name repeated in pasted text: one entry
+            kept.append(g)
+    if len(kept) > hardware.MAX_READ_GPUS:
+        errors.append("too many GPUs")
+        kept = kept[:hardware.MAX_READ_GPUS]
+    s.gpus = kept  # the follow-up reader pairs these with Request.gpus
+    gpus = [g[1] for g in kept]
     fields: dict[str, Any] = {k: said.get(k) for k in (
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
-        "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", *V2_FIELDS)}
+        "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
+        *V2_FIELDS)}
     asked = money.asks(s) + talk.serving_asks(s)
     kind = intent(s)
     if kind == "estimate" and any(a in ("money", "time") for a in asked):

@@ -54,12 +54,16 @@ def _version(s: Scan, i: int) -> tuple[str, int] | None:
 
 
 # Variant words between a family's version and its size ("Qwen2.5-Coder-32B", "Qwen2.5-Math-7B"): same shape
-VARIANTS = frozenset({"coder", "instruct", "math", "chat", "base"})
+VARIANTS = frozenset({"coder", "instruct", "math", "chat", "base", "vl", "it"})
+# Variants with their own checkpoint: the catalog's model of that size stands in for it, an assumption
+# (Qwen2.5-Coder-32B has Qwen2.5-32B's shape: 64 layers, 40 q / 8 kv heads, 32.5B parameters, its model card
+# hf.co/Qwen/Qwen2.5-Coder-32B-Instruct; -Math and -VL differ in context length or add a vision tower).
+OWN_CHECKPOINT = frozenset({"coder", "math", "vl"})
 
 
-def _size_near(s: Scan, i: int) -> tuple[float, int, int] | None:
-    """A size in billions within two tokens after (or right before) token i, variant words aside:
-    (billions, first, last)."""
+def _size_near(s: Scan, i: int, own: list[str]) -> tuple[float, int, int] | None:
+    """A size in billions within two tokens after (or right before) token i, variant words aside (those of
+    OWN_CHECKPOINT are added to `own`): (billions, first, last)."""
     stop = min(i + 4, s.n)
     j = i
     while j + 1 < stop:
@@ -67,6 +71,8 @@ def _size_near(s: Scan, i: int) -> tuple[float, int, int] | None:
         t = s.toks[j]
         if t.kind == WORD and t.text in VARIANTS:
             stop = min(stop + 2, s.n)  # the word and the hyphen after it
+            if t.text in OWN_CHECKPOINT:
+                own.append(t.text)
             continue
         if t.kind == PUNCT and t.text not in GLUE and t.text != ":":
             break
@@ -105,7 +111,8 @@ def family_models(s: Scan) -> None:
             continue
         version = _version(s, last)
         after = version[1] if version else last
-        size = _size_near(s, after)
+        own: list[str] = []
+        size = _size_near(s, after, own)
         chosen: CatalogModel | None = None
         if size is not None:
             value, first, end = size
@@ -126,6 +133,6 @@ def family_models(s: Scan) -> None:
             s.use(i, after)
         s.said["model"] = {"name": chosen.name, "params_b": chosen.params_b,
                            "active_params_b": chosen.active_params_b}
-        if not (size is not None and version is not None):
+        if not (size is not None and version is not None) or own:
             s.assumed.append("model")
         return

@@ -27,6 +27,14 @@ NOT_GPU_MEMORY = RAM_WORDS | frozenset({
     "корпус", "corpus", "датасете", "logs",
 })
 RU_COUNT_ENDINGS = frozenset({"ми", "ти", "ух", "ех", "ью", "мя", "ой", "ом"})
+NODE_WORDS = frozenset({"node", "nodes", "нода", "ноды", "нод", "нодах", "нодами", "ноде", "узел", "узла", "узлов",
+                        "узлах", "server", "servers", "сервер", "сервера", "серверов", "серверах", "host", "hosts",
+                        "хоста", "хостов", "машины", "машин", "машинах", "box", "boxes"})
+PER_WORDS = frozenset({"по", "of", "with", "x", "×", "*", "с"})  # "2 ноды по 8 H100", "2 nodes of 8 H100"
+EACH_WORDS = frozenset({"per", "по", "of", "with", "each"})  # "A100 по 40 гигов", "A100 with 40GB"
+# A GPU known only by its memory: sizes GPUs have (4 GB … 2 TB), never "1 GB" or "80 322 GB".
+MIN_BARE_GB, MAX_BARE_GB = 4, 2048
+MAX_READ_GPUS = 8  # a question names a handful; more (a pasted log, noise) is reported as "too many GPUs"
 MAX_BARE_COUNT = 1024  # "8 H100" is a count; "2048 A6000" is not
 MAX_MEMORY_GB = 100_000
 
@@ -96,13 +104,18 @@ def _count_after(s: Scan, j: int) -> tuple[int, int] | None:
 def _memory_after(s: Scan, j: int, variants: tuple[float, ...]) -> tuple[float, int] | None:
     """"80GB", "80 ГБ", "40" (a known variant) right after a GPU name. (GB, last index)."""
     k = j + 1
+    each = False
     if s.word(k) in JOIN:
         k += 1
+    elif s.word(k) in EACH_WORDS:
+        k, each = k + 1, True
     if not s.num(k):
         return None
     v = s.toks[k].val
     if s.word(k + 1) in MEMORY_UNITS:
         return v, k + 1
+    if each:
+        return None  # "A100 по 8" is no memory
     if any(abs(v - x) < 0.5 for x in variants) and len(variants) > 1:
         return v, k
     return None
@@ -153,12 +166,38 @@ def named(s: Scan) -> None:
             elif unread := _unread_count_before(s, first):
                 s.errors.append(unread)
                 first -= 1
+        if count:
+            nodes = _nodes_before(s, first)
+            if nodes:
+                count, first = (count[0] * nodes[0], count[1]), nodes[1]
         if s.word(last + 1) in ("s", "ти", "ок") and s.glued(last + 1):
             last += 1  # "3090s"
         name, memory = resolve(item, mem_said[0] if mem_said else None)
         _add(s, i, name, memory, count)
         s.use(first, last)
         i = last + 1
+
+
+def _nodes_before(s: Scan, i: int) -> tuple[int, int] | None:
+    """"2 ноды по 8 H100", "2 nodes of 8 H100", "2 servers with 8x A100": nodes before a per-node count
+    (token i is the count's first token). (nodes, first index)."""
+    if s.word(i) in ("x", "×") and s.glued(i) and s.num(i - 1) and is_count(s.toks[i - 1].val, 64) \
+            and s.unit_after(i - 1)[1] == i - 1:
+        return int(s.toks[i - 1].val), i - 1  # "2x8 H100" (the count's "x8" starts at i): 2 nodes of 8
+    k = i - 1
+    if s.word(k) not in PER_WORDS:
+        return None
+    if s.word(k) in ("x", "×") and s.glued(k) and s.glued(i) and s.num(k - 1) and is_count(s.toks[k - 1].val, 64):
+        return int(s.toks[k - 1].val), k - 1  # "2x8 H100": 2 nodes of 8
+    k -= 1
+    if s.word(k) not in NODE_WORDS:
+        return None
+    k -= 1
+    if s.num(k) and is_count(s.toks[k].val, MAX_GPUS) and s.unit_after(k)[1] == k:
+        return int(s.toks[k].val), k
+    if s.word(k) in COUNT_WORDS:
+        return COUNT_WORDS[s.word(k)], k
+    return None
 
 
 def _series(s: Scan, i: int) -> None:
@@ -180,12 +219,21 @@ def _series(s: Scan, i: int) -> None:
 
 def bare_memory(s: Scan) -> None:
     """"a 24GB card", "на 16 гигах": a GPU known only by its memory."""
+    named_before = bool(s.gpus)
     for i, t in enumerate(s.toks):
         if t.kind != NUM or t.used or s.word(i + 1) not in MEMORY_UNITS:
             continue
+        if s.word(i + 1) == "g" and not s.glued(i + 1):
+            continue  # "24g" is memory; "5 g" is a letter
         if s.near(i, NOT_GPU_MEMORY, 3, 3) is not None:
             continue
+        if not MIN_BARE_GB <= t.val <= MAX_BARE_GB or t.val != round(t.val, 1):
+            if t.val > MAX_BARE_GB:
+                s.errors.append("GPU memory out of range")
+            continue  # "1 GB", "80 322 ГБ": no GPU has that
         count = _count_before(s, i)
+        if named_before and s.near(i + 1, GPU_NOUNS, 0, 2) is None:
+            continue  # "H100 … 16 GB …": a GPU named, a stray size is not another one
         _add(s, i, None, t.val, count)
         s.use(count[1] if count else i, i + 1)
 

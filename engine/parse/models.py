@@ -6,7 +6,7 @@ from functools import cache
 
 from engine.catalog import CatalogModel, models
 from engine.parse.lexicon import NOT_NAME_WORDS
-from engine.parse.names import JOINERS, NameIndex
+from engine.parse.names import JOINERS, NameIndex, key_of
 from engine.parse.normalize import NUM, PUNCT, WORD, Tok
 from engine.parse.scan import Scan
 from engine.schema import MAX_PARAMS_B
@@ -75,11 +75,27 @@ MONEY = frozenset({"руб", "рублей", "рубля", "рубли", "₽", 
                    "баксов", "rub"})
 
 
+@cache
+def family_size_keys() -> frozenset[str]:
+    """Keys of "family word + size" ("qwen7b", "mistral7b"): said with a space ("qwen 7b") they are the family's
+    size (the current generation, an assumption: engine/catalog/families.toml), not the old model whose id
+    they also spell ("Qwen-7B", 2023); written glued as an id ("Qwen-7B") they stay that model."""
+    from engine.parse.families import families  # families imports this module
+    return frozenset(key_of(f"{w} {v:g}b") for w, fam in families().items() for v, _ in fam.sizes)
+
+
+def _spaced_family_size(toks: list[Tok], i: int, j: int) -> bool:
+    words = [t for t in toks[i:j + 1] if t.kind != PUNCT]
+    return any(t.sp for t in toks[i + 1:j + 1]) and "".join(t.key for t in words) in family_size_keys()
+
+
 def catalog_names(s: Scan) -> None:
     """A catalog model named anywhere (the first one is the model; later ones are only consumed)."""
     index = model_index()
     for i in range(s.n):
         hit = index.match(s.toks, i)
+        if hit is not None and _spaced_family_size(s.toks, i, hit[0]):
+            continue  # "qwen 7b", "mistral 7b": the family reader decides (and says it assumed)
         if hit is not None:
             j, entry = hit
             s.use(i, j)
@@ -120,7 +136,7 @@ def sizes(s: Scan) -> None:
             s.errors.append("model size out of range")
             s.said["model"] = None
             continue
-        name = unknown_name(s.text, s.toks, first, end)
+        name = unknown_name(s.cased, s.toks, first, end)
         if name is not None:  # "yandex/YandexGPT-5-Lite-8B-pretrain": the id's words say no method or stage
             a, b = chunk_bounds(s.toks, first)
             s.ids.update(range(a, b + 1))

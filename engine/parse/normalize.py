@@ -59,6 +59,13 @@ def clean(text: str) -> str:
     return _O_BETWEEN_DIGITS.sub(lambda m: "0" * len(m.group()), text.replace("ё", "е"))
 
 
+def clean_cased(text: str, cleaned: str) -> str:
+    """`clean` without the lower-casing, offset for offset ("yandex/YandexGPT-5-Lite-8B" keeps its case in a
+    name read from the text); the cleaned text itself when case folding changed the length."""
+    cased = unicodedata.normalize("NFKC", _GROUP_SPACE.sub("", _INVISIBLE.sub(" ", text)))
+    return cased if len(cased) == len(cleaned) else cleaned
+
+
 _CYRILLIC = re.compile("[\u0400-\u04ff]")
 
 

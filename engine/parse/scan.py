@@ -26,11 +26,14 @@ class Scan:
     prices: list[tuple[float, str]] = field(default_factory=list)  # "2$ в час": a price per hour said
     language: str = "en"
     texts: list[str] = field(default_factory=list)
+    cp_no_degree: bool = False  # context parallelism named without its degree ("DeepSpeed Ulysses")
+    cased: str = ""  # `text` with the question's own letter case, same offsets (for names shown back)
 
     def __post_init__(self) -> None:
         self.n = len(self.toks)
         self.words = frozenset(t.text for t in self.toks if t.kind != NUM)
         self.texts = [t.text for t in self.toks]
+        self.cased = self.cased or self.text
 
     # ── token tests ──
     def word(self, i: int) -> str:

@@ -40,6 +40,10 @@ from engine.schema import MAX_BATCH, MAX_SEQ_LEN
 
 GLUE = frozenset({"-", "_", ".", "‐"})
 _GGUF_TYPE = re.compile(r"i?q[1-8](?:_[0-9a-z]{1,4}){0,2}")
+# A bare "q4" / "q8" names a bit width, not a llama.cpp type: read as the type people download at that width —
+# the K-quant "_M" mix (q4_k_m is Ollama's tag default: engine/catalog/serving.toml [ollama] default_gguf), q6_k
+# and q8_0 where llama.cpp has one type (tools/quantize/quantize.cpp QUANT_OPTIONS). Request.assumed says so.
+GGUF_BARE = {"q2": "q2_k", "q3": "q3_k_m", "q4": "q4_k_m", "q5": "q5_k_m", "q6": "q6_k", "q8": "q8_0"}
 PAR_FILLERS = frozenset({"=", ":", "-", "_", "of", "size", "degree", "на", "в", "(", "равен", "равный", "parallel",
                          "parallelism", "параллелизм", "параллелизма", "параллелизмом", "sequence", "attention",
                          "way", "is", "with", "с", "--"})
@@ -151,6 +155,9 @@ def quantization(s: Scan) -> None:
             m = _GGUF_TYPE.fullmatch(raw)
             if m is None:
                 continue
+            if raw in GGUF_BARE:  # "q4": llama.cpp has several 4-bit types; the common one, said as assumed
+                raw = GGUF_BARE[raw]
+                s.assumed.append("quantization")
             s.set("quantization", f"gguf:{raw}")
             level = int(s.toks[i + 1].val)
             if level in (4, 8):
@@ -368,6 +375,20 @@ def parallelism(s: Scan) -> None:
         if s.num(k) and (s.word(k + 1) in ("-", "way") or short):
             _put_par(s, field, s.toks[k].val)
             s.use(k, i)
+        elif field == "context_parallel" and t.text in ("ulysses", "улисс", "ring", "sequence", "context"):
+            s.cp_no_degree = True  # "with DeepSpeed Ulysses": the degree comes from the GPU count (cp_from_gpus)
+
+
+def cp_from_gpus(s: Scan) -> None:
+    """Context parallelism named without a degree ("DeepSpeed Ulysses", "ring attention"): every GPU of the one
+    GPU entry whose count was said takes a share of the sequence (Ulysses splits over the whole sequence-parallel
+    group, usually all GPUs of the job), an assumption the answer states; with no count said it stays unset."""
+    if not s.cp_no_degree or s.said.get("context_parallel") is not None or len(s.gpus) != 1:
+        return
+    _, entry, said = s.gpus[0]
+    if said and 1 < entry["count"] <= MAX_PARALLEL:
+        s.set("context_parallel", int(entry["count"]))
+        s.assumed.append("context_parallel")
 
 
 def _put_par(s: Scan, field: str, v: float) -> None:

@@ -37,6 +37,8 @@ PRETRAIN_WORDS = frozenset(w for w, v in STAGE_WORDS.items() if v == "pretrain")
 SERVING_NAMES = frozenset(SERVING_WORDS) | frozenset(UNMODELLED_SERVING)
 STRONG_INFERENCE = INFERENCE_WORDS | (INFER_SLANG - WEAK_INFERENCE_WORDS)
 HYPHENS = frozenset({"-", "‐", "‑", "–", "_"})
+# between a switch and its state: "чекпоинтинг градиентов выкл", "checkpointing = off"
+SWITCH_FILLERS = frozenset({"=", ":", "-", "is", "был", "будет", "оставить"}) | GC_QUALIFIERS
 POSITIVE_AFTER = frozenset({"on", "true", "enabled", "вкл", "включен", "включено", "1", "yes", "да"})
 
 
@@ -115,7 +117,7 @@ def _switch(s: Scan, i: int, lo: int) -> bool:
     """On unless negated: "без чекпоинтинга", "no offload", "grad ckpt off", "=false"."""
     if s.near(lo, NEG_BEFORE, 3, 0) is not None:
         return False
-    j = s.skip(i + 1, frozenset({"=", ":", "-", "is"}), 2)
+    j = s.skip(i + 1, SWITCH_FILLERS, 3)
     after = s.toks[j].text if j < s.n else ""
     return after not in NEG_AFTER
 
@@ -129,7 +131,9 @@ def checkpointing(s: Scan) -> None:
             q = s.near(i, GC_QUALIFIERS, 2, 0)
             j = s.skip(i + 1, frozenset({"=", ":"}), 1)
             after = s.toks[j].text if j < s.n else ""
-            if q is None and not (t.text == "gc" and (after in NEG_AFTER or after in POSITIVE_AFTER)):
+            gc_said = t.text == "gc" and (after in NEG_AFTER or after in POSITIVE_AFTER
+                                          or s.near(i, NEG_BEFORE, 2, 0) is not None)  # "без gc"
+            if q is None and not gc_said:
                 continue
             lo = q if q is not None else i
         elif t.text in GC_HEADS:
@@ -139,6 +143,30 @@ def checkpointing(s: Scan) -> None:
             continue
         s.set("gradient_checkpointing", _switch(s, i, lo))
         s.use(lo, i)
+
+
+FLASH_HEADS = frozenset({"flashattention", "flashattention2", "fa2", "fa3", "flash_attn", "flash"})
+FLASH_NOUNS = frozenset({"attention", "attn", "attention2", "attention-2", "аттеншн", "аттеншен", "атеншн"})
+
+
+def flash_attention(s: Scan) -> None:
+    """"without flash attention", "flash-attn off", "без FA2": FlashAttention said on or off."""
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD or (t.text not in FLASH_HEADS and t.text != "fa"):
+            continue
+        last = i
+        if t.text == "fa":  # "FA2", "FA3"
+            if not (s.num(i + 1) and s.glued(i + 1) and s.toks[i + 1].val in (2, 3)):
+                continue
+            last = i + 1
+        elif t.text == "flash":
+            j = s.skip(i + 1, HYPHENS, 1)
+            if s.word(j) not in FLASH_NOUNS:
+                continue
+            last = j
+        s.set("flash_attention", _switch(s, last, i))
+        s.use(i, last)
+        return
 
 
 def offload(s: Scan) -> None:
@@ -162,12 +190,27 @@ def sharding(s: Scan) -> None:
             s.set("sharding", t.text)
 
 
+def _qlora_said(s: Scan) -> bool:
+    """QLoRA named anywhere in the question's own words (not in a model id)."""
+    if s.words.isdisjoint(QLORA_WORDS) and s.words.isdisjoint(LORA_WORDS):
+        return False
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD or t.used or i in s.ids:
+            continue
+        if t.text in QLORA_WORDS:
+            return True
+        if t.text in LORA_WORDS and s.word(s.skip(i - 1, HYPHENS, 1, -1)) in ("q", "ку", "кью"):
+            return True
+    return False
+
+
 def method(s: Scan) -> None:
     """The first method named wins. Without one: pretraining words mean full; a serving engine, a weight
     format (AWQ, GGUF, FP8 ...) or "run"/"поднять" mean inference, unless something says training.
     Words inside a model id ("…-pretrain", "…-Instruct") say nothing."""
     toks = s.toks
     weak = pretrain = False
+    specific = _qlora_said(s)  # "лора 70b qlora": QLoRA is LoRA on 4-bit weights, the more specific word wins
     for i, t in enumerate(toks):
         if t.kind != WORD or t.used or i in s.ids:
             continue
@@ -193,6 +236,8 @@ def method(s: Scan) -> None:
             found = "inference"
         elif w in WEAK_INFERENCE_WORDS:
             weak = True
+        if found == "lora" and specific:
+            found = "qlora"
         if found:
             s.set("method", found)
             return
