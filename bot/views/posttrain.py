@@ -237,6 +237,9 @@ def assumption_words(lang: str, item: str) -> str:
             return _(lang, "pairs up to %(v)s tokens") % {"v": value}
         case "beta":
             return _(lang, "KL coefficient beta %(v)s (no reference model at 0)") % {"v": value}
+        case "prompts":
+            return _(lang, "%(v)s prompts in the dataset (say the amount of data to change it)") % {
+                "v": num(lang, int(value))}
         case "grad_accum":
             return _(lang, "gradient accumulation %(v)s") % {"v": value}
         case "vllm_mode":
@@ -257,11 +260,33 @@ def time_text(lang: str, r: PostTrainResult) -> str:
     def sec(x: float) -> str:
         return num(lang, x) + "\u00a0" + _(lang, "s")  # no break between a number and its unit
 
+    params = {"step": sec(t.step_s), "gen": sec(t.generation_s), "train": sec(t.training_s + t.sync_s),
+              "steps": num(lang, t.steps), "hours": hours_text(lang, t.hours)}
+    if t.prompts is not None:
+        params["prompts"] = num(lang, t.prompts)
+        return _n(lang, "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(prompts)s prompts = "
+                        "%(steps)s step ≈ %(hours)s",
+                  "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(prompts)s prompts = "
+                  "%(steps)s steps ≈ %(hours)s", t.steps) % params
     return _n(lang, "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(steps)s step ≈ %(hours)s",
               "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(steps)s steps ≈ %(hours)s",
-              t.steps) % {
-        "step": sec(t.step_s), "gen": sec(t.generation_s), "train": sec(t.training_s + t.sync_s),
-        "steps": num(lang, t.steps), "hours": hours_text(lang, t.hours)}
+              t.steps) % params
+
+
+def speedup_text(lang: str, a: Answer) -> str:
+    """"Speed-up over 1×A100: ×2 on 2 GPUs, ×7.8 on 8 GPUs" — how much sooner more of the asked GPU ends the run (the same
+    prompts split over more data-parallel ranks)."""
+    if a.asked is None:
+        return ""
+    base = next((p for p in a.plans if p.gpu == a.asked.gpu and p.count == a.asked.count), None)
+    if base is None or not base.hours:
+        return ""
+    parts = []
+    for p in sorted(a.plans, key=lambda x: x.count):
+        if p.gpu == base.gpu and p.count > base.count and p.hours:
+            parts.append(_(lang, "×%(x)s on %(n)s GPUs") % {"n": p.count, "x": decimal(lang, base.hours / p.hours, 1)})
+    return _(lang, "Speed-up over %(n)s×%(gpu)s: %(parts)s") % {
+        "n": base.count, "gpu": gpu_name(lang, base.gpu), "parts": ", ".join(parts)} if parts else ""
 
 
 def apply(lang: str, a: Answer, model: dict[str, Any]) -> tuple[str, str]:
@@ -278,7 +303,7 @@ def apply(lang: str, a: Answer, model: dict[str, Any]) -> tuple[str, str]:
         "changes": change_lines(lang, r) if a.verdict != "compare" else [],
         "pt_settings": settings_lines(r),
         "notes": [*model["notes"], *(_(lang, NOTES[n]) if n in NOTES else n for n in dict.fromkeys(r.notes))],
-        "pt_time": time_text(lang, r),
+        "pt_time": ". ".join(x for x in (time_text(lang, r), speedup_text(lang, a)) if x),
         "pt_host_ram": _(lang, "Host RAM per GPU: %(gb)s GB") % {"gb": num(lang, host)} if host >= 0.05 else "",
         "assumptions": "; ".join(assumption_words(lang, x) for x in r.assumptions) or "—",
         "cpu_ram_gb": 0,

@@ -192,11 +192,30 @@ def search(job: Job, request: Request, candidates: Sequence[Arrangement], headro
                     options.append((rank(job, o, req), o, req))
         if options:
             break
-    kept: dict[tuple[str, int], tuple[Option, Request]] = {}
-    for _key, o, req in sorted(options, key=lambda item: item[0]):
-        if (o.gpu, o.count) not in kept and len(kept) < MAX_PLANS:
-            kept[(o.gpu, o.count)] = (o, req)
-    return [plan_of(job, o, req) for o, req in kept.values()]
+    asked = {(c.gpu, c.count) for c in candidates} if every_count and len(candidates) == 1 else set()
+    best: dict[tuple[str, int], tuple[tuple[float, float, int], Option, Request]] = {}
+    for key, o, req in sorted(options, key=lambda item: item[0]):
+        best.setdefault((o.gpu, o.count), (key, o, req))
+    ordered = sorted(best.values(), key=lambda item: ((item[1].gpu, item[1].count) not in asked, item[0]))
+    plans = [plan_of(job, o, req) for _key, o, req in ordered]
+    plans = [p for p in plans if not dominated(p, plans)]
+    return plans[:MAX_PLANS]
+
+
+def dominated(p: Plan, plans: Sequence[Plan]) -> bool:
+    """Another plan of the same GPU is both faster and cheaper: more GPUs that only cost
+    more are no option."""
+    def money(x: Plan) -> float:
+        return (x.cost or {}).get("typical", math.inf) if x.cost else math.inf
+
+    if p.hours is None:
+        return False
+    for q in plans:
+        if q is p or q.gpu != p.gpu or q.hours is None:
+            continue
+        if q.hours < p.hours * 0.99 and money(q) < money(p) * 0.99:
+            return True
+    return False
 
 
 def plan_of(job: Job, o: Option, req: Request) -> Plan:

@@ -77,6 +77,7 @@ class RlTime(BaseModel):
     hours: float
     decode_tokens_per_s_per_sequence: float
     gpus: int  # all GPUs of the job (trainers + rollout servers)
+    prompts: int | None = None  # the assumed number of prompts `steps` covers, when no amount of data is said
     cost: dict[str, float | str] | None = None  # engine.pricing.cost of `hours` on `gpus` GPUs: min/typical/max USD
 
 

@@ -100,6 +100,10 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
         notes.append("posttrain.note.logits_largest")
     elif pol.activations >= pol.static:
         notes.append("posttrain.note.activations_largest")
+    time = rl_time(setup, steps)
+    assumptions = list(setup.assumptions)
+    if time is not None and time.prompts is not None:
+        assumptions.append(f"prompts={time.prompts}")  # the yardstick amount of data (engine/catalog/posttrain.toml)
     result = PostTrainResult(
         stage=setup.stage, method=setup.scenario.method, per_gpu_total=round(comp.total, 3),
         cuda_context=float(memory.constants()["overhead"]["cuda_context_gib"]),
@@ -107,8 +111,7 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
         lines=lines, policy=policy, host_ram_gib=round(comp.host_ram, 3), train_gpus=setup.train_gpus,
         rollout_gpus=setup.rollout_gpus, rollout_gpu_total=server_total, sequences_per_micro_step=setup.sequences,
         tokens_per_sequence=setup.tokens, tokens_per_gpu=math.ceil(setup.tokens / setup.cp),
-        settings=settings_for(setup, comp), changes=[], assumptions=setup.assumptions, notes=notes,
-        time=rl_time(setup, steps),
+        settings=settings_for(setup, comp), changes=[], assumptions=assumptions, notes=notes, time=time,
     )
     if advise:
         from engine.posttrain.advice import changes
