@@ -15,6 +15,7 @@ from engine.scenario import ScenarioError
 from engine.schema import (
     Answer,
     Arrangement,
+    Assumption,
     Breakdown,
     Change,
     GpuLine,
@@ -111,8 +112,13 @@ def long_context_instead(request: Request, result: PlanResult) -> bool:
 def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     """The answer of a post-training (or long-context) request: plans judged by the post-training peak, the
     verdict by engine.fit's rule on it, the post-training result for the view to word."""
+    said = request
+    request = posttrain_plan.default_sharding(request)
     result = posttrain_plan.plan(request, prices)
     pt = posttrain.posttrain_result(request)
+    if request.sharding != said.sharding:  # a default of this path, shown as one
+        pt.assumptions.append(f"sharding={request.sharding}")
+        result.scenario.assumptions.append(Assumption(key="sharding", value=str(request.sharding)))
     named = asked_arrangements(request)
     asked = named[0] if named else None
     b, s = result.breakdown, result.scenario

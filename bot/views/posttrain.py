@@ -274,8 +274,8 @@ def time_text(lang: str, r: PostTrainResult) -> str:
 
 
 def speedup_text(lang: str, a: Answer) -> str:
-    """"Speed-up over 1×A100: ×2 on 2 GPUs, ×7.8 on 8 GPUs" — how much sooner more of the asked GPU ends the run (the same
-    prompts split over more data-parallel ranks)."""
+    """"Speed-up over 1×A100: ×2 on 2 GPUs, ×7.8 on 8 GPUs": how much sooner more of the asked GPU ends the run
+    (the same prompts split over more data-parallel ranks)."""
     if a.asked is None:
         return ""
     base = next((p for p in a.plans if p.gpu == a.asked.gpu and p.count == a.asked.count), None)

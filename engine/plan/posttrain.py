@@ -54,6 +54,26 @@ def with_rollout(request: Request) -> Request:
     return request
 
 
+def default_sharding(request: Request) -> Request:
+    """Several GPUs asked for a LoRA/QLoRA post-training job without a sharding said: engine.scenario's default is DDP
+    (a full copy per GPU). When that copy does not fit and ZeRO-3 does, ZeRO-3 is the default instead: the sharding
+    that helps, not a "does not fit as asked" that only the scenario's default made."""
+    named = asked_arrangements(request)
+    if request.sharding is not None or not named or named[0].count < 2 or request.method == "inference" \
+            or request.stage not in posttrain.POSTTRAIN_STAGES:
+        return request
+    try:
+        base = build_scenario(request)
+        if base.method not in ("lora", "qlora") or base.sharding != "ddp":
+            return request
+        if fits(posttrain.breakdown_for(request), named[0].memory_gb, NO_HEADROOM):
+            return request
+        z3 = request.model_copy(update={"sharding": "zero3"})
+        return z3 if fits(posttrain.breakdown_for(z3), named[0].memory_gb, NO_HEADROOM) else request
+    except (ScenarioError, ValueError):
+        return request
+
+
 def is_long_context(request: Request) -> bool:
     """A training request whose sequence-dependent lines (activations, logits) outweigh the model states: the
     sequence is what does not fit, and context parallelism is the way to spread it."""
