@@ -102,10 +102,13 @@ def capacity(b: Breakdown, asked: Arrangement | None, result: PlanResult) -> lis
 
 
 def long_context_instead(request: Request, result: PlanResult) -> bool:
-    """A fine-tuning request that no arrangement fits because of its sequence: answered with context
-    parallelism considered (seed claim S19), not with "no number of GPUs fits"."""
-    if request.stage not in (None, "sft", "pretrain") or result.comparison or result.plans:
+    """A fine-tuning request that no arrangement (or not the GPU asked) fits because of its sequence: answered with
+    context parallelism, a fused loss and ALST's offload considered (seed claim S19), not with "no number of GPUs
+    fits" or a plain "does not fit"."""
+    if request.stage not in (None, "sft", "pretrain") or result.comparison:
         return False
+    if result.plans and (result.asked_fits is not False or not posttrain_plan.long_sequence(request)):
+        return False  # a plain plan exists: kept unless a long sequence does not fit on the GPU asked
     return posttrain_plan.is_long_context(request)
 
 
@@ -122,6 +125,7 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     named = asked_arrangements(request)
     asked = named[0] if named else None
     b, s = result.breakdown, result.scenario
+    pt = posttrain_plan.adopt_plan(pt, request, result.plans, asked)
     result.changes = posttrain_plan.changes(pt, asked)
     cheaper = None
     shown = [*result.plans, *result.alternatives]

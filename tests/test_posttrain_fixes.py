@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from bot.answers import ask_text
+from bot.answers import AnswerOptions, ask_text
 from engine.answer import answer
 from engine.parse import parse
 from engine.posttrain.setup import constants
@@ -39,9 +39,9 @@ def test_grpo_reply_says_the_assumed_prompts_and_the_speed_up() -> None:
     text = ask_text("GRPO Qwen2.5-1.5B на 4090 16 генераций")
     hours = _plans(text)
     assert len(set(hours.values())) == len(hours) > 1  # not the same hours at every count
-    assert "1\u00a0000 промптов" in text and "Ускорение относительно 1×RTX 4090: ×2 на 2 GPU" in text
-    en = ask_text("GRPO Qwen2.5-1.5B on a 4090, 16 generations", lang="en")
-    assert "1,000 prompts in the dataset" in en and "Speed-up over 1×" in en
+    assert "1\u00a0000 промптов" in text and "ускорение относительно 1×RTX 4090: ×2 на 2 GPU" in text
+    en = ask_text("GRPO Qwen2.5-1.5B on a 4090, 16 generations", AnswerOptions(lang="en"))
+    assert "1,000 prompts in the dataset" in en and "speed-up over 1×" in en
 
 
 def test_more_data_more_steps_fewer_steps_on_more_gpus() -> None:
@@ -69,3 +69,53 @@ def test_multi_gpu_lora_dpo_defaults_to_zero3_when_ddp_does_not_fit() -> None:
 def test_multi_gpu_lora_dpo_keeps_ddp_when_it_fits() -> None:
     a = answer(parse("DPO лора llama 8b на 2 h100"))
     assert a.request.sharding is None and a.scenario is not None and a.scenario.sharding == "ddp"
+
+
+def _changes(text: str, heading: str) -> list[str]:
+    lines = text.split(heading, 1)[1].strip().splitlines()
+    return [x for x in lines if x.startswith("• ")] if lines else []
+
+
+def test_128k_on_8_h100_lists_the_planned_cp_first_and_its_settings() -> None:
+    text = ask_text("fine-tune llama 3.1 8b with 128k context on 8 H100", AnswerOptions(lang="en"))
+    assert "with context parallel ×8 (Ulysses)" in text.splitlines()[0]
+    first = _changes(text, "What to change")[0]
+    assert first.startswith("• context parallel ×8 on 8 GPUs") and first.endswith("✓")
+    settings = text.split("Settings to use (TRL)", 1)[1]
+    # accelerate's ParallelismConfig keys (engine/configs/options/accelerate.txt)
+    assert "parallelism_config_sp_size=8" in settings and 'parallelism_config_sp_backend="deepspeed"' in settings
+
+
+def test_a_fused_loss_plan_sets_use_liger_kernel() -> None:
+    text = ask_text("лора 8b контекст 32k на a100 80")
+    assert text.startswith("🔧 контекст 32k, LoRA: помещается на 1×A100 80GB SXM")
+    assert "use_liger_kernel=True" in text.split("Что выставить (TRL)", 1)[1]
+
+
+def test_64k_lora_on_one_h100_fits_with_fused_loss_and_checkpoint_offload() -> None:
+    a = answer(parse("lora llama 8b 64k context on h100"))
+    assert a.posttrain is not None and a.verdict == "fits_with_changes"
+    fix = next(c for c in a.posttrain.changes if c.fits)
+    assert fix.key == "posttrain.change.activation_offload" and fix.params["with"] == "fused_loss"
+    assert float(fix.params["host_ram_gib"]) > 0 and float(fix.params["time_factor"]) >= 1.0
+    assert a.posttrain.settings.use_liger_kernel and a.posttrain.settings.activation_offload
+    text = ask_text("lora llama 8b 64k context on h100", AnswerOptions(lang="en"))
+    first = text.splitlines()[0]
+    assert first.startswith("🔧 context 64k, LoRA: fits on 1×H100 SXM with fused loss (Liger) + activation "
+                            "checkpoints to CPU")
+    assert "of RAM" in first
+
+
+def test_tight_changes_are_marked_and_listed_after_comfortable_ones() -> None:
+    from engine.posttrain import long_context_options
+
+    opts = long_context_options(parse("fine-tune llama 3.1 8b with 128k context on 8 H100"))
+    fitting = [o for o in opts if o.fits]
+    assert any(o.tight for o in fitting) and any(not o.tight for o in fitting)
+    same = [o for o in fitting if o.gpus == 8]
+    assert [o.tight for o in same] == sorted(o.tight for o in same)  # comfortable before tight
+
+
+def test_short_sequence_that_does_not_fit_keeps_the_plain_answer() -> None:
+    a = answer(parse("lora llama 8b 8k context on 4090"))
+    assert a.posttrain is None

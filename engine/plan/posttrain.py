@@ -74,6 +74,14 @@ def default_sharding(request: Request) -> Request:
         return request
 
 
+def long_sequence(request: Request) -> bool:
+    """At least engine/catalog/posttrain.toml's long_context_tokens per sequence."""
+    try:
+        return build_scenario(request).seq_len >= int(constants()["context_parallel"]["long_context_tokens"])
+    except (ScenarioError, ValueError):
+        return False
+
+
 def is_long_context(request: Request) -> bool:
     """A training request whose sequence-dependent lines (activations, logits) outweigh the model states: the
     sequence is what does not fit, and context parallelism is the way to spread it."""
@@ -310,6 +318,64 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     return PlanResult(scenario=base, breakdown=b0, plans=plans, changes=[], asked_fits=asked_fits, tokens=tokens,
                       currency=prices.currency, rank_by=rank_by, comparison=comparison, alternatives=alternatives,
                       notes=notes)
+
+
+def adopt_plan(result: posttrain.PostTrainResult, request: Request, plans: Sequence[Plan],
+               asked: Arrangement | None) -> posttrain.PostTrainResult:
+    """The plan on the GPUs asked (when it needs changes) first among the changes, and its settings as the ones to
+    use: the answer names the change it plans with, not another that fits more tightly. Without such a plan, the
+    first change that fits on the GPUs asked gives the settings."""
+    plan = next((p for p in plans if asked and p.gpu == asked.gpu and p.count == asked.count and p.techniques), None)
+    from engine.posttrain.models import Change as PtChange
+
+    if plan is not None and asked is not None and set(plan.techniques) <= {"fused_loss"} | {
+            t for t in plan.techniques if t.startswith(CP + ":")}:
+        req = request_at(request, plan.techniques, asked)
+        try:
+            r = posttrain.posttrain_result(req, advise=False)
+        except (ScenarioError, ValueError):
+            return result
+        cp = next((t for t in plan.techniques if t.startswith(CP + ":")), None)
+        if cp is not None:
+            degree = int(cp.split(":")[1])
+            params: dict[str, Any] = {"degree": degree, "gpus": asked.count, "host_ram_gib": round(r.host_ram_gib, 1),
+                                      "time_factor": round(cp_time_factor([cp]), 2)}
+            if "fused_loss" in plan.techniques:
+                params["with"] = "fused_loss"
+            change = PtChange(key="posttrain.change.context_parallel", params=params, per_gpu_total=r.per_gpu_total,
+                              fits=True)
+        else:
+            change = PtChange(key="posttrain.change.fused_loss", params={"use_liger_kernel": True},
+                              per_gpu_total=r.per_gpu_total, fits=True)
+        rest = [c for c in result.changes if (c.key, c.params.get("degree"), c.params.get("with"))
+                != (change.key, change.params.get("degree"), change.params.get("with"))]
+        return result.model_copy(update={"changes": [change, *rest], "settings": r.settings})
+    fix = next((c for c in result.changes if c.fits and not c.params.get("extra_gpus")
+                and (asked is None or int(c.params.get("gpus", 0) or 0) <= asked.count)), None)
+    if fix is None or asked is None or plan is not None:
+        return result
+    settings = fixed_settings(request, fix, asked)
+    return result if settings is None else result.model_copy(update={"settings": settings})
+
+
+def fixed_settings(request: Request, fix: Any, asked: Arrangement) -> Any:
+    """The settings of a long-context change on the GPUs asked (CP, fused loss, ALST offload / TiledMLP)."""
+    from engine.posttrain import PostTrainOptions
+
+    key = fix.key.removeprefix("posttrain.change.")
+    parts = {key, *str(fix.params.get("with", "")).split(",")} - {""}
+    if not parts <= {"context_parallel", "fused_loss", "activation_offload", "tiled_mlp"}:
+        return None
+    update: dict[str, Any] = {}
+    if "fused_loss" in parts:
+        update["fused_loss"] = True
+    if "context_parallel" in parts:
+        update.update(context_parallel=int(fix.params.get("degree", 1)), sharding=request.sharding or "zero3")
+    opts = PostTrainOptions(activation_offload="activation_offload" in parts, tiled_mlp="tiled_mlp" in parts)
+    try:
+        return posttrain.posttrain_result(request.model_copy(update=update), opts, advise=False).settings
+    except (ScenarioError, ValueError):
+        return None
 
 
 def changes(result: posttrain.PostTrainResult, asked: Arrangement | None) -> list[Change]:

@@ -57,6 +57,10 @@ def settings_for(setup: Setup, comp: Composed) -> Settings:
         sequence_parallel_size=setup.cp if setup.cp > 1 else None,
         cp_kind=setup.cp_kind,
         tensor_parallel_size=setup.tp if setup.tp > 1 else None,
+        # TrainingArguments.use_liger_kernel (engine/configs/options/transformers.txt); Unsloth fuses on its own
+        use_liger_kernel=True if s.fused_loss and setup.framework in (None, "trl", "hf") else None,
+        activation_offload=setup.options.activation_offload or None,
+        tiled_mlp=setup.options.tiled_mlp or None,
         gradient_checkpointing=s.gradient_checkpointing,
     )
 
