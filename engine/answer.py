@@ -112,6 +112,16 @@ def long_context_instead(request: Request, result: PlanResult) -> bool:
     return posttrain_plan.is_long_context(request)
 
 
+def posttrain_verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None) -> Verdict | None:
+    """engine.answer's verdict, with a plan on the GPUs asked that needs changes (8-bit Adam, ZeRO-3, CP) counted
+    as the change that fits: the headline names that plan."""
+    said = verdict(result, b, asked)
+    if said == "no_fit" and asked is not None and any(
+            p.gpu == asked.gpu and p.count == asked.count and p.techniques for p in result.plans):
+        return "fits_with_changes"
+    return said
+
+
 def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     """The answer of a post-training (or long-context) request: plans judged by the post-training peak, the
     verdict by engine.fit's rule on it, the post-training result for the view to word."""
@@ -132,7 +142,7 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
     gpus = max(s.gpu_count, pt.train_gpus)
     return Answer(
-        request=request, scenario=s, breakdown=b, verdict=verdict(result, b, asked), asked=asked,
+        request=request, scenario=s, breakdown=b, verdict=posttrain_verdict(result, b, asked), asked=asked,
         need_gb=need_gb(b), cluster_gb=need_gb(b) * gpus,
         cpu_ram_gb=b.cpu_ram * min(gpus, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,

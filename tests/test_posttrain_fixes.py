@@ -119,3 +119,9 @@ def test_tight_changes_are_marked_and_listed_after_comfortable_ones() -> None:
 def test_short_sequence_that_does_not_fit_keeps_the_plain_answer() -> None:
     a = answer(parse("lora llama 8b 8k context on 4090"))
     assert a.posttrain is None
+
+
+def test_orpo_fitting_with_a_planned_change_is_not_a_cross() -> None:
+    a = answer(parse("ORPO full qwen2.5 32b на 8 h100"))
+    assert a.verdict == "fits_with_changes"
+    assert ask_text("ORPO full qwen2.5 32b на 8 h100").startswith("🔧 ORPO, полное дообучение: помещается на 8×H100")
