@@ -16,6 +16,7 @@ from engine.scenario import ScenarioError, hardware_conflicts, request_gpu
 from engine.schema import (
     Answer,
     Arrangement,
+    Assumption,
     Breakdown,
     Change,
     GpuLine,
@@ -114,32 +115,52 @@ def capacity_lines(b: Breakdown, asked: Arrangement | None, result: PlanResult) 
 
 
 def long_context_instead(request: Request, result: PlanResult) -> bool:
-    """A fine-tuning request that no arrangement fits because of its sequence: answered with context
-    parallelism considered (seed claim S19), not with "no number of GPUs fits"."""
-    if request.stage not in (None, "sft", "pretrain") or result.comparison or result.plans:
+    """A fine-tuning request that no arrangement (or not the GPU asked) fits because of its sequence: answered with
+    context parallelism, a fused loss and ALST's offload considered (seed claim S19), not with "no number of GPUs
+    fits" or a plain "does not fit"."""
+    if request.stage not in (None, "sft", "pretrain") or result.comparison:
         return False
     gpu = request_gpu(request)
     if gpu is not None and hardware_conflicts(result.scenario, gpu, request):
         return False  # nothing fits because the GPU cannot run it (QLoRA on Apple), not because of the length
+    if result.plans and (result.asked_fits is not False or not posttrain_plan.long_sequence(request)):
+        return False  # a plain plan exists: kept unless a long sequence does not fit on the GPU asked
     return posttrain_plan.is_long_context(request)
+
+
+def posttrain_verdict(result: PlanResult, b: Breakdown,
+                      asked: Arrangement | None) -> tuple[Verdict | None, Change | None]:
+    """engine.answer's verdict, with a plan on the GPUs asked that needs changes (8-bit Adam, ZeRO-3, CP) counted
+    as the change that fits: the headline names that plan."""
+    said, fix = verdict(result, b, asked)
+    if said == "no_fit" and asked is not None and any(
+            p.gpu == asked.gpu and p.count == asked.count and p.techniques for p in result.plans):
+        return "fits_with_changes", fix
+    return said, fix
 
 
 def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     """The answer of a post-training (or long-context) request: plans judged by the post-training peak, the
     verdict by engine.fit's rule on it, the post-training result for the view to word."""
+    said = request
+    request = posttrain_plan.default_sharding(request)
     result = posttrain_plan.plan(request, prices)
     pt = posttrain.posttrain_result(request)
+    if request.sharding != said.sharding:  # a default of this path, shown as one
+        pt.assumptions.append(f"sharding={request.sharding}")
+        result.scenario.assumptions.append(Assumption(key="sharding", value=str(request.sharding)))
     named = asked_arrangements(request)
     asked = named[0] if named else None
     b, s = result.breakdown, result.scenario
+    pt = posttrain_plan.adopt_plan(pt, request, result.plans, asked)
     result.changes = posttrain_plan.changes(pt, asked)
     cheaper = None
     shown = [*result.plans, *result.alternatives]
     dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
     gpus = max(s.gpu_count, pt.train_gpus)
-    said, fix = verdict(result, b, asked)
+    judged, fix = posttrain_verdict(result, b, asked)
     return Answer(
-        request=request, scenario=s, breakdown=b, verdict=said, fix=fix, asked=asked,
+        request=request, scenario=s, breakdown=b, verdict=judged, fix=fix, asked=asked,
         capacity_gib=capacity(asked.gpu, asked.memory_gb) if asked else 0.0,
         need_gb=need_gb(b), cluster_gb=need_gb(b) * gpus,
         cpu_ram_gb=b.cpu_ram * min(gpus, speed.gpus_per_node()),

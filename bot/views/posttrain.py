@@ -160,6 +160,16 @@ def table(lang: str, r: PostTrainResult, need: float) -> list[str]:
 
 
 def change_words(lang: str, key: str, p: dict[str, Any]) -> str:
+    """A change in words; one applied with others (a fused loss with CP or the offload, ALST's recipe) joined with
+    "+", and its time cost when it slows the step."""
+    combined = [x for x in str(p.get("with", "")).split(",") if x]
+    if combined:
+        rest = {k: v for k, v in p.items() if k != "with"}
+        words = " + ".join([*(change_words(lang, x, {}) for x in combined), change_words(lang, key, rest)])
+        factor = float(p.get("time_factor", 1.0) or 1.0)
+        if factor >= 1.01:
+            words += ", " + _(lang, "%(pct)s%% slower") % {"pct": round((factor - 1) * 100)}
+        return words
     match key.removeprefix("posttrain.change."):
         case "fewer_generations":
             return _(lang, "fewer generations: num_generations %(n)s") % {"n": p.get("num_generations")}
@@ -197,7 +207,7 @@ def change_lines(lang: str, r: PostTrainResult) -> list[str]:
     gb = _(lang, "GB")
     out = []
     for c in r.changes[:5]:
-        mark = " ✓" if c.fits else ""
+        mark = (" ✓ " + _(lang, "(tight)") if c.tight else " ✓") if c.fits else ""
         total = num(lang, c.per_gpu_total + r.cuda_context)
         out.append(f"{change_words(lang, c.key, c.params)}: {total}\u00a0{gb}{mark}")  # no break before the unit
     return out
@@ -206,7 +216,7 @@ def change_lines(lang: str, r: PostTrainResult) -> list[str]:
 SETTING_ORDER = ("per_device_train_batch_size", "num_generations", "max_prompt_length", "max_completion_length",
                  "max_length", "beta", "precompute_ref_log_probs", "use_vllm", "vllm_mode",
                  "vllm_gpu_memory_utilization", "vllm_enable_sleep_mode", "vllm_tensor_parallel_size",
-                 "sequence_parallel_size", "tensor_parallel_size", "gradient_checkpointing")
+                 "tensor_parallel_size", "use_liger_kernel", "gradient_checkpointing")
 
 
 def settings_lines(r: PostTrainResult) -> list[str]:
@@ -218,8 +228,19 @@ def settings_lines(r: PostTrainResult) -> list[str]:
         if v is None or (k == "vllm_tensor_parallel_size" and v == 1):
             continue
         out.append(f"{k}={v!r}" if not isinstance(v, str) else f'{k}="{v}"')
-    if r.settings.cp_kind:
-        out.append(f'# {"DeepSpeed Ulysses" if r.settings.cp_kind == "ulysses" else "ring attention"}')
+    st = r.settings
+    if st.sequence_parallel_size:
+        # accelerate's ParallelismConfig (engine/configs/options/accelerate.txt): Ulysses is its sp_* with the
+        # deepspeed backend, ring attention its FSDP2 cp_*; in the accelerate config file under parallelism_config
+        if st.cp_kind == "ring":
+            out.append(f"parallelism_config_cp_size={st.sequence_parallel_size}  # ring attention (FSDP2)")
+        else:
+            out.append(f"parallelism_config_sp_size={st.sequence_parallel_size}  # DeepSpeed Ulysses")
+            out.append('parallelism_config_sp_backend="deepspeed"')
+    alst = [name for name, on in (("activation checkpoint offload", st.activation_offload),
+                                  ("TiledMLP", st.tiled_mlp)) if on]
+    if alst:
+        out.append(f"# {' + '.join(alst)}: ArcticTraining (ALST), arxiv.org/abs/2506.13996")
     return out
 
 
@@ -237,6 +258,9 @@ def assumption_words(lang: str, item: str) -> str:
             return _(lang, "pairs up to %(v)s tokens") % {"v": value}
         case "beta":
             return _(lang, "KL coefficient beta %(v)s (no reference model at 0)") % {"v": value}
+        case "prompts":
+            return _(lang, "%(v)s prompts in the dataset (say the amount of data to change it)") % {
+                "v": num(lang, int(value))}
         case "grad_accum":
             return _(lang, "gradient accumulation %(v)s") % {"v": value}
         case "vllm_mode":
@@ -257,11 +281,33 @@ def time_text(lang: str, r: PostTrainResult) -> str:
     def sec(x: float) -> str:
         return num(lang, x) + "\u00a0" + _(lang, "s")  # no break between a number and its unit
 
+    params = {"step": sec(t.step_s), "gen": sec(t.generation_s), "train": sec(t.training_s + t.sync_s),
+              "steps": num(lang, t.steps), "hours": hours_text(lang, t.hours)}
+    if t.prompts is not None:
+        params["prompts"] = num(lang, t.prompts)
+        return _n(lang, "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(prompts)s prompts = "
+                        "%(steps)s step ≈ %(hours)s",
+                  "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(prompts)s prompts = "
+                  "%(steps)s steps ≈ %(hours)s", t.steps) % params
     return _n(lang, "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(steps)s step ≈ %(hours)s",
               "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(steps)s steps ≈ %(hours)s",
-              t.steps) % {
-        "step": sec(t.step_s), "gen": sec(t.generation_s), "train": sec(t.training_s + t.sync_s),
-        "steps": num(lang, t.steps), "hours": hours_text(lang, t.hours)}
+              t.steps) % params
+
+
+def speedup_text(lang: str, a: Answer) -> str:
+    """"speed-up over 1×A100: ×2 on 2 GPUs, ×7.8 on 8 GPUs": how much sooner more of the asked GPU ends the run
+    (the same prompts split over more data-parallel ranks)."""
+    if a.asked is None:
+        return ""
+    base = next((p for p in a.plans if p.gpu == a.asked.gpu and p.count == a.asked.count), None)
+    if base is None or not base.hours:
+        return ""
+    parts = []
+    for p in sorted(a.plans, key=lambda x: x.count):
+        if p.gpu == base.gpu and p.count > base.count and p.hours:
+            parts.append(_(lang, "×%(x)s on %(n)s GPUs") % {"n": p.count, "x": decimal(lang, base.hours / p.hours, 1)})
+    return _(lang, "speed-up over %(n)s×%(gpu)s: %(parts)s") % {
+        "n": base.count, "gpu": gpu_name(lang, base.gpu), "parts": ", ".join(parts)} if parts else ""
 
 
 def apply(lang: str, a: Answer, model: dict[str, Any]) -> tuple[str, str]:
@@ -278,7 +324,7 @@ def apply(lang: str, a: Answer, model: dict[str, Any]) -> tuple[str, str]:
         "changes": change_lines(lang, r) if a.verdict != "compare" else [],
         "pt_settings": settings_lines(r),
         "notes": [*model["notes"], *(_(lang, NOTES[n]) if n in NOTES else n for n in dict.fromkeys(r.notes))],
-        "pt_time": time_text(lang, r),
+        "pt_time": "; ".join(x for x in (time_text(lang, r), speedup_text(lang, a)) if x),
         "pt_host_ram": _(lang, "Host RAM per GPU: %(gb)s GB") % {"gb": num(lang, host)} if host >= 0.05 else "",
         "assumptions": "; ".join(assumption_words(lang, x) for x in r.assumptions) or "—",
         "cpu_ram_gb": 0,

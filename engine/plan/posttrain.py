@@ -54,6 +54,34 @@ def with_rollout(request: Request) -> Request:
     return request
 
 
+def default_sharding(request: Request) -> Request:
+    """Several GPUs asked for a LoRA/QLoRA post-training job without a sharding said: engine.scenario's default is DDP
+    (a full copy per GPU). When that copy does not fit and ZeRO-3 does, ZeRO-3 is the default instead: the sharding
+    that helps, not a "does not fit as asked" that only the scenario's default made."""
+    named = asked_arrangements(request)
+    if request.sharding is not None or not named or named[0].count < 2 or request.method == "inference" \
+            or request.stage not in posttrain.POSTTRAIN_STAGES:
+        return request
+    try:
+        base = build_scenario(request)
+        if base.method not in ("lora", "qlora") or base.sharding != "ddp":
+            return request
+        if fits(posttrain.breakdown_for(request), named[0].memory_gb, NO_HEADROOM):
+            return request
+        z3 = request.model_copy(update={"sharding": "zero3"})
+        return z3 if fits(posttrain.breakdown_for(z3), named[0].memory_gb, NO_HEADROOM) else request
+    except (ScenarioError, ValueError):
+        return request
+
+
+def long_sequence(request: Request) -> bool:
+    """At least engine/catalog/posttrain.toml's long_context_tokens per sequence."""
+    try:
+        return build_scenario(request).seq_len >= int(constants()["context_parallel"]["long_context_tokens"])
+    except (ScenarioError, ValueError):
+        return False
+
+
 def is_long_context(request: Request) -> bool:
     """A training request whose sequence-dependent lines (activations, logits) outweigh the model states: the
     sequence is what does not fit, and context parallelism is the way to spread it."""
@@ -192,11 +220,30 @@ def search(job: Job, request: Request, candidates: Sequence[Arrangement], headro
                     options.append((rank(job, o, req), o, req))
         if options:
             break
-    kept: dict[tuple[str, int], tuple[Option, Request]] = {}
-    for _key, o, req in sorted(options, key=lambda item: item[0]):
-        if (o.gpu, o.count) not in kept and len(kept) < MAX_PLANS:
-            kept[(o.gpu, o.count)] = (o, req)
-    return [plan_of(job, o, req) for o, req in kept.values()]
+    asked = {(c.gpu, c.count) for c in candidates} if every_count and len(candidates) == 1 else set()
+    best: dict[tuple[str, int], tuple[tuple[float, float, int], Option, Request]] = {}
+    for key, o, req in sorted(options, key=lambda item: item[0]):
+        best.setdefault((o.gpu, o.count), (key, o, req))
+    ordered = sorted(best.values(), key=lambda item: ((item[1].gpu, item[1].count) not in asked, item[0]))
+    plans = [plan_of(job, o, req) for _key, o, req in ordered]
+    plans = [p for p in plans if not dominated(p, plans)]
+    return plans[:MAX_PLANS]
+
+
+def dominated(p: Plan, plans: Sequence[Plan]) -> bool:
+    """Another plan of the same GPU is both faster and cheaper: more GPUs that only cost
+    more are no option."""
+    def money(x: Plan) -> float:
+        return (x.cost or {}).get("typical", math.inf) if x.cost else math.inf
+
+    if p.hours is None:
+        return False
+    for q in plans:
+        if q is p or q.gpu != p.gpu or q.hours is None:
+            continue
+        if q.hours < p.hours * 0.99 and money(q) < money(p) * 0.99:
+            return True
+    return False
 
 
 def plan_of(job: Job, o: Option, req: Request) -> Plan:
@@ -271,6 +318,64 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     return PlanResult(scenario=base, breakdown=b0, plans=plans, changes=[], asked_fits=asked_fits, tokens=tokens,
                       currency=prices.currency, rank_by=rank_by, comparison=comparison, alternatives=alternatives,
                       notes=notes)
+
+
+def adopt_plan(result: posttrain.PostTrainResult, request: Request, plans: Sequence[Plan],
+               asked: Arrangement | None) -> posttrain.PostTrainResult:
+    """The plan on the GPUs asked (when it needs changes) first among the changes, and its settings as the ones to
+    use: the answer names the change it plans with, not another that fits more tightly. Without such a plan, the
+    first change that fits on the GPUs asked gives the settings."""
+    plan = next((p for p in plans if asked and p.gpu == asked.gpu and p.count == asked.count and p.techniques), None)
+    from engine.posttrain.models import Change as PtChange
+
+    if plan is not None and asked is not None and set(plan.techniques) <= {"fused_loss"} | {
+            t for t in plan.techniques if t.startswith(CP + ":")}:
+        req = request_at(request, plan.techniques, asked)
+        try:
+            r = posttrain.posttrain_result(req, advise=False)
+        except (ScenarioError, ValueError):
+            return result
+        cp = next((t for t in plan.techniques if t.startswith(CP + ":")), None)
+        if cp is not None:
+            degree = int(cp.split(":")[1])
+            params: dict[str, Any] = {"degree": degree, "gpus": asked.count, "host_ram_gib": round(r.host_ram_gib, 1),
+                                      "time_factor": round(cp_time_factor([cp]), 2)}
+            if "fused_loss" in plan.techniques:
+                params["with"] = "fused_loss"
+            change = PtChange(key="posttrain.change.context_parallel", params=params, per_gpu_total=r.per_gpu_total,
+                              fits=True)
+        else:
+            change = PtChange(key="posttrain.change.fused_loss", params={"use_liger_kernel": True},
+                              per_gpu_total=r.per_gpu_total, fits=True)
+        rest = [c for c in result.changes if (c.key, c.params.get("degree"), c.params.get("with"))
+                != (change.key, change.params.get("degree"), change.params.get("with"))]
+        return result.model_copy(update={"changes": [change, *rest], "settings": r.settings})
+    fix = next((c for c in result.changes if c.fits and not c.params.get("extra_gpus")
+                and (asked is None or int(c.params.get("gpus", 0) or 0) <= asked.count)), None)
+    if fix is None or asked is None or plan is not None:
+        return result
+    settings = fixed_settings(request, fix, asked)
+    return result if settings is None else result.model_copy(update={"settings": settings})
+
+
+def fixed_settings(request: Request, fix: Any, asked: Arrangement) -> Any:
+    """The settings of a long-context change on the GPUs asked (CP, fused loss, ALST offload / TiledMLP)."""
+    from engine.posttrain import PostTrainOptions
+
+    key = fix.key.removeprefix("posttrain.change.")
+    parts = {key, *str(fix.params.get("with", "")).split(",")} - {""}
+    if not parts <= {"context_parallel", "fused_loss", "activation_offload", "tiled_mlp"}:
+        return None
+    update: dict[str, Any] = {}
+    if "fused_loss" in parts:
+        update["fused_loss"] = True
+    if "context_parallel" in parts:
+        update.update(context_parallel=int(fix.params.get("degree", 1)), sharding=request.sharding or "zero3")
+    opts = PostTrainOptions(activation_offload="activation_offload" in parts, tiled_mlp="tiled_mlp" in parts)
+    try:
+        return posttrain.posttrain_result(request.model_copy(update=update), opts, advise=False).settings
+    except (ScenarioError, ValueError):
+        return None
 
 
 def changes(result: posttrain.PostTrainResult, asked: Arrangement | None) -> list[Change]:

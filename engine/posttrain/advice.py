@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from engine import speed
+from engine.fit import HEADROOM
 from engine.posttrain.models import Change, LongContextOption, PostTrainOptions, PostTrainResult
 from engine.posttrain.setup import Setup, build_setup, constants, heads_divide
 from engine.scenario import ScenarioError
@@ -85,16 +86,17 @@ def changes(request: Request, options: PostTrainOptions | None, result: PostTrai
                           fits=_fits(req, total)))
     seen = {c.key for c in out}
     for opt in long_context_options(request, options):
-        if f"posttrain.change.{opt.kind}" in seen:
+        if f"posttrain.change.{opt.kind}" in seen and not opt.combined:
             continue
         if opt.blocked is None and opt.per_gpu_total < result.per_gpu_total:
-            out.append(Change(key=f"posttrain.change.{opt.kind}", params={"degree": opt.degree, "gpus": opt.gpus,
-                                                                          "host_ram_gib": round(opt.host_ram_gib, 1),
-                                                                          "time_factor": round(opt.time_factor, 2)},
-                              per_gpu_total=opt.per_gpu_total, fits=opt.fits))
-            if opt.fits:
-                break
-    return out
+            out.append(Change(key=f"posttrain.change.{opt.kind}", params={
+                "degree": opt.degree, "gpus": opt.gpus, "host_ram_gib": round(opt.host_ram_gib, 1),
+                "time_factor": round(opt.time_factor, 2), **({"with": ",".join(opt.combined)} if opt.combined else {})},
+                per_gpu_total=opt.per_gpu_total, fits=opt.fits, tight=opt.tight))
+            if opt.fits and not opt.tight:
+                break  # a comfortable fit: what comes after it is slower or needs more GPUs
+    # the fits first (comfortable before tight), each group in the order found
+    return sorted(out, key=lambda c: (not c.fits, c.tight))
 
 
 def _step_seconds(setup: Setup) -> float:
@@ -132,7 +134,7 @@ def long_context_options(request: Request, options: PostTrainOptions | None = No
     out: list[LongContextOption] = []
 
     def add(kind: str, degree: int, req: Request, o: PostTrainOptions, gpus: int, time_factor: float,
-            cp_kind: str | None = None, blocked: str | None = None) -> None:
+            cp_kind: str | None = None, blocked: str | None = None, combined: tuple[str, ...] = ()) -> None:
         if blocked:
             out.append(LongContextOption(kind=kind, degree=degree, cp_kind=cp_kind, gpus=gpus,
                                          per_gpu_total=math.inf, host_ram_gib=0.0, time_factor=time_factor,
@@ -143,9 +145,10 @@ def long_context_options(request: Request, options: PostTrainOptions | None = No
         except (ScenarioError, ValueError):
             return
         fits = limit is not None and r.per_gpu_total + ctx <= limit
+        tight = fits and limit is not None and r.per_gpu_total + ctx > limit * (1 - HEADROOM)
         out.append(LongContextOption(kind=kind, degree=degree, cp_kind=cp_kind, gpus=gpus,
                                      per_gpu_total=r.per_gpu_total, host_ram_gib=r.host_ram_gib,
-                                     time_factor=time_factor, fits=fits))
+                                     time_factor=time_factor, fits=fits, tight=tight, combined=list(combined)))
 
     current = request.context_parallel or 1
     for d in c["context_parallel"]["degrees"]:
@@ -157,19 +160,33 @@ def long_context_options(request: Request, options: PostTrainOptions | None = No
         req = request.model_copy(update={"context_parallel": d, "gpus": grown,
                                          "sharding": request.sharding or "zero3"})
         # sequence parallelism keeps the step's FLOPs per token; the all-to-alls (Ulysses) or ring exchanges cost
-        add("context_parallel", d, req, opts.model_copy(update={"cp_kind": kind}), gpus,
-            1.0 + c["context_parallel"]["overhead_per_doubling"] * math.log2(d), kind)
+        factor = 1.0 + c["context_parallel"]["overhead_per_doubling"] * math.log2(d)
+        add("context_parallel", d, req, opts.model_copy(update={"cp_kind": kind}), gpus, factor, kind)
+        if not request.fused_loss:  # ALST's recipe: sequence parallelism with Liger's fused loss
+            add("context_parallel", d, req.model_copy(update={"fused_loss": True}),
+                opts.model_copy(update={"cp_kind": kind}), gpus, factor, kind, combined=("fused_loss",))
+    offload_factor = 1.0
     if not opts.activation_offload:
         ckpt_gib = base.sequences * base.tokens / (request.context_parallel or 1) * arch.layers * arch.hidden * 2 \
             / 2**30
         exposed = (1 - c["alst"]["offload_overlap"]) * 2 * ckpt_gib * 2**30 / (c["alst"]["pcie_gbps"] * 1e9)
+        offload_factor = 1.0 + exposed / _step_seconds(base)
         add("activation_offload", 1, request, opts.model_copy(update={"activation_offload": True}), count,
-            1.0 + exposed / _step_seconds(base))
+            offload_factor)
     if not opts.tiled_mlp:
         add("tiled_mlp", 1, request, opts.model_copy(update={"tiled_mlp": True}), count,
             c["alst"]["tiled_mlp_time_factor"])
     if not request.fused_loss:
-        add("fused_loss", 1, request.model_copy(update={"fused_loss": True}), opts, count, 1.0)
+        fused = request.model_copy(update={"fused_loss": True})
+        add("fused_loss", 1, fused, opts, count, 1.0)
+        # ALST on the GPUs asked (arXiv 2506.13996 section 3): fused loss + checkpoints offloaded to CPU (+ TiledMLP)
+        if not opts.activation_offload:
+            add("activation_offload", 1, fused, opts.model_copy(update={"activation_offload": True}), count,
+                offload_factor, combined=("fused_loss",))
+            if not opts.tiled_mlp:
+                add("activation_offload", 1, fused, opts.model_copy(update={"activation_offload": True,
+                                                                           "tiled_mlp": True}),
+                    count, offload_factor * c["alst"]["tiled_mlp_time_factor"], combined=("fused_loss", "tiled_mlp"))
     current_tp = request.tensor_parallel or 1
     for t in (2, 4, 8):
         if t <= current_tp:
@@ -179,7 +196,9 @@ def long_context_options(request: Request, options: PostTrainOptions | None = No
         grown = [g.model_copy(update={"count": max(g.count, gpus)}) for g in request.gpus] or [GpuRef(count=gpus)]
         add("tensor_parallel", t, request.model_copy(update={"tensor_parallel": t, "gpus": grown}), opts, gpus,
             1.0 + c["tensor_parallel"]["overhead_per_doubling"] * math.log2(t), blocked=blocked)
-    out.sort(key=lambda o: (not o.fits, o.blocked is not None, o.gpus, o.time_factor, o.per_gpu_total))
+    # fewest GPUs, then a comfortable fit before a tight one, then the least time
+    out.sort(key=lambda o: (not o.fits, o.blocked is not None, o.gpus, o.tight, o.time_factor, len(o.combined),
+                            o.per_gpu_total))
     return out
 
 

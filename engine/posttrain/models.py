@@ -42,6 +42,7 @@ class Change(BaseModel):
     params: dict[str, float | int | str | bool] = Field(default_factory=dict)
     per_gpu_total: float
     fits: bool | None = None
+    tight: bool = False  # fits, but under the planner's 10 % headroom (engine.fit.HEADROOM)
 
 
 class Settings(BaseModel):
@@ -62,6 +63,9 @@ class Settings(BaseModel):
     sequence_parallel_size: int | None = None
     cp_kind: CpKind | None = None
     tensor_parallel_size: int | None = None
+    use_liger_kernel: bool | None = None  # TrainingArguments.use_liger_kernel (engine/configs/options/transformers.txt)
+    activation_offload: bool | None = None  # ALST checkpoint offload (ArcticTraining / DeepSpeed, not a TRL option)
+    tiled_mlp: bool | None = None  # ALST TiledMLP (same)
     gradient_checkpointing: bool = True
 
 
@@ -77,6 +81,7 @@ class RlTime(BaseModel):
     hours: float
     decode_tokens_per_s_per_sequence: float
     gpus: int  # all GPUs of the job (trainers + rollout servers)
+    prompts: int | None = None  # the assumed number of prompts `steps` covers, when no amount of data is said
     cost: dict[str, float | str] | None = None  # engine.pricing.cost of `hours` on `gpus` GPUs: min/typical/max USD
 
 
@@ -114,4 +119,6 @@ class LongContextOption(BaseModel):
     host_ram_gib: float
     time_factor: float
     fits: bool
+    tight: bool = False  # fits, but under the planner's 10 % headroom (engine.fit.HEADROOM)
+    combined: list[OptionKind] = Field(default_factory=list)  # applied together with `kind` (e.g. a fused loss)
     blocked: str | None = None  # message key when the option cannot be used (heads do not divide)

@@ -57,6 +57,10 @@ def settings_for(setup: Setup, comp: Composed) -> Settings:
         sequence_parallel_size=setup.cp if setup.cp > 1 else None,
         cp_kind=setup.cp_kind,
         tensor_parallel_size=setup.tp if setup.tp > 1 else None,
+        # TrainingArguments.use_liger_kernel (engine/configs/options/transformers.txt); Unsloth fuses on its own
+        use_liger_kernel=True if s.fused_loss and setup.framework in (None, "trl", "hf") else None,
+        activation_offload=setup.options.activation_offload or None,
+        tiled_mlp=setup.options.tiled_mlp or None,
         gradient_checkpointing=s.gradient_checkpointing,
     )
 
@@ -100,6 +104,10 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
         notes.append("posttrain.note.logits_largest")
     elif pol.activations >= pol.static:
         notes.append("posttrain.note.activations_largest")
+    time = rl_time(setup, steps)
+    assumptions = list(setup.assumptions)
+    if time is not None and time.prompts is not None:
+        assumptions.append(f"prompts={time.prompts}")  # the yardstick amount of data (engine/catalog/posttrain.toml)
     result = PostTrainResult(
         stage=setup.stage, method=setup.scenario.method, per_gpu_total=round(comp.total, 3),
         cuda_context=float(memory.constants()["overhead"]["cuda_context_gib"]),
@@ -107,8 +115,7 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
         lines=lines, policy=policy, host_ram_gib=round(comp.host_ram, 3), train_gpus=setup.train_gpus,
         rollout_gpus=setup.rollout_gpus, rollout_gpu_total=server_total, sequences_per_micro_step=setup.sequences,
         tokens_per_sequence=setup.tokens, tokens_per_gpu=math.ceil(setup.tokens / setup.cp),
-        settings=settings_for(setup, comp), changes=[], assumptions=setup.assumptions, notes=notes,
-        time=rl_time(setup, steps),
+        settings=settings_for(setup, comp), changes=[], assumptions=assumptions, notes=notes, time=time,
     )
     if advise:
         from engine.posttrain.advice import changes

@@ -12,7 +12,8 @@ from engine.posttrain.setup import Setup, constants
 
 
 def rl_time(setup: Setup, steps: int | None = None) -> RlTime | None:
-    """Seconds per optimizer step and hours for `steps` steps (the yardstick when None); None without a known GPU."""
+    """Seconds per optimizer step and hours for `steps` steps (when None, the steps of the yardstick number of prompts);
+    None without a known GPU."""
     if setup.stage not in ("grpo", "ppo") or setup.gpu_name is None:
         return None
     try:
@@ -50,7 +51,12 @@ def rl_time(setup: Setup, steps: int | None = None) -> RlTime | None:
     if setup.rollout == "server":
         sync = s.arch.params * 2.0 / (c["sync_gbps"] * 1e9)
     step = generation + train + sync
-    n = steps if steps is not None else int(c["yardstick_steps"])
+    prompts = None
+    if steps is None:  # no amount of data said: a fixed number of prompts, split over the data-parallel ranks
+        prompts = int(c["yardstick_prompts"])
+        n = steps_for_prompts(setup, prompts)
+    else:
+        n = steps
     hours = step * n / 3600.0
     gpus = setup.train_gpus + setup.rollout_gpus
     cost: dict[str, float | str] | None = None
@@ -60,8 +66,16 @@ def rl_time(setup: Setup, steps: int | None = None) -> RlTime | None:
     except (ValueError, KeyError):
         cost = None
     return RlTime(sequences_per_step=seqs_per_gpu * setup.train_gpus, generation_s=generation, training_s=train,
-                  sync_s=sync, step_s=step, steps=n, hours=hours,
+                  sync_s=sync, step_s=step, steps=n, hours=hours, prompts=prompts,
                   decode_tokens_per_s_per_sequence=per_seq, gpus=gpus, cost=cost)
+
+
+def steps_for_prompts(setup: Setup, prompts: int) -> int:
+    """Optimizer steps that `prompts` prompts take: each gives `generations` completions (one under PPO), and a step
+    holds sequences x grad_accum completions on every training GPU (TRL's generation_batch_size)."""
+    per_prompt = max(1, setup.generations) if setup.stage == "grpo" else 1
+    per_step = setup.sequences * setup.options.grad_accum * setup.train_gpus
+    return max(1, math.ceil(prompts * per_prompt / per_step))
 
 
 def steps_for_tokens(setup: Setup, tokens: float | None) -> int | None:
