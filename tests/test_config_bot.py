@@ -11,7 +11,7 @@ import pytest
 from bot_harness import Harness
 from fake_botapi import BOT_ID, FakeBotAPI, button, callback, documents, last_message, message, texts, toasts
 
-from bot.views.keyboards import ConfigCb, pack_config
+from bot.views.keyboards import ConfigCb, ServingConfigCb, pack_config, pack_serving_config
 from engine.configs import read_config
 from engine.configs.bridge import best_job
 
@@ -49,6 +49,11 @@ def test_config_callback_data_is_small_and_packs_like_aiogram() -> None:
         q, m, c, n, lg, f = args
         assert packed == ConfigCb(q=q, m=m, c=c, n=n, lg=lg, f=f).pack()
         assert ConfigCb.unpack(packed) == ConfigCb(q=q, m=m, c=c, n=n, lg=lg, f=f)
+        assert len(packed.encode()) <= 64
+    for q, f, u, c, lg, t in (("0123456789ab", "-", 8, 4096, "ru", ""),
+                              ("ffffffffffff", "a", 4096, 131072, "en", "sg")):
+        packed = pack_serving_config(q, f, u, c, lg, t)
+        assert packed == ServingConfigCb(q=q, f=f, u=u, c=c, lg=lg, t=t).pack()
         assert len(packed.encode()) <= 64
 
 
@@ -91,6 +96,12 @@ async def test_serving_answer_offers_serving_engines_in_russian(h: Harness, api:
     await h.feed(callback(button(sent, "llama.cpp"), message_obj=sent, user_id=3002, language_code="ru"))
     assert documents(api, 3002)[-1][0] == "llama_server.sh"
     assert read_config(documents(api, 3002)[-1][1], "llama_server.sh").request.serving_engine == "llama.cpp"
+    # the config follows the serving keyboard's state: 32 users at once
+    await h.feed(callback(button(answer, "👥 32"), message_obj=answer, user_id=3002, language_code="ru"))
+    redrawn = api.messages[(3002, answer["message_id"])]
+    await h.feed(callback(button(redrawn, "⚙️ Конфиг"), message_obj=redrawn, user_id=3002, language_code="ru"))
+    name, content, _ = documents(api, 3002)[-1]
+    assert name == "vllm_serve.sh" and "--max-num-seqs 32" in content.decode()
 
 
 async def test_forged_and_stale_config_buttons_get_a_toast(h: Harness, api: FakeBotAPI) -> None:

@@ -15,19 +15,37 @@ import functools
 import io
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from aiogram import Bot, F, Router
 from aiogram.exceptions import TelegramAPIError
 from aiogram.types import BufferedInputFile, CallbackQuery, Message
 
-from bot.answers import MAX_QUESTION_CHARS, answer_options, apply_state, config_from_text, make_reply, resolve_language
+from bot.answers import (
+    MAX_QUESTION_CHARS,
+    answer_options,
+    apply_serving_state,
+    apply_state,
+    config_from_text,
+    make_reply,
+    resolve_language,
+)
 from bot.config import BotConfig
 from bot.handlers.common import chat_language, send
 from bot.handlers.filters import InLoop
 from bot.storage import ChatSettings, Storage
 from bot.views.configs import check_header, config_caption, config_failed, error_text
-from bot.views.keyboards import CODE_METHODS, CODE_TARGETS, ConfigCb, frameworks_keyboard
+from bot.views.keyboards import (
+    CODE_FORMATS,
+    CODE_METHODS,
+    CODE_TARGETS,
+    ConfigCb,
+    ServingConfigCb,
+    frameworks_keyboard,
+    pack_config,
+    pack_serving_config,
+)
 from bot.views.messages import t
 from engine.configs import ReadResult, Target, config_for, read_config
 from engine.configs.bridge import default_target, is_serving
@@ -36,7 +54,7 @@ from engine.configs.readers.cmdline import looks_like_command
 from engine.configs.safety import MAX_BYTES
 from engine.parse import parse
 from engine.scenario import ScenarioError
-from engine.schema import MAX_GPUS, MAX_SEQ_LEN, Language, Request
+from engine.schema import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN, Language, Request
 
 log = logging.getLogger(__name__)
 
@@ -197,24 +215,55 @@ def valid(cb: ConfigCb) -> bool:
             and (cb.f == "" or cb.f in CODE_TARGETS))
 
 
+def valid_serving(cb: ServingConfigCb) -> bool:
+    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
+            and 1 <= cb.u <= MAX_BATCH and 1 <= cb.c <= MAX_SEQ_LEN and cb.lg in ("ru", "en")
+            and (cb.t == "" or cb.t in CODE_TARGETS))
+
+
 async def config_button(query: CallbackQuery, callback_data: ConfigCb, lang: Language, store: Storage,
                         bot: Bot) -> None:
-    """Send the config of the answer's best plan (in the state the keyboard shows) for the framework asked."""
+    """The config of a training answer in the state its keyboard shows."""
     cb = callback_data
     if not valid(cb):
         await query.answer(t(lang, "This button no longer works."))
         return
-    stored = await store.get_request(cb.q)
+
+    def pack(code: str) -> str:
+        return pack_config(cb.q, cb.m, cb.c, cb.n, cb.lg, code)
+
+    await send_config(query, bot, store, cb.q, lambda r: apply_state(r, cb.m, cb.c, cb.n), cb.f, cb.lg, pack, lang)
+
+
+async def serving_config_button(query: CallbackQuery, callback_data: ServingConfigCb, lang: Language,
+                                store: Storage, bot: Bot) -> None:
+    """The config of a serving answer in the state its keyboard shows (weight format, users, context)."""
+    cb = callback_data
+    if not valid_serving(cb):
+        await query.answer(t(lang, "This button no longer works."))
+        return
+
+    def pack(code: str) -> str:
+        return pack_serving_config(cb.q, cb.f, cb.u, cb.c, cb.lg, code)
+
+    await send_config(query, bot, store, cb.q, lambda r: apply_serving_state(r, cb.f, cb.u, cb.c), cb.t, cb.lg,
+                      pack, lang)
+
+
+async def send_config(query: CallbackQuery, bot: Bot, store: Storage, qid: str, state: Callable[[Request], Request],
+                      code: str, answer_lang: str, pack: Callable[[str], str], lang: str) -> None:
+    """Send the config of the answer's best plan (in the state the keyboard shows) for the framework asked."""
+    stored = await store.get_request(qid)
     if stored is None:
         await query.answer(t(lang, "This answer is too old to change: ask the question again, please."))
         return
     try:
-        request = apply_state(stored, cb.m, cb.c, cb.n)
+        request = state(stored)
     except ValueError:
         await query.answer(t(lang, "This button no longer works."))
         return
-    lang = cb.lg  # type: ignore[assignment]
-    target: Target = CODE_TARGETS.get(cb.f) or default_target(request)  # type: ignore[assignment]
+    lang = answer_lang
+    target: Target = CODE_TARGETS.get(code) or default_target(request)  # type: ignore[assignment]
     try:
         out = await asyncio.to_thread(config_for, request, target)
     except ValueError as exc:
@@ -229,7 +278,7 @@ async def config_button(query: CallbackQuery, callback_data: ConfigCb, lang: Lan
     chat_id = message.chat.id if message is not None else query.from_user.id
     gpu = next((found for f in out.files if (found := made_for(f.text))), None)  # JSON has no comments: the script
     caption = config_caption(lang, target, gpu, out.estimate_gib, out.command, out.notes)
-    markup = frameworks_keyboard(cb.q, CODE_METHODS[cb.m], cb.c, cb.n, lang, is_serving(request), target)
+    markup = frameworks_keyboard(pack, is_serving(request), target)
     try:
         for i, file in enumerate(out.files):
             document = BufferedInputFile(file.text.encode(), filename=file.name)
@@ -247,6 +296,7 @@ async def config_button(query: CallbackQuery, callback_data: ConfigCb, lang: Lan
 def make_router() -> Router:
     router = Router(name="configs")
     router.callback_query.register(config_button, ConfigCb.filter())
+    router.callback_query.register(serving_config_button, ServingConfigCb.filter())
     router.message.register(config_document, InLoop(F.document), _is_config_file)
     router.message.register(pasted, InLoop(F.text), _pasted)
     return router
