@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import io
 import logging
 import re
 from collections.abc import Callable
@@ -32,8 +31,10 @@ from bot.answers import (
     resolve_language,
 )
 from bot.config import BotConfig
+from bot.downloads import FileTooBig, download_capped
 from bot.handlers.common import chat_language, send
 from bot.handlers.filters import InLoop
+from bot.hub.ids import MAX_PASTE
 from bot.storage import ChatSettings, Storage
 from bot.views.configs import check_header, config_caption, config_failed, error_text
 from bot.views.keyboards import (
@@ -51,23 +52,18 @@ from engine.configs import ReadResult, Target, config_for, read_config
 from engine.configs.bridge import default_target, is_serving
 from engine.configs.common import made_for
 from engine.configs.readers.cmdline import looks_like_command
-from engine.configs.safety import MAX_BYTES
 from engine.parse import parse
 from engine.scenario import ScenarioError
 from engine.schema import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN, Language, Request
 
 log = logging.getLogger(__name__)
 
-MAX_CONFIG_BYTES = MAX_BYTES  # one limit for uploaded files and pasted text (engine.configs.safety: 256 KB)
+MAX_CONFIG_BYTES = MAX_PASTE  # one limit for uploaded and pasted configs (256 KB); media's config.json uses it too
 CONFIG_SUFFIXES = (".yaml", ".yml", ".py", ".sh", ".txt", ".cfg", ".toml")
 CONFIG_MIME = ("application/x-yaml", "application/yaml", "text/yaml", "text/x-yaml", "text/x-python",
                "application/x-python-code", "text/x-sh", "application/x-sh", "text/plain")
 _YAML_LINE = re.compile(r"^[A-Za-z_][\w.-]{0,80}:(\s|$)")
 TELEGRAM_LIMIT = 4096
-
-
-class FileTooBig(Exception):
-    pass
 
 
 # ---- what comes in --------------------------------------------------------------------------------------------
@@ -116,21 +112,6 @@ async def pasted(message: Message, pasted: ReadResult, settings: ChatSettings, s
     await answer_check(message, pasted, None, settings=settings, store=store, config=config)
 
 
-async def download(bot: Bot, file_id: str, size: int | None, cap: int = MAX_CONFIG_BYTES) -> bytes:
-    """The file's bytes, FileTooBig past `cap` (before downloading when the size is known)."""
-    if size is not None and size > cap:
-        raise FileTooBig(size)
-    file = await bot.get_file(file_id)
-    if file.file_size is not None and file.file_size > cap:
-        raise FileTooBig(file.file_size)
-    buffer = io.BytesIO()
-    await bot.download(file, destination=buffer, timeout=10)
-    data = buffer.getvalue()
-    if len(data) > cap:
-        raise FileTooBig(len(data))
-    return data
-
-
 async def config_document(message: Message, settings: ChatSettings, store: Storage, config: BotConfig,
                           bot: Bot) -> None:
     from bot.handlers.media import is_addressed
@@ -141,7 +122,9 @@ async def config_document(message: Message, settings: ChatSettings, store: Stora
         return
     lang = chat_language(settings, message.from_user, config)
     try:
-        data = await download(bot, doc.file_id, doc.file_size)
+        if doc.file_size is not None and doc.file_size > MAX_CONFIG_BYTES:
+            raise FileTooBig(doc.file_size)
+        data = await download_capped(bot, doc.file_id, MAX_CONFIG_BYTES)  # streamed, cut past the cap
     except FileTooBig:
         await send(message, error_text(lang, "too_large"))
         return
