@@ -37,6 +37,7 @@ class Call:
     method: str
     params: dict[str, Any]
     files: dict[str, bytes] = field(default_factory=dict)
+    filenames: dict[str, str] = field(default_factory=dict)  # upload field -> the file name it was sent under
     at: float = field(default_factory=time.monotonic)
     status: int = 200
     misbehaved: str | None = None  # the kind of non-Bot-API reply it got (see `misbehave`)
@@ -195,9 +196,11 @@ class FakeBotAPI:
 
     # ---- the server ----
 
-    async def _params(self, request: web.Request) -> tuple[dict[str, Any], dict[str, bytes]]:
+    async def _params(self, request: web.Request,
+                      names: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, bytes]]:
         params: dict[str, Any] = {}
         files: dict[str, bytes] = {}
+        names = names if names is not None else {}
         if request.content_type == "application/json":
             params = await request.json()
         elif request.can_read_body:
@@ -205,6 +208,7 @@ class FakeBotAPI:
             for key, value in form.items():
                 if isinstance(value, web.FileField):
                     files[key] = value.file.read()
+                    names[key] = value.filename
                 elif isinstance(value, bytes):
                     files[key] = value
                 else:
@@ -213,6 +217,8 @@ class FakeBotAPI:
         for key, value in list(params.items()):  # aiogram uploads as attach://<name> with the file under <name>
             if isinstance(value, str) and value.startswith("attach://") and value[9:] in files:
                 files[key] = files[value[9:]]
+                if value[9:] in names:
+                    names[key] = names[value[9:]]
         for key in list(params):
             if key in JSON_FIELDS and isinstance(params[key], str):
                 with contextlib.suppress(json.JSONDecodeError):
@@ -228,8 +234,9 @@ class FakeBotAPI:
 
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
-        params, files = await self._params(request)
-        call = Call(method, params, files)
+        names: dict[str, str] = {}
+        params, files = await self._params(request, names)
+        call = Call(method, params, files, names)
         self.calls.append(call)
         try:
             if request.match_info["token"] != self.token:
@@ -382,6 +389,18 @@ class FakeBotAPI:
         photo = [{"file_id": "photo1", "file_unique_id": "u1", "width": 800, "height": 500}]
         return self._message(params, photo=photo, caption=params.get("caption", ""))
 
+    async def api_sendDocument(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        if "document" not in files and not params.get("document"):
+            return web.json_response({"ok": False, "error_code": 400, "description": "Bad Request: no document"},
+                                     status=400)
+        content = files.get("document", b"")
+        file_id = f"doc{next(self._ids)}"
+        name = next((c.filenames.get("document") for c in reversed(self.calls) if c.files is files), None) or "document"
+        self.files[file_id] = (f"documents/{file_id}", content)
+        document = {"file_id": file_id, "file_unique_id": "u" + file_id, "file_name": name,
+                    "file_size": len(content)}
+        return self._message(params, document=document, caption=params.get("caption", ""))
+
     async def api_editMessageText(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
         if params.get("inline_message_id"):
             return True
@@ -509,6 +528,12 @@ def sent(api: FakeBotAPI, chat_id: int) -> list[Call]:
 def texts(api: FakeBotAPI, chat_id: int) -> list[str]:
     """The texts the bot sent to one chat (successful calls), in order."""
     return [c.params["text"] for c in api.of("sendMessage") if int(c.params["chat_id"]) == chat_id]
+
+
+def documents(api: FakeBotAPI, chat_id: int) -> list[tuple[str, bytes, str]]:
+    """(file name, content, caption) of every document the bot sent to one chat, in order."""
+    return [(c.filenames.get("document", ""), c.files.get("document", b""), str(c.params.get("caption") or ""))
+            for c in api.of("sendDocument") if int(c.params["chat_id"]) == chat_id]
 
 
 def toasts(api: FakeBotAPI) -> list[str | None]:

@@ -29,7 +29,7 @@ def document(file_id: str, size: int | None) -> dict[str, object]:
 
 async def test_one_size_limit_and_a_capped_stream(tmp_path: Path, api: FakeBotAPI) -> None:
     assert MAX_CONFIG_BYTES == MAX_PASTE
-    padded = json.dumps({**LLAMA, "pad": "x" * 210_000}).encode()  # between the two old limits (200k and 256k)
+    padded = json.dumps({**LLAMA, "pad": "x" * 270_000}).encode()  # just over the limit (256 KB)
     api.add_file("padded", padded, path="documents/padded.json")
     huge = json.dumps(LLAMA).encode() + b" " * (8 << 20)  # 8 MB, and the message does not say so
     api.add_file("huge", huge, path="documents/huge.json")
@@ -38,7 +38,7 @@ async def test_one_size_limit_and_a_capped_stream(tmp_path: Path, api: FakeBotAP
         for user, (file_id, size) in enumerate([("padded", len(padded)), ("padded", None), ("huge", None),
                                                 ("ok", None)], start=9301):
             await h.feed(message(None, user_id=user, document=document(file_id, size), caption="QLoRA on H100"))
-    too_big = "That file is too big for a config.json"
+    too_big = "That file is over 256 KB"
     assert texts(api, 9301)[0].startswith(too_big)
     assert texts(api, 9302)[0].startswith(too_big)  # no file_size: found out while streaming
     assert texts(api, 9303)[0].startswith(too_big)

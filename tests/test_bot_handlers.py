@@ -312,10 +312,10 @@ async def test_config_json_file_is_estimated(h: Harness, api: FakeBotAPI) -> Non
     api.add_file("bad", b'{"hello": "world"}', path="documents/bad.json")
     await h.feed(message(None, user_id=2051, document={"file_id": "bad", "file_unique_id": "ub",
                                                        "file_name": "other.json", "file_size": 18}))
-    assert texts(api, 2051)[-1].startswith("That JSON is not a model config.json")
+    assert texts(api, 2051)[-1].startswith("I do not recognise that framework")  # neither a model nor a training config
     await h.feed(message(None, user_id=2051, document={"file_id": "big", "file_unique_id": "ubig",
                                                        "file_name": "config.json", "file_size": 50_000_000}))
-    assert texts(api, 2051)[-1].startswith("That file is too big")
+    assert texts(api, 2051)[-1].startswith("That file is over 256 KB")
     assert [c.params["file_id"] for c in api.of("getFile")] == ["cfg1", "bad"]  # the big one was not fetched
 
 

@@ -22,6 +22,7 @@ from bot.hub import (
     parse_pasted_config,
 )
 from bot.hub import fetch as hub_fetch
+from bot.hub.ids import MAX_PASTE
 from engine.contract import estimate_json as estimate
 from engine.schema import ModelRef, Request
 
@@ -378,7 +379,7 @@ def test_moe_fields() -> None:
     '{"num_hidden_layers": "32", "hidden_size": 4096, "num_attention_heads": 32, "vocab_size": 32000}',
     '{"num_hidden_layers": 1e400, "hidden_size": 4096, "num_attention_heads": 32, "vocab_size": 32000}',
     "```json\n{not json at all}\n```", "\x00\xff" * 1000, '{"text_config": {"text_config": null}}',
-    json.dumps(QWEN_CODER_32B) + " " * 200_001,
+    json.dumps(QWEN_CODER_32B) + " " * (MAX_PASTE + 1),
 ])
 def test_junk_is_not_a_config(text: str) -> None:
     assert parse_pasted_config(text) is None

@@ -179,7 +179,8 @@ def labels(markup: object) -> list[str]:
 
 def test_serving_keyboard_marks_the_state_and_packs_small_data() -> None:
     kb = serving_keyboard("0123456789ab", "b", 32, 8192, "en")
-    assert labels(kb) == ["✓ BF16", "FP8", "AWQ", "👥 8", "✓ 👥 32", "👥 128", "4k", "✓ 8k", "32k", "RU", "✓ EN"]
+    assert labels(kb) == ["✓ BF16", "FP8", "AWQ", "👥 8", "✓ 👥 32", "👥 128", "4k", "✓ 8k", "32k", "RU", "✓ EN",
+                          "⚙️ Config"]
     data = [b.callback_data for row in kb.inline_keyboard for b in row]
     assert all(len(d.encode()) <= 64 for d in data)
     assert data[1] == ServingCb(q="0123456789ab", f="8", u=32, c=8192, lg="en").pack()

@@ -43,7 +43,8 @@ async def test_serving_question_gets_the_serving_headline_and_keyboard(h: Harnes
     sent = last_bot_message(api, 3001)
     assert sent["text"].startswith("✅ <b>32 пользователя при 8k на 4×H100 SXM (TP\u00a04): хватает на ")
     assert "Команда запуска" in sent["text"] and "vllm serve" in sent["text"]
-    assert labels(sent) == ["✓ BF16", "FP8", "AWQ", "👥 8", "✓ 👥 32", "👥 128", "4k", "✓ 8k", "32k", "✓ RU", "EN"]
+    assert labels(sent) == ["✓ BF16", "FP8", "AWQ", "👥 8", "✓ 👥 32", "👥 128", "4k", "✓ 8k", "32k", "✓ RU", "EN",
+                            "⚙️ Конфиг"]
     assert all(len(b["callback_data"].encode()) <= 64 for row in sent["reply_markup"]["inline_keyboard"] for b in row)
 
 

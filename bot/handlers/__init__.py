@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiogram import Router
 
-from bot.handlers import callbacks, commands, inline, media, questions, settings
+from bot.handlers import callbacks, commands, configs, inline, media, questions, settings
 
 
 def get_routers() -> list[Router]:
@@ -12,6 +12,7 @@ def get_routers() -> list[Router]:
     return [
         commands.make_router(),
         settings.make_router(),
+        configs.make_router(),  # before callbacks (its catch-all toast) and questions (a pasted config)
         callbacks.make_router(),
         inline.make_router(),
         media.make_router(),

@@ -15,14 +15,14 @@ from bot.answers import config_from_text, request_from_config
 from bot.config import BotConfig
 from bot.downloads import FileTooBig, download_capped
 from bot.handlers.common import answer_question, send
+from bot.handlers.configs import MAX_CONFIG_BYTES, check_file
 from bot.handlers.filters import InLoop
-from bot.hub.ids import MAX_PASTE
 from bot.storage import ChatSettings, Storage
+from bot.views.configs import error_text
 from bot.views.messages import EXAMPLES, t
 from engine.schema import Language
 
 log = logging.getLogger(__name__)
-MAX_CONFIG_BYTES = MAX_PASTE  # one limit for pasted and uploaded configs: a config.json is a few kilobytes
 
 
 async def _is_json(message: Message) -> bool:  # a coroutine: aiogram runs plain functions in a thread
@@ -42,19 +42,18 @@ async def config_file(message: Message, lang: Language, settings: ChatSettings, 
     try:
         if doc.file_size is not None and doc.file_size > MAX_CONFIG_BYTES:
             raise FileTooBig(doc.file_size)
-        raw = (await download_capped(bot, doc.file_id, MAX_CONFIG_BYTES)).decode("utf-8", errors="replace")
+        data = await download_capped(bot, doc.file_id, MAX_CONFIG_BYTES)
+        raw = data.decode("utf-8", errors="replace")
     except FileTooBig:
-        await send(message, t(lang, "That file is too big for a config.json: send the model's config.json "
-                                    "(a few kilobytes)."))
+        await send(message, error_text(lang, "too_large"))
         return
     except (TelegramAPIError, OSError, TimeoutError) as exc:
         log.info("config download failed: %s", type(exc).__name__)
         await send(message, t(lang, "I could not download that file: please send it again."))
         return
     cfg = config_from_text(raw)
-    if cfg is None:
-        await send(message, t(lang, "That JSON is not a model config.json I can read (it needs hidden_size, "
-                                    "num_hidden_layers, num_attention_heads, vocab_size)."))
+    if cfg is None:  # not a model's architecture: a training or DeepSpeed config.json, checked as one
+        await check_file(message, data, doc.file_name, settings=settings, store=store, config=config)
         return
     caption = message.caption or ""
     request = request_from_config(cfg, caption, doc.file_name or "config.json")
@@ -63,7 +62,8 @@ async def config_file(message: Message, lang: Language, settings: ChatSettings, 
 
 
 async def not_text(message: Message, lang: Language) -> None:
-    await send(message, t(lang, "I read text questions (and config.json files). Try: %(example)s",
+    await send(message, t(lang, "I read text questions, config.json files and training or serving configs. "
+                                "Try: %(example)s",
                           example="<code>" + EXAMPLES[lang][0] + "</code>"))
 
 

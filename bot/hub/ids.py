@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 
 from engine.catalog import find_gpu, find_model
+from engine.configs.safety import MAX_BYTES
 
-MAX_PASTE = 200_000  # characters of a text we look at; beyond that it is not a question
+# The one limit for pasted and uploaded configs (config.json, training and serving configs): engine.configs'
+# 256 KB, which its check enforces too; beyond that a text is not a question nor a config.
+MAX_PASTE = MAX_BYTES
 
 NAME_MAX = 96
 _PART = rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{NAME_MAX - 1}}}"

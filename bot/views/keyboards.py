@@ -6,6 +6,7 @@ Callback data stays far below Telegram's 64 bytes: an answer button carries the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 from aiogram.filters.callback_data import CallbackData
@@ -52,6 +53,41 @@ SERVING_USERS = (8, 32, 128)
 SERVING_CONTEXTS = (4096, 8192, 32768)
 
 
+class ConfigCb(CallbackData, prefix="g"):
+    """A config for the answer in this state: question id, method, context, GPU count, language, framework code
+    ("" for the default: the framework the question named, else TRL or vLLM)."""
+
+    q: str
+    m: str
+    c: int
+    n: int
+    lg: str
+    f: str = ""
+
+
+class ServingConfigCb(CallbackData, prefix="h"):
+    """A config for a serving answer in this state: question id, weight format code, users, context, language,
+    framework code ("" for the default: the engine the question named, else vLLM)."""
+
+    q: str
+    f: str
+    u: int
+    c: int
+    lg: str
+    t: str = ""
+
+
+# Framework codes of ConfigCb (two letters keep callback data short) → engine.configs targets.
+TARGET_CODES = {"axolotl": "ax", "llama-factory": "lf", "trl": "tr", "unsloth": "us", "torchtune": "tt",
+                "deepspeed": "ds", "accelerate": "ac", "vllm": "vl", "sglang": "sg", "llama.cpp": "lc"}
+CODE_TARGETS = {v: k for k, v in TARGET_CODES.items()}
+TRAINING_TARGETS = ("axolotl", "llama-factory", "trl", "unsloth", "torchtune", "deepspeed", "accelerate")
+SERVING_TARGETS = ("vllm", "sglang", "llama.cpp")
+TARGET_LABELS = {"axolotl": "Axolotl", "llama-factory": "LLaMA-Factory", "trl": "TRL", "unsloth": "Unsloth",
+                 "torchtune": "torchtune", "deepspeed": "DeepSpeed", "accelerate": "accelerate", "vllm": "vLLM",
+                 "sglang": "SGLang", "llama.cpp": "llama.cpp"}
+
+
 class ExampleCb(CallbackData, prefix="e"):
     i: int
     lg: str
@@ -70,6 +106,16 @@ def pack_answer(q: str, m: str, c: int, n: int, lg: str, x: str = "r") -> str:
     """`AnswerCb(...).pack()` without building the model: every answer carries 13 of these (a test keeps
     the two identical; the values are ours, never the user's, so nothing needs escaping)."""
     return f"{AnswerCb.__prefix__}:{q}:{m}:{c}:{n}:{lg}:{x}"
+
+
+def pack_config(q: str, m: str, c: int, n: int, lg: str, f: str = "") -> str:
+    """`ConfigCb(...).pack()` without building the model (a test keeps the two identical)."""
+    return f"{ConfigCb.__prefix__}:{q}:{m}:{c}:{n}:{lg}:{f}"
+
+
+def pack_serving_config(q: str, f: str, u: int, c: int, lg: str, t: str = "") -> str:
+    """`ServingConfigCb(...).pack()` without building the model (a test keeps the two identical)."""
+    return f"{ServingConfigCb.__prefix__}:{q}:{f}:{u}:{c}:{lg}:{t}"
 
 
 @lru_cache(maxsize=256)
@@ -95,7 +141,8 @@ def answer_keyboard(qid: str, method: str, ctx: int, count: int, lang: str) -> I
         [_button(_label(f"{c // 1024}k", ctx == c), cb(c=c)) for c in CONTEXTS],
         [_button(_label(f"{n}×GPU" if n == 1 else f"{n}×", count == n), cb(n=n)) for n in GPU_COUNTS],
         [_button(_label("RU", lang == "ru"), cb(lg="ru")), _button(_label("EN", lang == "en"), cb(lg="en")),
-         _button("📊 " + t(lang, "Chart"), cb(x="p"))],
+         _button("📊 " + t(lang, "Chart"), cb(x="p")),
+         _button("⚙️ " + t(lang, "Config"), pack_config(qid, code, ctx, count, lang))],
     ]
     return InlineKeyboardMarkup.model_construct(inline_keyboard=rows)
 
@@ -127,8 +174,18 @@ def serving_keyboard(qid: str, fmt: str, users: int | None, ctx: int, lang: str,
         [_button(_label(label, fmt == code), cb(f=code)) for label, code in formats],
         [_button(_label(f"👥 {n}", users == n), cb(n=n)) for n in SERVING_USERS],
         [_button(_label(f"{c // 1024}k", ctx == c), cb(c=c)) for c in SERVING_CONTEXTS],
-        [_button(_label("RU", lang == "ru"), cb(lg="ru")), _button(_label("EN", lang == "en"), cb(lg="en"))],
+        [_button(_label("RU", lang == "ru"), cb(lg="ru")), _button(_label("EN", lang == "en"), cb(lg="en")),
+         _button("⚙️ " + t(lang, "Config"), pack_serving_config(qid, fmt, u, ctx, lang))],
     ]
+    return InlineKeyboardMarkup.model_construct(inline_keyboard=rows)
+
+
+def frameworks_keyboard(pack: Callable[[str], str], serving: bool, current: str) -> InlineKeyboardMarkup:
+    """Under a config document: the same answer's config for another framework (training or serving ones);
+    `pack(framework code)` is the button's callback data."""
+    targets = SERVING_TARGETS if serving else TRAINING_TARGETS
+    buttons = [_button(_label(TARGET_LABELS[name], name == current), pack(TARGET_CODES[name])) for name in targets]
+    rows = [buttons[:4], buttons[4:]] if len(buttons) > 4 else [buttons]
     return InlineKeyboardMarkup.model_construct(inline_keyboard=rows)
 
 

@@ -1,0 +1,285 @@
+"""Configs in and out (issue 16) in Telegram.
+
+Out: the "⚙️ Config" button under an answer sends the config of the answer's best plan as documents (file names per
+framework), with a row to pick another framework. In: a YAML/JSON/.py/.sh file, a pasted launch command or a pasted
+YAML config is checked: what it describes, the answer for it (the normal answer, keyboard included), the keys not
+understood. A model's config.json stays an architecture (`media`); a training config.json comes here from there.
+
+Nothing a user sent is logged: only error keys and exception class names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+from aiogram import Bot, F, Router
+from aiogram.exceptions import TelegramAPIError
+from aiogram.types import BufferedInputFile, CallbackQuery, Message
+
+from bot.answers import (
+    MAX_QUESTION_CHARS,
+    answer_options,
+    apply_serving_state,
+    apply_state,
+    config_from_text,
+    make_reply,
+    resolve_language,
+)
+from bot.config import BotConfig
+from bot.downloads import FileTooBig, download_capped
+from bot.handlers.common import chat_language, send
+from bot.handlers.filters import InLoop
+from bot.hub.ids import MAX_PASTE
+from bot.storage import ChatSettings, Storage
+from bot.views.configs import check_header, config_caption, config_failed, error_text
+from bot.views.keyboards import (
+    CODE_FORMATS,
+    CODE_METHODS,
+    CODE_TARGETS,
+    ConfigCb,
+    ServingConfigCb,
+    frameworks_keyboard,
+    pack_config,
+    pack_serving_config,
+)
+from bot.views.messages import t
+from engine.configs import ReadResult, Target, config_for, read_config
+from engine.configs.bridge import default_target, is_serving
+from engine.configs.common import made_for
+from engine.configs.readers.cmdline import looks_like_command
+from engine.parse import parse
+from engine.scenario import ScenarioError
+from engine.schema import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN, Language, Request
+
+log = logging.getLogger(__name__)
+
+MAX_CONFIG_BYTES = MAX_PASTE  # one limit for uploaded and pasted configs (256 KB); media's config.json uses it too
+CONFIG_SUFFIXES = (".yaml", ".yml", ".py", ".sh", ".txt", ".cfg", ".toml")
+CONFIG_MIME = ("application/x-yaml", "application/yaml", "text/yaml", "text/x-yaml", "text/x-python",
+               "application/x-python-code", "text/x-sh", "application/x-sh", "text/plain")
+_YAML_LINE = re.compile(r"^[A-Za-z_][\w.-]{0,80}:(\s|$)")
+TELEGRAM_LIMIT = 4096
+
+
+# ---- what comes in --------------------------------------------------------------------------------------------
+
+
+async def _is_config_file(message: Message) -> bool:  # a coroutine: aiogram runs plain functions in a thread
+    doc = message.document
+    if doc is None:
+        return False
+    name = (doc.file_name or "").lower()
+    return name.endswith(CONFIG_SUFFIXES) or (doc.mime_type or "") in CONFIG_MIME
+
+
+def pasted_config(text: str) -> ReadResult | None:
+    """What a pasted text reads as when it is a launch command or a YAML/JSON training config; None for a question
+    (a model's config.json included: that is an architecture, answered by the question pipeline)."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    if looks_like_command(stripped):
+        return read_config(stripped, None)
+    lines = [ln for ln in stripped.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if stripped.startswith("{"):
+        if config_from_text(stripped) is not None:
+            return None
+    elif len(lines) < 2 or sum(1 for ln in lines if _YAML_LINE.match(ln)) < 2:
+        return None
+    read = read_config(stripped, None)
+    if read.error in ("unknown_format", "invalid_yaml", "invalid_json", "not_a_mapping", "empty"):
+        return None  # prose with colons, not a config
+    return read
+
+
+async def _pasted(message: Message, bot: Bot) -> dict[str, Any] | bool:
+    """A pasted config in a private chat, or in a group as a reply to the bot."""
+    from bot.handlers.media import is_addressed
+
+    if not message.text or not is_addressed(message, bot):
+        return False
+    read = pasted_config(message.text)
+    return {"pasted": read} if read is not None else False
+
+
+async def pasted(message: Message, pasted: ReadResult, settings: ChatSettings, store: Storage,
+                 config: BotConfig) -> None:
+    await answer_check(message, pasted, None, settings=settings, store=store, config=config)
+
+
+async def config_document(message: Message, settings: ChatSettings, store: Storage, config: BotConfig,
+                          bot: Bot) -> None:
+    from bot.handlers.media import is_addressed
+
+    doc = message.document
+    assert doc is not None
+    if not is_addressed(message, bot):
+        return
+    lang = chat_language(settings, message.from_user, config)
+    try:
+        if doc.file_size is not None and doc.file_size > MAX_CONFIG_BYTES:
+            raise FileTooBig(doc.file_size)
+        data = await download_capped(bot, doc.file_id, MAX_CONFIG_BYTES)  # streamed, cut past the cap
+    except FileTooBig:
+        await send(message, error_text(lang, "too_large"))
+        return
+    except (TelegramAPIError, OSError, TimeoutError) as exc:
+        log.info("config download failed: %s", type(exc).__name__)
+        await send(message, error_text(lang, "download"))
+        return
+    await check_file(message, data, doc.file_name, settings=settings, store=store, config=config)
+
+
+async def check_file(message: Message, data: bytes, filename: str | None, *, settings: ChatSettings,
+                     store: Storage, config: BotConfig) -> None:
+    """Check a downloaded file (also a config.json that is not a model's architecture, from `media`)."""
+    read = await asyncio.to_thread(read_config, data, filename)
+    if read.request is not None and message.caption:
+        read = read.model_copy(update={"request": with_caption_gpu(read.request, message.caption)})
+    await answer_check(message, read, filename, settings=settings, store=store, config=config)
+
+
+def with_caption_gpu(request: Request, caption: str) -> Request:
+    """A config rarely names its GPU: the one a caption names ("on 2×RTX 4090") is what the check fits against
+    (the config's own GPU count wins when it says one)."""
+    said = parse(caption[:MAX_QUESTION_CHARS]).gpus
+    if not said or (request.gpus and any(g.name or g.memory_gb for g in request.gpus)):
+        return request
+    count = request.gpus[0].count if request.gpus and request.gpus[0].count > 1 else said[0].count
+    gpus = [g.model_copy(update={"count": count}) for g in said[:1]]
+    return request.model_copy(update={"gpus": gpus})
+
+
+async def answer_check(message: Message, read: ReadResult, filename: str | None, *, settings: ChatSettings,
+                       store: Storage, config: BotConfig) -> None:
+    user = message.from_user
+    if read.request is not None and not understood(read):
+        read = read.model_copy(update={"error": "unknown_format"})
+    if read.error or read.request is None:
+        lang = chat_language(settings, user, config)
+        log.info("config not read: %s", read.error or "unknown_format")
+        await send(message, error_text(lang, read.error or "unknown_format"))
+        return
+    request = read.request
+    lang = resolve_language(None, settings.language, user.language_code if user else None, config.default_language)
+    request = request.model_copy(update={"language": lang})
+    reply = await make_reply(request, store, answer_options(settings, lang, config.default_language))
+    header = check_header(reply.lang, read.format, request.model_dump(mode="json", exclude_none=True), read.ignored,
+                          read.secrets, filename)
+    if len(header) + len(reply.html) + 2 <= TELEGRAM_LIMIT:
+        await send(message, header + "\n\n" + reply.html, reply_markup=reply.markup)
+        return
+    await send(message, header[:TELEGRAM_LIMIT])
+    await send(message, reply.html, reply_markup=reply.markup)
+
+
+@functools.cache
+def _nothing_read() -> Request | None:
+    """What a JSON of unrelated keys reads as: the TrainingArguments defaults alone (JSON's catch-all flavour)."""
+    return read_config('{"unrelated": 0}', "nothing.json").request
+
+
+def understood(read: ReadResult) -> bool:
+    """Whether the reader found any setting at all (a JSON of unrelated keys gives only its defaults)."""
+    return read.request is not None and (read.format != "hf-args" or read.request != _nothing_read())
+
+
+# ---- what goes out --------------------------------------------------------------------------------------------
+
+
+def valid(cb: ConfigCb) -> bool:
+    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and cb.m in CODE_METHODS
+            and 1 <= cb.c <= MAX_SEQ_LEN and 1 <= cb.n <= MAX_GPUS and cb.lg in ("ru", "en")
+            and (cb.f == "" or cb.f in CODE_TARGETS))
+
+
+def valid_serving(cb: ServingConfigCb) -> bool:
+    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
+            and 1 <= cb.u <= MAX_BATCH and 1 <= cb.c <= MAX_SEQ_LEN and cb.lg in ("ru", "en")
+            and (cb.t == "" or cb.t in CODE_TARGETS))
+
+
+async def config_button(query: CallbackQuery, callback_data: ConfigCb, lang: Language, store: Storage,
+                        bot: Bot) -> None:
+    """The config of a training answer in the state its keyboard shows."""
+    cb = callback_data
+    if not valid(cb):
+        await query.answer(t(lang, "This button no longer works."))
+        return
+
+    def pack(code: str) -> str:
+        return pack_config(cb.q, cb.m, cb.c, cb.n, cb.lg, code)
+
+    await send_config(query, bot, store, cb.q, lambda r: apply_state(r, cb.m, cb.c, cb.n), cb.f, cb.lg, pack, lang)
+
+
+async def serving_config_button(query: CallbackQuery, callback_data: ServingConfigCb, lang: Language,
+                                store: Storage, bot: Bot) -> None:
+    """The config of a serving answer in the state its keyboard shows (weight format, users, context)."""
+    cb = callback_data
+    if not valid_serving(cb):
+        await query.answer(t(lang, "This button no longer works."))
+        return
+
+    def pack(code: str) -> str:
+        return pack_serving_config(cb.q, cb.f, cb.u, cb.c, cb.lg, code)
+
+    await send_config(query, bot, store, cb.q, lambda r: apply_serving_state(r, cb.f, cb.u, cb.c), cb.t, cb.lg,
+                      pack, lang)
+
+
+async def send_config(query: CallbackQuery, bot: Bot, store: Storage, qid: str, state: Callable[[Request], Request],
+                      code: str, answer_lang: str, pack: Callable[[str], str], lang: str) -> None:
+    """Send the config of the answer's best plan (in the state the keyboard shows) for the framework asked."""
+    stored = await store.get_request(qid)
+    if stored is None:
+        await query.answer(t(lang, "This answer is too old to change: ask the question again, please."))
+        return
+    try:
+        request = state(stored)
+    except ValueError:
+        await query.answer(t(lang, "This button no longer works."))
+        return
+    lang = answer_lang
+    target: Target = CODE_TARGETS.get(code) or default_target(request)  # type: ignore[assignment]
+    try:
+        out = await asyncio.to_thread(config_for, request, target)
+    except ValueError as exc:
+        reason = "framework_mismatch" if str(exc).startswith("framework_mismatch") else "failed"
+        await query.answer(config_failed(lang, reason), show_alert=True)
+        return
+    except ScenarioError as exc:
+        log.info("config not written: %s", type(exc).__name__)
+        await query.answer(config_failed(lang, "failed"), show_alert=True)
+        return
+    message = query.message
+    chat_id = message.chat.id if message is not None else query.from_user.id
+    gpu = next((found for f in out.files if (found := made_for(f.text))), None)  # JSON has no comments: the script
+    caption = config_caption(lang, target, gpu, out.estimate_gib, out.command, out.notes)
+    markup = frameworks_keyboard(pack, is_serving(request), target)
+    try:
+        for i, file in enumerate(out.files):
+            document = BufferedInputFile(file.text.encode(), filename=file.name)
+            if i == 0:
+                await bot.send_document(chat_id, document, caption=caption, reply_markup=markup)
+            else:
+                await bot.send_document(chat_id, document)
+    except TelegramAPIError as exc:
+        log.info("config not sent: %s", type(exc).__name__)
+        await query.answer(t(lang, "Open a chat with me to get the config."), show_alert=True)
+        return
+    await query.answer()
+
+
+def make_router() -> Router:
+    router = Router(name="configs")
+    router.callback_query.register(config_button, ConfigCb.filter())
+    router.callback_query.register(serving_config_button, ServingConfigCb.filter())
+    router.message.register(config_document, InLoop(F.document), _is_config_file)
+    router.message.register(pasted, InLoop(F.text), _pasted)
+    return router
