@@ -10,6 +10,7 @@ from engine.catalog import find_gpu, shape_reference
 from engine.fit import HEADROOM, NO_HEADROOM, fits, need_gb
 from engine.plan import plan
 from engine.plan import posttrain as posttrain_plan
+from engine.plan.budget import within_limits
 from engine.plan.search import asked_arrangements
 from engine.scenario import ScenarioError
 from engine.schema import (
@@ -59,13 +60,26 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         need_gb=need_gb(b), cluster_gb=need_gb(b) * s.gpu_count,
         cpu_ram_gb=b.cpu_ram * min(s.gpu_count, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
-        alternatives=[] if cheaper else result.alternatives, cheaper=cheaper, notes=result.notes,
+        alternatives=[] if cheaper else result.alternatives, cheaper=cheaper,
+        notes=[*result.notes, *said_notes(request, s.arch.name, asked)],
         assumptions=s.assumptions, monthly=result.monthly if not result.comparison else None,
         price_date=dates[-1] if dates else None, currency=result.currency,
         rank_by=result.rank_by, tokens=result.tokens,
         shape_reference=None if s.arch.known else shape_reference(s.arch.params),
         capacity=capacity(b, asked, result),
+        limits=within_limits(request, shown, prices or PriceOptions()),
     )
+
+
+def said_notes(request: Request, model: str, asked: Arrangement | None) -> list[Note]:
+    """What the question asked that is not modelled (the answer is for what is), and what was assumed for a
+    family named without a size or a notebook service named without a GPU."""
+    notes = [Note(key="unsupported", params={"what": key}) for key in request.unsupported]
+    if "model" in request.assumed:
+        notes.append(Note(key="assumed_model", params={"model": model}))
+    if "gpus" in request.assumed and asked is not None:
+        notes.append(Note(key="assumed_gpu", params={"gpu": asked.gpu}))
+    return notes
 
 
 def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None) -> Verdict | None:
