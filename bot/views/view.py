@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.views.catalogs import _, _n
 from bot.views.formats import date_text, hours_text, money, money_range, num
+from bot.views.talk import limits_lines
 from bot.views.words import (
     COMPONENTS,
     assumption_text,
@@ -164,6 +165,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
         "cheaper": plan_view(lang, a.cheaper) if a.cheaper else None,
         "notes": [note_text(lang, n, s) for n in a.notes],
         "monthly": monthly_text(lang, a.monthly) if a.monthly else "",
+        "limits": limits_lines(lang, a.limits, a.plans[:3]) if a.limits else [],
     }
     if a.posttrain is not None:
         from bot.views import posttrain
