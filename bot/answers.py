@@ -13,6 +13,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from html import escape as html_escape
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, ValidationError
@@ -22,7 +23,7 @@ from bot.views.messages import t
 from bot.views.render import RenderedAnswer, plain, render
 from engine.answer import answer
 from engine.catalog import find_model
-from engine.parse import parse
+from engine.parse import merge_follow_up, parse, read_follow_up
 from engine.parse.normalize import has_cyrillic
 from engine.pricing import default_rate
 from engine.schema import (
@@ -118,9 +119,25 @@ class AnswerOptions(BaseModel):
                             rank_by=self.rank_by)
 
 
+def asked_currency(request: Request) -> str | None:
+    """The currency the question asks its prices in ("в рублях", a budget in roubles), if any."""
+    return request.currency or (request.budget.currency if request.budget is not None else None)
+
+
+def in_currency(options: AnswerOptions, currency: str | None) -> AnswerOptions:
+    """The options for one answer in the currency its question asks (the chat's setting stays): own prices
+    converted at the rate the answers use. A currency without prices (EUR) leaves them as they are."""
+    if currency not in ("USD", "RUB") or currency == options.currency:
+        return options
+    rate = options.usd_rub or default_rate().rub_per_usd
+    factor = rate if currency == "RUB" else 1 / rate
+    return options.model_copy(update={"currency": currency,
+                                      "prices": {g: round(v * factor, 4) for g, v in options.prices.items()}})
+
+
 def render_request(request: Request, options: AnswerOptions | None = None) -> RenderedAnswer:
     """The complete reply to an already parsed (or keyboard-altered, or enriched) request."""
-    options = options or AnswerOptions()
+    options = in_currency(options or AnswerOptions(), asked_currency(request))
     return render(answer(request, options.price_options()), options.lang or request.language or options.default_lang)
 
 
@@ -130,13 +147,77 @@ def render_text(text: str, options: AnswerOptions | None = None) -> RenderedAnsw
 
 def ask_text(text: str, options: AnswerOptions | None = None, fmt: str = "text") -> str:
     """`gpu-advisor ask`: the reply as the bot would send it, as Telegram HTML or plain text."""
-    body = render_text(text, options).html
+    request = parse(text)
+    body = smalltalk_reply(request, options or AnswerOptions()) or render_request(request, options).html
     return body if fmt == "html" else plain(body)
 
 
 def answer_options(settings: ChatSettings, lang: Language, default: Language) -> AnswerOptions:
     return AnswerOptions(lang=lang, default_lang=default, currency=settings.currency, tier=settings.tier,
                          prices=own_prices(settings))
+
+
+def smalltalk_reply(request: Request, options: AnswerOptions) -> str | None:
+    """A short friendly answer to "привет", "спасибо!", "что ты умеешь?" (no question in them), else None."""
+    if request.smalltalk is None or request.model is not None:
+        return None
+    from bot.views.talk import smalltalk_text
+
+    return smalltalk_text(options.lang or request.language or options.default_lang, request.smalltalk)
+
+
+# ---- conversation: a follow-up changes one thing of the previous question -----------------------------------
+
+
+def last_key(chat_id: int) -> str:
+    """The link to the question behind a chat's last answer."""
+    return f"chat:{chat_id}"
+
+
+def message_key(chat_id: int, message_id: int) -> str:
+    """The link to the question behind one answer message (what a reply to it changes)."""
+    return f"msg:{chat_id}:{message_id}"
+
+
+@dataclass(frozen=True)
+class FollowedUp:
+    previous: Request
+    request: Request  # the previous question with the follow-up's change
+
+
+async def follow_up(text: str, store: Storage, keys: list[str], qid: str | None = None) -> FollowedUp | None:
+    """The previous question `text` changes one thing of, looked up by the first link of `keys` that is
+    stored (then `qid`, the id on the replied answer's keyboard); None when `text` is not a follow-up."""
+    followed = read_follow_up(text)
+    if not followed.is_follow_up:
+        return None
+    previous = None
+    for key in keys:
+        found = await store.get_link(key)
+        if found is not None and (previous := await store.get_request(found)) is not None:
+            break
+    if previous is None and qid is not None:
+        previous = await store.get_request(qid)
+    if previous is None:
+        return None
+    try:
+        return FollowedUp(previous, merge_follow_up(previous, followed))
+    except ValueError:
+        return None  # the change makes no possible question: answer the text on its own
+
+
+async def remember(store: Storage, chat_id: int, message_id: int | None, qid: str) -> None:
+    """Link the chat's last answer (and the answer message) to its question, for the follow-ups."""
+    await store.set_link(last_key(chat_id), qid)
+    if message_id is not None:
+        await store.set_link(message_key(chat_id, message_id), qid)
+
+
+def with_lead(html: str, lead: str) -> str:
+    """The answer to a follow-up, led by what changed (the model's name may be the user's own words)."""
+    if lead and len(html) + len(lead) + 12 <= TELEGRAM_LIMIT:
+        return f"↪️ <i>{html_escape(lead, quote=False)}</i>\n{html}"
+    return html
 
 
 # ---- answers and their keyboards ---------------------------------------------------------------------------
@@ -191,19 +272,32 @@ async def make_reply(request: Request, storage: Storage, options: AnswerOptions,
 
 async def reply_to(text: str, request: Request | None, options: AnswerOptions, *, store: Storage, config: BotConfig,
                    hub_cache: hub.ConfigCache | None = None,
-                   before_fetch: Callable[[], Awaitable[None]] | None = None) -> Reply:
+                   before_fetch: Callable[[], Awaitable[None]] | None = None,
+                   previous: Request | None = None) -> Reply:
     """The whole pipeline for a question: parse → enrich (a pasted config.json, a Hub id the catalog lacks) →
-    engine.answer → render → keyboard. `request` skips the first two (a config.json file already read);
+    engine.answer → render → keyboard. `request` skips the first two (a config.json file already read, a
+    follow-up merged into `previous`, whose answer the reply then says what changed against);
     `before_fetch` runs before the Hub is asked (the bot shows "typing")."""
     note = None
     if request is None:
         request = parse(text)
+        talk = smalltalk_reply(request, options)
+        if talk is not None:
+            rendered = render_request(request, options)
+            return Reply(talk, rendered.title, rendered.lang, None, rendered, None)
         if may_fetch(text, request):
             if before_fetch is not None:
                 await before_fetch()
             enriched = await enrich(text, request, config, hub_cache, options.lang or "en")
             request, note = enriched.request, enriched.note
-    return await make_reply(request, store, options, note)
+    reply = await make_reply(request, store, options, note)
+    if previous is not None and reply.rendered.understood:
+        from bot.views.talk import what_changed
+
+        before = answer(previous, in_currency(options, asked_currency(previous)).price_options())
+        lead = what_changed(reply.lang, before, reply.rendered.answer)
+        reply = Reply(with_lead(reply.html, lead), reply.title, reply.lang, reply.markup, reply.rendered, reply.qid)
+    return reply
 
 
 def apply_state(stored: Request, method_code: str, ctx: int, count: int) -> Request:

@@ -11,7 +11,7 @@ from aiogram import Bot, Router
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
 from aiogram.types import BufferedInputFile, CallbackQuery, InaccessibleMessage, Message
 
-from bot.answers import Reply, answer_options, apply_serving_state, apply_state, make_reply
+from bot.answers import Reply, answer_options, apply_serving_state, apply_state, make_reply, remember
 from bot.config import BotConfig
 from bot.handlers.common import answer_question
 from bot.storage import ChatSettings, Storage
@@ -69,6 +69,8 @@ async def answer_button(query: CallbackQuery, callback_data: AnswerCb, lang: Lan
         elif message is not None:
             await bot.edit_message_text(text=reply.html, chat_id=message.chat.id, message_id=message.message_id,
                                         reply_markup=reply.markup)
+            if reply.rendered.understood:  # a reply to this answer now changes the question as shown
+                await remember(store, message.chat.id, message.message_id, await store.put_request(request))
     except TelegramBadRequest as exc:
         if "not modified" not in exc.message:
             log.info("edit failed: %s", exc.message)

@@ -67,8 +67,9 @@ def what_changed(lang: str, before: Answer, after: Answer) -> str:
                                                                "old": _gpus(lang, before, b)})
     if after.currency != before.currency:
         parts.append(_(lang, "prices in roubles") if after.currency == "RUB" else _(lang, "prices in dollars"))
-    if after.limits is not None and (before.limits is None or after.limits.model_dump(include={"budget", "deadline_hours"})
-                                     != before.limits.model_dump(include={"budget", "deadline_hours"})):
+    asked = {"budget", "deadline_hours"}
+    if after.limits is not None and (before.limits is None or after.limits.model_dump(include=asked)
+                                     != before.limits.model_dump(include=asked)):
         parts.append(limits_label(lang, after.limits))
     if not parts:
         return ""
@@ -110,8 +111,8 @@ def limits_lines(lang: str, lim: Limits, shown: list[Plan] | None = None) -> lis
     if lim.meeting and shown and all(p in lim.meeting for p in shown):
         return ["🎯 " + _(lang, "All of these are within the %(limits)s.") % {"limits": label}]
     if lim.meeting:
-        shown = "; ".join(_plan_line(lang, p) for p in lim.meeting[:3])
-        return ["🎯 " + _(lang, "Within the %(limits)s: %(plans)s") % {"limits": label, "plans": shown}]
+        listed = "; ".join(_plan_line(lang, p) for p in lim.meeting[:3])
+        return ["🎯 " + _(lang, "Within the %(limits)s: %(plans)s") % {"limits": label, "plans": listed}]
     if lim.cheapest is None or lim.fastest is None:
         return ["❌ " + _(lang, "Nothing fits this, so nothing meets the %(limits)s.") % {"limits": label}]
     lines = ["❌ " + _(lang, "No arrangement meets the %(limits)s.") % {"limits": label}]

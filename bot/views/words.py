@@ -81,7 +81,8 @@ def note_text(lang: str, n: Note, scenario: Scenario) -> str:
     if n.key == "assumed_model":
         return _(lang, "estimated for %(model)s, the family's usual model") % {"model": n.params.get("model", "")}
     if n.key == "assumed_gpu":
-        return _(lang, "no GPU named: estimated for %(gpu)s, the service's usual one") % {"gpu": n.params.get("gpu", "")}
+        return _(lang, "no GPU named: estimated for %(gpu)s, the service's usual one") % {
+            "gpu": n.params.get("gpu", "")}
     if n.key == "unknown_gpu" and n.params.get("others"):
         return _(lang, "%(name)s is not in the catalog: left out") % {"name": n.params.get("name", "")}
     if n.key == "unknown_gpu":
