@@ -91,7 +91,7 @@ async def price_command(message: Message, command: CommandObject, lang: Language
                                     "remove: <code>/price H100 off</code>. The price is in the chat's currency "
                                     "(%(currency)s) unless you write ₽ or $.", currency=settings.currency))
         return
-    problem = price_problem(lang, args, settings.currency)
+    problem = price_problem(lang, args, settings.currency, raw)
     if problem is not None:
         await send(message, problem)
         return
@@ -127,17 +127,25 @@ def not_a_price(lang: str, currency: str) -> str:
                    "for example <code>/price H100 2.5</code>.", currency=currency)
 
 
-def price_problem(lang: str, args: PriceArgs, currency: str) -> str | None:
+def typed(raw: str, gpu_text: str | None) -> str:
+    """The user's own spelling of what the parser read (lower-cased) as the GPU's name."""
+    if not gpu_text:
+        return ""
+    at = raw.lower().find(gpu_text)
+    return raw[at:at + len(gpu_text)] if at >= 0 else gpu_text
+
+
+def price_problem(lang: str, args: PriceArgs, currency: str, raw: str = "") -> str | None:
     """What is wrong with the arguments of /price, in words; None when they can be used."""
     errors = set(error_keys(args.error))
     if "several gpus" in errors:
         return t(lang, "One GPU at a time, please: <code>/price H100 2.5</code>.")
     if "unknown gpu" in errors or args.gpu is None or args.gpu.name is None:
         return t(lang, "I do not know the GPU “%(name)s”. Try H100, A100 80GB, RTX 4090, L40S…",
-                 name=html.escape((args.gpu_text or "")[:40]))  # the user's words, in HTML
+                 name=html.escape(typed(raw, args.gpu_text)[:40]))  # the user's words, in HTML
     if "negative number" in errors:
-        return t(lang, "A price cannot be negative: write what a GPU-hour costs, for example "
-                       "<code>/price H100 2.5</code>.")
+        return t(lang, "That is not a price I can use: a price cannot be negative. Write what a GPU-hour "
+                       "costs, for example <code>/price H100 2.5</code>.")
     if errors:
         return not_a_price(lang, currency)
     return None
