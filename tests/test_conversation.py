@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from bot_harness import Harness
 from fake_botapi import BOT_USERNAME, FakeBotAPI, buttons, last_message, message, texts
+from redis_server import RedisServer
 
-from bot.answers import AnswerOptions, message_key, render_text
-from bot.storage import MemoryStorage
+from bot.answers import AnswerOptions, follow_up, last_key, message_key, render_text
+from bot.scaleout import FallbackStorage
+from bot.storage import MemoryStorage, RedisStorage
 from engine.answer import answer
 from engine.parse import parse
 from engine.plan.budget import within_limits
@@ -164,3 +166,18 @@ async def test_what_cannot_be_modelled_is_named(h: Harness, api: FakeBotAPI) -> 
     assert "считаю для Llama-3.3-70B" in texts(api, 3070)[-1]
     await h.feed(message("в колабе лора 7б", user_id=3070))
     assert "считаю на T4" in texts(api, 3070)[-1]
+
+
+async def test_replicas_share_the_links_through_redis(redis_server: RedisServer) -> None:
+    one, two = FallbackStorage(RedisStorage(redis_server.url)), FallbackStorage(RedisStorage(redis_server.url))
+    await one.open()
+    await two.open()
+    try:
+        qid = await one.put_request(parse("70B QLoRA on H100?"))
+        await one.set_link(last_key(42), qid)
+        assert await two.get_link(last_key(42)) == qid
+        followed = await follow_up("and on two of them?", two, [last_key(42)])
+        assert followed is not None and followed.request.gpus[0].count == 2
+    finally:
+        await one.close()
+        await two.close()
