@@ -61,7 +61,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         cpu_ram_gb=b.cpu_ram * min(s.gpu_count, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
         alternatives=[] if cheaper else result.alternatives, cheaper=cheaper,
-        notes=[*result.notes, *said_notes(request, s.arch.name, asked)],
+        notes=[*result.notes, *said_notes(request, s.arch.name, asked, result.currency)],
         assumptions=s.assumptions, monthly=result.monthly if not result.comparison else None,
         price_date=dates[-1] if dates else None, currency=result.currency,
         rank_by=result.rank_by, tokens=result.tokens,
@@ -71,10 +71,12 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     )
 
 
-def said_notes(request: Request, model: str, asked: Arrangement | None) -> list[Note]:
+def said_notes(request: Request, model: str, asked: Arrangement | None, currency: str) -> list[Note]:
     """What the question asked that is not modelled (the answer is for what is), and what was assumed for a
-    family named without a size or a notebook service named without a GPU."""
+    family named without a size or a notebook service named without a GPU; a currency without prices (EUR)."""
     notes = [Note(key="unsupported", params={"what": key}) for key in request.unsupported]
+    if request.currency is not None and request.currency not in ("USD", "RUB"):
+        notes.append(Note(key="unpriced_currency", params={"asked": request.currency, "shown": currency}))
     if "model" in request.assumed:
         notes.append(Note(key="assumed_model", params={"model": model}))
     if "gpus" in request.assumed and asked is not None:

@@ -181,3 +181,8 @@ async def test_replicas_share_the_links_through_redis(redis_server: RedisServer)
     finally:
         await one.close()
         await two.close()
+
+
+def test_a_currency_without_prices_is_said() -> None:
+    text = render_text("лора 8б на h100 в евро", AnswerOptions(currency="RUB")).html
+    assert "цен в EUR у меня нет — ответ в RUB" in text

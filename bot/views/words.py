@@ -78,6 +78,9 @@ def note_text(lang: str, n: Note, scenario: Scenario) -> str:
         what = str(n.params.get("what", ""))
         text = UNSUPPORTED_TEXTS.get(what)
         return _(lang, text) if text else _(lang, "%(what)s is not modelled yet") % {"what": what}
+    if n.key == "unpriced_currency":
+        return _(lang, "there are no prices in %(asked)s: the answer is in %(shown)s") % {
+            "asked": n.params.get("asked", ""), "shown": n.params.get("shown", "")}
     if n.key == "assumed_model":
         return _(lang, "estimated for %(model)s, the family's usual model") % {"model": n.params.get("model", "")}
     if n.key == "assumed_gpu":
