@@ -42,10 +42,10 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         return serving_answer(request, prices)
     try:
         if posttrain.applies(request):
-            return posttrain_answer(posttrain_plan.with_rollout(request), prices)
+            return with_said(posttrain_answer(posttrain_plan.with_rollout(request), prices), request, prices)
         result = plan(request, prices)
         if long_context_instead(request, result):
-            return posttrain_answer(request, prices)
+            return with_said(posttrain_answer(request, prices), request, prices)
     except ScenarioError as exc:
         return Answer(request=request, errors=[Note(key="no_estimate", params={"reason": str(exc)})])
     named = asked_arrangements(request)
@@ -69,6 +69,15 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         capacity=capacity(b, asked, result),
         limits=within_limits(request, shown, prices or PriceOptions()),
     )
+
+
+def with_said(a: Answer, request: Request, prices: PriceOptions | None) -> Answer:
+    """A post-training answer with what the question said around the estimate (notes, budget, deadline)."""
+    if a.scenario is None:
+        return a
+    a.notes = [*a.notes, *said_notes(request, a.scenario.arch.name, a.asked, a.currency)]
+    a.limits = within_limits(request, [*a.plans, *a.alternatives], prices or PriceOptions())
+    return a
 
 
 def said_notes(request: Request, model: str, asked: Arrangement | None, currency: str) -> list[Note]:
