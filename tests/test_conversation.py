@@ -190,4 +190,4 @@ def test_a_currency_without_prices_is_said() -> None:
 
 def test_a_post_training_answer_names_the_assumed_model_and_checks_the_budget() -> None:
     text = render_text("DPO ллама 70б на 8 h100, бюджет 1000 долларов, 100M токенов", AnswerOptions()).html
-    assert "считаю для Llama-3.3-70B" in text and "бюджет 1\u00a0000 $" in text
+    assert "считаю для Llama-3.3-70B" in text and "бюджет 1\u00a0000\u00a0$" in text
