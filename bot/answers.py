@@ -181,13 +181,14 @@ def message_key(chat_id: int, message_id: int) -> str:
 
 @dataclass(frozen=True)
 class FollowedUp:
-    previous: Request
-    request: Request  # the previous question with the follow-up's change
+    previous: Request | None  # None: a follow-up with no answer before it to change
+    request: Request  # the previous question with the follow-up's change (else the text on its own)
 
 
 async def follow_up(text: str, store: Storage, keys: list[str], qid: str | None = None) -> FollowedUp | None:
     """The previous question `text` changes one thing of, looked up by the first link of `keys` that is
-    stored (then `qid`, the id on the replied answer's keyboard); None when `text` is not a follow-up."""
+    stored (then `qid`, the id on the replied answer's keyboard); None when `text` is not a follow-up, or its
+    change makes no possible question; `previous` None when there is no answer before it to change."""
     followed = read_follow_up(text)
     if not followed.is_follow_up:
         return None
@@ -199,7 +200,7 @@ async def follow_up(text: str, store: Storage, keys: list[str], qid: str | None 
     if previous is None and qid is not None:
         previous = await store.get_request(qid)
     if previous is None:
-        return None
+        return FollowedUp(None, followed.changes) if followed.changes.model is None else None
     try:
         return FollowedUp(previous, merge_follow_up(previous, followed))
     except ValueError:

@@ -67,10 +67,11 @@ async def test_in_a_private_chat_the_message_after_an_answer_follows_it_up(h: Ha
     assert not texts(api, 3010)[-1].startswith("↪️")
 
 
-async def test_a_follow_up_with_nothing_before_it_is_answered_on_its_own(h: Harness, api: FakeBotAPI) -> None:
+async def test_a_follow_up_with_nothing_before_it_asks_for_the_question(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(message("а если 8k контекст?", user_id=3020, language_code="ru"))
     said = texts(api, 3020)[-1]
-    assert not said.startswith("↪️") and "размера модели" in said
+    assert said.startswith("Какой вопрос поменять? Ответьте на один из моих ответов")
+    assert any(v.startswith("e:") for v in buttons(last_message(api, 3020)["reply_markup"]).values())
 
 
 async def test_a_reply_after_a_button_changes_the_question_as_shown(h: Harness, api: FakeBotAPI) -> None:
@@ -191,3 +192,11 @@ def test_a_currency_without_prices_is_said() -> None:
 def test_a_post_training_answer_names_the_assumed_model_and_checks_the_budget() -> None:
     text = render_text("DPO ллама 70б на 8 h100, бюджет 1000 долларов, 100M токенов", AnswerOptions()).html
     assert "считаю для Llama-3.3-70B" in text and "бюджет 1\u00a0000\u00a0$" in text
+
+
+async def test_a_reply_to_an_answer_without_a_link_uses_its_keyboard(h: Harness, api: FakeBotAPI) -> None:
+    await h.feed(message(f"@{BOT_USERNAME} LoRA Llama 3.1 8B on H100", chat_id=GROUP, kind="supergroup",
+                         user_id=3080))
+    older = {**last_message(api, GROUP), "message_id": 999_999}  # an answer sent before links were kept
+    await h.feed(message("а с QLoRA?", chat_id=GROUP, kind="supergroup", user_id=3080, reply_to=older))
+    assert texts(api, GROUP)[-1].startswith("↪️ <i>Изменено: QLoRA 4 бит r16 вместо LoRA r16</i>")

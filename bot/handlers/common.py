@@ -23,7 +23,7 @@ from bot.answers import (
 from bot.config import BotConfig
 from bot.storage import ChatSettings, Storage, StorageError
 from bot.views.keyboards import examples_keyboard
-from bot.views.messages import t
+from bot.views.messages import EXAMPLES, t
 from engine.schema import Language, Request
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,13 @@ async def answer_question(message: Message, text: str, *, settings: ChatSettings
     """Answer `text` (or an already built `request`, or a follow-up merged into the previous question) in the
     message's chat, with the answer keyboard; the chat's last answer is linked to its question."""
     user = message.from_user
+    if followed is not None and followed.previous is None:  # "а если 8k контекст?" with nothing before it
+        lang = resolve_language(followed.request.language, settings.language, user.language_code if user else None,
+                                config.default_language)
+        return await send(message, t(lang, "Which question should I change? Reply to one of my answers, or ask "
+                                           "the whole question, for example: %(example)s",
+                                     example="<code>" + EXAMPLES[lang][1] + "</code>"),
+                          reply_markup=examples_keyboard(lang))
     if followed is not None:
         request = followed.request
     if len(text) > MAX_QUESTION_CHARS:
