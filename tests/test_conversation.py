@@ -149,7 +149,7 @@ def test_the_engine_marks_the_plans_within_budget_and_deadline() -> None:
 
 def test_a_budget_without_the_amount_of_data_says_what_it_needs() -> None:
     text = render_text("70b lora budget $100", AnswerOptions()).html
-    assert "To check the budget $100 I need the amount of data" in text
+    assert "To check a budget of $100 I need the amount of data" in text
     assert answer(parse("70b lora")).limits is None
 
 

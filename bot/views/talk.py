@@ -83,10 +83,10 @@ def limits_label(lang: str, lim: Limits) -> str:
     """"budget 50 000 ₽ and deadline 24 hours"."""
     parts = []
     if lim.budget_asked is not None:
-        parts.append(_(lang, "budget %(money)s") % {
+        parts.append(_(lang, "a budget of %(money)s") % {
             "money": money(lang, lim.budget_asked.amount, lim.budget_asked.currency)})
     if lim.deadline_hours is not None:
-        parts.append(_(lang, "deadline %(hours)s") % {"hours": hours_text(lang, lim.deadline_hours)})
+        parts.append(_(lang, "a deadline of %(hours)s") % {"hours": hours_text(lang, lim.deadline_hours)})
     return (" " + _(lang, "and") + " ").join(parts)
 
 
@@ -104,18 +104,18 @@ def limits_lines(lang: str, lim: Limits, shown: list[Plan] | None = None) -> lis
     if lim.unchecked == "currency":
         return ["💶 " + _(lang, "A budget in euros cannot be checked: prices are in dollars and roubles only.")]
     if lim.unchecked == "no_data_size":
-        return ["⏳ " + _(lang, "To check the %(limits)s I need the amount of data, e.g. “on 100M tokens”.") % {
+        return ["⏳ " + _(lang, "To check %(limits)s I need the amount of data, e.g. “on 100M tokens”.") % {
             "limits": label}]
     if lim.unchecked == "no_price":
-        return ["💰 " + _(lang, "The %(limits)s cannot be checked: these GPUs have no prices.") % {"limits": label}]
+        return ["💰 " + _(lang, "Cannot check %(limits)s: these GPUs have no prices.") % {"limits": label}]
     if lim.meeting and shown and all(p in lim.meeting for p in shown):
-        return ["🎯 " + _(lang, "All of these are within the %(limits)s.") % {"limits": label}]
+        return ["🎯 " + _(lang, "All of these are within %(limits)s.") % {"limits": label}]
     if lim.meeting:
         listed = "; ".join(_plan_line(lang, p) for p in lim.meeting[:3])
-        return ["🎯 " + _(lang, "Within the %(limits)s: %(plans)s") % {"limits": label, "plans": listed}]
+        return ["🎯 " + _(lang, "Within %(limits)s: %(plans)s") % {"limits": label, "plans": listed}]
     if lim.cheapest is None or lim.fastest is None:
-        return ["❌ " + _(lang, "Nothing fits this, so nothing meets the %(limits)s.") % {"limits": label}]
-    lines = ["❌ " + _(lang, "No arrangement meets the %(limits)s.") % {"limits": label}]
+        return ["❌ " + _(lang, "Nothing fits this, so nothing meets %(limits)s.") % {"limits": label}]
+    lines = ["❌ " + _(lang, "No arrangement meets %(limits)s.") % {"limits": label}]
     if lim.budget is not None:
         lines.append(_(lang, "The cheapest: %(plan)s.") % {"plan": _plan_line(lang, lim.cheapest)})
     if lim.deadline_hours is not None:
