@@ -284,6 +284,8 @@ class SQLiteStorage:
         return _load_request(data)
 
     async def set_link(self, key: str, qid: str) -> None:
+        if self._writer is None:
+            raise StorageError("storage is not open")
         self._recent.put(LINK + key, qid)
         self._writes.put(("INSERT INTO links (key, qid, created) VALUES (?, ?, ?) "
                           "ON CONFLICT(key) DO UPDATE SET qid = excluded.qid, created = excluded.created",

@@ -3,13 +3,15 @@ currency, budget and deadline, and what cannot be modelled named in the reply (f
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bot_harness import Harness
 from fake_botapi import BOT_USERNAME, FakeBotAPI, buttons, last_message, message, texts
 from redis_server import RedisServer
 
 from bot.answers import AnswerOptions, follow_up, last_key, message_key, render_text
 from bot.scaleout import FallbackStorage
-from bot.storage import MemoryStorage, RedisStorage
+from bot.storage import MemoryStorage, RedisStorage, SQLiteStorage
 from engine.answer import answer
 from engine.parse import parse
 from engine.plan.budget import within_limits
@@ -200,3 +202,18 @@ async def test_a_reply_to_an_answer_without_a_link_uses_its_keyboard(h: Harness,
     older = {**last_message(api, GROUP), "message_id": 999_999}  # an answer sent before links were kept
     await h.feed(message("а с QLoRA?", chat_id=GROUP, kind="supergroup", user_id=3080, reply_to=older))
     assert texts(api, GROUP)[-1].startswith("↪️ <i>Изменено: QLoRA 4 бит r16 вместо LoRA r16</i>")
+
+
+async def test_sqlite_keeps_the_links_across_a_restart(tmp_path: Path) -> None:
+    store = SQLiteStorage(tmp_path / "links.db")
+    await store.open()
+    qid = await store.put_request(parse("70B QLoRA on H100?"))
+    await store.set_link(last_key(9), qid)
+    await store.close()
+    again = SQLiteStorage(tmp_path / "links.db")
+    await again.open()
+    try:
+        assert await again.get_link(last_key(9)) == qid
+        assert await again.get_request(qid) is not None
+    finally:
+        await again.close()
