@@ -23,7 +23,7 @@ from bot.views.messages import t
 from bot.views.render import RenderedAnswer, plain, render
 from engine.answer import answer
 from engine.catalog import find_model
-from engine.parse import merge_follow_up, parse, read_follow_up
+from engine.parse import parse
 from engine.parse.normalize import has_cyrillic
 from engine.pricing import default_rate
 from engine.schema import (
@@ -166,52 +166,7 @@ def smalltalk_reply(request: Request, options: AnswerOptions) -> str | None:
     return smalltalk_text(options.lang or request.language or options.default_lang, request.smalltalk)
 
 
-# ---- conversation: a follow-up changes one thing of the previous question -----------------------------------
-
-
-def last_key(chat_id: int) -> str:
-    """The link to the question behind a chat's last answer."""
-    return f"chat:{chat_id}"
-
-
-def message_key(chat_id: int, message_id: int) -> str:
-    """The link to the question behind one answer message (what a reply to it changes)."""
-    return f"msg:{chat_id}:{message_id}"
-
-
-@dataclass(frozen=True)
-class FollowedUp:
-    previous: Request | None  # None: a follow-up with no answer before it to change
-    request: Request  # the previous question with the follow-up's change (else the text on its own)
-
-
-async def follow_up(text: str, store: Storage, keys: list[str], qid: str | None = None) -> FollowedUp | None:
-    """The previous question `text` changes one thing of, looked up by the first link of `keys` that is
-    stored (then `qid`, the id on the replied answer's keyboard); None when `text` is not a follow-up, or its
-    change makes no possible question; `previous` None when there is no answer before it to change."""
-    followed = read_follow_up(text)
-    if not followed.is_follow_up:
-        return None
-    previous = None
-    for key in keys:
-        found = await store.get_link(key)
-        if found is not None and (previous := await store.get_request(found)) is not None:
-            break
-    if previous is None and qid is not None:
-        previous = await store.get_request(qid)
-    if previous is None:
-        return FollowedUp(None, followed.changes) if followed.changes.model is None else None
-    try:
-        return FollowedUp(previous, merge_follow_up(previous, followed))
-    except ValueError:
-        return None  # the change makes no possible question: answer the text on its own
-
-
-async def remember(store: Storage, chat_id: int, message_id: int | None, qid: str) -> None:
-    """Link the chat's last answer (and the answer message) to its question, for the follow-ups."""
-    await store.set_link(last_key(chat_id), qid)
-    if message_id is not None:
-        await store.set_link(message_key(chat_id, message_id), qid)
+# ---- answers and their keyboards ---------------------------------------------------------------------------
 
 
 def with_lead(html: str, lead: str) -> str:
@@ -219,9 +174,6 @@ def with_lead(html: str, lead: str) -> str:
     if lead and len(html) + len(lead) + 12 <= TELEGRAM_LIMIT:
         return f"↪️ <i>{html_escape(lead, quote=False)}</i>\n{html}"
     return html
-
-
-# ---- answers and their keyboards ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

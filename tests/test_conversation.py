@@ -9,7 +9,8 @@ from bot_harness import Harness
 from fake_botapi import BOT_USERNAME, FakeBotAPI, buttons, last_message, message, texts
 from redis_server import RedisServer
 
-from bot.answers import AnswerOptions, follow_up, last_key, message_key, render_text
+from bot.answers import AnswerOptions, render_text
+from bot.conversation import follow_up, last_key, message_key
 from bot.scaleout import FallbackStorage
 from bot.storage import MemoryStorage, RedisStorage, SQLiteStorage
 from engine.answer import answer

@@ -11,16 +11,9 @@ from aiogram.enums import ChatAction, ChatType
 from aiogram.exceptions import AiogramError, TelegramAPIError
 from aiogram.types import Chat, Message, User
 
-from bot.answers import (
-    MAX_QUESTION_CHARS,
-    FollowedUp,
-    answer_options,
-    question_language,
-    remember,
-    reply_to,
-    resolve_language,
-)
+from bot.answers import MAX_QUESTION_CHARS, answer_options, question_language, reply_to, resolve_language
 from bot.config import BotConfig
+from bot.conversation import FollowedUp, remember
 from bot.storage import ChatSettings, Storage, StorageError
 from bot.views.keyboards import examples_keyboard
 from bot.views.messages import EXAMPLES, t

@@ -14,8 +14,8 @@ from aiogram import Bot, F, Router
 from aiogram.enums import ChatType
 from aiogram.types import Message
 
-from bot.answers import FollowedUp, follow_up, last_key, message_key
 from bot.config import BotConfig
+from bot.conversation import FollowedUp, follow_up, last_key, message_key
 from bot.handlers.common import answer_question
 from bot.handlers.filters import InLoop
 from bot.storage import ChatSettings, Storage, StorageError
