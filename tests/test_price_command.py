@@ -63,3 +63,12 @@ async def test_bad_price_arguments_get_clear_answers(h: Harness, api: FakeBotAPI
         await h.feed(message(command, user_id=4010 + i))
         assert expected in texts(api, 4010 + i)[-1], (command, texts(api, 4010 + i)[-1])
         assert not (await h.store.get_settings(4010 + i)).prices
+
+
+def test_the_number_of_providers_takes_the_russian_plural() -> None:
+    from bot.views.talk import market_price_text
+
+    base = market_range("H100 SXM")
+    said = {n: market_price_text("ru", base.model_copy(update={"providers": ["p"] * n}), None) for n in (1, 3, 5, 21)}
+    assert "1 провайдер\n" in said[1] and "3 провайдера\n" in said[3]
+    assert "5 провайдеров\n" in said[5] and "21 провайдер\n" in said[21]
