@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field, ValidationError
 
 from bot.config_bounds import within_bounds
+from bot.conversation import asks_a_price
 from bot.views.messages import t
 from bot.views.render import RenderedAnswer, plain, render
 from engine.answer import answer
 from engine.catalog import find_model
 from engine.parse import parse
 from engine.parse.normalize import has_cyrillic
-from engine.pricing import default_rate
+from engine.pricing import default_rate, market_range
 from engine.schema import (
     Currency,
     GpuRef,
@@ -166,6 +167,32 @@ def smalltalk_reply(request: Request, options: AnswerOptions) -> str | None:
     return smalltalk_text(options.lang or request.language or options.default_lang, request.smalltalk)
 
 
+def market_price(lang: str, gpu: str, currency: Currency, own: str | None = None) -> str:
+    """The market range per GPU-hour of one GPU and its date (/price H100, "сколько стоит H100")."""
+    from bot.views.talk import market_price_text
+
+    try:
+        found = market_range(gpu, None, currency)
+    except (LookupError, ValueError):
+        text = t(lang, "I have no market prices for %(gpu)s: set your own with <code>/price %(gpu)s 2.5</code>.",
+                 gpu=gpu)
+        return text + ("\n" + t(lang, "This chat's own price: %(price)s.", price=own) if own else "")
+    return market_price_text(lang, found.model_dump(), own)
+
+
+def price_question(request: Request, options: AnswerOptions) -> str | None:
+    """"сколько стоит H100", "how much is an A100 per hour?": the GPU's market price (else None)."""
+    if not asks_a_price(request) or request.gpus[0].name is None:
+        return None
+    from bot.views.formats import money
+
+    lang = options.lang or request.language or options.default_lang
+    opts = in_currency(options, asked_currency(request))
+    gpu = request.gpus[0].name
+    own = opts.prices.get(gpu)
+    return market_price(lang, gpu, opts.currency, money(lang, own, opts.currency) + t(lang, "/h") if own else None)
+
+
 # ---- answers and their keyboards ---------------------------------------------------------------------------
 
 
@@ -234,7 +261,7 @@ async def reply_to(text: str, request: Request | None, options: AnswerOptions, *
     note = None
     if request is None:
         request = parse(text)
-        talk = smalltalk_reply(request, options)
+        talk = smalltalk_reply(request, options) or price_question(request, options)
         if talk is not None:
             rendered = render_request(request, options)
             return Reply(talk, rendered.title, rendered.lang, None, rendered, None)

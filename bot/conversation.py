@@ -15,6 +15,12 @@ if TYPE_CHECKING:
     from bot.storage import Storage
 
 
+def asks_a_price(request: Request) -> bool:
+    """"сколько стоит H100", "how much is an A100 per hour?": one GPU, no model, money asked."""
+    return (request.model is None and "money" in request.asks and len(request.gpus) == 1
+            and request.gpus[0].name is not None)
+
+
 def last_key(chat_id: int) -> str:
     """The link to the question behind a chat's last answer."""
     return f"chat:{chat_id}"
@@ -46,7 +52,8 @@ async def follow_up(text: str, store: Storage, keys: list[str], qid: str | None 
     if previous is None and qid is not None:
         previous = await store.get_request(qid)
     if previous is None:
-        return FollowedUp(None, followed.changes) if followed.changes.model is None else None
+        orphan = followed.changes.model is None and not asks_a_price(followed.changes)
+        return FollowedUp(None, followed.changes) if orphan else None
     try:
         return FollowedUp(previous, merge_follow_up(previous, followed))
     except ValueError:

@@ -69,6 +69,16 @@ def test_the_number_of_providers_takes_the_russian_plural() -> None:
     from bot.views.talk import market_price_text
 
     base = market_range("H100 SXM")
-    said = {n: market_price_text("ru", base.model_copy(update={"providers": ["p"] * n}), None) for n in (1, 3, 5, 21)}
+    said = {n: market_price_text("ru", {**base.model_dump(), "providers": ["p"] * n}, None) for n in (1, 3, 5, 21)}
     assert "1 провайдер\n" in said[1] and "3 провайдера\n" in said[3]
     assert "5 провайдеров\n" in said[5] and "21 провайдер\n" in said[21]
+
+
+async def test_how_much_a_gpu_costs_is_its_market_price(h: Harness, api: FakeBotAPI) -> None:
+    await h.feed(message("сколько стоит H100", user_id=4020, language_code="ru"))
+    said = plain(texts(api, 4020)[-1])
+    assert said.startswith("<b>H100 SXM</b>: ") and "за GPU-час на рынке" in said and "Цены на" in said
+    # right after an answer it changes that answer's GPU instead (a follow-up)
+    await h.feed(message("LoRA Llama 3.1 8B on a 4090", user_id=4021))
+    await h.feed(message("how much on an H100?", user_id=4021))
+    assert "H100 SXM instead of 1×RTX 4090" in texts(api, 4021)[-1]

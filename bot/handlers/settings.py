@@ -13,13 +13,14 @@ from aiogram.exceptions import TelegramBadRequest
 from aiogram.filters import Command, CommandObject
 from aiogram.types import CallbackQuery, Chat, Message
 
+from bot.answers import market_price
 from bot.config import BotConfig
 from bot.handlers.common import can_change_settings, chat_language, send
 from bot.storage import ChatSettings, OwnPrice, Storage
 from bot.views.keyboards import SettingsCb, settings_keyboard, tier_label
 from bot.views.messages import t, template
 from engine.parse import PriceArgs, read_price_args
-from engine.pricing import market_range, validate_price
+from engine.pricing import validate_price
 from engine.schema import Language, error_keys
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,9 @@ async def price_command(message: Message, command: CommandObject, lang: Language
     assert args.gpu is not None and args.gpu.name is not None
     gpu = args.gpu.name
     if args.price is None and not off:
-        await send(message, market_text(lang, gpu, settings))
+        own = settings.prices.get(gpu)
+        await send(message, market_price(lang, gpu, settings.currency,
+                                         price_text(lang, own.value, own.currency) if own is not None else None))
         return
     if not await can_change_settings(bot, message.chat, message.from_user, message.sender_chat):
         await send(message, t(lang, "Only chat admins can change the settings."))
@@ -149,20 +152,6 @@ def price_problem(lang: str, args: PriceArgs, currency: str, raw: str = "") -> s
     if errors:
         return not_a_price(lang, currency)
     return None
-
-
-def market_text(lang: str, gpu: str, settings: ChatSettings) -> str:
-    from bot.views.talk import market_price_text
-
-    own = settings.prices.get(gpu)
-    own_text = price_text(lang, own.value, own.currency) if own is not None else None
-    try:
-        found = market_range(gpu, None, settings.currency)
-    except (LookupError, ValueError):
-        text = t(lang, "I have no market prices for %(gpu)s: set your own with <code>/price %(gpu)s 2.5</code>.",
-                 gpu=gpu)
-        return text + ("\n" + t(lang, "This chat's own price: %(price)s.", price=own_text) if own_text else "")
-    return market_price_text(lang, found, own_text)
 
 
 def make_router() -> Router:

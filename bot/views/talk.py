@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from bot.views.catalogs import _, _n
 from bot.views.formats import date_text, decimal, hours_text, money, money_range
 from bot.views.words import gpu_name, method_label
-from engine.pricing import PriceRange
 from engine.schema import Answer, Limits, Plan, Scenario
 
 EXAMPLE = {"en": "70B QLoRA on H100?", "ru": "70B QLoRA на H100?"}
@@ -126,19 +127,21 @@ def limits_lines(lang: str, lim: Limits, shown: list[Plan] | None = None) -> lis
 # ---- /price ------------------------------------------------------------------------------------------------
 
 
-def market_price_text(lang: str, r: PriceRange, own: str | None) -> str:
-    """/price H100: the market range per GPU-hour, where it comes from and its date, and the chat's own price."""
+def market_price_text(lang: str, r: dict[str, Any], own: str | None) -> str:
+    """/price H100: the market range per GPU-hour (engine.pricing's PriceRange as a dict), where it comes from
+    and its date, and the chat's own price."""
+    cur = r["currency"]
     lines = [_(lang, "<b>%(gpu)s</b>: %(range)s per GPU-hour on the market, typically %(typical)s") % {
-        "gpu": r.gpu, "range": money_range(lang, r.min, r.max, r.currency),
-        "typical": money(lang, r.typical, r.currency)}]
-    providers = len(r.providers)
-    if r.proxy_of:
-        lines.append(_(lang, "No offers for it: the prices of %(other)s stand in.") % {"other": r.proxy_of})
+        "gpu": r["gpu"], "range": money_range(lang, r["min"], r["max"], cur),
+        "typical": money(lang, r["typical"], cur)}]
+    providers = len(r.get("providers") or [])
+    if r.get("proxy_of"):
+        lines.append(_(lang, "No offers for it: the prices of %(other)s stand in.") % {"other": r["proxy_of"]})
     lines.append(_n(lang, "Prices as of %(date)s, %(count)s provider", "Prices as of %(date)s, %(count)s providers",
-                    providers) % {"date": date_text(lang, r.date), "count": providers})
-    if r.converted and r.rate is not None:
-        lines.append(_(lang, "Converted from dollars at %(rate)s ₽ per $.") % {"rate": decimal(lang, r.rate, 2)})
+                    providers) % {"date": date_text(lang, r["date"]), "count": providers})
+    if r.get("converted") and r.get("rate") is not None:
+        lines.append(_(lang, "Converted from dollars at %(rate)s ₽ per $.") % {"rate": decimal(lang, r["rate"], 2)})
     if own:
         lines.append(_(lang, "This chat's own price: %(price)s.") % {"price": own})
-    lines.append(_(lang, "Set your own: <code>/price %(gpu)s 2.5</code>.") % {"gpu": r.gpu.split()[0]})
+    lines.append(_(lang, "Set your own: <code>/price %(gpu)s 2.5</code>.") % {"gpu": r["gpu"].split()[0]})
     return "\n".join(lines)
