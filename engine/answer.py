@@ -39,7 +39,10 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     if request.model is None:
         return Answer(request=request, errors=[Note(key="no_model")])
     if is_serving_request(request):  # a serving engine sizes it (engine.serving), never the training planner
-        return serving_answer(request, prices)
+        served = serving_answer(request, prices)
+        gpu = request.gpus[0].name if request.gpus else None
+        served.notes = [*served.notes, *said_notes(request, request.model.name or "", gpu, served.currency)]
+        return served
     try:
         if posttrain.applies(request):
             return with_said(posttrain_answer(posttrain_plan.with_rollout(request), prices), request, prices)
@@ -61,7 +64,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         cpu_ram_gb=b.cpu_ram * min(s.gpu_count, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
         alternatives=[] if cheaper else result.alternatives, cheaper=cheaper,
-        notes=[*result.notes, *said_notes(request, s.arch.name, asked, result.currency)],
+        notes=[*result.notes, *said_notes(request, s.arch.name, asked.gpu if asked else None, result.currency)],
         assumptions=s.assumptions, monthly=result.monthly if not result.comparison else None,
         price_date=dates[-1] if dates else None, currency=result.currency,
         rank_by=result.rank_by, tokens=result.tokens,
@@ -75,12 +78,12 @@ def with_said(a: Answer, request: Request, prices: PriceOptions | None) -> Answe
     """A post-training answer with what the question said around the estimate (notes, budget, deadline)."""
     if a.scenario is None:
         return a
-    a.notes = [*a.notes, *said_notes(request, a.scenario.arch.name, a.asked, a.currency)]
+    a.notes = [*a.notes, *said_notes(request, a.scenario.arch.name, a.asked.gpu if a.asked else None, a.currency)]
     a.limits = within_limits(request, [*a.plans, *a.alternatives], prices or PriceOptions())
     return a
 
 
-def said_notes(request: Request, model: str, asked: Arrangement | None, currency: str) -> list[Note]:
+def said_notes(request: Request, model: str, gpu: str | None, currency: str) -> list[Note]:
     """What the question asked that is not modelled (the answer is for what is), and what was assumed for a
     family named without a size or a notebook service named without a GPU; a currency without prices (EUR)."""
     notes = [Note(key="unsupported", params={"what": key}) for key in request.unsupported]
@@ -88,8 +91,8 @@ def said_notes(request: Request, model: str, asked: Arrangement | None, currency
         notes.append(Note(key="unpriced_currency", params={"asked": request.currency, "shown": currency}))
     if "model" in request.assumed:
         notes.append(Note(key="assumed_model", params={"model": model}))
-    if "gpus" in request.assumed and asked is not None:
-        notes.append(Note(key="assumed_gpu", params={"gpu": asked.gpu}))
+    if "gpus" in request.assumed and gpu is not None:
+        notes.append(Note(key="assumed_gpu", params={"gpu": gpu}))
     return notes
 
 

@@ -218,3 +218,9 @@ async def test_sqlite_keeps_the_links_across_a_restart(tmp_path: Path) -> None:
         assert await again.get_request(qid) is not None
     finally:
         await again.close()
+
+
+def test_a_serving_answer_names_what_is_not_modelled() -> None:
+    text = render_text("vllm ллама 70б на 2 h100 для 50 пользователей, с картинками", AnswerOptions()).html
+    assert "картинки на входе пока не учитываю — оценка только для текста" in text
+    assert "считаю для Llama-3.3-70B" in text

@@ -12,7 +12,6 @@ from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
 from aiogram.types import BufferedInputFile, CallbackQuery, InaccessibleMessage, Message
 
 from bot.answers import Reply, answer_options, apply_serving_state, apply_state, make_reply
-from bot.conversation import remember
 from bot.config import BotConfig
 from bot.conversation import remember
 from bot.handlers.common import answer_question

@@ -74,6 +74,14 @@ UNSUPPORTED_TEXTS = {  # what a question asked that the engine does not model ye
 
 def note_text(lang: str, n: Note, scenario: Scenario) -> str:
     params = {"seq_len": scenario.seq_len, "batch_size": scenario.batch_size, "lora_rank": scenario.lora_rank}
+    said = said_note_text(lang, n)
+    if said is not None:
+        return said
+    return _other_note_text(lang, n, params)
+
+
+def said_note_text(lang: str, n: Note) -> str | None:
+    """What the question asked that is not modelled, or what was assumed for it (engine.answer.said_notes)."""
     if n.key == "unsupported":
         what = str(n.params.get("what", ""))
         text = UNSUPPORTED_TEXTS.get(what)
@@ -86,6 +94,10 @@ def note_text(lang: str, n: Note, scenario: Scenario) -> str:
     if n.key == "assumed_gpu":
         return _(lang, "no GPU named: estimated for %(gpu)s, the service's usual one") % {
             "gpu": n.params.get("gpu", "")}
+    return None
+
+
+def _other_note_text(lang: str, n: Note, params: dict[str, Any]) -> str:
     if n.key == "unknown_gpu" and n.params.get("others"):
         return _(lang, "%(name)s is not in the catalog: left out") % {"name": n.params.get("name", "")}
     if n.key == "unknown_gpu":
