@@ -105,6 +105,8 @@ async def serving_button(query: CallbackQuery, callback_data: ServingCb, lang: L
         elif message is not None:
             await bot.edit_message_text(text=reply.html, chat_id=message.chat.id, message_id=message.message_id,
                                         reply_markup=reply.markup)
+            if reply.rendered.understood:  # a reply to this answer now changes the question as shown
+                await remember(store, message.chat.id, message.message_id, await store.put_request(request))
     except TelegramBadRequest as exc:
         if "not modified" not in exc.message:
             log.info("edit failed: %s", exc.message)
