@@ -52,7 +52,8 @@ async def follow_up(text: str, store: Storage, keys: list[str], qid: str | None 
     if previous is None and qid is not None:
         previous = await store.get_request(qid)
     if previous is None:
-        orphan = followed.changes.model is None and not asks_a_price(followed.changes)
+        # a size that is not real ("1000000B qlora h100") is a question of its own, answered as such
+        orphan = followed.changes.model is None and not followed.changes.error and not asks_a_price(followed.changes)
         return FollowedUp(None, followed.changes) if orphan else None
     try:
         return FollowedUp(previous, merge_follow_up(previous, followed))
