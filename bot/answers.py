@@ -13,18 +13,20 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from html import escape as html_escape
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, ValidationError
 
 from bot.config_bounds import within_bounds
+from bot.conversation import asks_a_price
 from bot.views.messages import t
 from bot.views.render import RenderedAnswer, plain, render
 from engine.answer import answer
 from engine.catalog import find_model
 from engine.parse import parse
 from engine.parse.normalize import has_cyrillic
-from engine.pricing import default_rate
+from engine.pricing import default_rate, market_range
 from engine.schema import (
     Currency,
     GpuRef,
@@ -118,9 +120,25 @@ class AnswerOptions(BaseModel):
                             rank_by=self.rank_by)
 
 
+def asked_currency(request: Request) -> str | None:
+    """The currency the question asks its prices in ("в рублях", a budget in roubles), if any."""
+    return request.currency or (request.budget.currency if request.budget is not None else None)
+
+
+def in_currency(options: AnswerOptions, currency: str | None) -> AnswerOptions:
+    """The options for one answer in the currency its question asks (the chat's setting stays): own prices
+    converted at the rate the answers use. A currency without prices (EUR) leaves them as they are."""
+    if currency not in ("USD", "RUB") or currency == options.currency:
+        return options
+    rate = options.usd_rub or default_rate().rub_per_usd
+    factor = rate if currency == "RUB" else 1 / rate
+    return options.model_copy(update={"currency": currency,
+                                      "prices": {g: round(v * factor, 4) for g, v in options.prices.items()}})
+
+
 def render_request(request: Request, options: AnswerOptions | None = None) -> RenderedAnswer:
     """The complete reply to an already parsed (or keyboard-altered, or enriched) request."""
-    options = options or AnswerOptions()
+    options = in_currency(options or AnswerOptions(), asked_currency(request))
     return render(answer(request, options.price_options()), options.lang or request.language or options.default_lang)
 
 
@@ -130,7 +148,8 @@ def render_text(text: str, options: AnswerOptions | None = None) -> RenderedAnsw
 
 def ask_text(text: str, options: AnswerOptions | None = None, fmt: str = "text") -> str:
     """`gpu-advisor ask`: the reply as the bot would send it, as Telegram HTML or plain text."""
-    body = render_text(text, options).html
+    request = parse(text)
+    body = smalltalk_reply(request, options or AnswerOptions()) or render_request(request, options).html
     return body if fmt == "html" else plain(body)
 
 
@@ -139,7 +158,49 @@ def answer_options(settings: ChatSettings, lang: Language, default: Language) ->
                          prices=own_prices(settings))
 
 
+def smalltalk_reply(request: Request, options: AnswerOptions) -> str | None:
+    """A short friendly answer to "привет", "спасибо!", "что ты умеешь?" (no question in them), else None."""
+    if request.smalltalk is None or request.model is not None:
+        return None
+    from bot.views.talk import smalltalk_text
+
+    return smalltalk_text(options.lang or request.language or options.default_lang, request.smalltalk)
+
+
+def market_price(lang: str, gpu: str, currency: Currency, own: str | None = None) -> str:
+    """The market range per GPU-hour of one GPU and its date (/price H100, "сколько стоит H100")."""
+    from bot.views.talk import market_price_text
+
+    try:
+        found = market_range(gpu, None, currency)
+    except (LookupError, ValueError):
+        text = t(lang, "I have no market prices for %(gpu)s: set your own with <code>/price %(gpu)s 2.5</code>.",
+                 gpu=gpu)
+        return text + ("\n" + t(lang, "This chat's own price: %(price)s.", price=own) if own else "")
+    return market_price_text(lang, found.model_dump(), own)
+
+
+def price_question(request: Request, options: AnswerOptions) -> str | None:
+    """"сколько стоит H100", "how much is an A100 per hour?": the GPU's market price (else None)."""
+    if not asks_a_price(request) or request.gpus[0].name is None:
+        return None
+    from bot.views.formats import money
+
+    lang = options.lang or request.language or options.default_lang
+    opts = in_currency(options, asked_currency(request))
+    gpu = request.gpus[0].name
+    own = opts.prices.get(gpu)
+    return market_price(lang, gpu, opts.currency, money(lang, own, opts.currency) + t(lang, "/h") if own else None)
+
+
 # ---- answers and their keyboards ---------------------------------------------------------------------------
+
+
+def with_lead(html: str, lead: str) -> str:
+    """The answer to a follow-up, led by what changed (the model's name may be the user's own words)."""
+    if lead and len(html) + len(lead) + 12 <= TELEGRAM_LIMIT:
+        return f"↪️ <i>{html_escape(lead, quote=False)}</i>\n{html}"
+    return html
 
 
 @dataclass(frozen=True)
@@ -191,19 +252,32 @@ async def make_reply(request: Request, storage: Storage, options: AnswerOptions,
 
 async def reply_to(text: str, request: Request | None, options: AnswerOptions, *, store: Storage, config: BotConfig,
                    hub_cache: hub.ConfigCache | None = None,
-                   before_fetch: Callable[[], Awaitable[None]] | None = None) -> Reply:
+                   before_fetch: Callable[[], Awaitable[None]] | None = None,
+                   previous: Request | None = None) -> Reply:
     """The whole pipeline for a question: parse → enrich (a pasted config.json, a Hub id the catalog lacks) →
-    engine.answer → render → keyboard. `request` skips the first two (a config.json file already read);
+    engine.answer → render → keyboard. `request` skips the first two (a config.json file already read, a
+    follow-up merged into `previous`, whose answer the reply then says what changed against);
     `before_fetch` runs before the Hub is asked (the bot shows "typing")."""
     note = None
     if request is None:
         request = parse(text)
+        talk = smalltalk_reply(request, options) or price_question(request, options)
+        if talk is not None:
+            rendered = render_request(request, options)
+            return Reply(talk, rendered.title, rendered.lang, None, rendered, None)
         if may_fetch(text, request):
             if before_fetch is not None:
                 await before_fetch()
             enriched = await enrich(text, request, config, hub_cache, options.lang or "en")
             request, note = enriched.request, enriched.note
-    return await make_reply(request, store, options, note)
+    reply = await make_reply(request, store, options, note)
+    if previous is not None and reply.rendered.understood:
+        from bot.views.talk import what_changed
+
+        before = answer(previous, in_currency(options, asked_currency(previous)).price_options())
+        lead = what_changed(reply.lang, before, reply.rendered.answer)
+        reply = Reply(with_lead(reply.html, lead), reply.title, reply.lang, reply.markup, reply.rendered, reply.qid)
+    return reply
 
 
 def apply_state(stored: Request, method_code: str, ctx: int, count: int) -> Request:

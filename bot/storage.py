@@ -12,6 +12,8 @@ corrupt, a disk error) reads as default settings and no stored question; a file 
 replaced, or cannot be written (read-only, full), refuses a settings change with `StorageUnavailable`
 (the user is told to try again) instead of a "Saved" that would be lost. One warning per fault and
 minute, not one per update. Old questions and Hub configs are pruned while running too (hourly).
+A link names the question behind a chat's last answer and behind each answer message, so that a
+follow-up ("а если 8k контекст?") finds what it changes on any replica.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ Currency = Literal["USD", "RUB"]
 Tier = Literal["cheapest", "typical", "premium"]
 QUESTION_TTL_S = 90 * 24 * 3600  # a keyboard older than this answers "stale"
 KEY_PREFIX = "gpu-advisor"
+LINK = "link:"  # links (a chat's last answer, a message's question) share the memory of recent questions
 RECENT_QUESTIONS = 10_000  # kept in memory by the SQLite backend: the buttons people press are the newest
 PRUNE_EVERY_S = 3600.0
 WARN_EVERY_S = 60.0
@@ -102,6 +105,10 @@ class Storage(Protocol):
 
     async def get_request(self, qid: str) -> Request | None: ...
 
+    async def set_link(self, key: str, qid: str) -> None: ...
+
+    async def get_link(self, key: str) -> str | None: ...
+
 
 class SQLiteStorage:
     def __init__(self, path: str | Path, timeout: float = 5.0) -> None:
@@ -137,6 +144,9 @@ class SQLiteStorage:
                              "(chat_id INTEGER PRIMARY KEY, data TEXT NOT NULL, updated REAL NOT NULL)")
                 conn.execute("CREATE TABLE IF NOT EXISTS questions "
                              "(id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL)")
+                conn.execute("CREATE TABLE IF NOT EXISTS links "
+                             "(key TEXT PRIMARY KEY, qid TEXT NOT NULL, created REAL NOT NULL)")
+                conn.execute("DELETE FROM links WHERE created < ?", (time.time() - QUESTION_TTL_S,))
                 conn.execute("CREATE TABLE IF NOT EXISTS hub_configs "
                              "(id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL)")
                 self._prune(conn)
@@ -273,6 +283,25 @@ class SQLiteStorage:
             data = rows[0][0] if rows else None
         return _load_request(data)
 
+    async def set_link(self, key: str, qid: str) -> None:
+        if self._writer is None:
+            raise StorageError("storage is not open")
+        self._recent.put(LINK + key, qid)
+        self._writes.put(("INSERT INTO links (key, qid, created) VALUES (?, ?, ?) "
+                          "ON CONFLICT(key) DO UPDATE SET qid = excluded.qid, created = excluded.created",
+                          (key, qid, time.time())))
+
+    async def get_link(self, key: str) -> str | None:
+        qid = self._recent.get(LINK + key)
+        if qid is None:
+            try:
+                rows = self._read("SELECT qid FROM links WHERE key = ?", (key,))
+            except StorageError as exc:
+                self._warn("a follow-up link could not be read", exc)
+                rows = []
+            qid = rows[0][0] if rows else None
+        return qid
+
 
 class StoredConfigCache(ConfigCache):
     """Hugging Face configs kept in the SQLite file: a model looked up once is known after a restart too."""
@@ -354,6 +383,13 @@ class RedisStorage:
     async def get_request(self, qid: str) -> Request | None:
         return _load_request(await self.client.get(f"{KEY_PREFIX}:q:{qid}"))
 
+    async def set_link(self, key: str, qid: str) -> None:
+        await self.client.set(f"{KEY_PREFIX}:link:{key}", qid, ex=QUESTION_TTL_S)
+
+    async def get_link(self, key: str) -> str | None:
+        raw = await self.client.get(f"{KEY_PREFIX}:link:{key}")
+        return raw.decode() if isinstance(raw, bytes) else raw
+
 
 class MemoryStorage:
     """In-process storage for tests and experiments (nothing survives a restart)."""
@@ -361,6 +397,7 @@ class MemoryStorage:
     def __init__(self) -> None:
         self.settings: dict[int, str] = {}
         self.requests: dict[str, str] = {}
+        self.links: dict[str, str] = {}
 
     async def open(self) -> None:
         return None
@@ -381,6 +418,12 @@ class MemoryStorage:
 
     async def get_request(self, qid: str) -> Request | None:
         return _load_request(self.requests.get(qid))
+
+    async def set_link(self, key: str, qid: str) -> None:
+        self.links[key] = qid
+
+    async def get_link(self, key: str) -> str | None:
+        return self.links.get(key)
 
 
 def storage_from_url(url: str) -> Storage:

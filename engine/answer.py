@@ -11,6 +11,7 @@ from engine.fit import NO_HEADROOM, capacity, fits, need_gb, tight
 from engine.memory import fused_loss_alternative
 from engine.plan import plan
 from engine.plan import posttrain as posttrain_plan
+from engine.plan.budget import within_limits
 from engine.plan.search import asked_arrangements
 from engine.scenario import ScenarioError, hardware_conflicts, request_gpu
 from engine.schema import (
@@ -40,13 +41,16 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     if request.model is None:
         return Answer(request=request, errors=[Note(key="no_model")])
     if is_serving_request(request):  # a serving engine sizes it (engine.serving), never the training planner
-        return serving_answer(request, prices)
+        served = serving_answer(request, prices)
+        gpu = request.gpus[0].name if request.gpus else None
+        served.notes = [*served.notes, *said_notes(request, request.model.name or "", gpu, served.currency)]
+        return served
     try:
         if posttrain.applies(request):
-            return posttrain_answer(posttrain_plan.with_rollout(request), prices)
+            return with_said(posttrain_answer(posttrain_plan.with_rollout(request), prices), request, prices)
         result = plan(request, prices)
         if long_context_instead(request, result):
-            return posttrain_answer(request, prices)
+            return with_said(posttrain_answer(request, prices), request, prices)
     except ScenarioError as exc:
         return Answer(request=request, errors=[Note(key="no_estimate", params={"reason": str(exc)})])
     named = asked_arrangements(request)
@@ -67,13 +71,37 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         need_gb=need_gb(b), cluster_gb=need_gb(b) * s.gpu_count,
         cpu_ram_gb=b.cpu_ram * min(s.gpu_count, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
-        alternatives=[] if cheaper else result.alternatives, cheaper=cheaper, notes=result.notes,
+        alternatives=[] if cheaper else result.alternatives, cheaper=cheaper,
+        notes=[*result.notes, *said_notes(request, s.arch.name, asked.gpu if asked else None, result.currency)],
         assumptions=s.assumptions, monthly=result.monthly if not result.comparison else None,
         price_date=dates[-1] if dates else None, currency=result.currency,
         rank_by=result.rank_by, tokens=result.tokens,
         shape_reference=None if s.arch.known else shape_reference(s.arch.params),
         capacity=capacity_lines(b, asked, result),
+        limits=within_limits(request, shown, prices or PriceOptions()),
     )
+
+
+def with_said(a: Answer, request: Request, prices: PriceOptions | None) -> Answer:
+    """A post-training answer with what the question said around the estimate (notes, budget, deadline)."""
+    if a.scenario is None:
+        return a
+    a.notes = [*a.notes, *said_notes(request, a.scenario.arch.name, a.asked.gpu if a.asked else None, a.currency)]
+    a.limits = within_limits(request, [*a.plans, *a.alternatives], prices or PriceOptions())
+    return a
+
+
+def said_notes(request: Request, model: str, gpu: str | None, currency: str) -> list[Note]:
+    """What the question asked that is not modelled (the answer is for what is), and what was assumed for a
+    family named without a size or a notebook service named without a GPU; a currency without prices (EUR)."""
+    notes = [Note(key="unsupported", params={"what": key}) for key in request.unsupported]
+    if request.currency is not None and request.currency not in ("USD", "RUB"):
+        notes.append(Note(key="unpriced_currency", params={"asked": request.currency, "shown": currency}))
+    if "model" in request.assumed:
+        notes.append(Note(key="assumed_model", params={"model": model}))
+    if "gpus" in request.assumed and gpu is not None:
+        notes.append(Note(key="assumed_gpu", params={"gpu": gpu}))
+    return notes
 
 
 def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None,

@@ -408,6 +408,19 @@ class GpuLine(BaseModel):
     role: LineRole
 
 
+class Limits(BaseModel):
+    """The question's budget and deadline against the plans (engine.plan.budget)."""
+
+    budget: float | None = None  # in `currency`, the answer's
+    budget_asked: Money | None = None  # as the question said it
+    currency: Currency = "USD"
+    deadline_hours: float | None = None
+    meeting: list[Plan] = Field(default_factory=list)  # the plans within both, best first
+    cheapest: Plan | None = None  # when none meets them: what the cheapest and the fastest plans give
+    fastest: Plan | None = None
+    unchecked: Literal["no_data_size", "no_price", "currency"] | None = None  # why they could not be checked
+
+
 class Answer(BaseModel):
     """The engine's product for one request: everything a view words, nothing it must compute.
 
@@ -446,6 +459,7 @@ class Answer(BaseModel):
     fix: Change | None = None
     fused_loss_gb: float | None = None
     conflicts: list[str] = Field(default_factory=list)
+    limits: Limits | None = None  # the question's budget / deadline against the plans
 
 
 # engine.posttrain imports this module: its result type comes in once every model here is defined

@@ -13,6 +13,7 @@ from aiogram.types import BufferedInputFile, CallbackQuery, InaccessibleMessage,
 
 from bot.answers import Reply, answer_options, apply_serving_state, apply_state, make_reply
 from bot.config import BotConfig
+from bot.conversation import remember
 from bot.handlers.common import answer_question
 from bot.storage import ChatSettings, Storage
 from bot.views.keyboards import CODE_FORMATS, CODE_METHODS, AnswerCb, ExampleCb, ServingCb
@@ -69,6 +70,8 @@ async def answer_button(query: CallbackQuery, callback_data: AnswerCb, lang: Lan
         elif message is not None:
             await bot.edit_message_text(text=reply.html, chat_id=message.chat.id, message_id=message.message_id,
                                         reply_markup=reply.markup)
+            if reply.rendered.understood:  # a reply to this answer now changes the question as shown
+                await remember(store, message.chat.id, message.message_id, await store.put_request(request))
     except TelegramBadRequest as exc:
         if "not modified" not in exc.message:
             log.info("edit failed: %s", exc.message)
@@ -102,6 +105,8 @@ async def serving_button(query: CallbackQuery, callback_data: ServingCb, lang: L
         elif message is not None:
             await bot.edit_message_text(text=reply.html, chat_id=message.chat.id, message_id=message.message_id,
                                         reply_markup=reply.markup)
+            if reply.rendered.understood:  # a reply to this answer now changes the question as shown
+                await remember(store, message.chat.id, message.message_id, await store.put_request(request))
     except TelegramBadRequest as exc:
         if "not modified" not in exc.message:
             log.info("edit failed: %s", exc.message)

@@ -13,9 +13,10 @@ from aiogram.types import Chat, Message, User
 
 from bot.answers import MAX_QUESTION_CHARS, answer_options, question_language, reply_to, resolve_language
 from bot.config import BotConfig
-from bot.storage import ChatSettings, Storage
+from bot.conversation import FollowedUp, remember
+from bot.storage import ChatSettings, Storage, StorageError
 from bot.views.keyboards import examples_keyboard
-from bot.views.messages import t
+from bot.views.messages import EXAMPLES, t
 from engine.schema import Language, Request
 
 log = logging.getLogger(__name__)
@@ -54,9 +55,20 @@ async def send(message: Message, text: str, **kwargs: Any) -> Message:
 
 
 async def answer_question(message: Message, text: str, *, settings: ChatSettings, store: Storage, config: BotConfig,
-                          bot: Bot, hub_cache: Any = None, request: Request | None = None) -> Message:
-    """Answer `text` (or an already built `request`) in the message's chat, with the answer keyboard."""
+                          bot: Bot, hub_cache: Any = None, request: Request | None = None,
+                          followed: FollowedUp | None = None) -> Message:
+    """Answer `text` (or an already built `request`, or a follow-up merged into the previous question) in the
+    message's chat, with the answer keyboard; the chat's last answer is linked to its question."""
     user = message.from_user
+    if followed is not None and followed.previous is None:  # "а если 8k контекст?" with nothing before it
+        lang = resolve_language(followed.request.language, settings.language, user.language_code if user else None,
+                                config.default_language)
+        return await send(message, t(lang, "Which question should I change? Reply to one of my answers, or ask "
+                                           "the whole question, for example: %(example)s",
+                                     example="<code>" + EXAMPLES[lang][1] + "</code>"),
+                          reply_markup=examples_keyboard(lang))
+    if followed is not None:
+        request = followed.request
     if len(text) > MAX_QUESTION_CHARS:
         lang = chat_language(settings, user, config)
         return await send(message, t(lang, "That is too long for a question. Ask in a sentence or two, or send "
@@ -69,6 +81,13 @@ async def answer_question(message: Message, text: str, *, settings: ChatSettings
             await bot.send_chat_action(message.chat.id, ChatAction.TYPING)
 
     reply = await reply_to(text, request, answer_options(settings, lang, config.default_language), store=store,
-                           config=config, hub_cache=hub_cache, before_fetch=typing)
+                           config=config, hub_cache=hub_cache, before_fetch=typing,
+                           previous=followed.previous if followed is not None else None)
     markup = reply.markup or examples_keyboard(reply.lang)
-    return await send(message, reply.html, reply_markup=markup)
+    sent = await send(message, reply.html, reply_markup=markup)
+    if reply.qid is not None:
+        try:
+            await remember(store, message.chat.id, sent.message_id, reply.qid)
+        except StorageError as exc:  # the answer is out; only its follow-ups will not find it
+            log.info("follow-up link not stored: %s", exc)
+    return sent

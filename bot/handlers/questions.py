@@ -1,5 +1,7 @@
 """Questions: every text in a private chat; in groups, replies to the bot and mentions of it.
 
+A follow-up ("а если 8k контекст?", "and on two of them?") changes one thing of the previous question: in a
+group only as a reply to one of the bot's answers; in a private chat also as the message right after one.
 Commands of the groups (/vram) live in `commands`; any other group message is not for the bot.
 """
 
@@ -13,16 +15,52 @@ from aiogram.enums import ChatType
 from aiogram.types import Message
 
 from bot.config import BotConfig
+from bot.conversation import FollowedUp, follow_up, last_key, message_key
 from bot.handlers.common import answer_question
 from bot.handlers.filters import InLoop
-from bot.storage import ChatSettings, Storage
+from bot.storage import ChatSettings, Storage, StorageError
+from bot.views.keyboards import AnswerCb
+
+QID = re.compile(r"[0-9a-f]{12}")
+
+
+def _to_bot(message: Message, bot: Bot) -> Message | None:
+    """The bot's message this one replies to, if it does."""
+    reply = message.reply_to_message
+    if reply is not None and reply.from_user is not None and reply.from_user.id == bot.id:
+        return reply
+    return None
+
+
+def keyboard_qid(message: Message) -> str | None:
+    """The question id an answer's keyboard carries (an answer sent before the links were kept)."""
+    markup = message.reply_markup
+    for row in markup.inline_keyboard if markup is not None else []:
+        for button in row:
+            data = button.callback_data or ""
+            if data.startswith(AnswerCb.__prefix__ + ":"):
+                qid = data.split(":")[1]
+                return qid if QID.fullmatch(qid) else None
+    return None
+
+
+async def _followed(message: Message, text: str, store: Storage, bot: Bot, private: bool) -> FollowedUp | None:
+    replied = _to_bot(message, bot)
+    keys = [message_key(message.chat.id, replied.message_id)] if replied is not None else []
+    if private:
+        keys.append(last_key(message.chat.id))  # a message right after an answer
+    if not keys:
+        return None
+    try:
+        return await follow_up(text, store, keys, keyboard_qid(replied) if replied is not None else None)
+    except StorageError:
+        return None  # the previous question cannot be read now: answer the text on its own
 
 
 async def _addressed_in_group(message: Message, bot: Bot) -> dict[str, Any] | bool:
     """The question of a group message meant for the bot (reply to it or mention), else False."""
     text = message.text or ""
-    reply = message.reply_to_message
-    if reply is not None and reply.from_user is not None and reply.from_user.id == bot.id:
+    if _to_bot(message, bot) is not None:
         return {"question": text}
     me = await bot.me()
     if me.username:
@@ -34,14 +72,15 @@ async def _addressed_in_group(message: Message, bot: Bot) -> dict[str, Any] | bo
 
 async def private_question(message: Message, settings: ChatSettings, store: Storage, config: BotConfig, bot: Bot,
                            hub_cache: Any = None) -> None:
-    await answer_question(message, message.text or "", settings=settings, store=store, config=config, bot=bot,
-                          hub_cache=hub_cache)
+    text = message.text or ""
+    await answer_question(message, text, settings=settings, store=store, config=config, bot=bot,
+                          hub_cache=hub_cache, followed=await _followed(message, text, store, bot, private=True))
 
 
 async def group_question(message: Message, question: str, settings: ChatSettings, store: Storage, config: BotConfig,
                          bot: Bot, hub_cache: Any = None) -> None:
     await answer_question(message, question, settings=settings, store=store, config=config, bot=bot,
-                          hub_cache=hub_cache)
+                          hub_cache=hub_cache, followed=await _followed(message, question, store, bot, private=False))
 
 
 def make_router() -> Router:

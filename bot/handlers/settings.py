@@ -13,14 +13,15 @@ from aiogram.exceptions import TelegramBadRequest
 from aiogram.filters import Command, CommandObject
 from aiogram.types import CallbackQuery, Chat, Message
 
+from bot.answers import market_price
 from bot.config import BotConfig
 from bot.handlers.common import can_change_settings, chat_language, send
 from bot.storage import ChatSettings, OwnPrice, Storage
 from bot.views.keyboards import SettingsCb, settings_keyboard, tier_label
 from bot.views.messages import t, template
-from engine.catalog import find_gpu
+from engine.parse import PriceArgs, read_price_args
 from engine.pricing import validate_price
-from engine.schema import Language
+from engine.schema import Language, error_keys
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +39,6 @@ def settings_view(lang: str, settings: ChatSettings, can_change: bool) -> str:
     prices = [(gpu, price_text(lang, p.value, p.currency)) for gpu, p in sorted(settings.prices.items())]
     return template(lang, "settings.html.j2", language=language, currency=settings.currency,
                     tier=tier_label(lang, settings.tier), prices=prices, can_change=can_change)
-
-
-def parse_price_args(args: str) -> tuple[str, str] | None:
-    """('GPU name', 'value or off') from '/price H100 SXM 2.5', or None when it is not that shape."""
-    parts = args.split()
-    if len(parts) < 2:
-        return None
-    return " ".join(parts[:-1]), parts[-1]
 
 
 async def settings_command(message: Message, lang: Language, settings: ChatSettings, bot: Bot) -> None:
@@ -87,38 +80,78 @@ async def settings_button(query: CallbackQuery, callback_data: SettingsCb, lang:
 
 async def price_command(message: Message, command: CommandObject, lang: Language, settings: ChatSettings,
                         store: Storage, bot: Bot) -> None:
-    parsed = parse_price_args(command.args or "")
-    if parsed is None:
-        await send(message, t(lang, "Your own price per GPU-hour replaces the market prices in answers. "
-                                    "Set: <code>/price H100 2.5</code>, remove: <code>/price H100 off</code>. "
-                                    "The price is in the chat's currency (%(currency)s).",
-                              currency=settings.currency))
+    """/price H100: the market range and its date; /price H100 2.5 (or 200 руб): the chat's own price;
+    /price H100 off: back to market prices."""
+    raw = (command.args or "").strip()
+    words = raw.split()
+    off = len(words) >= 2 and words[-1].lower() in OFF_WORDS
+    args = read_price_args(" ".join(words[:-1]) if off else raw)
+    if not raw:
+        await send(message, t(lang, "Market price of a GPU: <code>/price H100</code>. Your own price per GPU-hour "
+                                    "replaces the market prices in answers. Set: <code>/price H100 2.5</code>, "
+                                    "remove: <code>/price H100 off</code>. The price is in the chat's currency "
+                                    "(%(currency)s) unless you write ₽ or $.", currency=settings.currency))
+        return
+    problem = price_problem(lang, args, settings.currency, raw)
+    if problem is not None:
+        await send(message, problem)
+        return
+    assert args.gpu is not None and args.gpu.name is not None
+    gpu = args.gpu.name
+    if args.price is None and not off:
+        own = settings.prices.get(gpu)
+        await send(message, market_price(lang, gpu, settings.currency,
+                                         price_text(lang, own.value, own.currency) if own is not None else None))
         return
     if not await can_change_settings(bot, message.chat, message.from_user, message.sender_chat):
         await send(message, t(lang, "Only chat admins can change the settings."))
         return
-    name, raw = parsed
-    gpu = find_gpu(name)
-    if gpu is None:
-        await send(message, t(lang, "I do not know the GPU “%(name)s”. Try H100, A100 80GB, RTX 4090, L40S…",
-                              name=html.escape(name[:40])))  # the user's words, in HTML
-        return
-    if raw.lower() in OFF_WORDS:
-        removed = settings.prices.pop(gpu.name, None)
+    if off:
+        removed = settings.prices.pop(gpu, None)
         await store.set_settings(message.chat.id, settings)
-        await send(message, t(lang, "Own price for %(gpu)s removed: answers use market prices.", gpu=gpu.name)
-                   if removed else t(lang, "There was no own price for %(gpu)s.", gpu=gpu.name))
+        await send(message, t(lang, "Own price for %(gpu)s removed: answers use market prices.", gpu=gpu)
+                   if removed else t(lang, "There was no own price for %(gpu)s.", gpu=gpu))
         return
+    assert args.price is not None
+    currency = args.currency or settings.currency
     try:
-        value = validate_price(float(raw.replace(",", ".").lstrip("$").rstrip("₽")), settings.currency)
+        value = validate_price(args.price, currency)
     except ValueError:
-        await send(message, t(lang, "That is not a price I can use: write a number of %(currency)s per GPU-hour, "
-                                    "for example <code>/price H100 2.5</code>.", currency=settings.currency))
+        await send(message, not_a_price(lang, currency))
         return
-    settings.prices[gpu.name] = OwnPrice(value=value, currency=settings.currency)
+    settings.prices[gpu] = OwnPrice(value=value, currency=currency)
     await store.set_settings(message.chat.id, settings)
-    await send(message, t(lang, "Saved: %(gpu)s at %(price)s in this chat's answers.", gpu=gpu.name,
-                          price=price_text(lang, value, settings.currency)))
+    await send(message, t(lang, "Saved: %(gpu)s at %(price)s in this chat's answers.", gpu=gpu,
+                          price=price_text(lang, value, currency)))
+
+
+def not_a_price(lang: str, currency: str) -> str:
+    return t(lang, "That is not a price I can use: write a number of %(currency)s per GPU-hour, "
+                   "for example <code>/price H100 2.5</code>.", currency=currency)
+
+
+def typed(raw: str, gpu_text: str | None) -> str:
+    """The user's own spelling of what the parser read (lower-cased) as the GPU's name."""
+    if not gpu_text:
+        return ""
+    at = raw.lower().find(gpu_text)
+    return raw[at:at + len(gpu_text)] if at >= 0 else gpu_text
+
+
+def price_problem(lang: str, args: PriceArgs, currency: str, raw: str = "") -> str | None:
+    """What is wrong with the arguments of /price, in words; None when they can be used."""
+    errors = set(error_keys(args.error))
+    if "several gpus" in errors:
+        return t(lang, "One GPU at a time, please: <code>/price H100 2.5</code>.")
+    if "unknown gpu" in errors or args.gpu is None or args.gpu.name is None:
+        return t(lang, "I do not know the GPU “%(name)s”. Try H100, A100 80GB, RTX 4090, L40S…",
+                 name=html.escape(typed(raw, args.gpu_text)[:40]))  # the user's words, in HTML
+    if "negative number" in errors:
+        return t(lang, "That is not a price I can use: a price cannot be negative. Write what a GPU-hour "
+                       "costs, for example <code>/price H100 2.5</code>.")
+    if errors:
+        return not_a_price(lang, currency)
+    return None
 
 
 def make_router() -> Router:

@@ -28,6 +28,7 @@ class FallbackStorage:
         self.inner = inner
         self.breaker = breaker or Breaker()
         self._questions: LRU[str, Request] = LRU(LOCAL_QUESTIONS)
+        self._links: LRU[str, str] = LRU(LOCAL_QUESTIONS)
 
     @property
     def redis(self) -> Any:
@@ -65,3 +66,11 @@ class FallbackStorage:
     async def get_request(self, qid: str) -> Request | None:
         found = await self.breaker.call(lambda: self.inner.get_request(qid), lambda: None)
         return found if found is not None else self._questions.get(qid)
+
+    async def set_link(self, key: str, qid: str) -> None:
+        self._links.put(key, qid)
+        await self.breaker.call(lambda: self.inner.set_link(key, qid), lambda: None)
+
+    async def get_link(self, key: str) -> str | None:
+        found = await self.breaker.call(lambda: self.inner.get_link(key), lambda: None)
+        return found if found is not None else self._links.get(key)

@@ -13,7 +13,7 @@ from bot.views.catalogs import N_, _, _n
 from bot.views.formats import money, num
 from bot.views.serving_words import assumption_line, change_line, engine_label, error_line, format_label
 from bot.views.view import TABLE_WIDTH, AnswerView
-from bot.views.words import NOTE_TEXTS, gpu_name
+from bot.views.words import NOTE_TEXTS, gpu_name, said_note_text
 from engine.schema import Answer, ServingResult
 
 NBSP = "\u00a0"
@@ -166,7 +166,7 @@ def serving_view(lang: str, a: Answer) -> AnswerView:
     errors = [error_line(lang, e.key, e.params) for e in r.errors]
     if not ready and errors:
         errors = errors[1:]  # the first is the headline
-    errors = [note_line(lang, n.key, r) for n in a.notes] + errors
+    errors = [said_note_text(lang, n) or note_line(lang, n.key, r) for n in a.notes] + errors
     model: dict[str, Any] = {
         "mark": mark, "headline": title, "summary": line, "ready": ready, "tight": a.verdict == "tight",
         "model_known": r.model_known, "errors": errors, "shape_ref": _shape_ref(r),

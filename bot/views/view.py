@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.views.catalogs import N_, _, _n
 from bot.views.formats import date_text, decimal, hours_text, money, money_range, num
+from bot.views.talk import limits_lines
 from bot.views.words import (
     COMPONENTS,
     assumption_text,
@@ -301,6 +302,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
         "notes": [note_text(lang, n, s) for n in a.notes]
         + [_(lang, CONFLICTS[k]) for k in a.conflicts[1 if a.verdict == "no_fit" else 0:] if k in CONFLICTS],
         "monthly": monthly_text(lang, a.monthly) if a.monthly else "",
+        "limits": limits_lines(lang, a.limits, a.plans[:3]) if a.limits else [],
     }
     if a.posttrain is not None:
         from bot.views import posttrain

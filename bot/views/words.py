@@ -57,8 +57,47 @@ NOTE_TEXTS = {
 }
 
 
+UNSUPPORTED_TEXTS = {  # what a question asked that the engine does not model yet, and what is answered instead
+    "tpu": N_("TPUs are not modelled yet: the answer is for GPUs"),
+    "cpu_only": N_("running without a GPU is not modelled yet: the answer is for GPUs"),
+    "apple": N_("Apple silicon is not modelled yet: the answer is for NVIDIA GPUs"),
+    "vision": N_("image inputs are not counted yet: the estimate is for text only"),
+    "audio": N_("audio inputs are not counted yet: the estimate is for text only"),
+    "diffusion": N_("diffusion models are not modelled: the estimate is for a language model"),
+    "disk": N_("disk space for checkpoints is not estimated yet: only GPU memory is"),
+    "distillation": N_("distillation is not modelled yet: the student alone is estimated, without the teacher"),
+    "lmdeploy": N_("LMDeploy is not modelled yet: the estimate is not specific to it"),
+    "exllama": N_("ExLlama is not modelled yet: the estimate is not specific to it"),
+    "mlc": N_("MLC LLM is not modelled yet: the estimate is not specific to it"),
+}
+
+
 def note_text(lang: str, n: Note, scenario: Scenario) -> str:
     params = {"seq_len": scenario.seq_len, "batch_size": scenario.batch_size, "lora_rank": scenario.lora_rank}
+    said = said_note_text(lang, n)
+    if said is not None:
+        return said
+    return _other_note_text(lang, n, params)
+
+
+def said_note_text(lang: str, n: Note) -> str | None:
+    """What the question asked that is not modelled, or what was assumed for it (engine.answer.said_notes)."""
+    if n.key == "unsupported":
+        what = str(n.params.get("what", ""))
+        text = UNSUPPORTED_TEXTS.get(what)
+        return _(lang, text) if text else _(lang, "%(what)s is not modelled yet") % {"what": what}
+    if n.key == "unpriced_currency":
+        return _(lang, "there are no prices in %(asked)s: the answer is in %(shown)s") % {
+            "asked": n.params.get("asked", ""), "shown": n.params.get("shown", "")}
+    if n.key == "assumed_model":
+        return _(lang, "estimated for %(model)s, the family's usual model") % {"model": n.params.get("model", "")}
+    if n.key == "assumed_gpu":
+        return _(lang, "no GPU named: estimated for %(gpu)s, the service's usual one") % {
+            "gpu": n.params.get("gpu", "")}
+    return None
+
+
+def _other_note_text(lang: str, n: Note, params: dict[str, Any]) -> str:
     if n.key == "unknown_gpu" and n.params.get("others"):
         return _(lang, "%(name)s is not in the catalog: left out") % {"name": n.params.get("name", "")}
     if n.key == "unknown_gpu":

@@ -1,0 +1,147 @@
+"""The conversation's words: small talk, what a follow-up changed, the budget and deadline lines, /price."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.views.catalogs import _, _n
+from bot.views.formats import date_text, decimal, hours_text, money, money_range
+from bot.views.words import gpu_name, method_label
+from engine.schema import Answer, Limits, Plan, Scenario
+
+EXAMPLE = {"en": "70B QLoRA on H100?", "ru": "70B QLoRA на H100?"}
+
+
+def smalltalk_text(lang: str, kind: str) -> str:
+    """A short friendly answer to a greeting, thanks or "what can you do" (the examples come as buttons)."""
+    if kind == "thanks":
+        return _(lang, "You are welcome! To change one thing in an answer, reply to it: “and with 8k context?”, "
+                       "“on two of them?”, “in roubles”.")
+    if kind == "capabilities":
+        return "\n".join([
+            _(lang, "I can:"),
+            "• " + _(lang, "tell whether a model fits a GPU for full fine-tuning, LoRA, QLoRA or inference, and "
+                           "what to change when it does not;"),
+            "• " + _(lang, "pick the cheapest (or the fastest) GPUs and count the hours and the cost for your "
+                           "amount of data;"),
+            "• " + _(lang, "check a budget or a deadline, compare GPUs side by side;"),
+            "• " + _(lang, "change one thing in an answer when you reply to it."),
+            _(lang, "Ask in a sentence, for example: %(example)s") % {
+                "example": f"<code>{EXAMPLE.get(lang, EXAMPLE['en'])}</code>"},
+        ])
+    return _(lang, "Hi! I count how much GPU memory, time and money fine-tuning or serving a language model "
+                   "takes. Ask in a sentence, for example: %(example)s") % {
+        "example": f"<code>{EXAMPLE.get(lang, EXAMPLE['en'])}</code>"}
+
+
+# ---- what a follow-up changed ------------------------------------------------------------------------------
+
+
+def context_text(tokens: int) -> str:
+    return f"{tokens // 1024}k" if tokens >= 1024 and tokens % 1024 == 0 else str(tokens)
+
+
+def _gpus(lang: str, a: Answer, s: Scenario) -> str:
+    if a.asked is not None:
+        return f"{a.asked.count}×{gpu_name(lang, a.asked.gpu)}"
+    return f"{s.gpu_count} GPU"
+
+
+def what_changed(lang: str, before: Answer, after: Answer) -> str:
+    """"Changed: context 8k instead of 2k" for an answer to a follow-up; "" when nothing shown differs."""
+    b, a = before.scenario, after.scenario
+    if b is None or a is None:
+        return ""
+    parts = []
+    if a.arch.name != b.arch.name:
+        parts.append(_(lang, "model %(new)s instead of %(old)s") % {"new": a.arch.name, "old": b.arch.name})
+    if method_label(lang, a) != method_label(lang, b):
+        parts.append(_(lang, "%(new)s instead of %(old)s") % {"new": method_label(lang, a),
+                                                               "old": method_label(lang, b)})
+    if a.seq_len != b.seq_len:
+        parts.append(_(lang, "context %(new)s instead of %(old)s") % {"new": context_text(a.seq_len),
+                                                                       "old": context_text(b.seq_len)})
+    if a.batch_size != b.batch_size:
+        parts.append(_(lang, "micro-batch %(new)s instead of %(old)s") % {"new": a.batch_size, "old": b.batch_size})
+    if _gpus(lang, after, a) != _gpus(lang, before, b):
+        parts.append(_(lang, "%(new)s instead of %(old)s") % {"new": _gpus(lang, after, a),
+                                                               "old": _gpus(lang, before, b)})
+    if after.currency != before.currency:
+        parts.append(_(lang, "prices in roubles") if after.currency == "RUB" else _(lang, "prices in dollars"))
+    asked = {"budget", "deadline_hours"}
+    if after.limits is not None and (before.limits is None or after.limits.model_dump(include=asked)
+                                     != before.limits.model_dump(include=asked)):
+        parts.append(limits_label(lang, after.limits))
+    if not parts:
+        return ""
+    return _(lang, "Changed: %(what)s") % {"what": "; ".join(parts)}
+
+
+# ---- budget and deadline -----------------------------------------------------------------------------------
+
+
+def limits_label(lang: str, lim: Limits) -> str:
+    """"budget 50 000 ₽ and deadline 24 hours"."""
+    parts = []
+    if lim.budget_asked is not None:
+        parts.append(_(lang, "a budget of %(money)s") % {
+            "money": money(lang, lim.budget_asked.amount, lim.budget_asked.currency)})
+    if lim.deadline_hours is not None:
+        parts.append(_(lang, "a deadline of %(hours)s") % {"hours": hours_text(lang, lim.deadline_hours)})
+    return (" " + _(lang, "and") + " ").join(parts)
+
+
+def _plan_line(lang: str, p: Plan) -> str:
+    from bot.views.view import plan_view  # view.py words the answer and imports this module
+
+    v = plan_view(lang, p)
+    shown = ", ".join(x for x in (v["time"], v["money"]) if x)
+    return f"{p.count}×{v['gpu']}" + (f" ({shown})" if shown else "")
+
+
+def limits_lines(lang: str, lim: Limits, shown: list[Plan] | None = None) -> list[str]:
+    """The budget / deadline check of an answer in one to three lines (`shown`: the plans listed above)."""
+    label = limits_label(lang, lim)
+    if lim.unchecked == "currency":
+        return ["💶 " + _(lang, "A budget in euros cannot be checked: prices are in dollars and roubles only.")]
+    if lim.unchecked == "no_data_size":
+        return ["⏳ " + _(lang, "To check %(limits)s I need the amount of data, e.g. “on 100M tokens”.") % {
+            "limits": label}]
+    if lim.unchecked == "no_price":
+        return ["💰 " + _(lang, "Cannot check %(limits)s: these GPUs have no prices.") % {"limits": label}]
+    if lim.meeting and shown and all(p in lim.meeting for p in shown):
+        return ["🎯 " + _(lang, "All of these are within %(limits)s.") % {"limits": label}]
+    if lim.meeting:
+        listed = "; ".join(_plan_line(lang, p) for p in lim.meeting[:3])
+        return ["🎯 " + _(lang, "Within %(limits)s: %(plans)s") % {"limits": label, "plans": listed}]
+    if lim.cheapest is None or lim.fastest is None:
+        return ["❌ " + _(lang, "Nothing fits this, so nothing meets %(limits)s.") % {"limits": label}]
+    lines = ["❌ " + _(lang, "No arrangement meets %(limits)s.") % {"limits": label}]
+    if lim.budget is not None:
+        lines.append(_(lang, "The cheapest: %(plan)s.") % {"plan": _plan_line(lang, lim.cheapest)})
+    if lim.deadline_hours is not None:
+        lines.append(_(lang, "The fastest: %(plan)s.") % {"plan": _plan_line(lang, lim.fastest)})
+    return lines
+
+
+# ---- /price ------------------------------------------------------------------------------------------------
+
+
+def market_price_text(lang: str, r: dict[str, Any], own: str | None) -> str:
+    """/price H100: the market range per GPU-hour (engine.pricing's PriceRange as a dict), where it comes from
+    and its date, and the chat's own price."""
+    cur = r["currency"]
+    lines = [_(lang, "<b>%(gpu)s</b>: %(range)s per GPU-hour on the market, typically %(typical)s") % {
+        "gpu": r["gpu"], "range": money_range(lang, r["min"], r["max"], cur),
+        "typical": money(lang, r["typical"], cur)}]
+    providers = len(r.get("providers") or [])
+    if r.get("proxy_of"):
+        lines.append(_(lang, "No offers for it: the prices of %(other)s stand in.") % {"other": r["proxy_of"]})
+    lines.append(_n(lang, "Prices as of %(date)s, %(count)s provider", "Prices as of %(date)s, %(count)s providers",
+                    providers) % {"date": date_text(lang, r["date"]), "count": providers})
+    if r.get("converted") and r.get("rate") is not None:
+        lines.append(_(lang, "Converted from dollars at %(rate)s ₽ per $.") % {"rate": decimal(lang, r["rate"], 2)})
+    if own:
+        lines.append(_(lang, "This chat's own price: %(price)s.") % {"price": own})
+    lines.append(_(lang, "Set your own: <code>/price %(gpu)s 2.5</code>.") % {"gpu": r["gpu"].split()[0]})
+    return "\n".join(lines)
