@@ -167,6 +167,8 @@ def assumption_line(lang: str, item: str, family: str = "vllm-v1") -> str:
             return _(lang, "architecture %(v)s") % {"v": value.replace("like", _(lang, "like"), 1)}
         case "weight_format":
             return _(lang, "weights in %(v)s") % {"v": format_label(value)}
+        case "native_format":
+            return _(lang, "weights in %(v)s, as the checkpoint ships") % {"v": format_label(value)}
         case "max_model_len":
             return f"{named} {num(lang, _n_int(value))}"
         case "gpu":

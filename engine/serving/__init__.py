@@ -39,6 +39,10 @@ DEFAULT_OUTPUT = 512
 
 
 def is_serving_request(request: Request) -> bool:
+    """A serving engine or a concurrency is named; or plain inference of a model that ships quantized (the HF
+    `generate` model has no MXFP4-experts / block-FP8 weights: an engine serves it in its own format)."""
+    if request.method == "inference" and native_format_of(request) is not None:
+        return True
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 
 
@@ -65,6 +69,24 @@ def _model_id(request: Request, arch: Architecture) -> str:
         return name
     entry = find_model(name)
     return entry.hf_id if entry else name
+
+
+def _native_format(request: Request, engine: str) -> str | None:
+    """The format the checkpoint ships in (models.toml native_format), when the request names none and the engine
+    loads it: gpt-oss serves its MXFP4 experts, DeepSeek-V3 its block FP8, as their config.json says."""
+    if request.quantization or request.bits or request.model is None or engine in ("llama.cpp", "ollama"):
+        return None
+    entry = find_model(request.model.name)
+    fmt = entry.native_format if entry else None
+    return fmt if fmt and supports(engine, fmt) else None
+
+
+def native_format_of(request: Request) -> str | None:
+    """A plain inference question (no engine, no format) about a model that ships quantized: its native format."""
+    if request.model is None or request.quantization or request.bits:
+        return None
+    entry = find_model(request.model.name)
+    return entry.native_format if entry else None
 
 
 def _fail(name: str, errors: list[Issue], assumptions: list[str]) -> ServingResult:
@@ -101,11 +123,14 @@ def serve(request: Request) -> ServingResult:
     name = arch.name
     if not arch.known:
         assumptions.append(f"architecture=like {shape_reference(arch.params)}")
-    fmt = weight_format(request.quantization, request.bits, engine)
+    native = _native_format(request, engine)
+    fmt = native or weight_format(request.quantization, request.bits, engine)
     if fmt is None:
         return _fail(name, [Issue(key="serving.error.unknown_format", params={"quantization": request.quantization})],
                      assumptions)
-    if not request.quantization:
+    if native:
+        assumptions.append(f"native_format={fmt}")
+    elif not request.quantization:
         assumptions.append(f"weight_format={fmt}")
     if not supports(engine, fmt):
         engines = [e for e in data()["support"] if e != "source" and supports(e, fmt)]
@@ -206,7 +231,7 @@ def serve(request: Request) -> ServingResult:
         output_len=output, replicas=replicas, fits=fits,
         arrangement=arrangements[0] if arrangements else None, alternatives=arrangements[1:4],
         changes=changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements),
-        errors=errors, assumptions=assumptions, command=command(_model_id(request, arch), s, users, prompt),
+        errors=errors, assumptions=assumptions, command=command(_model_id(request, arch), s, users, prompt, native=native is not None),
     )
 
 
