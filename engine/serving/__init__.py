@@ -89,6 +89,15 @@ def native_format_of(request: Request) -> str | None:
     return entry.native_format if entry else None
 
 
+def _candidates(engine: str) -> list[Any]:
+    """The GPUs compared when none is named (serving.toml [limits]); Apple Silicon for llama.cpp / Ollama."""
+    limits = data()["limits"]
+    names = list(limits["candidate_gpus"])
+    if engine in ("llama.cpp", "ollama"):
+        names += limits["local_candidate_gpus"]
+    return [g for g in gpus() if g.name in names]
+
+
 def _fail(name: str, errors: list[Issue], assumptions: list[str]) -> ServingResult:
     return ServingResult(model=name, errors=errors, assumptions=assumptions)
 
@@ -172,8 +181,7 @@ def serve(request: Request) -> ServingResult:
                      assumptions)
     arrangements: list[Arrangement] = []
     if ref is None:
-        names = data()["limits"]["candidate_gpus"]
-        cands = [g for g in gpus() if g.name in names]
+        cands = _candidates(engine)
         arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(cands), users or 1, context, max_model_len)
         if not arrangements:
             if (users or 1) <= 1:
@@ -209,7 +217,7 @@ def serve(request: Request) -> ServingResult:
         arrangements = arrange(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
                                users, context, max_model_len)
         if not arrangements:
-            others = [g for g in gpus() if g.name in data()["limits"]["candidate_gpus"]]
+            others = _candidates(engine)
             arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(others), users, context, max_model_len)
         if not arrangements and users > 1:
             errors.append(_too_many(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
