@@ -226,6 +226,8 @@ def serve(request: Request) -> ServingResult:
     price = None
     if cat is not None and loads(p):
         per_instance = max(1, min(users or 1, served or 1) // replicas) if users else 1
+        if users is None and "throughput" in request.asks:
+            per_instance = max(1, served // replicas)  # "how many tokens/s": at the load the GPUs hold
         w = rank_weights(arch, s.weight_format, tp, pp, engine)
         read = p.memory.weights_gib * 2**30 - (w.embedding if s.family not in ("llama.cpp", "ollama") else 0.0)
         speed = decode_and_ttft(arch, s, cat, choice, read, per_instance, prompt, output,
