@@ -98,6 +98,15 @@ def _asked_lead(lang: str, a: Answer, where: str) -> str:
                   "%(tps)s tokens/s per user, %(total)s in total with %(n)s requests at once: %(model)s on %(gpus)s",
                   at_once) % {"tps": num(lang, per_user), "total": num(lang, total), "n": num(lang, at_once),
                               "model": r.model, "gpus": where}
+    s, m = r.settings, r.memory
+    if s is not None and m is not None and s.gpu_layers is not None and 0 < s.gpu_layers < r.layers and r.fits:
+        tps = round(sp.per_user_tokens_s, 1) if sp is not None else 0
+        return _n(lang, "%(model)s on %(gpus)s: %(on)s of %(layers)s layers on the GPU, the rest in host RAM "
+                        "(%(host)s GiB): %(tps)s token/s",
+                  "%(model)s on %(gpus)s: %(on)s of %(layers)s layers on the GPU, the rest in host RAM "
+                  "(%(host)s GiB): %(tps)s tokens/s", max(1, round(tps))) % {
+            "model": r.model, "gpus": where, "on": s.gpu_layers, "layers": r.layers,
+            "host": num(lang, round(m.host_ram_gib, 1)), "tps": num(lang, tps)}
     if r.users is None and r.fits:
         return _n(lang, "%(n)s user at once at %(ctx)s: %(model)s on %(gpus)s",
                   "%(n)s users at once at %(ctx)s: %(model)s on %(gpus)s", a.serving_users) % {

@@ -139,8 +139,9 @@ def serve(request: Request) -> ServingResult:
                      assumptions)
     if native:
         assumptions.append(f"native_format={fmt}")
-    elif not request.quantization:
-        assumptions.append(f"weight_format={fmt}")
+    elif not request.quantization or (fmt.startswith("gguf:") and fmt.split(":", 1)[1] not in request.quantization
+                                      .lower().replace("gguf:", "")):
+        assumptions.append(f"weight_format={fmt}")  # none said, or "q4" read as its usual mix (Q4_K_M)
     if not supports(engine, fmt):
         engines = [e for e in data()["support"] if e != "source" and supports(e, fmt)]
         return _fail(name, [Issue(key="serving.error.format_not_supported",
@@ -213,13 +214,14 @@ def serve(request: Request) -> ServingResult:
         s = s.model_copy(update={"gpu_layers": p.gpu_layers})
     served = users_served(p, s) * replicas if loads(p) else 0
     errors: list[Issue] = warnings
-    if users and served < users and request.gpus:
+    if ((users and served < users) or not loads(p)) and request.gpus:
         arrangements = arrange(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
-                               users, context, max_model_len)
+                               users or 1, context, max_model_len)
         if not arrangements:
             others = _candidates(engine)
-            arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(others), users, context, max_model_len)
-        if not arrangements and users > 1:
+            arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(others), users or 1, context,
+                                   max_model_len)
+        if not arrangements and users and users > 1:
             errors.append(_too_many(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
                                     users, context, max_model_len))
     speed = None
@@ -236,12 +238,14 @@ def serve(request: Request) -> ServingResult:
         price = cost(cat.name, choice.count, speed.total_tokens_s * replicas, request.currency or "USD")
     fits = loads(p) and (users is None or served >= users)
     return ServingResult(
-        model=name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), settings=s, gpu=choice,
+        model=name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), layers=arch.layers,
+        settings=s, gpu=choice,
         memory=p.memory, kv=p.kv, speed=speed, cost=price, users=users, context=context, prompt_len=prompt,
         output_len=output, replicas=replicas, fits=fits,
         arrangement=arrangements[0] if arrangements else None, alternatives=arrangements[1:4],
         changes=changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements),
-        errors=errors, assumptions=assumptions, command=command(_model_id(request, arch), s, users, prompt, native=native is not None),
+        errors=errors, assumptions=assumptions,
+        command=command(_model_id(request, arch), s, users, prompt, native=native is not None),
     )
 
 
