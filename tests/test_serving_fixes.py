@@ -9,9 +9,9 @@ from bot.views.keyboards import serving_keyboard
 from bot.views.render import plain
 from engine.answer import answer
 from engine.catalog import find_model, gpus
+from engine.schema import GpuRef, ModelRef, Request
 from engine.serving import is_serving_request, serve
 from engine.serving.profile import weight_format
-from engine.schema import GpuRef, ModelRef, Request
 
 
 def req(name: str, gpu: str | None = None, count: int = 1, engine: str | None = "vllm", **kw: object) -> Request:
