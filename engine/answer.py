@@ -42,8 +42,8 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         return Answer(request=request, errors=[Note(key="no_model")])
     if is_serving_request(request):  # a serving engine sizes it (engine.serving), never the training planner
         served = serving_answer(request, prices)
-        gpu = request.gpus[0].name if request.gpus else None
-        served.notes = [*served.notes, *said_notes(request, request.model.name or "", gpu, served.currency)]
+        asked_gpu = request.gpus[0].name if request.gpus else None
+        served.notes = [*served.notes, *said_notes(request, request.model.name or "", asked_gpu, served.currency)]
         return served
     try:
         if posttrain.applies(request):

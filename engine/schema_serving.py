@@ -110,6 +110,7 @@ class ServingResult(BaseModel):
     model: str
     model_known: bool = False
     params_b: float = 0.0
+    layers: int = 0  # transformer blocks (llama.cpp: how many of them sit on the GPU is settings.gpu_layers)
     settings: Settings | None = None
     gpu: GpuChoice | None = None
     memory: RankMemory | None = None

@@ -62,6 +62,9 @@ def headline(lang: str, a: Answer) -> tuple[str, str]:
                              "request of max_model_len %(len)s") % {
             "model": r.model, "gpus": where, "tokens": tokens_text(lang, r.kv.tokens),
             "len": num(lang, r.settings.max_model_len)}
+    lead = _asked_lead(lang, a, where)
+    if lead:
+        return ("✅" if r.fits else "❌"), lead
     if r.users is None:
         room = _n(lang, "room for %(n)s request of %(ctx)s at once", "room for %(n)s requests of %(ctx)s at once",
                   a.serving_users) % {"n": num(lang, a.serving_users), "ctx": ctx_label(lang, r.context)}
@@ -73,6 +76,42 @@ def headline(lang: str, a: Answer) -> tuple[str, str]:
                         "%(users)s at %(ctx)s do not fit on %(gpus)s: %(room)s", r.users) % params
     mark = "⚠️" if a.verdict == "tight" else "✅"
     return mark, _(lang, "%(users)s at %(ctx)s on %(gpus)s: %(room)s") % params
+
+
+def _asked_lead(lang: str, a: Answer, where: str) -> str:
+    """What the question asked first, as the headline: time to first token, tokens/s, or (no users said) how many
+    users the GPUs hold at the context."""
+    r = a.serving
+    assert r is not None
+    asks = [x for x in a.request.asks if x in ("latency", "throughput")]
+    sp = r.speed
+    if asks and sp is not None and r.fits:
+        if asks[0] == "latency":
+            prompt = _n(lang, "a %(n)s-token prompt", "a %(n)s-token prompt", r.prompt_len) % {
+                "n": num(lang, r.prompt_len)}
+            return _(lang, "First token in %(ttft)s s for %(prompt)s: %(model)s on %(gpus)s") % {
+                "ttft": _seconds(lang, sp.ttft_s), "prompt": prompt, "model": r.model, "gpus": where}
+        per_user, total = round(sp.per_user_tokens_s), round(sp.total_tokens_s * max(1, r.replicas))
+        at_once = max(1, sp.concurrency * max(1, r.replicas))
+        return _n(lang, "%(tps)s tokens/s per user, %(total)s in total with %(n)s request at once: %(model)s on "
+                        "%(gpus)s",
+                  "%(tps)s tokens/s per user, %(total)s in total with %(n)s requests at once: %(model)s on %(gpus)s",
+                  at_once) % {"tps": num(lang, per_user), "total": num(lang, total), "n": num(lang, at_once),
+                              "model": r.model, "gpus": where}
+    s, m = r.settings, r.memory
+    if s is not None and m is not None and s.gpu_layers is not None and 0 < s.gpu_layers < r.layers and r.fits:
+        tps = round(sp.per_user_tokens_s, 1) if sp is not None else 0
+        return _n(lang, "%(model)s on %(gpus)s: %(on)s of %(layers)s layers on the GPU, the rest in host RAM "
+                        "(%(host)s GiB): %(tps)s token/s",
+                  "%(model)s on %(gpus)s: %(on)s of %(layers)s layers on the GPU, the rest in host RAM "
+                  "(%(host)s GiB): %(tps)s tokens/s", max(1, round(tps))) % {
+            "model": r.model, "gpus": where, "on": s.gpu_layers, "layers": r.layers,
+            "host": num(lang, round(m.host_ram_gib, 1)), "tps": num(lang, tps)}
+    if r.users is None and r.fits:
+        return _n(lang, "%(n)s user at once at %(ctx)s: %(model)s on %(gpus)s",
+                  "%(n)s users at once at %(ctx)s: %(model)s on %(gpus)s", a.serving_users) % {
+            "n": num(lang, a.serving_users), "ctx": ctx_label(lang, r.context), "model": r.model, "gpus": where}
+    return ""
 
 
 def summary(lang: str, r: ServingResult) -> str:

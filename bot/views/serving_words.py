@@ -116,6 +116,9 @@ def change_line(lang: str, c: Issue, users: int | None) -> str:
                 "gib": num(lang, float(e.get("weights_gib", 0))), "room": room}
         case "serving.change.fp8_kv_cache":
             text = _(lang, "FP8 KV cache (--kv-cache-dtype fp8): %(room)s") % {"room": room}
+        case "serving.change.combined":
+            text = _(lang, "FP8 weights and FP8 KV cache together (%(gib)s GiB of weights per GPU): %(room)s") % {
+                "gib": num(lang, float(e.get("weights_gib", 0))), "room": room}
         case "serving.change.q8_kv_cache":
             text = _(lang, "q8_0 KV cache (-ctk q8_0 -ctv q8_0): %(room)s") % {"room": room}
         case "serving.change.shorter_max_model_len":
@@ -167,6 +170,8 @@ def assumption_line(lang: str, item: str, family: str = "vllm-v1") -> str:
             return _(lang, "architecture %(v)s") % {"v": value.replace("like", _(lang, "like"), 1)}
         case "weight_format":
             return _(lang, "weights in %(v)s") % {"v": format_label(value)}
+        case "native_format":
+            return _(lang, "weights in %(v)s, as the checkpoint ships") % {"v": format_label(value)}
         case "max_model_len":
             return f"{named} {num(lang, _n_int(value))}"
         case "gpu":

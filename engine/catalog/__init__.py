@@ -52,6 +52,7 @@ class CatalogModel:
     arch_family: str
     mlp_kind: str
     source: str
+    native_format: str | None = None  # the format the checkpoint ships in (config.json quantization_config)
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -127,6 +128,7 @@ def models() -> tuple[CatalogModel, ...]:
             arch_family=m["arch_family"],
             mlp_kind=m["mlp_kind"],
             source=m["source"],
+            native_format=m.get("native_format"),
         )
         for m in _load("models.toml")["model"]
     )

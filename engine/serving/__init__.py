@@ -39,6 +39,10 @@ DEFAULT_OUTPUT = 512
 
 
 def is_serving_request(request: Request) -> bool:
+    """A serving engine or a concurrency is named; or plain inference of a model that ships quantized (the HF
+    `generate` model has no MXFP4-experts / block-FP8 weights: an engine serves it in its own format)."""
+    if request.method == "inference" and native_format_of(request) is not None:
+        return True
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 
 
@@ -65,6 +69,33 @@ def _model_id(request: Request, arch: Architecture) -> str:
         return name
     entry = find_model(name)
     return entry.hf_id if entry else name
+
+
+def _native_format(request: Request, engine: str) -> str | None:
+    """The format the checkpoint ships in (models.toml native_format), when the request names none and the engine
+    loads it: gpt-oss serves its MXFP4 experts, DeepSeek-V3 its block FP8, as their config.json says."""
+    if request.quantization or request.bits or request.model is None or engine in ("llama.cpp", "ollama"):
+        return None
+    entry = find_model(request.model.name)
+    fmt = entry.native_format if entry else None
+    return fmt if fmt and supports(engine, fmt) else None
+
+
+def native_format_of(request: Request) -> str | None:
+    """A plain inference question (no engine, no format) about a model that ships quantized: its native format."""
+    if request.model is None or request.quantization or request.bits:
+        return None
+    entry = find_model(request.model.name)
+    return entry.native_format if entry else None
+
+
+def _candidates(engine: str) -> list[Any]:
+    """The GPUs compared when none is named (serving.toml [limits]); Apple Silicon for llama.cpp / Ollama."""
+    limits = data()["limits"]
+    names = list(limits["candidate_gpus"])
+    if engine in ("llama.cpp", "ollama"):
+        names += limits["local_candidate_gpus"]
+    return [g for g in gpus() if g.name in names]
 
 
 def _fail(name: str, errors: list[Issue], assumptions: list[str]) -> ServingResult:
@@ -101,12 +132,16 @@ def serve(request: Request) -> ServingResult:
     name = arch.name
     if not arch.known:
         assumptions.append(f"architecture=like {shape_reference(arch.params)}")
-    fmt = weight_format(request.quantization, request.bits, engine)
+    native = _native_format(request, engine)
+    fmt = native or weight_format(request.quantization, request.bits, engine)
     if fmt is None:
         return _fail(name, [Issue(key="serving.error.unknown_format", params={"quantization": request.quantization})],
                      assumptions)
-    if not request.quantization:
-        assumptions.append(f"weight_format={fmt}")
+    if native:
+        assumptions.append(f"native_format={fmt}")
+    elif not request.quantization or (fmt.startswith("gguf:") and fmt.split(":", 1)[1] not in request.quantization
+                                      .lower().replace("gguf:", "")):
+        assumptions.append(f"weight_format={fmt}")  # none said, or "q4" read as its usual mix (Q4_K_M)
     if not supports(engine, fmt):
         engines = [e for e in data()["support"] if e != "source" and supports(e, fmt)]
         return _fail(name, [Issue(key="serving.error.format_not_supported",
@@ -147,8 +182,7 @@ def serve(request: Request) -> ServingResult:
                      assumptions)
     arrangements: list[Arrangement] = []
     if ref is None:
-        names = data()["limits"]["candidate_gpus"]
-        cands = [g for g in gpus() if g.name in names]
+        cands = _candidates(engine)
         arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(cands), users or 1, context, max_model_len)
         if not arrangements:
             if (users or 1) <= 1:
@@ -180,19 +214,22 @@ def serve(request: Request) -> ServingResult:
         s = s.model_copy(update={"gpu_layers": p.gpu_layers})
     served = users_served(p, s) * replicas if loads(p) else 0
     errors: list[Issue] = warnings
-    if users and served < users and request.gpus:
+    if ((users and served < users) or not loads(p)) and request.gpus:
         arrangements = arrange(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
-                               users, context, max_model_len)
+                               users or 1, context, max_model_len)
         if not arrangements:
-            others = [g for g in gpus() if g.name in data()["limits"]["candidate_gpus"]]
-            arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(others), users, context, max_model_len)
-        if not arrangements and users > 1:
+            others = _candidates(engine)
+            arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(others), users or 1, context,
+                                   max_model_len)
+        if not arrangements and users and users > 1:
             errors.append(_too_many(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
                                     users, context, max_model_len))
     speed = None
     price = None
     if cat is not None and loads(p):
         per_instance = max(1, min(users or 1, served or 1) // replicas) if users else 1
+        if users is None and "throughput" in request.asks:
+            per_instance = max(1, served // replicas)  # "how many tokens/s": at the load the GPUs hold
         w = rank_weights(arch, s.weight_format, tp, pp, engine)
         read = p.memory.weights_gib * 2**30 - (w.embedding if s.family not in ("llama.cpp", "ollama") else 0.0)
         speed = decode_and_ttft(arch, s, cat, choice, read, per_instance, prompt, output,
@@ -201,12 +238,14 @@ def serve(request: Request) -> ServingResult:
         price = cost(cat.name, choice.count, speed.total_tokens_s * replicas, request.currency or "USD")
     fits = loads(p) and (users is None or served >= users)
     return ServingResult(
-        model=name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), settings=s, gpu=choice,
+        model=name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), layers=arch.layers,
+        settings=s, gpu=choice,
         memory=p.memory, kv=p.kv, speed=speed, cost=price, users=users, context=context, prompt_len=prompt,
         output_len=output, replicas=replicas, fits=fits,
         arrangement=arrangements[0] if arrangements else None, alternatives=arrangements[1:4],
         changes=changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements),
-        errors=errors, assumptions=assumptions, command=command(_model_id(request, arch), s, users, prompt),
+        errors=errors, assumptions=assumptions,
+        command=command(_model_id(request, arch), s, users, prompt, native=native is not None),
     )
 
 

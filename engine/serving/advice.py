@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from engine.catalog import Gpu
 from engine.schema import Architecture, Request
 
 from .core import Profile, loads, profile, users_served
 from .profile import supports
 from .types import Arrangement, GpuChoice, Issue, Settings
+
+Run = Callable[..., tuple[Settings, Profile]]
 
 
 def _effect(p: Profile, s: Settings, replicas: int) -> dict[str, float | int | bool]:
@@ -49,6 +53,9 @@ def changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
         s2, p = run(max_model_len=context)
         out.append(Issue(key="serving.change.max_model_len_to_context",
                          params={"from": s.max_model_len, "to": context}, effect=_effect(p, s2, replicas)))
+    combo = _combination(run, s, paged, fp8_ok, context, out, asked, replicas)
+    if combo is not None:
+        out.append(combo)
     served = users_served(base, s) * replicas if loads(base) else 0
     if users and 0 < served < users:
         out.append(Issue(key="serving.change.fewer_users", params={"from": users, "to": served},
@@ -62,3 +69,33 @@ def changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
                          effect={"concurrency_at_context": a.concurrency_at_context, "kv_pool_gib": a.kv_pool_gib,
                                  "per_hour": a.per_hour, "currency": a.currency}))
     return out
+
+
+def _combination(run: Run, s: Settings, paged: bool, fp8_ok: bool, context: int, singles: list[Issue], asked: int,
+                 replicas: int) -> Issue | None:
+    """When no single change serves the asked users on these GPUs: the best of them together (FP8 weights + FP8 KV,
+    and max_model_len cut to the context when it is longer), with the numbers it gives."""
+    if not paged or any(c.effect.get("loads", True) and c.effect.get("users_served", 0) >= asked for c in singles):
+        return None
+    update: dict[str, object] = {}
+    steps: list[str] = []
+    if s.weight_format in ("bf16", "fp16", "fp32") and supports(s.engine, "fp8") and fp8_ok:
+        update["weight_format"] = "fp8"
+        steps.append("fp8_weights")
+    if s.kv_cache_dtype in ("auto", "bf16", "fp16"):
+        update["kv_cache_dtype"] = "fp8"
+        steps.append("fp8_kv_cache")
+    if len(steps) < 2:
+        return None
+    s2, p = run(**update)
+    if s.max_model_len > context and not loads(p):
+        s2, p = run(**update, max_model_len=context)
+        steps.append("max_model_len_to_context")
+    served = users_served(p, s2) * replicas if loads(p) else 0
+    best_single = max((int(c.effect.get("users_served", 0)) for c in singles), default=0)
+    if served <= best_single:
+        return None
+    return Issue(key="serving.change.combined", params={"changes": steps, "weight_format": s2.weight_format,
+                                                        "kv_cache_dtype": s2.kv_cache_dtype,
+                                                        "max_model_len": s2.max_model_len},
+                 effect={**_effect(p, s2, replicas), "weights_gib": round(p.memory.weights_gib, 2)})

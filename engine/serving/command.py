@@ -9,7 +9,8 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def command(model_id: str, s: Settings, users: int | None, prompt: int | None) -> list[str]:
+def command(model_id: str, s: Settings, users: int | None, prompt: int | None, native: bool = False) -> list[str]:
+    """`native`: the checkpoint ships in the format (config.json quantization_config): no --quantization flag."""
     tp, pp = s.tensor_parallel, s.pipeline_parallel
     if s.engine == "tensorrt-llm":
         return ["trtllm-serve", model_id, "--tp_size", str(tp), "--pp_size", str(pp),
@@ -24,7 +25,7 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None) -
         argv += ["--max-model-len", str(s.max_model_len), "--gpu-memory-utilization", _fmt(s.gpu_memory_utilization),
                  "--max-num-seqs", str(min(s.max_num_seqs, users) if users else s.max_num_seqs),
                  "--max-num-batched-tokens", str(s.max_num_batched_tokens)]
-        if s.weight_format == "fp8" and "fp8" not in model_id.lower():
+        if s.weight_format == "fp8" and not native and "fp8" not in model_id.lower():
             argv += ["--quantization", "fp8"]
         if s.kv_cache_dtype == "fp8":
             argv += ["--kv-cache-dtype", "fp8"]
@@ -37,7 +38,7 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None) -
                  "--chunked-prefill-size", str(s.max_num_batched_tokens)]
         if users:
             argv += ["--max-running-requests", str(users)]
-        if s.weight_format == "fp8" and "fp8" not in model_id.lower():
+        if s.weight_format == "fp8" and not native and "fp8" not in model_id.lower():
             argv += ["--quantization", "fp8"]
         if s.kv_cache_dtype == "fp8":
             argv += ["--kv-cache-dtype", "fp8_e4m3"]

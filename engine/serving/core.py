@@ -6,7 +6,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from engine.catalog import Gpu, find_gpu, gpus
+from engine.catalog import Gpu, find_gpu, gpus, usable_memory_gib
 from engine.schema import Architecture, GpuRef, Request
 
 from .budget import GIB, paged_budget
@@ -35,6 +35,8 @@ def gpu_choice(ref: GpuRef | None, fallback: Gpu | None = None) -> tuple[GpuChoi
     count = ref.count if ref is not None else 1
     if gpu is not None:
         total = ref.total_gib if ref is not None and ref.total_gib else gpu.driver_gib
+        if gpu.vendor.lower() == "apple" and ref is not None and ref.memory_gb and not ref.total_gib:
+            total = usable_memory_gib(gpu, ref.memory_gb)  # "M3 Max 36GB": the GPU's share of that machine's RAM
         nvlink = not gpu.interconnect.lower().startswith("none") and "bridge" not in gpu.interconnect.lower()
         unified = gpu.vendor.lower() == "apple"
         cc = float(gpu.compute_capability) if gpu.compute_capability else None
@@ -44,7 +46,8 @@ def gpu_choice(ref: GpuRef | None, fallback: Gpu | None = None) -> tuple[GpuChoi
     size = ref.memory_gb if ref is not None else None
     if ref is not None and ref.name and APPLE.search(ref.name):
         # unified memory: the GPU shares the machine's RAM (llama.cpp's Metal working-set limit applies)
-        total = ref.total_gib or (size or 16.0) * 1e9 / 2**30
+        total = ref.total_gib or (size or 16.0) * 1e9 / 2**30 * float(
+            data()["llama_cpp"]["apple_gpu_share"])  # the GPU's share of unified memory (Metal working set)
         return GpuChoice(name=ref.name, known=False, total_gib=total, count=count, nvlink=False,
                          unified_memory=True), None
     total = (ref.total_gib if ref is not None and ref.total_gib else (size or 80.0) * fraction)

@@ -29,8 +29,9 @@ def compute_buffer(arch: Architecture) -> float:
 def llama_cpp(arch: Architecture, s: Settings, gpu: GpuChoice, context: int) -> tuple[RankMemory, KvCapacity, int]:
     """(memory, capacity, layers on the GPU): as many layers as fit (or -ngl), n_ctx = max_model_len x slots."""
     w = rank_weights(arch, s.weight_format, 1, 1, "llama.cpp")
-    share = data()["llama_cpp"]["apple_gpu_share"] if gpu.unified_memory else 0.95
-    budget = gpu.total_gib * GIB * share
+    apple = float(data()["llama_cpp"]["apple_gpu_share"])
+    # unified memory: total_gib is already the GPU's share of the RAM (Metal's working set); a discrete card keeps 5 %
+    budget = gpu.total_gib * GIB * (1.0 if gpu.unified_memory else 0.95)
     slots = max(1, s.max_num_seqs)
     n_ctx = s.max_model_len * slots
     per_token_layer = plain_bytes_per_token(arch, 1, 1, kv_element_bytes(s.kv_cache_dtype))
@@ -47,12 +48,14 @@ def llama_cpp(arch: Architecture, s: Settings, gpu: GpuChoice, context: int) -> 
     memory = RankMemory(budget_gib=budget / GIB, weights_gib=weights / GIB,
                         activation_peak_gib=compute_buffer(arch) / GIB, non_torch_gib=0.0, cuda_graph_gib=0.0,
                         cuda_graphs_in_budget=True, kv_pool_gib=kv / GIB, host_ram_gib=host / GIB)
-    if gpu.unified_memory and weights + kv + host + compute_buffer(arch) > gpu.total_gib * GIB * 0.9:
+    if gpu.unified_memory and weights + kv + host + compute_buffer(arch) > gpu.total_gib / apple * GIB * 0.9:
         # one RAM for GPU and CPU: layers "in host RAM" are in the same memory (0.1 left to the system: assumption)
         memory = memory.model_copy(update={"kv_pool_gib": 0.0})
         slots = 0
-    free = budget - fixed - w.per_layer * arch.layers
-    longest = int(max(0.0, free) // (per_token_layer * arch.layers)) if per_token_layer else 0
+    # the longest context of one slot: the KV of the layers on the GPU in what they leave (the rest in host RAM)
+    resident = max(1, on_gpu)
+    free = budget - fixed - w.per_layer * resident
+    longest = int(max(0.0, free) // (per_token_layer * resident * max(1, s.max_num_seqs))) if per_token_layer else 0
     limit = arch.max_position_embeddings if arch.known and arch.max_position_embeddings else None
     longest = min(longest, limit) if limit else longest
     cap = KvCapacity(bytes_per_token=round(per_token_layer * arch.layers), groups=1, blocks=slots,

@@ -12,6 +12,7 @@ from engine.catalog import HERE
 from .types import EngineFamily
 
 ENGINES = ("vllm", "sglang", "tgi", "llama.cpp", "ollama", "hf", "tensorrt-llm")
+BARE_GGUF = {"2": "q2_k", "3": "q3_k_m", "4": "q4_k_m", "5": "q5_k_m", "6": "q6_k", "8": "q8_0"}
 GGUF = re.compile(r"^(?:gguf[:\s_-]*)?(f32|f16|bf16|q\d_k_[sml]|q\d_k|q\d_[01]|iq\d_[a-z]+|mxfp4)$", re.IGNORECASE)
 
 
@@ -66,6 +67,10 @@ def weight_format(quantization: str | None, bits: int | None, engine: str) -> st
         else None
     if m:
         return "gguf:" + m.group(1).lower()
+    bare = re.match(r"^(?:gguf[:\s_-]*)?q([2-8])$", head) if engine in ("llama.cpp", "ollama") or "gguf" in head \
+        else None
+    if bare:  # "q4": the usual mix of that width (the _K_M files most GGUF repositories lead with)
+        return "gguf:" + BARE_GGUF[bare.group(1)]
     for key, words in (("nvfp4", ("nvfp4",)), ("mxfp4", ("mxfp4",)), ("fp8", ("fp8", "float8")),
                        ("awq", ("awq",)), ("gptq", ("gptq", "w4a16", "int4", "marlin")),
                        ("bitsandbytes", ("bitsandbytes", "bnb", "nf4")), ("int8", ("int8", "w8a8", "w8a16")),

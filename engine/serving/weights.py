@@ -39,17 +39,18 @@ def gguf_bits(fmt: str) -> float | None:
     return data()["llama_cpp"]["bpw"].get(fmt.split(":", 1)[1]) if fmt.startswith("gguf:") else None
 
 
-def linear_bytes(arch: Architecture, fmt: str) -> float:
-    """All block linears of the model in the format (before any split)."""
+def linear_bytes(arch: Architecture, fmt: str, tp: int = 1) -> float:
+    """All block linears of the model in the format (before any split; expert padding as the TP split pads)."""
     spec = data()["formats"].get(fmt)
     if spec is None:
         bits = gguf_bits(fmt)
         return arch.linear_params * (bits or 16.0) / 8.0
     if spec.get("experts_only"):
         experts = min(expert_params(arch), arch.linear_params)
-        pad = float(spec.get("pad_experts_to", 1))
-        grow = (math.ceil(arch.hidden / pad) * pad * math.ceil(arch.expert_ffn / pad) * pad
-                / (arch.hidden * arch.expert_ffn)) if experts else 1.0
+        ph, pf = float(spec.get("pad_hidden_to", 1)), float(spec.get("pad_ffn_per_rank_to", 1))
+        ffn_rank = arch.expert_ffn / tp
+        grow = (math.ceil(arch.hidden / ph) * ph * math.ceil(ffn_rank / pf) * pf
+                / (arch.hidden * ffn_rank)) if experts else 1.0
         return experts * grow * spec["linear"] + (arch.linear_params - experts) * 2.0
     return arch.linear_params * float(spec["linear"])
 
@@ -66,7 +67,7 @@ def rank_weights(arch: Architecture, fmt: str, tp: int, pp: int, engine: str) ->
     row = arch.hidden * embedding_bytes_per_param(fmt)
     embedding = vocab * row / tp
     head = 0.0 if arch.tied and pp == 1 else vocab * row / tp
-    per_layer = linear_bytes(arch, fmt) / arch.layers / tp
+    per_layer = linear_bytes(arch, fmt, tp) / arch.layers / tp
     layers_first = arch.layers // pp if pp > 1 else arch.layers
     layers_last = arch.layers - (pp - 1) * (arch.layers // pp) if pp > 1 else arch.layers
     if pp == 1:

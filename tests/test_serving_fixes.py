@@ -1,0 +1,190 @@
+"""Regressions of the serving answer found by a tester: native checkpoint formats, combined changes, the variant's Hub
+id in the launch command, consumer GPUs in the search, the headline leading with what was asked, SGLang, llama.cpp
+offload and Apple unified memory, fp8 KV with bf16 weights, and no chart button under a serving answer."""
+
+from __future__ import annotations
+
+from bot.answers import AnswerOptions, render_request
+from bot.views.keyboards import serving_keyboard
+from bot.views.render import plain
+from engine.answer import answer
+from engine.catalog import find_model, gpus
+from engine.schema import GpuRef, ModelRef, Request
+from engine.serving import is_serving_request, serve
+from engine.serving.profile import weight_format
+
+
+def req(name: str, gpu: str | None = None, count: int = 1, engine: str | None = "vllm", **kw: object) -> Request:
+    data: dict[str, object] = {"model": ModelRef(name=name), "method": "inference", "serving_engine": engine}
+    if gpu:
+        data["gpus"] = [GpuRef(name=gpu, count=count, **({"memory_gb": kw.pop("memory_gb")} if "memory_gb" in kw
+                                                           else {}))]
+    data.update(kw)
+    return Request.model_validate(data)
+
+
+def text(request: Request, lang: str = "en") -> str:
+    return plain(render_request(request, AnswerOptions(lang=lang)).html)
+
+
+# ---- 1. models that ship quantized ----------------------------------------------------------------------------
+def test_catalog_carries_native_checkpoint_formats() -> None:
+    assert find_model("gpt-oss-120b").native_format == "mxfp4"  # type: ignore[union-attr]
+    assert find_model("DeepSeek-V3").native_format == "fp8"  # type: ignore[union-attr]
+    assert find_model("Llama 3.1 8B").native_format is None  # type: ignore[union-attr]
+
+
+def test_gpt_oss_120b_is_served_in_mxfp4_not_16_bits() -> None:
+    r = serve(req("gpt-oss-120b", "H100 SXM"))
+    assert r.settings is not None and r.memory is not None
+    assert r.settings.weight_format == "mxfp4" and "native_format=mxfp4" in r.assumptions
+    assert 60 < r.memory.weights_gib < 68  # MXFP4 experts (Marlin-padded) + bf16 attention, not 217 GiB of bf16
+    assert r.fits  # one H100 serves it (tightly) at the default context
+    assert "--quantization" not in r.command  # vLLM reads the checkpoint's quantization_config itself
+
+
+def test_deepseek_v3_on_8_h200_is_served_in_its_fp8_and_fits() -> None:
+    r = serve(req("DeepSeek-V3", "H200 SXM", 8))
+    assert r.settings is not None and r.settings.weight_format == "fp8" and r.fits
+    assert "--quantization" not in r.command
+
+
+def test_a_named_format_overrides_the_native_one() -> None:
+    r = serve(req("DeepSeek-V3", "H200 SXM", 16, quantization="bf16"))
+    assert r.settings is not None and r.settings.weight_format == "bf16"
+    assert not any(a.startswith("native_format") for a in r.assumptions)
+
+
+def test_plain_inference_of_a_quantized_checkpoint_takes_the_serving_path() -> None:
+    plain_q = req("gpt-oss-120b", "H100 SXM", engine=None)
+    assert is_serving_request(plain_q)
+    a = answer(plain_q)
+    assert a.serving is not None and a.serving.settings is not None
+    assert a.serving.settings.weight_format == "mxfp4" and "serving_engine=vllm" in a.serving.assumptions
+    assert not is_serving_request(req("Llama 3.1 8B", "H100 SXM", engine=None))  # a bf16 model stays on HF generate
+
+
+# ---- 2. changes together ----------------------------------------------------------------------------------------
+def test_combination_is_offered_when_no_single_change_serves_the_users() -> None:
+    r = serve(req("Qwen2.5-Coder-32B", "H100 SXM", concurrency=16, seq_len=32768))
+    keys = [c.key for c in r.changes]
+    assert "serving.change.combined" in keys
+    combo = r.changes[keys.index("serving.change.combined")]
+    singles = [c.effect.get("users_served", 0) for c in r.changes
+               if c.key in ("serving.change.fp8_weights", "serving.change.fp8_kv_cache")]
+    assert combo.effect["users_served"] > max(singles)
+    assert combo.params["weight_format"] == "fp8" and combo.params["kv_cache_dtype"] == "fp8"
+    first_arrangement = keys.index("serving.change.arrangement")
+    assert keys.index("serving.change.combined") < first_arrangement  # on the user's own GPU before renting more
+    assert "FP8 weights and FP8 KV cache together" in text(req("Qwen2.5-Coder-32B", "H100 SXM", concurrency=16,
+                                                               seq_len=32768))
+
+
+def test_no_combination_when_one_change_is_enough() -> None:
+    r = serve(req("Llama 3.1 70B", "H100 SXM", 2, concurrency=8, seq_len=8192))
+    assert any(c.effect.get("users_served", 0) >= 8 for c in r.changes)
+    assert all(c.key != "serving.change.combined" for c in r.changes)
+
+
+# ---- 3. the variant's Hub id --------------------------------------------------------------------------------------
+def test_launch_command_names_the_variant_not_the_base_model() -> None:
+    r = serve(req("Qwen2.5-Coder-32B", "H100 SXM", concurrency=4, seq_len=8192))
+    assert r.command[:3] == ["vllm", "serve", "Qwen/Qwen2.5-Coder-32B-Instruct"]
+    assert r.model == "Qwen2.5-Coder-32B"
+    hub = serve(req("Qwen/Qwen2.5-Coder-32B-Instruct", "H100 SXM", concurrency=4, seq_len=8192))
+    assert hub.command[2] == "Qwen/Qwen2.5-Coder-32B-Instruct"
+
+
+# ---- 4. consumer GPUs in the search ----------------------------------------------------------------------------
+def test_a_small_ollama_model_gets_a_consumer_card_not_an_a100() -> None:
+    r = serve(req("Llama 3.1 8B", engine="ollama"))
+    assert r.gpu is not None and r.fits
+    consumer = {"RTX 3090", "RTX 4090", "RTX 5090", "A10G", "L4"}
+    assert r.gpu.name in consumer and "A100" not in r.gpu.name
+    prices = [c.effect.get("per_hour") for c in r.changes if c.key == "serving.change.arrangement"]
+    assert prices == sorted(prices)  # ranked by price per hour
+
+
+def test_apple_silicon_is_a_candidate_only_for_local_engines() -> None:
+    from engine.serving import _candidates  # the candidate list is data (serving.toml [limits])
+
+    local = {g.name for g in _candidates("ollama")}
+    paged = {g.name for g in _candidates("vllm")}
+    apple = {g.name for g in gpus() if g.vendor == "Apple"}
+    assert local & apple and not paged & apple
+    assert {"RTX 4090", "L40S", "RTX 6000 Ada"} <= paged
+
+
+# ---- 5. the headline leads with what was asked ------------------------------------------------------------------
+def test_headline_leads_with_users_when_no_users_are_said() -> None:
+    first = text(req("Llama 3.1 8B", "RTX 4090")).split("\n")[0]
+    assert first.startswith("✅ ") and " users at once at 4k: Llama-3.1-8B on 1×RTX 4090" in first
+    assert first.split()[1].isdigit()
+    ru = text(req("Llama 3.1 8B", "RTX 4090"), "ru").split("\n")[0]
+    assert "одновременно при контексте 4k" in ru
+
+
+def test_headline_leads_with_tokens_per_second_when_asked() -> None:
+    r = req("Llama 3.1 8B", "RTX 4090", asks=["throughput"])
+    first = text(r).split("\n")[0]
+    assert "tokens/s per user" in first and "in total with" in first
+    s = serve(r)
+    assert s.speed is not None and s.speed.concurrency > 1  # at the load the GPU holds, not one request
+
+
+def test_headline_leads_with_time_to_first_token_when_asked() -> None:
+    first = text(req("Llama 3.1 8B", "H100 SXM", asks=["latency"], prompt_len=4096)).split("\n")[0]
+    assert first.startswith("✅ First token in ") and "4,096-token prompt" in first
+
+
+# ---- 6. SGLang ---------------------------------------------------------------------------------------------------
+def test_sglang_qwen72b_fp8_on_two_h100_takes_the_serving_path() -> None:
+    r = serve(req("Qwen2.5-72B", "H100 SXM", 2, engine="sglang", quantization="fp8", concurrency=64))
+    assert r.settings is not None and r.settings.family == "sglang" and r.settings.weight_format == "fp8"
+    assert r.settings.gpu_memory_utilization == 0.87  # mem_fraction_static at TP 2 (server_args.py)
+    assert r.command[:3] == ["python", "-m", "sglang.launch_server"] and "--mem-fraction-static" in r.command
+    assert r.memory is not None and 30 < r.memory.weights_gib < 40 and r.kv is not None and r.kv.tokens > 0
+
+
+# ---- 7. llama.cpp offload, Apple unified memory -------------------------------------------------------------------
+def test_llama_cpp_70b_q4_on_a_4090_offloads_layers_to_host_ram() -> None:
+    assert weight_format("q4", None, "llama.cpp") == "gguf:q4_k_m"
+    r = serve(req("Llama 3.1 70B", "RTX 4090", engine="llama.cpp", quantization="gguf:q4"))
+    assert r.settings is not None and r.memory is not None and r.speed is not None
+    assert r.settings.gpu_layers is not None and 20 < r.settings.gpu_layers < r.layers == 80
+    assert r.memory.host_ram_gib > 10 and "-ngl" in r.command
+    assert "weight_format=gguf:q4_k_m" in r.assumptions
+    assert r.speed.per_user_tokens_s < 10  # the CPU layers run at host RAM bandwidth
+    first = text(req("Llama 3.1 70B", "RTX 4090", engine="llama.cpp", quantization="gguf:q4")).split("\n")[0]
+    assert f"{r.settings.gpu_layers} of 80 layers on the GPU, the rest in host RAM" in first
+
+
+def test_ollama_on_a_36_gb_mac_uses_the_gpu_share_of_that_ram() -> None:
+    r = serve(req("Llama 3.1 8B", "M3 Max", engine="ollama", memory_gb=36.0))
+    assert r.gpu is not None and r.gpu.unified_memory
+    assert 26 < r.gpu.total_gib < 28  # 36 GB x 0.75 (Metal working set), not the 128 GB machine's 96
+    assert r.fits
+
+
+# ---- 8. fp8 KV with bf16 weights ---------------------------------------------------------------------------------
+def test_fp8_kv_cache_halves_kv_bytes_and_keeps_bf16_weights() -> None:
+    base = serve(req("Llama 3.1 70B", "H200 SXM", 2, seq_len=131072))
+    fp8 = serve(req("Llama 3.1 70B", "H200 SXM", 2, seq_len=131072, kv_cache_dtype="fp8"))
+    assert fp8.settings is not None and fp8.settings.weight_format == "bf16" and fp8.settings.kv_cache_dtype == "fp8"
+    assert base.kv is not None and fp8.kv is not None
+    assert fp8.kv.bytes_per_token * 2 == base.kv.bytes_per_token
+    assert "--kv-cache-dtype" in fp8.command
+
+
+def test_a_model_that_does_not_load_on_the_named_gpu_gets_arrangements() -> None:
+    r = serve(req("Llama 3.1 70B", "H200 SXM", seq_len=131072, kv_cache_dtype="fp8"))
+    assert not r.fits
+    assert any(c.key == "serving.change.arrangement" and c.params["gpu"] == "H200 SXM" and c.params["count"] >= 2
+               for c in r.changes)
+
+
+# ---- 9. no chart button under a serving answer ----------------------------------------------------------------
+def test_serving_keyboard_has_no_chart_button() -> None:
+    kb = serving_keyboard("q1", "b", 8, 8192, "en")
+    labels = [b.text for row in kb.inline_keyboard for b in row]
+    assert labels and not any("Chart" in x or "📊" in x for x in labels)
