@@ -269,7 +269,7 @@ def test_fused_loss_can_be_said_off() -> None:
     ("mistral 7b v0.1 lora", "Mistral-7B-v0.1", False), ("qwen2.5 7b lora", "Qwen2.5-7B", False),
     ("Qwen2.5-32B-Instruct lora", "Qwen2.5-32B", False),
     # a variant with its own checkpoint keeps its size; the same-shape catalog model stands in, said as assumed
-    ("Qwen2.5-Coder-32B vLLM на 1×H100, 32k, 16 пользователей", "Qwen2.5-32B", True),
+    ("Qwen2.5-Coder-32B vLLM на 1×H100, 32k, 16 пользователей", "Qwen2.5-Coder-32B", False),  # in the catalog
     ("Qwen2.5-Coder-7B-Instruct lora", "Qwen2.5-7B", True), ("qwen2.5 coder 14b lora", "Qwen2.5-14B", True),
     ("Qwen2.5-Math-7B lora", "Qwen2.5-7B", True), ("Qwen2.5-VL-72B lora", "Qwen2.5-72B", True),
 ])

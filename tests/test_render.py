@@ -21,7 +21,8 @@ def test_a_fit_in_russian_has_a_narrow_table_and_the_verdict_as_title() -> None:
     # the capacity shown is what the driver reports (79.19 GiB of an "80 GB" H100), with no-break spaces
     assert rendered.html.startswith("✅ <b>Помещается на 1×H100 SXM: 58,9\u00a0ГБ, доступно 79,2\u00a0ГБ из 80</b>")
     assert rendered.title == "Помещается на 1×H100 SXM: 58,9\u00a0ГБ, доступно 79,2\u00a0ГБ из 80"
-    assert rendered.description == "70B · QLoRA 4 бит r16 · контекст 2048 · батч 1"
+    # issue 13: the inline description is the one-line answer (the best arrangement, its time and money)
+    assert rendered.description.startswith("1×H100 SXM: 83")
     table = rendered.html.split("<pre>")[1].split("</pre>")[0]
     assert all(len(line) <= 34 for line in table.splitlines())
     assert "итого, ГБ" in table and len(rendered.html) < 4096

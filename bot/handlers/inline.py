@@ -1,7 +1,9 @@
 """Inline mode: `@bot 70B qlora h100` in any chat → a few answers to pick, cached by the normalised query.
 
-Each result: title = the verdict line, description = what was assumed, message = the full HTML answer
-with its keyboard (buttons then edit the inline message through inline_message_id).
+Each result: title = the verdict on the GPU asked, description = the one-line answer (money, hours, the best
+arrangement), message = the full HTML answer with its keyboard (buttons then edit the inline message through
+inline_message_id). Telegram sends a query on every keystroke, so a word still being typed ("70B ql") is
+completed by prefix before parsing: the person sees answers while typing, not silence.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from bot.config import BotConfig
 from bot.lru import LRU
 from bot.metrics import Metrics
 from bot.storage import ChatSettings, Storage
+from bot.views.catalogs import _
 from bot.views.messages import EXAMPLES, t
 from engine.parse import parse
 from engine.schema import Language, Request
@@ -66,6 +69,30 @@ def normalise(query: str) -> str:
     return re.sub(r"\s+", " ", query.strip().lower())[:256]
 
 
+# Words a query is often cut inside of while typed: methods and the common GPUs (a prefix completes only when
+# exactly one of them starts with it).
+TYPED_WORDS = ("qlora", "lora", "full", "inference", "инференс", "полное", "h100", "h200", "a100", "b200", "l40s",
+               "4090", "3090", "5090")
+MIN_PREFIX = 2
+
+
+def method_name(lang: str, method: str) -> str:
+    name = {"lora": "LoRA", "qlora": "QLoRA"}.get(method) or _(lang, "full fine-tuning")
+    return name[:1].upper() + name[1:]
+
+
+def complete(query: str) -> str:
+    """The last word of a query still being typed completed by prefix: "70b ql" → "70b qlora",
+    "llama 8b lo" → "llama 8b lora"; a whole word or an ambiguous prefix is left as it is."""
+    head, _sep, last = query.rpartition(" ")
+    if len(last) < MIN_PREFIX or last in TYPED_WORDS:
+        return query
+    matches = [w for w in TYPED_WORDS if w.startswith(last)]
+    if len(matches) != 1:
+        return query
+    return f"{head} {matches[0]}".strip()
+
+
 def _entry(reply: Reply, title: str | None = None) -> dict[str, Any]:
     return {"id": f"{reply.qid or 'x'}{reply.lang}", "title": title or reply.title,
             "description": reply.rendered.description, "html": reply.html,
@@ -81,7 +108,7 @@ async def build_results(query: str, lang: str, settings: ChatSettings, store: St
             reply = await make_reply(parse(example), store, options)
             out.append(_entry(reply, title=example) | {"description": reply.title})
         return out
-    request = parse(query)
+    request = parse(complete(query))
     if request.model is None:
         return []
     first = await make_reply(request, store, options)
@@ -95,8 +122,8 @@ async def build_results(query: str, lang: str, settings: ChatSettings, store: St
             break
         variant = Request.model_validate(request.model_dump() | {"method": method, "bits": None})
         reply = await make_reply(variant, store, options)
-        if reply.rendered.understood:
-            out.append(_entry(reply))
+        if reply.rendered.understood:  # the method first: the variants differ by it
+            out.append(_entry(reply, title=f"{method_name(reply.lang, method)} — {reply.title}"))
     return out
 
 

@@ -38,7 +38,7 @@ class RenderedAnswer:
     lang: str
     html: str  # the whole reply, Telegram HTML, under 4096 characters
     title: str  # one plain line: the verdict (inline result title, chart caption)
-    description: str  # one plain line: what was estimated (inline result description)
+    description: str  # one plain line: the answer to what was asked (inline result description)
     answer: Answer
 
     @property
@@ -54,7 +54,7 @@ def render(a: Answer, lang: str) -> RenderedAnswer:
         return _serving(lang, a)
     view = view_model(lang, a)
     body = environment(lang).get_template("answer.html.j2").render(a=view.model).strip()
-    return RenderedAnswer(lang, body, view.headline, view.summary, a)
+    return RenderedAnswer(lang, body, view.headline, view.answer_line or view.summary, a)
 
 
 def _serving(lang: str, a: Answer) -> RenderedAnswer:
@@ -69,7 +69,7 @@ def _serving(lang: str, a: Answer) -> RenderedAnswer:
             break
         model[key] = short
         body = template.render(a=model).strip()
-    return RenderedAnswer(lang, body, view.headline, view.summary, a)
+    return RenderedAnswer(lang, body, view.headline, view.answer_line or view.summary, a)
 
 
 def _not_understood(lang: str, a: Answer) -> RenderedAnswer:

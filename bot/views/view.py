@@ -32,7 +32,8 @@ class AnswerView:
 
     model: dict[str, Any]
     headline: str  # the verdict, one plain line (inline result title, chart caption)
-    summary: str  # model · method · context · batch (inline result description)
+    summary: str  # model · method · context · batch
+    answer_line: str = ""  # the one-line answer to what was asked (inline result description)
 
 
 def memory_table(lang: str, b: Breakdown, need: float) -> list[str]:
@@ -308,4 +309,27 @@ def view_model(lang: str, a: Answer) -> AnswerView:
         from bot.views import posttrain
 
         title, line = posttrain.apply(lang, a, model)
-    return AnswerView(model, title, line)
+        return AnswerView(model, title, line)
+    return AnswerView(model, title, line, answer_line(lang, a, lead_line(lang, a, lead)))
+
+
+def best_plan(a: Answer) -> Plan | None:
+    """The arrangement asked about when a plan has it ("how long on 8×A100" is answered for 8×A100), else the
+    best plan, else the best other GPU."""
+    if a.asked is not None:
+        for p in a.plans:
+            if (p.gpu, p.count) == (a.asked.gpu, a.asked.count):
+                return p
+    return a.plans[0] if a.plans else (a.alternatives[0] if a.alternatives else None)
+
+
+def answer_line(lang: str, a: Answer, lead: str) -> str:
+    """The one-line answer under an inline result's verdict title: what was asked (money, hours: the lead line),
+    else the best arrangement with its time and money."""
+    if lead:
+        return lead
+    p = best_plan(a)
+    if p is None:
+        return ""
+    details = [x for x in (plan_time(lang, p), plan_money(lang, p)) if x]
+    return f"{p.count}×{gpu_name(lang, p.gpu)}" + (": " + ", ".join(details) if details else "")

@@ -17,7 +17,8 @@ def component_label(lang: str, key: str) -> str:
     labels = {
         "weights": _(lang, "weights"), "adapters": _(lang, "adapters"), "gradients": _(lang, "gradients"),
         "optimizer": _(lang, "optimizer"), "activations": _(lang, "activations"), "logits": _(lang, "logits"),
-        "kv_cache": _(lang, "KV cache"), "overhead": _(lang, "allocator"), "cuda_context": _(lang, "CUDA context"),
+        "kv_cache": _(lang, "KV cache"), "overhead": _(lang, "PyTorch reserve"),
+        "cuda_context": _(lang, "CUDA context"),
     }
     return labels[key]
 

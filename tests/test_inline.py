@@ -1,0 +1,70 @@
+"""Inline mode fed real inline_query updates: the verdict and the GPU asked as each result's title, the one-line
+answer as its description, answers cached, and a query still being typed answered, not left silent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from bot_harness import Harness
+from fake_botapi import FakeBotAPI, inline_query
+
+from bot.handlers.inline import complete
+
+
+async def results(h: Harness, api: FakeBotAPI, query: str, user_id: int, lang: str = "en") -> list[dict[str, Any]]:
+    await h.feed(inline_query(query, user_id=user_id, language_code=lang))
+    answered = api.of("answerInlineQuery")[-1]
+    return list(answered.params["results"])
+
+
+def flat(text: str) -> str:
+    return text.replace("\u00a0", " ")
+
+
+async def test_title_is_the_verdict_on_the_gpu_asked_and_description_the_answer(h: Harness, api: FakeBotAPI) -> None:
+    first, *others = await results(h, api, "70B QLoRA on H100", 3001)
+    assert flat(first["title"]).startswith("Fits on 1×H100 SXM: ") and " GB available of 80" in flat(first["title"])
+    assert flat(first["description"]).startswith("1×H100 SXM: ") and "100M tokens" in flat(first["description"])
+    assert others and all(o["title"].startswith(("LoRA — ", "Full fine-tuning — ")) for o in others)
+    assert first["input_message_content"]["message_text"].startswith("✅ <b>Fits on 1×H100 SXM")
+
+
+async def test_a_question_about_money_is_answered_in_the_description(h: Harness, api: FakeBotAPI) -> None:
+    [first, *_rest] = await results(h, api, "сколько стоит дообучить Llama 3.1 8B LoRA на 100 млн токенов", 3002, "ru")
+    description = flat(first["description"])
+    assert description.startswith("💰 ") and " $ за ваши 100M токенов на 1×" in description
+    assert flat(first["title"]).startswith("Нужно ") and first["title"].endswith("ГБ на GPU")
+
+
+@pytest.mark.parametrize(("typed", "title"), [("70B ql", "Needs "), ("llama 8b lo", "Needs "),
+                                              ("70B qlora h1", "Fits on 1×H100 SXM")])
+async def test_a_query_still_being_typed_gets_results(h: Harness, api: FakeBotAPI, typed: str, title: str) -> None:
+    found = await results(h, api, typed, 3003)
+    assert found and found[0]["title"].startswith(title)
+    assert "<b>" in found[0]["input_message_content"]["message_text"]
+
+
+async def test_partial_words_complete_to_the_method_asked(h: Harness, api: FakeBotAPI) -> None:
+    typed = await results(h, api, "70B ql", 3004)
+    whole = await results(h, api, "70B qlora", 3004)
+    assert typed[0]["input_message_content"] == whole[0]["input_message_content"]
+    assert "QLoRA" in typed[0]["input_message_content"]["message_text"]
+
+
+async def test_answers_are_cached_per_query_and_language(h: Harness, api: FakeBotAPI) -> None:
+    cache = h.dp["answer_cache"]
+    await results(h, api, "llama 8b lora", 3005)
+    await results(h, api, "Llama  8B LoRA ", 3005)
+    assert cache.hits == 1 and cache.misses == 1
+    first, second = api.of("answerInlineQuery")[-2:]
+    assert first.params["results"] == second.params["results"]
+
+
+def test_completion_by_prefix() -> None:
+    assert complete("70b ql") == "70b qlora" and complete("llama 8b lo") == "llama 8b lora"
+    assert complete("70b fu") == "70b full" and complete("70b инф") == "70b инференс"
+    assert complete("8b lora a1") == "8b lora a100"
+    assert complete("70b h") == "70b h" and complete("70b h100") == "70b h100"  # too short / already whole
+    assert complete("70b lora h") == "70b lora h"  # h100 or h200: left as it is
+    assert complete("70b") == "70b" and complete("") == ""
