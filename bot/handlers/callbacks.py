@@ -18,7 +18,7 @@ from bot.handlers.common import answer_question
 from bot.storage import ChatSettings, Storage
 from bot.views.keyboards import CODE_FORMATS, CODE_METHODS, AnswerCb, ExampleCb, ServingCb
 from bot.views.messages import EXAMPLES, t
-from engine.schema import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN, Answer, Language
+from engine.schema import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN, Answer, Language, Request
 
 log = logging.getLogger(__name__)
 _chart_lock = asyncio.Lock()  # matplotlib is not thread-safe: one chart at a time, off the event loop
@@ -63,21 +63,7 @@ async def answer_button(query: CallbackQuery, callback_data: AnswerCb, lang: Lan
     if callback_data.x == "p":
         await send_chart(query, bot, reply, chat_id)
         return
-    try:
-        if query.inline_message_id:
-            await bot.edit_message_text(text=reply.html, inline_message_id=query.inline_message_id,
-                                        reply_markup=reply.markup)
-        elif message is not None:
-            await bot.edit_message_text(text=reply.html, chat_id=message.chat.id, message_id=message.message_id,
-                                        reply_markup=reply.markup)
-            if reply.rendered.understood:  # a reply to this answer now changes the question as shown
-                await remember(store, message.chat.id, message.message_id, await store.put_request(request))
-    except TelegramBadRequest as exc:
-        if "not modified" not in exc.message:
-            log.info("edit failed: %s", exc.message)
-            await query.answer(t(reply.lang, "I could not change that message: ask the question again, please."))
-            return
-    await query.answer()
+    await edit_in_place(query, bot, store, reply, request)
 
 
 async def serving_button(query: CallbackQuery, callback_data: ServingCb, lang: Language, settings: ChatSettings,
@@ -97,6 +83,11 @@ async def serving_button(query: CallbackQuery, callback_data: ServingCb, lang: L
         return
     options = answer_options(settings, callback_data.lg, config.default_language)  # type: ignore[arg-type]
     reply = await make_reply(request, store, options, qid=callback_data.q)
+    await edit_in_place(query, bot, store, reply, request)
+
+
+async def edit_in_place(query: CallbackQuery, bot: Bot, store: Storage, reply: Reply, request: Request) -> None:
+    """Put the redrawn answer where the pressed button was (a chat message or an inline one)."""
     message = query.message
     try:
         if query.inline_message_id:
