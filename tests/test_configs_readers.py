@@ -14,6 +14,7 @@ from engine.configs import check, read_config
 from engine.configs.options import known
 from engine.configs.readers import cmdline, mappings, python, serving
 from engine.configs.safety import ERROR_KEYS, MAX_BYTES
+from engine.configs.serving_flags import LLAMA_SERVER, SGLANG, VLLM
 
 AXOLOTL = """
 base_model: NousResearch/Meta-Llama-3-8B
@@ -320,9 +321,6 @@ ACCEPTED = [
     (cmdline._tune, known("torchtune")),
     (cmdline.tune_overrides, known("torchtune")),
     (mappings.torchtune_config, known("torchtune")),
-    (serving._vllm, known("vllm")),
-    (serving._sglang, known("sglang")),
-    (serving._llama_server, known("llama_cpp")),
     (python.read, {k.split(":", 1)[1] for k in known("unsloth") | known("peft")} | HF),
 ]
 
@@ -337,6 +335,21 @@ def test_reader_keys_are_the_tools_own(func, allowed):
               "False", "run", "launch", "serve", "eager", "bnb", "bitsandbytes"}
     missing = sorted(k for k in keys - values - allowed if not k.startswith(("-m",)))
     assert not missing, f"{func.__name__}: {missing}"
+
+
+@pytest.mark.parametrize("engine", [VLLM, SGLANG, LLAMA_SERVER], ids=lambda e: e.name)
+def test_serving_flag_tables_are_the_engines_own(engine):
+    """Every flag a serving reader reads and its writer writes is declared once, in the engine's table, under names
+    the engine's own parser defines; the readers use nothing else."""
+    names = [n for flag in engine.flags for n in flag.names]
+    assert len(names) == len(set(names)), engine.name
+    _assert_known(names, known(engine.tool), engine.name)
+    assert _compared_strings(serving._read) == set(), "flag names belong in the tables"
+
+
+def _assert_known(keys, allowed, where):
+    missing = sorted(set(keys) - set(allowed))
+    assert not missing, f"{where}: {missing}"
 
 
 TRL_YAML = """
