@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from engine.configs import check, read_config
 from engine.configs.options import known
-from engine.configs.readers import cmdline, mappings, python, serving
+from engine.configs.readers import cmdline, keys, mappings, python, serving
 from engine.configs.safety import ERROR_KEYS, MAX_BYTES
 from engine.configs.serving_flags import LLAMA_SERVER, SGLANG, VLLM
 
@@ -311,7 +311,12 @@ HF = known("transformers") | known("trl")
 ACCEPTED = [
     (mappings.axolotl, known("axolotl") | {"trl." + k for k in known("axolotl")}),
     (mappings.llama_factory, known("llama_factory") | known("transformers")),
-    (mappings._hf_key, HF),
+    (mappings._ax_checkpointing, known("axolotl")),
+    (mappings._ax_flash, known("axolotl")),
+    (mappings._ax_fsdp, known("axolotl")),
+    (mappings._ax_targets, known("axolotl")),
+    (mappings._ax_trl, known("axolotl")),
+    (mappings._lf_precision, known("llama_factory")),
     (mappings.hf_args, HF),
     (mappings.deepspeed, known("deepspeed")),
     (mappings.accelerate_config, known("accelerate")),
@@ -335,6 +340,37 @@ def test_reader_keys_are_the_tools_own(func, allowed):
               "False", "run", "launch", "serve", "eager", "bnb", "bitsandbytes"}
     missing = sorted(k for k in keys - values - allowed if not k.startswith(("-m",)))
     assert not missing, f"{func.__name__}: {missing}"
+
+
+KEY_TABLES = [
+    ("axolotl", mappings.AXOLOTL_KEYS, known("axolotl")),
+    ("llama-factory", mappings.LF_KEYS, known("llama_factory") | known("transformers")),
+    ("hf", mappings.HF_KEYS, HF),
+    ("deepspeed", mappings.DEEPSPEED_KEYS, known("deepspeed")),
+    ("accelerate", mappings.ACCELERATE_KEYS, known("accelerate")),
+]
+
+
+@pytest.mark.parametrize(("table", "allowed"), [t[1:] for t in KEY_TABLES], ids=[t[0] for t in KEY_TABLES])
+def test_key_tables_are_the_tools_own(table, allowed):
+    """Each framework's key table holds only keys its own source defines, and the loop that applies the tables
+    names no key of its own."""
+    assert len(table) >= 5
+    _assert_known(table, allowed, "table")
+    assert _compared_strings(keys.apply) == set()
+
+
+def test_a_key_table_is_what_the_reader_does():
+    """The table is used: a key it maps sets the field, the same key dropped from the table is listed instead."""
+    text = "base_model: x\nadapter: lora\nlora_r: 8\nmicro_batch_size: 2\n"
+    assert read_config(text).request.lora_rank == 8
+    table = dict(mappings.AXOLOTL_KEYS)
+    del table["lora_r"]
+    from unittest import mock
+
+    with mock.patch.object(mappings, "AXOLOTL_KEYS", table):
+        r = read_config(text)
+    assert r.request.lora_rank is None and "lora_r" in r.ignored
 
 
 @pytest.mark.parametrize("engine", [VLLM, SGLANG, LLAMA_SERVER], ids=lambda e: e.name)
