@@ -321,8 +321,6 @@ ACCEPTED = [
     (mappings.deepspeed, known("deepspeed")),
     (mappings.accelerate_config, known("accelerate")),
     (cmdline._accelerate, _flags("accelerate")),
-    (cmdline._torchrun, known("torchrun")),
-    (cmdline._deepspeed, _flags("deepspeed")),
     (cmdline._tune, known("torchtune")),
     (cmdline.tune_overrides, known("torchtune")),
     (mappings.torchtune_config, known("torchtune")),
@@ -348,6 +346,10 @@ KEY_TABLES = [
     ("hf", mappings.HF_KEYS, HF),
     ("deepspeed", mappings.DEEPSPEED_KEYS, known("deepspeed")),
     ("accelerate", mappings.ACCELERATE_KEYS, known("accelerate")),
+    ("torchrun", {**cmdline.TORCHRUN_GPUS, **dict.fromkeys(cmdline.TORCHRUN_SWITCHES)}, known("torchrun")),
+    ("deepspeed launcher", {**cmdline.DEEPSPEED_GPUS, **dict.fromkeys(cmdline.DEEPSPEED_SWITCHES)},
+     _flags("deepspeed")),
+    ("accelerate launch", dict.fromkeys(cmdline.ACCELERATE_SWITCHES), _flags("accelerate")),
 ]
 
 
