@@ -210,7 +210,7 @@ HF_JSON = """{"model_name_or_path": "mistralai/Mistral-7B-v0.1", "per_device_tra
 
 HF_JSON_DS = """{"model_name_or_path": "x/y", "deepspeed": {"zero_optimization": {"stage": 2}},
 "per_device_train_batch_size": 1, "fsdp": ["none"], "attn_implementation": "eager", "use_liger_kernel": true,
-"padding_free": true, "fp16": false, "optim": "mystery", "report_to": "wandb", "wandb_project": "p"}"""
+"padding_free": true, "fp16": false, "optim": "mystery"}"""
 
 TRL_YAML = """
 model_name_or_path: Qwen/Qwen2-0.5B
@@ -225,7 +225,6 @@ lora_r: 32
 lora_target_modules: all-linear
 push_to_hub: true
 hub_model_id: me/x
-report_to: [wandb, tensorboard]
 """
 
 TRL_GRPO_YAML = """
@@ -335,7 +334,7 @@ from peft import LoraConfig
 MODEL = "meta-llama/Llama-3.2-1B"
 rank = compute_rank()
 peft_config = LoraConfig(r=rank, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
-args = SFTConfig(per_device_train_batch_size=8, max_length=512, optim="adamw_8bit", bf16=True, report_to="wandb")
+args = SFTConfig(per_device_train_batch_size=8, max_length=512, optim="adamw_8bit", bf16=True)
 model = AutoModelForCausalLM.from_pretrained(MODEL, attn_implementation="sdpa")
 '''
 
@@ -376,7 +375,7 @@ COMMANDS = [
     "trl",
     "python -m axolotl.cli.train config.yml",
     "axolotl train config.yml",
-    "python train.py --model_name_or_path x/y --gradient_checkpointing --optim paged_adamw_8bit --report_to wandb",
+    "python train.py --model_name_or_path x/y --gradient_checkpointing --optim paged_adamw_8bit",
     "python -m torch.distributed.run --nproc_per_node 2 train.py --fp16",
     "python -m accelerate.commands.launch --num_processes 2 train.py",
     "tune run --nproc_per_node 2 lora_finetune_distributed --config llama3_1/8B_lora batch_size=4 "
@@ -396,6 +395,10 @@ COMMANDS = [
     "vllm serve --model org/m --quantization fp8 --max-num-seqs lots",
     "vllm serve org/m --quantization mxfp4 --quantization-param-path p",
     "vllm serve org/m --quantization squeezellm",
+    "vllm serve org/m -q squeezellm --max-model-len x --max-num-seqs 4 --max-num-seqs 8 -tp 2 --tensor-parallel-size 4",
+    "python -m sglang.launch_server --model-path org/m --model other/m --quantization zz --context-length 4k",
+    "llama-server -m a.gguf --cache-type-v zz -ctk q8_0 -c 4096 --ctx-size x -np 2 --n-gpu-layers 10 --split-mode row",
+    "llama-server -hf org/repo:Q8_0 -c 100 -np 8 --tensor-split 3/1",
     "python -m vllm.entrypoints.openai.api_server --model org/m --pipeline-parallel-size 2",
     "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 2 --context-length 8192",
     "python -m sglang.launch_server --model org/m --tensor-parallel-size 4 --pp-size 2 --max-running-requests 32 "
@@ -429,8 +432,6 @@ FILES: list[tuple[str, str]] = [
     ("secret.yaml", f"base_model: x\nhf_token: {TOKEN}\n"),
     ("secret.json", f'{{"model_name_or_path": "x", "hub_token": "{TOKEN}", "{TOKEN}": 1}}'),
     ("range.yaml", "base_model: x\nsequence_len: 0\nmicro_batch_size: 2\n"),
-    ("logging.yml", "base_model: NousResearch/Meta-Llama-3-8B\nadapter: lora\nwandb_project: x\nreport_to: wandb\n"
-                    "micro_batch_size: 1\n"),
     ("list.yaml", "- just\n- a list"), ("colour.yaml", "colour: blue\nsize: 3"), ("broken.json", "{not json"),
 ]
 BUNDLES: list[list[tuple[str, str]]] = [

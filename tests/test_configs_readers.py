@@ -7,6 +7,7 @@ import ast
 import inspect
 
 import pytest
+from configs_golden_cases import AXOLOTL, DEEPSPEED, HF_JSON, LLAMA_FACTORY, PY_TRL, TORCHTUNE_YAML, TRL_YAML
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,60 +16,6 @@ from engine.configs.options import known
 from engine.configs.readers import cmdline, keys, mappings, python, serving
 from engine.configs.safety import ERROR_KEYS, MAX_BYTES
 from engine.configs.serving_flags import LLAMA_SERVER, SGLANG, VLLM
-
-AXOLOTL = """
-base_model: NousResearch/Meta-Llama-3-8B
-load_in_4bit: true
-adapter: qlora
-lora_r: 32
-lora_alpha: 16
-lora_target_modules: [q_proj, v_proj]
-sequence_len: 4096
-sample_packing: true
-micro_batch_size: 2
-gradient_accumulation_steps: 4
-optimizer: paged_adamw_8bit
-bf16: auto
-gradient_checkpointing: true
-flash_attention: true
-deepspeed: deepspeed_configs/zero2.json
-wandb_project: my-run
-wandb_api_key: 0123456789abcdef0123456789abcdef01234567
-some_new_option: 3
-"""
-
-LLAMA_FACTORY = """
-model_name_or_path: Qwen/Qwen2.5-7B-Instruct
-stage: dpo
-do_train: true
-finetuning_type: lora
-lora_rank: 8
-lora_target: all
-dataset: dpo_en_demo
-template: qwen
-cutoff_len: 2048
-per_device_train_batch_size: 1
-gradient_accumulation_steps: 8
-learning_rate: 5.0e-6
-bf16: true
-enable_liger_kernel: true
-deepspeed: examples/deepspeed/ds_z3_offload_config.json
-hub_token: hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123
-"""
-
-HF_JSON = """{"model_name_or_path": "mistralai/Mistral-7B-v0.1", "per_device_train_batch_size": 4,
-"gradient_checkpointing": true, "bf16": true, "optim": "adamw_torch_fused", "max_length": 1024,
-"fsdp": "full_shard auto_wrap offload", "learning_rate": 2e-5}"""
-
-DEEPSPEED = """{
-  "train_micro_batch_size_per_gpu": "auto",
-  "gradient_accumulation_steps": "auto",
-  "bf16": {"enabled": "auto"},
-  "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": true},
-                        "offload_param": {"device": "none"}, "overlap_comm": true, "sub_group_size": 1e9},
-  "wall_clock_breakdown": false,
-  "made_up_option": 1
-}"""
 
 
 def test_axolotl_as_users_write_it():
@@ -154,15 +101,7 @@ def test_multiline_command_with_comment_and_continuations():
 
 
 def test_python_script_literals_only():
-    script = '''
-from trl import SFTConfig, SFTTrainer
-from peft import LoraConfig
-MODEL = "meta-llama/Llama-3.2-1B"
-rank = compute_rank()
-peft_config = LoraConfig(r=rank, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
-args = SFTConfig(per_device_train_batch_size=8, max_length=512, optim="adamw_8bit", bf16=True)
-model = AutoModelForCausalLM.from_pretrained(MODEL, attn_implementation="sdpa")
-'''
+    script = PY_TRL
     r = read_config(script, "train.py")
     q = r.request
     assert (q.model.name, q.method, q.lora_targets, q.batch_size, q.seq_len, q.optimizer) == (
@@ -170,28 +109,6 @@ model = AutoModelForCausalLM.from_pretrained(MODEL, attn_implementation="sdpa")
     assert q.lora_rank is None and "LoraConfig.r (not a literal)" in r.ignored
 
 
-TORCHTUNE_YAML = """
-output_dir: /tmp/torchtune/llama3_1_8B/qlora_single_device
-model:
-  _component_: torchtune.models.llama3_1.qlora_llama3_1_8b
-  lora_attn_modules: ['q_proj', 'v_proj', 'output_proj']
-  apply_lora_to_mlp: True
-  lora_rank: 8
-tokenizer:
-  _component_: torchtune.models.llama3.llama3_tokenizer
-  path: /tmp/Meta-Llama-3.1-8B-Instruct/original/tokenizer.model
-  max_seq_len: null
-batch_size: 2
-optimizer:
-  _component_: torch.optim.AdamW
-  lr: 3e-4
-loss:
-  _component_: torchtune.modules.loss.LinearCrossEntropyLoss
-gradient_accumulation_steps: 8
-dtype: bf16
-enable_activation_checkpointing: True
-enable_activation_offloading: False
-"""
 
 
 def test_torchtune_recipe_config_yaml():
@@ -390,20 +307,6 @@ def _assert_known(keys, allowed, where):
     assert not missing, f"{where}: {missing}"
 
 
-TRL_YAML = """
-model_name_or_path: Qwen/Qwen2-0.5B
-dataset_name: trl-lib/Capybara
-learning_rate: 2.0e-5
-packing: true
-per_device_train_batch_size: 2
-eos_token: <|im_end|>
-eval_strategy: steps
-use_peft: true
-lora_r: 32
-lora_target_modules: all-linear
-push_to_hub: true
-hub_model_id: me/x
-"""
 
 
 def test_trl_config_yaml_and_a_model_the_catalog_does_not_know():
