@@ -195,14 +195,8 @@ cutoff_len: 1024
 optim: adamw_8bit
 """
 
-LLAMA_FACTORY_FREEZE = """
-model_name_or_path: meta-llama/Llama-3.1-8B
-stage: pt
-finetuning_type: freeze
-quantization_bit: 8
-fp16: true
-flash_attn: fa2
-"""
+LLAMA_FACTORY_FREEZE = ("\nmodel_name_or_path: meta-llama/Llama-3.1-8B\nstage: pt\nfinetuning_type: freeze\n"
+                        "quantization_bit: 8\nfp16: true\nflash_attn: fa2\n")
 
 HF_JSON = """{"model_name_or_path": "mistralai/Mistral-7B-v0.1", "per_device_train_batch_size": 4,
 "gradient_checkpointing": true, "bf16": true, "optim": "adamw_torch_fused", "max_length": 1024,

@@ -228,11 +228,8 @@ HF = known("transformers") | known("trl")
 ACCEPTED = [
     (mappings.axolotl, known("axolotl") | {"trl." + k for k in known("axolotl")}),
     (mappings.llama_factory, known("llama_factory") | known("transformers")),
-    (mappings._ax_checkpointing, known("axolotl")),
-    (mappings._ax_flash, known("axolotl")),
-    (mappings._ax_fsdp, known("axolotl")),
-    (mappings._ax_targets, known("axolotl")),
-    (mappings._ax_trl, known("axolotl")),
+    *[(f, known("axolotl")) for f in (mappings._ax_checkpointing, mappings._ax_flash, mappings._ax_fsdp,
+                                      mappings._ax_targets, mappings._ax_trl)],  # keys the handlers look up
     (mappings._lf_precision, known("llama_factory")),
     (mappings.hf_args, HF),
     (mappings.deepspeed, known("deepspeed")),
