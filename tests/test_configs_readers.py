@@ -7,67 +7,15 @@ import ast
 import inspect
 
 import pytest
+from configs_golden_cases import AXOLOTL, DEEPSPEED, HF_JSON, LLAMA_FACTORY, PY_TRL, TORCHTUNE_YAML, TRL_YAML
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.configs import check, read_config
 from engine.configs.options import known
-from engine.configs.readers import cmdline, mappings, python, serving
+from engine.configs.readers import cmdline, keys, mappings, python, serving
 from engine.configs.safety import ERROR_KEYS, MAX_BYTES
-
-AXOLOTL = """
-base_model: NousResearch/Meta-Llama-3-8B
-load_in_4bit: true
-adapter: qlora
-lora_r: 32
-lora_alpha: 16
-lora_target_modules: [q_proj, v_proj]
-sequence_len: 4096
-sample_packing: true
-micro_batch_size: 2
-gradient_accumulation_steps: 4
-optimizer: paged_adamw_8bit
-bf16: auto
-gradient_checkpointing: true
-flash_attention: true
-deepspeed: deepspeed_configs/zero2.json
-wandb_project: my-run
-wandb_api_key: 0123456789abcdef0123456789abcdef01234567
-some_new_option: 3
-"""
-
-LLAMA_FACTORY = """
-model_name_or_path: Qwen/Qwen2.5-7B-Instruct
-stage: dpo
-do_train: true
-finetuning_type: lora
-lora_rank: 8
-lora_target: all
-dataset: dpo_en_demo
-template: qwen
-cutoff_len: 2048
-per_device_train_batch_size: 1
-gradient_accumulation_steps: 8
-learning_rate: 5.0e-6
-bf16: true
-enable_liger_kernel: true
-deepspeed: examples/deepspeed/ds_z3_offload_config.json
-hub_token: hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123
-"""
-
-HF_JSON = """{"model_name_or_path": "mistralai/Mistral-7B-v0.1", "per_device_train_batch_size": 4,
-"gradient_checkpointing": true, "bf16": true, "optim": "adamw_torch_fused", "max_length": 1024,
-"fsdp": "full_shard auto_wrap offload", "learning_rate": 2e-5}"""
-
-DEEPSPEED = """{
-  "train_micro_batch_size_per_gpu": "auto",
-  "gradient_accumulation_steps": "auto",
-  "bf16": {"enabled": "auto"},
-  "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": true},
-                        "offload_param": {"device": "none"}, "overlap_comm": true, "sub_group_size": 1e9},
-  "wall_clock_breakdown": false,
-  "made_up_option": 1
-}"""
+from engine.configs.serving_flags import LLAMA_SERVER, SGLANG, VLLM
 
 
 def test_axolotl_as_users_write_it():
@@ -153,15 +101,7 @@ def test_multiline_command_with_comment_and_continuations():
 
 
 def test_python_script_literals_only():
-    script = '''
-from trl import SFTConfig, SFTTrainer
-from peft import LoraConfig
-MODEL = "meta-llama/Llama-3.2-1B"
-rank = compute_rank()
-peft_config = LoraConfig(r=rank, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
-args = SFTConfig(per_device_train_batch_size=8, max_length=512, optim="adamw_8bit", bf16=True)
-model = AutoModelForCausalLM.from_pretrained(MODEL, attn_implementation="sdpa")
-'''
+    script = PY_TRL
     r = read_config(script, "train.py")
     q = r.request
     assert (q.model.name, q.method, q.lora_targets, q.batch_size, q.seq_len, q.optimizer) == (
@@ -169,28 +109,6 @@ model = AutoModelForCausalLM.from_pretrained(MODEL, attn_implementation="sdpa")
     assert q.lora_rank is None and "LoraConfig.r (not a literal)" in r.ignored
 
 
-TORCHTUNE_YAML = """
-output_dir: /tmp/torchtune/llama3_1_8B/qlora_single_device
-model:
-  _component_: torchtune.models.llama3_1.qlora_llama3_1_8b
-  lora_attn_modules: ['q_proj', 'v_proj', 'output_proj']
-  apply_lora_to_mlp: True
-  lora_rank: 8
-tokenizer:
-  _component_: torchtune.models.llama3.llama3_tokenizer
-  path: /tmp/Meta-Llama-3.1-8B-Instruct/original/tokenizer.model
-  max_seq_len: null
-batch_size: 2
-optimizer:
-  _component_: torch.optim.AdamW
-  lr: 3e-4
-loss:
-  _component_: torchtune.modules.loss.LinearCrossEntropyLoss
-gradient_accumulation_steps: 8
-dtype: bf16
-enable_activation_checkpointing: True
-enable_activation_offloading: False
-"""
 
 
 def test_torchtune_recipe_config_yaml():
@@ -310,19 +228,16 @@ HF = known("transformers") | known("trl")
 ACCEPTED = [
     (mappings.axolotl, known("axolotl") | {"trl." + k for k in known("axolotl")}),
     (mappings.llama_factory, known("llama_factory") | known("transformers")),
-    (mappings._hf_key, HF),
+    *[(f, known("axolotl")) for f in (mappings._ax_checkpointing, mappings._ax_flash, mappings._ax_fsdp,
+                                      mappings._ax_targets, mappings._ax_trl)],  # keys the handlers look up
+    (mappings._lf_precision, known("llama_factory")),
     (mappings.hf_args, HF),
     (mappings.deepspeed, known("deepspeed")),
     (mappings.accelerate_config, known("accelerate")),
     (cmdline._accelerate, _flags("accelerate")),
-    (cmdline._torchrun, known("torchrun")),
-    (cmdline._deepspeed, _flags("deepspeed")),
     (cmdline._tune, known("torchtune")),
     (cmdline.tune_overrides, known("torchtune")),
     (mappings.torchtune_config, known("torchtune")),
-    (serving._vllm, known("vllm")),
-    (serving._sglang, known("sglang")),
-    (serving._llama_server, known("llama_cpp")),
     (python.read, {k.split(":", 1)[1] for k in known("unsloth") | known("peft")} | HF),
 ]
 
@@ -339,20 +254,56 @@ def test_reader_keys_are_the_tools_own(func, allowed):
     assert not missing, f"{func.__name__}: {missing}"
 
 
-TRL_YAML = """
-model_name_or_path: Qwen/Qwen2-0.5B
-dataset_name: trl-lib/Capybara
-learning_rate: 2.0e-5
-packing: true
-per_device_train_batch_size: 2
-eos_token: <|im_end|>
-eval_strategy: steps
-use_peft: true
-lora_r: 32
-lora_target_modules: all-linear
-push_to_hub: true
-hub_model_id: me/x
-"""
+KEY_TABLES = [
+    ("axolotl", mappings.AXOLOTL_KEYS, known("axolotl")),
+    ("llama-factory", mappings.LF_KEYS, known("llama_factory") | known("transformers")),
+    ("hf", mappings.HF_KEYS, HF),
+    ("deepspeed", mappings.DEEPSPEED_KEYS, known("deepspeed")),
+    ("accelerate", mappings.ACCELERATE_KEYS, known("accelerate")),
+    ("torchrun", {**cmdline.TORCHRUN_GPUS, **dict.fromkeys(cmdline.TORCHRUN_SWITCHES)}, known("torchrun")),
+    ("deepspeed launcher", {**cmdline.DEEPSPEED_GPUS, **dict.fromkeys(cmdline.DEEPSPEED_SWITCHES)},
+     _flags("deepspeed")),
+    ("accelerate launch", dict.fromkeys(cmdline.ACCELERATE_SWITCHES), _flags("accelerate")),
+]
+
+
+@pytest.mark.parametrize(("table", "allowed"), [t[1:] for t in KEY_TABLES], ids=[t[0] for t in KEY_TABLES])
+def test_key_tables_are_the_tools_own(table, allowed):
+    """Each framework's key table holds only keys its own source defines, and the loop that applies the tables
+    names no key of its own."""
+    assert len(table) >= 5
+    _assert_known(table, allowed, "table")
+    assert _compared_strings(keys.apply) == set()
+
+
+def test_a_key_table_is_what_the_reader_does():
+    """The table is used: a key it maps sets the field, the same key dropped from the table is listed instead."""
+    text = "base_model: x\nadapter: lora\nlora_r: 8\nmicro_batch_size: 2\n"
+    assert read_config(text).request.lora_rank == 8
+    table = dict(mappings.AXOLOTL_KEYS)
+    del table["lora_r"]
+    from unittest import mock
+
+    with mock.patch.object(mappings, "AXOLOTL_KEYS", table):
+        r = read_config(text)
+    assert r.request.lora_rank is None and "lora_r" in r.ignored
+
+
+@pytest.mark.parametrize("engine", [VLLM, SGLANG, LLAMA_SERVER], ids=lambda e: e.name)
+def test_serving_flag_tables_are_the_engines_own(engine):
+    """Every flag a serving reader reads and its writer writes is declared once, in the engine's table, under names
+    the engine's own parser defines; the readers use nothing else."""
+    names = [n for flag in engine.flags for n in flag.names]
+    assert len(names) == len(set(names)), engine.name
+    _assert_known(names, known(engine.tool), engine.name)
+    assert _compared_strings(serving._read) == set(), "flag names belong in the tables"
+
+
+def _assert_known(keys, allowed, where):
+    missing = sorted(set(keys) - set(allowed))
+    assert not missing, f"{where}: {missing}"
+
+
 
 
 def test_trl_config_yaml_and_a_model_the_catalog_does_not_know():

@@ -19,7 +19,7 @@ TORCHTUNE_STAGES = ("sft", "dpo", "grpo")
 
 
 def _serving(job: ConfigJob, engine: str) -> dict[str, Any]:
-    from engine.configs.writers.serving import gguf_type
+    from engine.configs.serving_flags import gguf_type
 
     q = (job.quantization or "").lower()
     r: dict[str, Any] = {"model": {"name": job.model}, "method": "inference", "serving_engine": engine,

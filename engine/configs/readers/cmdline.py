@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Any
 
 from engine.configs.common import target_tokens, targets_from_tokens
 from engine.configs.options import known
@@ -18,6 +19,25 @@ PROGRAMS = ("accelerate", "torchrun", "deepspeed", "trl", "tune", "vllm", "llama
             "python3", "llamafactory-cli", "axolotl")
 ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 TRL_STAGE = {"sft": "sft", "dpo": "dpo", "grpo": "grpo", "kto": "kto", "reward": "rm"}
+
+def _int_or_one(value: Any) -> int:
+    return as_int(value) or 1
+
+
+# the launchers' flags that take no value (options/accelerate.txt, torchrun.txt, deepspeed.txt)
+ACCELERATE_SWITCHES = ("--multi_gpu", "--use_fsdp", "--use_deepspeed", "--cpu", "--debug", "--quiet",
+                       "--same_network", "--no_python", "--use_megatron_lm", "--use_parallelism_config",
+                       "--downcast_bf16", "--enable_cpu_affinity", "--tpu")
+TORCHRUN_SWITCHES = ("--standalone", "--no-python", "--no_python", "--run-path", "--run_path")
+DEEPSPEED_SWITCHES = ("--no_ssh", "--no_python", "--module", "--force_multi", "--no_local_rank",
+                      "--enable_each_rank_log", "--no_ssh_check", "--save_pid", "--bind_cores_to_rank", "--autotuning")
+# the flags that say how many GPUs: per node or nodes, and the value's converter (torchrun's --nnodes may be MIN:MAX)
+TORCHRUN_GPUS: dict[str, tuple[str, Any]] = {"--nproc-per-node": ("per", _int_or_one),
+                                             "--nproc_per_node": ("per", _int_or_one),
+                                             "--nnodes": ("nodes", lambda v: _int_or_one(str(v).split(":")[-1]))}
+DEEPSPEED_GPUS: dict[str, tuple[str, Any]] = {"--num_gpus": ("per", _int_or_one),
+                                              "--num_accelerators": ("per", _int_or_one),
+                                              "--num_nodes": ("nodes", _int_or_one)}
 
 
 def split(text: str) -> list[str] | None:
@@ -111,19 +131,7 @@ def _script(args: list[str], c: Collector) -> None:
 
 def _accelerate(args: list[str], c: Collector) -> None:
     names = {f[5:] for f in known("accelerate") if f.startswith("flag:")}
-    i = 0
-    own: list[str] = []
-    while i < len(args) and args[i].startswith("-") and args[i] != "-m":
-        own.append(args[i])
-        key = args[i].split("=", 1)[0]
-        takes_value = "=" not in args[i] and key not in ("--multi_gpu", "--use_fsdp", "--use_deepspeed", "--cpu",
-                                                         "--debug", "--quiet", "--same_network", "--no_python",
-                                                         "--use_megatron_lm", "--use_parallelism_config",
-                                                         "--downcast_bf16", "--enable_cpu_affinity", "--tpu")
-        if takes_value and i + 1 < len(args):
-            i += 1
-            own.append(args[i])
-        i += 1
+    own, i = _launcher_args(args, ACCELERATE_SWITCHES, ("-m",))
     fl, _ = flags(own)
     for key, value in fl.items():
         k = "--" + key[2:].replace("-", "_") if key.startswith("--") else key
@@ -154,55 +162,45 @@ def _accelerate(args: list[str], c: Collector) -> None:
     _script(args[i:], c)
 
 
-def _torchrun(args: list[str], c: Collector) -> None:
-    names = known("torchrun")
+def _launcher_args(args: list[str], switches: tuple[str, ...], stop: tuple[str, ...] = ()) -> tuple[list[str], int]:
+    """A launcher's own flags (each with its value unless it is a switch) and where the script's argv starts."""
     i = 0
     own: list[str] = []
-    while i < len(args) and args[i].startswith("-") and args[i] not in ("-m", "--module"):
+    while i < len(args) and args[i].startswith("-") and args[i] not in stop:
         own.append(args[i])
-        if "=" not in args[i] and args[i] not in ("--standalone", "--no-python", "--no_python", "--run-path",
-                                                  "--run_path") and i + 1 < len(args):
+        if "=" not in args[i] and args[i] not in switches and i + 1 < len(args):
             i += 1
             own.append(args[i])
         i += 1
-    fl, _ = flags(own)
-    per, nodes = 1, 1
+    return own, i
+
+
+def _gpu_count(args: list[str], table: dict[str, tuple[str, Any]], names: set[str] | frozenset[str],
+               c: Collector) -> int:
+    """GPUs per node x nodes from a launcher's flags (`table`: flag → "per" or "nodes" and its converter); its other
+    flags are listed when the launcher does not define them."""
+    fl, _ = flags(args)
+    said = {"per": 1, "nodes": 1}
     for key, value in fl.items():
-        if key in ("--nproc-per-node", "--nproc_per_node"):
-            per = as_int(value) or 1
-        elif key == "--nnodes":
-            nodes = as_int(str(value).split(":")[-1]) or 1
+        if key in table:
+            what, convert = table[key]
+            said[what] = convert(value)
         elif key not in names:
             c.ignore(key)
-    c.gpu_count = per * nodes
-    if per * nodes > 1:
+    c.gpu_count = said["per"] * said["nodes"]
+    return c.gpu_count
+
+
+def _torchrun(args: list[str], c: Collector) -> None:
+    own, i = _launcher_args(args, TORCHRUN_SWITCHES, ("-m", "--module"))
+    if _gpu_count(own, TORCHRUN_GPUS, known("torchrun"), c) > 1:
         c.fields.setdefault("sharding", "ddp")
     _script(["-m", *args[i + 1:]] if i < len(args) and args[i] in ("-m", "--module") else args[i:], c)
 
 
 def _deepspeed(args: list[str], c: Collector) -> None:
-    names = {f[5:] for f in known("deepspeed") if f.startswith("flag:")}
-    i = 0
-    own: list[str] = []
-    while i < len(args) and args[i].startswith("-"):
-        own.append(args[i])
-        if "=" not in args[i] and args[i] not in ("--no_ssh", "--no_python", "--module", "--force_multi",
-                                                  "--no_local_rank", "--enable_each_rank_log", "--no_ssh_check",
-                                                  "--save_pid", "--bind_cores_to_rank", "--autotuning") \
-                and i + 1 < len(args):
-            i += 1
-            own.append(args[i])
-        i += 1
-    fl, _ = flags(own)
-    per, nodes = 1, 1
-    for key, value in fl.items():
-        if key in ("--num_gpus", "--num_accelerators"):
-            per = as_int(value) or 1
-        elif key == "--num_nodes":
-            nodes = as_int(value) or 1
-        elif key not in names:
-            c.ignore(key)
-    c.gpu_count = per * nodes
+    own, i = _launcher_args(args, DEEPSPEED_SWITCHES)
+    _gpu_count(own, DEEPSPEED_GPUS, {f[5:] for f in known("deepspeed") if f.startswith("flag:")}, c)
     c.fields.setdefault("framework", "deepspeed")
     _script(args[i:], c)
 

@@ -1,23 +1,153 @@
 """Readers of configuration mappings (already loaded safely): Axolotl, LLaMA-Factory, HF/TRL arguments, DeepSpeed
-JSON, accelerate config. Each fills a Collector; keys it has no mapping for go through `Collector.unknown`."""
+JSON, accelerate config. Each is a key table (readers/keys.py: key → what it says) applied to the mapping, after the
+keys read together (the method from adapter + quantization); keys a table lacks go through `Collector.unknown`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from engine.configs.readers.collect import Collector, as_bool, as_int, set_method, zero_from_path
+from engine.configs.options import known
+from engine.configs.readers.collect import Collector, as_bool, as_float, as_int, set_method, zero_from_path
+from engine.configs.readers.keys import (
+    Handler,
+    apply,
+    each,
+    model,
+    optimizer,
+    precision,
+    skip,
+    targets,
+    to,
+    unknown,
+    when_true,
+)
 from engine.configs.safety import flatten
 
 AXOLOTL_RL = {"dpo": "dpo", "ipo": "dpo", "orpo": "orpo", "kto": "kto", "simpo": "simpo", "grpo": "grpo"}
 LF_STAGE = {"pt": "pretrain", "sft": "sft", "rm": "rm", "ppo": "ppo", "dpo": "dpo", "kto": "kto"}
 FUSED_KEYS = ("liger_fused_linear_cross_entropy", "liger_cross_entropy", "cut_cross_entropy")
+ZERO = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
+
+# TRL's vLLM generation settings (GRPOConfig) → the request's `rollout` field and its value (CONTRACT.md v2)
+ROLLOUT: dict[str, tuple[str, Any]] = {
+    "use_vllm": ("on", lambda v: bool(as_bool(v))),
+    "vllm_mode": ("mode", lambda v: str(v) if str(v) in ("colocate", "server") else None),
+    "vllm_gpu_memory_utilization": ("gpu_memory_utilization", as_float),
+    "vllm_tensor_parallel_size": ("tensor_parallel", as_int),
+    "vllm_enable_sleep_mode": ("sleep", as_bool),
+}
 
 
-def _precision(c: Collector, key: str, value: Any) -> None:
-    if as_bool(value):
+def _rollout(key: str, value: Any, c: Collector) -> None:
+    r = dict(c.fields.get("rollout") or {"engine": "vllm"})
+    if key in ROLLOUT:
+        field, convert = ROLLOUT[key]
+        r[field] = convert(value)
+    c.fields["rollout"] = r
+
+
+def rollout(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    _rollout(key, value, c)
+
+
+def finish_rollout(c: Collector) -> None:
+    """Keep `rollout` only when vLLM generation is on (use_vllm); TRL's default mode is server."""
+    r = c.fields.pop("rollout", None)
+    if r and r.pop("on", False):
+        r.setdefault("mode", "server")
+        c.fields["rollout"] = r
+
+
+def _zero_file(c: Collector, path: str, ignored_as: str) -> None:
+    """A DeepSpeed JSON named, not sent: its stage and offload from the file name where it says them."""
+    sharding, offload = zero_from_path(path)
+    c.set("sharding", sharding)
+    c.set("offload", offload)
+    if sharding is None:
+        c.ignore(ignored_as)
+
+
+def _amp_word(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    if str(value).lower() in ("bf16", "fp16", "fp8"):
         c.set("mixed_precision", "amp")
-    elif value not in (False, None, "false", "False"):
-        c.ignore(key)
+
+
+# ---------------------------------------------------------------- Axolotl
+
+
+def _ax_targets(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    if not as_bool(data.get("lora_target_linear")):  # lora_target_linear: true wins over a module list
+        c.targets(key, value)
+
+
+def _ax_checkpointing(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    fsdp = data.get("fsdp_config")
+    fsdp_ac = isinstance(fsdp, dict) and as_bool(fsdp.get("activation_checkpointing"))
+    c.set("gradient_checkpointing", bool(fsdp_ac) or (bool(value) if not isinstance(value, str) else True))
+
+
+def _ax_flash(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    c.set("flash_attention", as_bool(value) or as_bool(data.get("sdp_attention")) or False)
+
+
+def _ax_deepspeed(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    _zero_file(c, str(value), key)
+
+
+def _ax_fsdp(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    if not isinstance(value, dict):
+        c.unknown(key, value)
+        return
+    c.set("sharding", "fsdp")
+    c.set("offload", as_bool(value.get("offload_params")) or False)
+    if as_bool(value.get("activation_checkpointing")):
+        c.fields["gradient_checkpointing"] = True
+
+
+def _ax_vllm(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    if not isinstance(value, dict):
+        c.unknown(key, value)
+        return
+    for sub, v in value.items():
+        if sub in ("gpu_memory_utilization", "tensor_parallel_size"):
+            _rollout(f"vllm_{sub}", v, c)
+        else:
+            c.unknown(f"vllm.{sub}", v)
+
+
+def _ax_trl(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    if not isinstance(value, dict):
+        c.unknown(key, value)
+        return
+    c.set("num_generations", as_int(value.get("num_generations")))
+    c.set("output_len", as_int(value.get("max_completion_length")))
+    for sub in value:
+        if sub in ROLLOUT:
+            _rollout(sub, value[sub], c)
+        elif sub not in ("num_generations", "max_completion_length"):
+            c.unknown(f"trl.{sub}", value[sub])
+
+
+AXOLOTL_KEYS: dict[str, Handler] = {
+    **each(("adapter", "load_in_4bit", "load_in_8bit", "rl", *FUSED_KEYS), skip),  # read before the loop
+    "base_model": model,
+    "lora_r": to("lora_rank", as_int),
+    "lora_target_linear": when_true("lora_targets", "all_linear"),
+    "lora_target_modules": _ax_targets,
+    "sequence_len": to("seq_len", as_int),
+    "micro_batch_size": to("batch_size", as_int),
+    "optimizer": optimizer,
+    **each(("bf16", "fp16", "tf32"), precision),
+    "gradient_checkpointing": _ax_checkpointing,
+    "flash_attention": _ax_flash,
+    "sdp_attention": when_true("flash_attention", True),
+    "deepspeed": _ax_deepspeed,
+    "fsdp_config": _ax_fsdp,
+    **each(("context_parallel_size", "sequence_parallel_degree"), to("context_parallel", as_int)),
+    "vllm": _ax_vllm,
+    "trl": _ax_trl,
+}
 
 
 def axolotl(data: dict[str, Any], c: Collector) -> None:
@@ -33,68 +163,98 @@ def axolotl(data: dict[str, Any], c: Collector) -> None:
     fused = [as_bool(data.get(k)) for k in FUSED_KEYS if k in data]
     if fused:
         c.set("fused_loss", any(fused))
-    for key, value in data.items():
-        if key in ("adapter", "load_in_4bit", "load_in_8bit", "rl", *FUSED_KEYS):
-            continue
-        if key == "base_model":
-            c.model = str(value)
-        elif key == "lora_r":
-            c.set("lora_rank", as_int(value))
-        elif key == "lora_target_linear":
-            if as_bool(value):
-                c.set("lora_targets", "all_linear")
-        elif key == "lora_target_modules":
-            if not as_bool(data.get("lora_target_linear")):
-                c.targets(key, value)
-        elif key == "sequence_len":
-            c.set("seq_len", as_int(value))
-        elif key == "micro_batch_size":
-            c.set("batch_size", as_int(value))
-        elif key == "optimizer":
-            c.optimizer(key, value)
-        elif key in ("bf16", "fp16", "tf32"):
-            _precision(c, key, value)
-        elif key == "gradient_checkpointing":
-            fsdp_ac = isinstance(data.get("fsdp_config"), dict) and as_bool(
-                data["fsdp_config"].get("activation_checkpointing"))
-            c.set("gradient_checkpointing", bool(fsdp_ac) or (bool(value) if not isinstance(value, str) else True))
-        elif key == "flash_attention":
-            c.set("flash_attention", as_bool(value) or as_bool(data.get("sdp_attention")) or False)
-        elif key == "sdp_attention":
-            if as_bool(value):
-                c.set("flash_attention", True)
-        elif key == "deepspeed":
-            sharding, offload = zero_from_path(str(value))
-            c.set("sharding", sharding)
-            c.set("offload", offload)
-            if sharding is None:
-                c.ignore(key)
-        elif key == "fsdp_config" and isinstance(value, dict):
-            c.set("sharding", "fsdp")
-            c.set("offload", as_bool(value.get("offload_params")) or False)
-            if as_bool(value.get("activation_checkpointing")):
-                c.fields["gradient_checkpointing"] = True
-        elif key in ("context_parallel_size", "sequence_parallel_degree"):
-            c.set("context_parallel", as_int(value))
-        elif key == "vllm" and isinstance(value, dict):
-            for sub, v in value.items():
-                if sub in ("gpu_memory_utilization", "tensor_parallel_size"):
-                    _rollout(f"vllm_{sub}", v, c)
-                else:
-                    c.unknown(f"vllm.{sub}", v)
-        elif key == "trl" and isinstance(value, dict):
-            c.set("num_generations", as_int(value.get("num_generations")))
-            c.set("output_len", as_int(value.get("max_completion_length")))
-            for sub in value:
-                if sub in ("use_vllm", "vllm_mode", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size",
-                           "vllm_enable_sleep_mode"):
-                    _rollout(sub, value[sub], c)
-                elif sub not in ("num_generations", "max_completion_length"):
-                    c.unknown(f"trl.{sub}", value[sub])
-        else:
-            c.unknown(key, value)
+    apply(AXOLOTL_KEYS, data, c)
     finish_rollout(c)
     c.default("offload", False)
+
+
+# ---------------------------------------------------------------- TrainingArguments, TRL configs, ModelConfig
+
+
+def _hf_deepspeed(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    if isinstance(value, dict):
+        deepspeed(value, c)
+    else:
+        _zero_file(c, str(value), f"{key} (the JSON file it names was not sent)")
+
+
+def _hf_fsdp(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    words = " ".join(value) if isinstance(value, list) else str(value)
+    if words.strip() and words.strip().lower() not in ("false", "none", ""):
+        c.set("sharding", "fsdp")
+        c.set("offload", "offload" in words)
+
+
+def _hf_generations(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    c.set("num_generations", as_int(value))
+    c.set("stage", "grpo")
+
+
+HF_KEYS: dict[str, Handler] = {
+    "per_device_train_batch_size": to("batch_size", as_int),
+    "max_length": to("seq_len", as_int),
+    "optim": optimizer,
+    **each(("bf16", "fp16"), precision),
+    "gradient_checkpointing": to("gradient_checkpointing", as_bool),
+    "use_liger_kernel": to("fused_loss", as_bool),
+    "deepspeed": _hf_deepspeed,
+    "fsdp": _hf_fsdp,
+    "attn_implementation": to("flash_attention", lambda v: str(v).lower() != "eager"),
+    "model_name_or_path": model,
+    "lora_r": to("lora_rank", as_int),
+    "lora_target_modules": targets,
+    "num_generations": _hf_generations,
+    "max_completion_length": to("output_len", as_int),
+    "padding_free": to("padding_free", as_bool),
+    **each(ROLLOUT, rollout),
+}
+HF_METHOD_KEYS = ("use_peft", "load_in_4bit", "load_in_8bit")
+
+
+def _hf_key(key: str, value: Any, c: Collector) -> None:
+    """One TrainingArguments / TRL config / ModelConfig key."""
+    (HF_KEYS.get(key) or unknown)(c, key, value, {})
+
+
+def hf_key(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    _hf_key(key, value, c)
+
+
+def hf_args(data: dict[str, Any], c: Collector) -> None:
+    """TrainingArguments / TRL config / ModelConfig fields in one mapping (a `trl --config` YAML, an args JSON)."""
+    if any(k in data for k in ("use_peft", "lora_r", "max_length", "num_generations", "dataset_name")):
+        c.fields["framework"] = "trl"  # TRL's own fields (ModelConfig, ScriptArguments, trainer configs)
+    trl = c.fields.get("framework") == "trl"
+    peft = bool(as_bool(data.get("use_peft")))
+    quant = 4 if as_bool(data.get("load_in_4bit")) else 8 if as_bool(data.get("load_in_8bit")) else None
+    set_method(c, peft, quant)
+    apply({**HF_KEYS, **each(HF_METHOD_KEYS, skip)}, data, c)
+    finish_rollout(c)
+    c.default("gradient_checkpointing", trl)  # TRL configs default to True (trl/trainer/base_config.py), HF to off
+    c.default("fused_loss", False)
+    c.default("offload", False)
+    if trl:
+        c.default("mixed_precision", "amp")  # TRL: bf16 defaults to on (base_config.py __post_init__)
+
+
+# ---------------------------------------------------------------- LLaMA-Factory (its own keys, then HF's)
+
+
+def _lf_precision(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    if not as_bool(data.get("pure_bf16")):
+        precision(c, key, value, data)
+
+
+LF_KEYS: dict[str, Handler] = {
+    **each(("finetuning_type", "quantization_bit", "quantization_method", "stage", "disable_gradient_checkpointing",
+            "enable_liger_kernel", "pure_bf16"), skip),  # read before the loop
+    "model_name_or_path": model,
+    "lora_rank": to("lora_rank", as_int),
+    "lora_target": targets,
+    "cutoff_len": to("seq_len", as_int),
+    **each(("bf16", "fp16"), _lf_precision),
+    "flash_attn": to("flash_attention", lambda v: str(v).lower() != "disabled"),
+}
 
 
 def llama_factory(data: dict[str, Any], c: Collector) -> None:
@@ -112,156 +272,66 @@ def llama_factory(data: dict[str, Any], c: Collector) -> None:
     c.set("gradient_checkpointing", not as_bool(data.get("disable_gradient_checkpointing")))
     c.set("fused_loss", bool(as_bool(data.get("enable_liger_kernel"))))
     c.set("mixed_precision", "pure_bf16" if as_bool(data.get("pure_bf16")) else None)
-    used = {"finetuning_type", "quantization_bit", "quantization_method", "stage", "disable_gradient_checkpointing",
-            "enable_liger_kernel", "pure_bf16"}
-    for key, value in data.items():
-        if key in used:
-            continue
-        if key == "model_name_or_path":
-            c.model = str(value)
-        elif key == "lora_rank":
-            c.set("lora_rank", as_int(value))
-        elif key == "lora_target":
-            c.targets(key, value)
-        elif key == "cutoff_len":
-            c.set("seq_len", as_int(value))
-        elif key in ("bf16", "fp16"):
-            if not as_bool(data.get("pure_bf16")):
-                _precision(c, key, value)
-        elif key == "flash_attn":
-            c.set("flash_attention", str(value).lower() != "disabled")
-        else:
-            _hf_key(key, value, c)
+    apply(LF_KEYS, data, c, hf_key)
     c.default("offload", False)
 
 
-def _hf_key(key: str, value: Any, c: Collector) -> None:
-    """One TrainingArguments / TRL config / ModelConfig key."""
-    if key == "per_device_train_batch_size":
-        c.set("batch_size", as_int(value))
-    elif key == "max_length":
-        c.set("seq_len", as_int(value))
-    elif key == "optim":
-        c.optimizer(key, value)
-    elif key in ("bf16", "fp16"):
-        _precision(c, key, value)
-    elif key == "gradient_checkpointing":
-        c.set("gradient_checkpointing", as_bool(value))
-    elif key == "use_liger_kernel":
-        c.set("fused_loss", as_bool(value))
-    elif key == "deepspeed":
-        if isinstance(value, dict):
-            deepspeed(value, c)
-        else:
-            sharding, offload = zero_from_path(str(value))
-            c.set("sharding", sharding)
-            c.set("offload", offload)
-            if sharding is None:
-                c.ignore(f"{key} (the JSON file it names was not sent)")
-    elif key == "fsdp":
-        words = " ".join(value) if isinstance(value, list) else str(value)
-        if words.strip() and words.strip().lower() not in ("false", "none", ""):
-            c.set("sharding", "fsdp")
-            c.set("offload", "offload" in words)
-    elif key == "attn_implementation":
-        c.set("flash_attention", str(value).lower() != "eager")
-    elif key == "model_name_or_path":
-        c.model = str(value)
-    elif key == "lora_r":
-        c.set("lora_rank", as_int(value))
-    elif key == "lora_target_modules":
-        c.targets(key, value)
-    elif key == "num_generations":
-        c.set("num_generations", as_int(value))
-        c.set("stage", "grpo")
-    elif key == "max_completion_length":
-        c.set("output_len", as_int(value))
-    elif key == "padding_free":
-        c.set("padding_free", as_bool(value))
-    elif key in ("use_vllm", "vllm_mode", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size",
-                 "vllm_enable_sleep_mode"):
-        _rollout(key, value, c)
-    else:
+# ---------------------------------------------------------------- DeepSpeed JSON, accelerate config (flattened keys)
+
+
+def _ds_batch(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    b = as_int(value)
+    if b is None and value != "auto":  # "auto": the Trainer fills it in
+        c.ignore(key)
+    c.set("batch_size", b)
+
+
+def _ds_optimizer(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    c.optimizer(key, {"adamw": "adamw_torch", "adam": "adamw_torch"}.get(str(value).lower(), str(value)))
+
+
+def _ds_other(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    if key.startswith(("zero_optimization.offload_", "optimizer.params", "scheduler.")):
+        return  # offload devices are read before the loop; optimizer and scheduler settings hold no memory
+    if key in known("deepspeed") or key.split(".")[0] in ("bf16", "fp16"):
         c.unknown(key, value)
+    else:
+        c.other(key, value)
 
 
-def _rollout(key: str, value: Any, c: Collector) -> None:
-    """TRL's vLLM generation settings → the request's `rollout` (CONTRACT.md v2)."""
-    r = dict(c.fields.get("rollout") or {"engine": "vllm"})
-    if key == "use_vllm":
-        r["on"] = bool(as_bool(value))
-    elif key == "vllm_mode":
-        r["mode"] = str(value) if str(value) in ("colocate", "server") else None
-    elif key == "vllm_gpu_memory_utilization":
-        from engine.configs.readers.collect import as_float
-
-        r["gpu_memory_utilization"] = as_float(value)
-    elif key == "vllm_tensor_parallel_size":
-        r["tensor_parallel"] = as_int(value)
-    elif key == "vllm_enable_sleep_mode":
-        r["sleep"] = as_bool(value)
-    c.fields["rollout"] = r
-
-
-def finish_rollout(c: Collector) -> None:
-    """Keep `rollout` only when vLLM generation is on (use_vllm); TRL's default mode is server."""
-    r = c.fields.pop("rollout", None)
-    if r and r.pop("on", False):
-        r.setdefault("mode", "server")
-        c.fields["rollout"] = r
-
-
-HF_METHOD_KEYS = ("use_peft", "load_in_4bit", "load_in_8bit")
-
-
-def hf_args(data: dict[str, Any], c: Collector) -> None:
-    """TrainingArguments / TRL config / ModelConfig fields in one mapping (a `trl --config` YAML, an args JSON)."""
-    if any(k in data for k in ("use_peft", "lora_r", "max_length", "num_generations", "dataset_name")):
-        c.fields["framework"] = "trl"  # TRL's own fields (ModelConfig, ScriptArguments, trainer configs)
-    trl = c.fields.get("framework") == "trl"
-    peft = bool(as_bool(data.get("use_peft")))
-    quant = 4 if as_bool(data.get("load_in_4bit")) else 8 if as_bool(data.get("load_in_8bit")) else None
-    set_method(c, peft, quant)
-    for key, value in data.items():
-        if key not in HF_METHOD_KEYS:
-            _hf_key(key, value, c)
-    finish_rollout(c)
-    c.default("gradient_checkpointing", trl)  # TRL configs default to True (trl/trainer/base_config.py), HF to off
-    c.default("fused_loss", False)
-    c.default("offload", False)
-    if trl:
-        c.default("mixed_precision", "amp")  # TRL: bf16 defaults to on (base_config.py __post_init__)
+DEEPSPEED_KEYS: dict[str, Handler] = {
+    "train_micro_batch_size_per_gpu": _ds_batch,
+    **each(("bf16.enabled", "fp16.enabled"), precision),
+    "optimizer.type": _ds_optimizer,
+    "zero_optimization.stage": skip,  # read before the loop
+}
 
 
 def deepspeed(data: dict[str, Any], c: Collector) -> None:
     c.fields.setdefault("framework", "deepspeed")
-    from engine.configs.options import known
-
-    names = known("deepspeed")
     flat = flatten(data)
     zero_stage = as_int(flat.get("zero_optimization.stage"))
     if zero_stage is not None:
-        c.set("sharding", {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}.get(zero_stage))
+        c.set("sharding", ZERO.get(zero_stage))
     offload = any(str(flat.get(f"zero_optimization.{k}.device", "none")).lower() in ("cpu", "nvme")
                   for k in ("offload_optimizer", "offload_param"))
     c.set("offload", offload)
-    for key, value in flat.items():
-        if key == "train_micro_batch_size_per_gpu":
-            b = as_int(value)
-            if b is None and value != "auto":
-                c.ignore(key)
-            c.set("batch_size", b)
-        elif key in ("bf16.enabled", "fp16.enabled"):
-            _precision(c, key, value)
-        elif key == "optimizer.type":
-            c.optimizer(key, {"adamw": "adamw_torch", "adam": "adamw_torch"}.get(str(value).lower(), str(value)))
-        elif key == "zero_optimization.stage" or key.startswith(("zero_optimization.offload_", "optimizer.params",
-                                                                  "scheduler.")):
-            continue
-        elif key in names or key.split(".")[0] in ("bf16", "fp16"):
-            c.unknown(key, value)
-        else:
-            c.other(key, value)
+    apply(DEEPSPEED_KEYS, flat, c, _ds_other)
+
+
+def _acc_other(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
+    if key.startswith("deepspeed_config.offload_"):
+        return  # read before the loop
+    c.unknown(key.rsplit(".", 1)[-1] if key.startswith("fsdp_config.") else key, value)
+
+
+ACCELERATE_KEYS: dict[str, Handler] = {
+    "mixed_precision": _amp_word,
+    "parallelism_config.parallelism_config_cp_size": to("context_parallel", as_int),
+    **each(("distributed_type", "num_processes", "fsdp_config.fsdp_offload_params",
+            "fsdp_config.fsdp_activation_checkpointing", "deepspeed_config.zero_stage",
+            "deepspeed_config.deepspeed_config_file"), skip),  # read before the loop
+}
 
 
 def accelerate_config(data: dict[str, Any], c: Collector) -> None:
@@ -275,7 +345,7 @@ def accelerate_config(data: dict[str, Any], c: Collector) -> None:
     elif dist == "DEEPSPEED":
         stage = as_int(flat.get("deepspeed_config.zero_stage"))
         if stage is not None:
-            c.set("sharding", {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}.get(stage))
+            c.set("sharding", ZERO.get(stage))
         off = any(str(flat.get(f"deepspeed_config.offload_{k}_device", "none")).lower() in ("cpu", "nvme")
                   for k in ("optimizer", "param"))
         c.set("offload", off or None)
@@ -286,18 +356,7 @@ def accelerate_config(data: dict[str, Any], c: Collector) -> None:
     n = as_int(data.get("num_processes"))
     if n and n > 0:
         c.gpu_count = n * max(1, as_int(data.get("num_machines")) or 1)
-    for key, value in flat.items():
-        if key == "mixed_precision":
-            if str(value).lower() in ("bf16", "fp16", "fp8"):
-                c.set("mixed_precision", "amp")
-        elif key == "parallelism_config.parallelism_config_cp_size":
-            c.set("context_parallel", as_int(value))
-        elif key in ("distributed_type", "num_processes", "fsdp_config.fsdp_offload_params",
-                     "fsdp_config.fsdp_activation_checkpointing", "deepspeed_config.zero_stage",
-                     "deepspeed_config.deepspeed_config_file") or key.startswith("deepspeed_config.offload_"):
-            continue
-        else:
-            c.unknown(key.rsplit(".", 1)[-1] if key.startswith("fsdp_config.") else key, value)
+    apply(ACCELERATE_KEYS, flat, c, _acc_other)
 
 
 def torchtune_config(data: dict[str, Any], c: Collector) -> None:

@@ -49,6 +49,21 @@ def _value(node: ast.expr, consts: dict[str, Any]) -> tuple[bool, Any]:
         return False, None
 
 
+def _lora(kwargs: dict[str, Any], c: Collector) -> None:
+    """LoraConfig(...) and Unsloth's get_peft_model(...) name the rank and the target modules alike."""
+    c.set("lora_rank", as_int(kwargs.get("r")))
+    if "target_modules" in kwargs:
+        c.targets("target_modules", kwargs["target_modules"])
+
+
+def _unsloth_checkpointing(kwargs: dict[str, Any], c: Collector) -> None:
+    """Unsloth's from_pretrained and get_peft_model both take use_gradient_checkpointing."""
+    if "use_gradient_checkpointing" in kwargs:
+        c.set("gradient_checkpointing", kwargs["use_gradient_checkpointing"] not in (False, "false"))
+        if kwargs["use_gradient_checkpointing"] == "unsloth":  # its checkpointer offloads layer inputs
+            c.set("offload", True)
+
+
 def read(text: str, c: Collector) -> None:
     try:
         tree = ast.parse(text)
@@ -85,9 +100,7 @@ def read(text: str, c: Collector) -> None:
                 _hf_key(key, value, c)
         elif short == "LoraConfig":
             peft = True
-            c.set("lora_rank", as_int(kwargs.get("r")))
-            if "target_modules" in kwargs:
-                c.targets("target_modules", kwargs["target_modules"])
+            _lora(kwargs, c)
         elif short == "BitsAndBytesConfig":
             quant = 4 if as_bool(kwargs.get("load_in_4bit")) else 8 if as_bool(kwargs.get("load_in_8bit")) else quant
         elif name.endswith("FastLanguageModel.from_pretrained") or name.endswith("FastModel.from_pretrained"):
@@ -99,19 +112,11 @@ def read(text: str, c: Collector) -> None:
             elif as_bool(kwargs.get("load_in_8bit")):
                 quant = 8
             full = bool(as_bool(kwargs.get("full_finetuning")))
-            if "use_gradient_checkpointing" in kwargs:
-                c.set("gradient_checkpointing", kwargs["use_gradient_checkpointing"] not in (False, "false"))
-                if kwargs["use_gradient_checkpointing"] == "unsloth":  # its checkpointer offloads layer inputs
-                    c.set("offload", True)
+            _unsloth_checkpointing(kwargs, c)
         elif name.endswith("get_peft_model") and unsloth:
             peft = True
-            c.set("lora_rank", as_int(kwargs.get("r")))
-            if "target_modules" in kwargs:
-                c.targets("target_modules", kwargs["target_modules"])
-            if "use_gradient_checkpointing" in kwargs:
-                c.set("gradient_checkpointing", kwargs["use_gradient_checkpointing"] not in (False, "false"))
-                if kwargs["use_gradient_checkpointing"] == "unsloth":  # its checkpointer offloads layer inputs
-                    c.set("offload", True)
+            _lora(kwargs, c)
+            _unsloth_checkpointing(kwargs, c)
         elif short == "from_pretrained" and "AutoModel" in name:
             if isinstance(first, str) and c.model is None:
                 c.model = first

@@ -113,6 +113,13 @@ def _py(value: Any) -> str:
     return repr(value)
 
 
+def _dataset_and_args(job: ConfigJob, config: str, args: dict[str, Any]) -> list[str]:
+    """The script's dataset line and its trainer config call."""
+    body = ",\n    ".join(f"{k}={_py(v)}" for k, v in args.items())
+    return [f"dataset = load_dataset({DATASETS.get(job.stage, DATASETS['sft'])!r}, split='train')  # your data here",
+            f"args = {config}(\n    {body},\n)"]
+
+
 def trl_script(job: ConfigJob) -> ConfigOutput:
     trainer, config = TRAINERS.get(job.stage, TRAINERS["sft"])
     args, margs = training_args(job), model_args(job)
@@ -142,10 +149,7 @@ def trl_script(job: ConfigJob) -> ConfigOutput:
         lines.append(f"peft_config = LoraConfig(r={job.lora_rank}, lora_alpha={job.lora_rank * 2}, "
                      f"lora_dropout=0.05, target_modules={targets}, task_type='CAUSAL_LM')")
         peft = ", peft_config=peft_config"
-    lines.append(f"dataset = load_dataset({DATASETS.get(job.stage, DATASETS['sft'])!r}, split='train')"
-                 "  # your data here")
-    body = ",\n    ".join(f"{k}={_py(v)}" for k, v in args.items())
-    lines.append(f"args = {config}(\n    {body},\n)")
+    lines += _dataset_and_args(job, config, args)
     extra = ", reward_funcs=reward_len" if job.stage == "grpo" else ""
     if job.stage == "grpo":
         lines[-1:-1] = ["", "def reward_len(completions, **kwargs):  # your reward here",
@@ -195,10 +199,7 @@ def unsloth(job: ConfigJob) -> ConfigOutput:
     args.pop("deepspeed", None)
     args.pop("use_liger_kernel", None)  # Unsloth's own fused cross-entropy is always on
     trainer, config = TRAINERS.get(job.stage, TRAINERS["sft"])
-    lines.append(f"dataset = load_dataset({DATASETS.get(job.stage, DATASETS['sft'])!r}, split='train')"
-                 "  # your data here")
-    body = ",\n    ".join(f"{k}={_py(v)}" for k, v in args.items())
-    lines.append(f"args = {config}(\n    {body},\n)")
+    lines += _dataset_and_args(job, config, args)
     lines.append(f"trainer = {trainer}(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)")
     lines.append("trainer.train()")
     if not job.fused_loss:

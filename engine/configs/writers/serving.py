@@ -1,99 +1,43 @@
-"""Serving command lines: `vllm serve`, SGLang `launch_server`, `llama-server` (flags: options/vllm.txt,
-options/sglang.txt, options/llama_cpp.txt)."""
+"""Serving command lines: `vllm serve`, SGLang `launch_server`, `llama-server`, written through the engines' flag
+tables (engine/configs/serving_flags.py, shared with the readers)."""
 
 from __future__ import annotations
 
 import shlex
 
-from engine.configs.common import header, quant_word
+from engine.configs.common import header
 from engine.configs.model import ConfigFile, ConfigJob, ConfigOutput
-
-VLLM_KV = {"fp8": "fp8", "bf16": "auto"}
-SGLANG_KV = {"fp8": "fp8_e4m3", "bf16": "auto"}
-LLAMA_KV = {"int8": "q8_0", "int4": "q4_0", "bf16": "f16"}
+from engine.configs.serving_flags import LLAMA_SERVER, SGLANG, UNSAID, VLLM, Engine, gguf_file, gguf_tag
 
 
-def _out(job: ConfigJob, framework: str, name: str, argv: list[str], notes: list[str]) -> ConfigOutput:
+def _write(engine: Engine, job: ConfigJob, notes: list[str]) -> ConfigOutput:
+    argv = list(engine.program)
+    for flag in engine.flags:
+        text = flag.write(job)
+        if text is UNSAID:
+            note = f"not_expressible:{flag.field}={getattr(job, flag.field or '')}"
+            if note not in notes:  # llama-server's -ctk and -ctv carry the one kv_cache_dtype
+                notes.append(note)
+        elif text is not None:
+            argv += [text] if flag.positional else [flag.names[0], text]
     cmd = shlex.join(argv)
-    text = "\n".join(header(job, framework)) + "\n" + cmd + "\n"
-    return ConfigOutput(framework=framework, files=[ConfigFile(name=name, text=text)], command=cmd,
+    text = "\n".join(header(job, engine.name)) + "\n" + cmd + "\n"
+    return ConfigOutput(framework=engine.name, files=[ConfigFile(name=engine.file, text=text)], command=cmd,
                         estimate_gib=job.estimate_gib, notes=notes)
 
 
-def _tp(job: ConfigJob) -> int:
-    return job.tensor_parallel or max(1, job.gpu_count // (job.pipeline_parallel or 1))
-
-
 def vllm(job: ConfigJob) -> ConfigOutput:
-    notes: list[str] = []
-    argv = ["vllm", "serve", job.model, "--tensor-parallel-size", str(_tp(job))]
-    if job.pipeline_parallel and job.pipeline_parallel > 1:
-        argv += ["--pipeline-parallel-size", str(job.pipeline_parallel)]
-    argv += ["--max-model-len", str(job.seq_len)]
-    if job.concurrency:
-        argv += ["--max-num-seqs", str(job.concurrency)]
-    argv += ["--gpu-memory-utilization", str(job.gpu_memory_utilization or 0.9)]
-    if job.kv_cache_dtype:
-        if job.kv_cache_dtype in VLLM_KV:
-            argv += ["--kv-cache-dtype", VLLM_KV[job.kv_cache_dtype]]
-        else:
-            notes.append(f"not_expressible:kv_cache_dtype={job.kv_cache_dtype}")
-    q = quant_word(job)
-    if q:
-        argv += ["--quantization", q]
+    out = _write(VLLM, job, [])
     if (job.quantization or "").startswith("gguf:"):
-        notes.append("not_expressible:gguf in vllm (serve the GGUF file with llama-server)")
-    return _out(job, "vllm", "vllm_serve.sh", argv, notes)
+        out.notes.append("not_expressible:gguf in vllm (serve the GGUF file with llama-server)")
+    return out
 
 
 def sglang(job: ConfigJob) -> ConfigOutput:
-    notes: list[str] = []
-    argv = ["python", "-m", "sglang.launch_server", "--model-path", job.model, "--tp-size", str(_tp(job))]
-    if job.pipeline_parallel and job.pipeline_parallel > 1:
-        argv += ["--pp-size", str(job.pipeline_parallel)]
-    argv += ["--context-length", str(job.seq_len)]
-    if job.concurrency:
-        argv += ["--max-running-requests", str(job.concurrency)]
-    argv += ["--mem-fraction-static", str(job.gpu_memory_utilization or 0.9)]
-    if job.kv_cache_dtype:
-        if job.kv_cache_dtype in SGLANG_KV:
-            argv += ["--kv-cache-dtype", SGLANG_KV[job.kv_cache_dtype]]
-        else:
-            notes.append(f"not_expressible:kv_cache_dtype={job.kv_cache_dtype}")
-    q = quant_word(job)
-    if q:
-        argv += ["--quantization", q]
-    return _out(job, "sglang", "sglang_serve.sh", argv, notes)
-
-
-def gguf_type(job: ConfigJob) -> str:
-    """The GGUF type that keeps the weight precision the estimate assumed (a GGUF repository must offer it)."""
-    q = (job.quantization or "").lower()
-    bits = 4 if q in ("awq", "gptq", "nf4", "mxfp4", "nvfp4") else 8 if q in ("int8", "fp8") else job.bits
-    return {4: "Q4_K_M", 8: "Q8_0"}.get(bits, "BF16")
+    return _write(SGLANG, job, [])
 
 
 def llama_cpp(job: ConfigJob) -> ConfigOutput:
-    """llama-server splits -c over -np slots (each sequence gets ctx/np tokens): -c = context x concurrency."""
-    notes: list[str] = []
-    quant = (job.quantization or "")
-    model = job.model if job.model.lower().endswith(".gguf") else None
-    slots = job.concurrency or 1
-    argv = ["llama-server"]
-    if model:
-        argv += ["-m", model]
-    else:
-        tag = quant.split(":", 1)[1].upper() if quant.startswith("gguf:") else gguf_type(job)
-        if not quant.startswith("gguf:"):
-            notes.append(f"gguf_type_assumed:{tag}")
-        argv += ["-hf", f"{job.model}:{tag}"]
-    argv += ["-c", str(job.seq_len * slots), "-np", str(slots), "-ngl", "999", "-fa", "on" if job.flash_attention
-             else "off"]
-    if job.kv_cache_dtype:
-        if job.kv_cache_dtype in LLAMA_KV:
-            argv += ["-ctk", LLAMA_KV[job.kv_cache_dtype], "-ctv", LLAMA_KV[job.kv_cache_dtype]]
-        else:
-            notes.append(f"not_expressible:kv_cache_dtype={job.kv_cache_dtype}")
-    if job.gpu_count > 1:
-        argv += ["-sm", "layer", "-ts", ",".join(["1"] * job.gpu_count)]
-    return _out(job, "llama.cpp", "llama_server.sh", argv, notes)
+    notes = [] if gguf_file(job) or (job.quantization or "").startswith("gguf:") else [
+        f"gguf_type_assumed:{gguf_tag(job)}"]
+    return _write(LLAMA_SERVER, job, notes)
