@@ -58,7 +58,8 @@ async def test_serving_buttons_edit_the_answer_in_place(h: Harness, api: FakeBot
     assert "✓ FP8" in labels(edited)
     await h.feed(callback(button_data(edited, "👥 128"), message_obj=edited, user_id=3002))
     edited = last_bot_message(api, 3002)
-    assert edited["text"].startswith(("✅ <b>128 users at 8k", "❌ <b>128 users at 8k", "⚠️ <b>128 users at 8k"))
+    assert edited["text"].startswith(("✅ <b>128 users at 8k", "❌ <b>128 users at 8k", "⚠️ <b>128 users at 8k",
+                                        "🔧 <b>128 users at 8k"))
     await h.feed(callback(button_data(edited, "32k"), message_obj=edited, user_id=3002))
     edited = last_bot_message(api, 3002)
     assert "128 users at 32k" in edited["text"] and "✓ 32k" in labels(edited)

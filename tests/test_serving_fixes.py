@@ -101,8 +101,8 @@ def test_a_small_ollama_model_gets_a_consumer_card_not_an_a100() -> None:
     assert r.gpu is not None and r.fits
     consumer = {"RTX 3090", "RTX 4090", "RTX 5090", "A10G", "L4"}
     assert r.gpu.name in consumer and "A100" not in r.gpu.name
-    prices = [c.effect.get("per_hour") for c in r.changes if c.key == "serving.change.arrangement"]
-    assert prices == sorted(prices)  # ranked by price per hour
+    costs = [c.effect.get("per_million_output_tokens") for c in r.changes if c.key == "serving.change.arrangement"]
+    assert costs and costs == sorted(costs)  # ranked by what the asked load costs: per 1M output tokens
 
 
 def test_apple_silicon_is_a_candidate_only_for_local_engines() -> None:

@@ -21,16 +21,14 @@ from .core import (
     DEFAULT_CONTEXT_UNKNOWN,
     catalog_gpu,
     gpu_choice,
-    kv_element_bytes,
     loads,
     profile,
     settings_for,
     users_served,
 )
 from .profile import data, supports, weight_format
-from .speed import cost, decode_and_ttft
+from .speed import cost, instance_speed
 from .types import Arrangement, Issue, ServingResult
-from .weights import rank_weights
 
 __all__ = ["ServingResult", "is_serving_request", "serve", "serving_block"]
 
@@ -183,7 +181,8 @@ def serve(request: Request) -> ServingResult:
     arrangements: list[Arrangement] = []
     if ref is None:
         cands = _candidates(engine)
-        arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(cands), users or 1, context, max_model_len)
+        arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(cands), users or 1, context, max_model_len,
+                               prompt, output)
         if not arrangements:
             if (users or 1) <= 1:
                 return _fail(name, [Issue(key="serving.error.no_arrangement", params={"context": context})],
@@ -216,11 +215,11 @@ def serve(request: Request) -> ServingResult:
     errors: list[Issue] = warnings
     if ((users and served < users) or not loads(p)) and request.gpus:
         arrangements = arrange(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
-                               users or 1, context, max_model_len)
+                               users or 1, context, max_model_len, prompt, output)
         if not arrangements:
             others = _candidates(engine)
             arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(others), users or 1, context,
-                                   max_model_len)
+                                   max_model_len, prompt, output)
         if not arrangements and users and users > 1:
             errors.append(_too_many(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
                                     users, context, max_model_len))
@@ -230,11 +229,7 @@ def serve(request: Request) -> ServingResult:
         per_instance = max(1, min(users or 1, served or 1) // replicas) if users else 1
         if users is None and "throughput" in request.asks:
             per_instance = max(1, served // replicas)  # "how many tokens/s": at the load the GPUs hold
-        w = rank_weights(arch, s.weight_format, tp, pp, engine)
-        read = p.memory.weights_gib * 2**30 - (w.embedding if s.family not in ("llama.cpp", "ollama") else 0.0)
-        speed = decode_and_ttft(arch, s, cat, choice, read, per_instance, prompt, output,
-                                kv_element_bytes(s.kv_cache_dtype, s.weight_format),
-                                host_bytes=p.memory.host_ram_gib * 2**30 if not choice.unified_memory else 0.0)
+        speed = instance_speed(arch, s, cat, choice, p.memory, per_instance, prompt, output)
         price = cost(cat.name, choice.count, speed.total_tokens_s * replicas, request.currency or "USD")
     fits = loads(p) and (users is None or served >= users)
     return ServingResult(
