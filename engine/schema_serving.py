@@ -113,6 +113,7 @@ class Arrangement(BaseModel):
     weights_gib: float = 0.0
     activation_peak_gib: float = 0.0
     non_torch_gib: float = 0.0  # non-torch memory + CUDA graphs
+    cuda_graph_gib: float = 0.0  # the graphs' part of it (outside gpu_memory_utilization on vLLM >= 0.11 V1)
 
 
 class ServingResult(BaseModel):

@@ -181,12 +181,14 @@ def labels(markup: object) -> list[str]:
 def test_serving_keyboard_marks_the_state_and_packs_small_data() -> None:
     kb = serving_keyboard("0123456789ab", "b", 32, 8192, "en")
     assert labels(kb) == ["✓ BF16", "FP8", "AWQ", "👥 8", "✓ 👥 32", "👥 128", "4k", "✓ 8k", "32k", "RU", "✓ EN",
-                          "⚙️ Config"]
+                          "📊 Chart", "⚙️ Config"]
     data = [b.callback_data for row in kb.inline_keyboard for b in row]
     assert all(len(d.encode()) <= 64 for d in data)
     assert data[1] == ServingCb(q="0123456789ab", f="8", u=32, c=8192, lg="en").pack()
     assert pack_serving("0123456789ab", "a", 128, 32768, "ru") == ServingCb(
         q="0123456789ab", f="a", u=128, c=32768, lg="ru").pack()
+    assert pack_serving("0123456789ab", "a", 128, 32768, "ru", "p") == ServingCb(
+        q="0123456789ab", f="a", u=128, c=32768, lg="ru", x="p").pack()
     local = serving_keyboard("0123456789ab", format_code("gguf:q4_k_m", "llama.cpp"), 1, 4096, "ru", "llama.cpp")
     assert labels(local)[:3] == ["F16", "Q8_0", "✓ Q4_K_M"]
 

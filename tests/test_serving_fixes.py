@@ -183,8 +183,8 @@ def test_a_model_that_does_not_load_on_the_named_gpu_gets_arrangements() -> None
                for c in r.changes)
 
 
-# ---- 9. no chart button under a serving answer ----------------------------------------------------------------
-def test_serving_keyboard_has_no_chart_button() -> None:
+# ---- 9. the chart button under a serving answer sends its chart -----------------------------------------------
+def test_serving_keyboard_has_a_chart_button() -> None:
     kb = serving_keyboard("q1", "b", 8, 8192, "en")
-    labels = [b.text for row in kb.inline_keyboard for b in row]
-    assert labels and not any("Chart" in x or "📊" in x for x in labels)
+    data = {b.text: b.callback_data for row in kb.inline_keyboard for b in row}
+    assert data["📊 Chart"] == "v:q1:b:8:8192:en:p"

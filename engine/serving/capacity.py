@@ -104,7 +104,7 @@ def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtyp
                 per_user_tokens_s=sp.per_user_tokens_s if sp else None, nodes=math.ceil(count / per_node),
                 total_gib=round(choice.total_gib, 2), budget_gib=round(m.budget_gib, 2),
                 weights_gib=round(m.weights_gib, 2), activation_peak_gib=round(m.activation_peak_gib, 2),
-                non_torch_gib=round(m.non_torch_gib + m.cuda_graph_gib, 2)))
+                non_torch_gib=round(m.non_torch_gib + m.cuda_graph_gib, 2), cuda_graph_gib=round(m.cuda_graph_gib, 2)))
         if options:
             found.append(min(options, key=_rank))
     found.sort(key=_rank)
