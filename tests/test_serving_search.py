@@ -74,3 +74,28 @@ def test_each_alternative_line_says_its_cost_per_million_tokens() -> None:
     assert "24×" not in text and "3 × TP" not in text
     ru = plain(render_request(req("Llama 3.1 70B", 32), AnswerOptions(lang="ru")).html)
     assert "за 1\u00a0млн выходных токенов ✓" in ru
+
+
+def test_ollama_splits_a_70b_over_two_3090s_instead_of_two_offloaded_copies() -> None:
+    from engine.schema import GpuRef
+
+    def on(count: int):  # type: ignore[no-untyped-def]
+        return serve(Request.model_validate({"model": ModelRef(name="Llama 3.1 70B"), "method": "inference",
+                                             "serving_engine": "ollama",
+                                             "gpus": [GpuRef(name="RTX 3090", count=count)]}))
+
+    one, two = on(1), on(2)
+    assert one.settings is not None and two.settings is not None and one.memory and two.memory
+    assert one.settings.gpu_layers is not None and one.settings.gpu_layers < 80  # one card: half the layers in RAM
+    assert two.settings.gpu_layers == 80 and two.replicas == 1  # llama.cpp's layer split: one process, both cards
+    assert two.memory.host_ram_gib < 1.0  # only the token embeddings stay in host RAM
+    assert two.memory.weights_gib < 23.7 * 0.95 and two.memory.weights_gib == pytest.approx(
+        one.memory.weights_gib * 80 / one.settings.gpu_layers / 2, rel=0.05)  # per GPU: half of the 80 layers
+    assert one.speed is not None and two.speed is not None
+    assert two.speed.per_user_tokens_s > 3 * one.speed.per_user_tokens_s  # no layers read from host RAM
+    text = plain(render_request(Request.model_validate({"model": ModelRef(name="Llama 3.1 70B"),
+                                                        "method": "inference", "serving_engine": "ollama",
+                                                        "gpus": [GpuRef(name="RTX 3090", count=2)]}),
+                                AnswerOptions(lang="en")).html)
+    assert "2×RTX 3090" in text and "TP" not in text.split("\n")[0] and "tensor parallel" not in text
+    assert "non-torch" not in text  # llama.cpp has no CUDA graphs or NCCL buffers to list

@@ -158,6 +158,8 @@ def table(lang: str, r: ServingResult) -> list[str]:
             _row(_(lang, "activation peak"), num(lang, m.activation_peak_gib)),
             _row(_(lang, "non-torch + CUDA graphs"), num(lang, m.non_torch_gib + m.cuda_graph_gib)),
             _row(_(lang, "KV pool"), num(lang, max(0.0, m.kv_pool_gib)))]
+    if m.non_torch_gib + m.cuda_graph_gib < 0.05:
+        del rows[3]  # llama.cpp: no CUDA graphs, no NCCL (its CUDA context is not counted apart)
     total = m.weights_gib + m.activation_peak_gib + m.non_torch_gib + m.cuda_graph_gib + max(0.0, m.kv_pool_gib)
     rows.append("─" * TABLE_WIDTH)
     rows.append(_row(_(lang, "total, GB (of %(card)s)") % {"card": num(lang, g.total_gib)}, num(lang, total)))
@@ -253,7 +255,7 @@ def serving_view(lang: str, a: Answer) -> AnswerView:
         "assumptions": "; ".join(x for x in (assumption_line(lang, s, r.settings.family if r.settings else "")
                                               for s in _assumptions(r)) if x) or "—",
         # the one place the unit is said: the table's GB are the training table's, 2^30 bytes (vLLM logs GiB)
-        "units": _(lang, "GB here are 2^30 bytes: the GiB of vLLM's start-up log") if ready else "",
+        "units": _(lang, "GB here are 2^30 bytes (GiB, as vLLM's start-up log counts them)") if ready else "",
         "command": command_text(r) if ready else "",
     }
     return AnswerView(model, title, line, answer_line(lang, r) if ready else "")

@@ -199,14 +199,17 @@ def serve(request: Request) -> ServingResult:
         else:
             fits_in = max(1, ref.count // pp)
             tp = max([t for t in valid_tp(arch, engine, fits_in)] or [1])
-            assumptions.append(f"tensor_parallel={tp}")
+            if engine not in ("llama.cpp", "ollama", "hf"):  # those split layers, never tensors
+                assumptions.append(f"tensor_parallel={tp}")
     if tp * pp > ref.count:
         ref = ref.model_copy(update={"count": tp * pp})
         assumptions.append(f"gpu_count={tp * pp}")
     choice, cat = gpu_choice(ref)
     if cat is None and choice.name:
         cat = catalog_gpu(choice.name) or find_gpu(choice.name)
-    replicas = max(1, choice.count // (tp * pp))
+    split = engine in ("llama.cpp", "ollama", "hf")
+    # llama.cpp / Ollama / HF generate: one process with the layers split over every GPU (no replicas)
+    replicas = 1 if split else max(1, choice.count // (tp * pp))
     s = settings_for(request, engine, fmt, kv_dtype, choice, tp, pp, max_model_len, assumptions)
     p = profile(request, arch, s, choice, context, users or 1)
     if p.gpu_layers is not None:

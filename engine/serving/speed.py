@@ -62,6 +62,8 @@ def instance_speed(arch: Architecture, s: Settings, gpu: Gpu, choice: GpuChoice,
     input embedding table (llama.cpp: its whole GPU share), plus host RAM layers on a discrete GPU."""
     w = rank_weights(arch, s.weight_format, s.tensor_parallel, s.pipeline_parallel, s.engine)
     read = memory.weights_gib * 2**30 - (w.embedding if s.family not in ("llama.cpp", "ollama") else 0.0)
+    if s.family in ("llama.cpp", "ollama"):
+        read *= max(1, choice.count)  # layers split over the GPUs: a token passes them one after another
     return decode_and_ttft(arch, s, gpu, choice, read, users, prompt, output,
                            kv_element_bytes(s.kv_cache_dtype, s.weight_format),
                            host_bytes=memory.host_ram_gib * 2**30 if not choice.unified_memory else 0.0)
