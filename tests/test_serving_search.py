@@ -99,3 +99,17 @@ def test_ollama_splits_a_70b_over_two_3090s_instead_of_two_offloaded_copies() ->
                                 AnswerOptions(lang="en")).html)
     assert "2×RTX 3090" in text and "TP" not in text.split("\n")[0] and "tensor parallel" not in text
     assert "non-torch" not in text  # llama.cpp has no CUDA graphs or NCCL buffers to list
+
+
+def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_said_to_run_weight_only() -> None:
+    from engine.schema import GpuRef
+
+    def fp8_on(gpu: str) -> list[str]:
+        r = serve(Request.model_validate({"model": ModelRef(name="Mixtral 8x7B"), "method": "inference",
+                                          "serving_engine": "vllm", "quantization": "fp8", "concurrency": 16,
+                                          "gpus": [GpuRef(name=gpu, count=1)]}))
+        assert r.settings is not None and r.settings.weight_format == "fp8" and r.fits
+        return r.assumptions
+
+    assert "fp8_compute=weight-only" in fp8_on("A100 80GB SXM")  # Ampere: FP8 Marlin, W8A16
+    assert "fp8_compute=weight-only" not in fp8_on("H100 SXM")  # Hopper computes in FP8

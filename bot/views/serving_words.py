@@ -189,6 +189,8 @@ def assumption_line(lang: str, item: str, family: str = "vllm-v1") -> str:
             return _(lang, "architecture %(v)s") % {"v": value.replace("like", _(lang, "like"), 1)}
         case "weight_format":
             return _(lang, "weights in %(v)s") % {"v": format_label(value)}
+        case "fp8_compute":
+            return _(lang, "FP8 weight-only on this GPU (W8A16 through FP8 Marlin): FP8's memory, bf16's speed")
         case "native_format":
             return _(lang, "weights in %(v)s, as the checkpoint ships") % {"v": format_label(value)}
         case "max_model_len":

@@ -211,6 +211,10 @@ def serve(request: Request) -> ServingResult:
     # llama.cpp / Ollama / HF generate: one process with the layers split over every GPU (no replicas)
     replicas = 1 if split else max(1, choice.count // (tp * pp))
     s = settings_for(request, engine, fmt, kv_dtype, choice, tp, pp, max_model_len, assumptions)
+    if fmt == "fp8" and cat is not None and not cat.fp8_tflops and cat.compute_capability:
+        # no FP8 tensor cores (Ampere): vLLM runs FP8 checkpoints weight-only, W8A16 through FP8 Marlin
+        # (vLLM docs/features/quantization/fp8.md): the memory of FP8, the compute of bf16
+        assumptions.append("fp8_compute=weight-only")
     p = profile(request, arch, s, choice, context, users or 1)
     if p.gpu_layers is not None:
         s = s.model_copy(update={"gpu_layers": p.gpu_layers})
