@@ -10,10 +10,12 @@ from engine import pricing
 from engine.catalog import Gpu
 from engine.schema import Architecture, GpuRef, Request
 
+from .budget import GIB
 from .core import Profile, gpu_choice, loads, profile, settings_for, users_served
 from .profile import data
 from .speed import instance_speed, per_million
 from .types import Arrangement
+from .weights import rank_weights
 
 
 def valid_tp(arch: Architecture, engine: str, most: int) -> list[int]:
@@ -75,12 +77,20 @@ def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtyp
         ref = cand if isinstance(cand, GpuRef) else GpuRef(name=cand.name, memory_gb=cand.memory_gb)
         price = _price(ref.name or "", currency) if ref.name else None
         options: list[Arrangement] = []
+        wider = 0  # TP degrees tried past the first one instance serves the users with
         for tp, pp in instance_shapes(arch, engine):
             if pp > 1 and any(o.pipeline_parallel == 1 for o in options):
                 break  # PP across nodes only when no node-sized TP serves
+            if any(o.replicas == 1 for o in options):
+                wider += 1
+                if wider > 1:
+                    break  # wider still: more GPUs for the same users, decode gains less than the GPUs cost
             choice, gpu = gpu_choice(ref.model_copy(update={"count": tp * pp}))
             ceiling = per_node if choice.name in one_machine else most
             s = settings_for(request, engine, fmt, kv_dtype, choice, tp, pp, max_model_len)
+            if s.family not in ("llama.cpp", "ollama", "hf") and rank_weights(
+                    arch, fmt, tp, pp, engine).first > choice.total_gib * s.gpu_memory_utilization * GIB:
+                continue  # the weights alone are past the engine's share: it cannot load
             p: Profile = profile(request, arch, s, choice, context, users)
             if not loads(p):
                 continue
