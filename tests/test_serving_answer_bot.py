@@ -111,5 +111,8 @@ async def test_inline_serving_question_gets_the_serving_answer(h: Harness, api: 
     [answered] = api.of("answerInlineQuery")
     [result] = answered.params["results"]
     assert result["title"].startswith("32 users at 8k on 4×H100 SXM (TP\u00a04): room for ")
+    # the one-line answer: the GPUs, the speed a user sees, what it costs an hour and per 1M output tokens
+    assert result["description"].startswith("4×H100 SXM (TP\u00a04): ") and " tokens/s per user, $" in \
+        result["description"] and result["description"].endswith(" per 1M output tokens")
     assert "vllm serve" in result["input_message_content"]["message_text"]
     assert "✓ 👥 32" in [b["text"] for row in result["reply_markup"]["inline_keyboard"] for b in row]

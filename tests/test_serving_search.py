@@ -113,3 +113,18 @@ def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_said_to_run_weight_only() -> N
 
     assert "fp8_compute=weight-only" in fp8_on("A100 80GB SXM")  # Ampere: FP8 Marlin, W8A16
     assert "fp8_compute=weight-only" not in fp8_on("H100 SXM")  # Hopper computes in FP8
+
+
+def test_the_serving_mark_is_the_answers_verdict_as_in_training_answers() -> None:
+    from bot.views.view import verdict_mark
+    from engine.answer import answer
+    from engine.parse import parse
+
+    for question, verdict in (("Llama 3.1 70B vLLM 32 users 8k on 2xH100", "fits_with_changes"),
+                              ("Llama 3.1 70B vLLM 32 users 8k on 4xH100", "fits")):
+        a = answer(parse(question))
+        assert a.verdict == verdict
+        html = render_request(parse(question), AnswerOptions(lang="en")).html
+        assert html.startswith(verdict_mark(verdict) + " <b>")
+    searched = render_request(req("Llama 3.1 70B", 32), AnswerOptions(lang="en")).html
+    assert searched.startswith("✅ <b>32 users at 8k on ")  # the GPUs the search picked serve them
