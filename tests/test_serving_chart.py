@@ -107,3 +107,15 @@ def test_an_unanswerable_serving_question_is_not_drawn() -> None:
     assert a.serving is not None and a.serving.memory is None
     with pytest.raises(AssertionError):
         bars("en", a)
+
+
+def test_sglang_draws_its_activations_above_its_share_which_holds_weights_and_kv() -> None:
+    a = answer(parse("Gemma 3 27B on SGLang fp8 on 2xH200 for 64 users 16k"))
+    for c in bars("en", a):
+        assert c.weights + c.non_torch + c.kv_pool <= c.budget + 0.05  # mem_fraction_static: weights + KV (+ held)
+    fig = serving_figure(a, "en")
+    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    kv = next(i for i, x in enumerate(legend) if x.startswith("KV pool"))
+    act = next(i for i, x in enumerate(legend) if x.startswith("activation peak"))
+    assert act < kv  # listed top-down: above the KV pool
+    assert legend[-1] == "the engine's share of the card (mem_fraction_static)"  # SGLang's share falls with TP

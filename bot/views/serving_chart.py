@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import num
+from bot.views.formats import decimal, num
 from bot.views.serving_view import serving_view
 from bot.views.serving_words import ENGINE_SETTINGS
 from bot.views.words import gpu_name
@@ -108,8 +108,10 @@ def serving_figure(a: Answer, lang: str) -> Figure:
     title = _wrap(view.headline, 46)
     fig.text(0.04, 0.975, title, fontsize=TITLE, fontweight="bold", ha="left", va="top", family=FONT)
     below = 0.96 - 0.036 * (title.count("\n") + 1)
-    fig.text(0.04, below, _wrap(view.summary, 62), fontsize=TEXT, ha="left", va="top", color="#444444", family=FONT)
-    ax = fig.add_axes((0.13, 0.31, 0.83, 0.50))
+    summary = _wrap(view.summary, 62)
+    fig.text(0.04, below, summary, fontsize=TEXT, ha="left", va="top", color="#444444", family=FONT)
+    top_of_axes = min(0.81, below - 0.03 * (summary.count("\n") + 1) - 0.05)  # a long title pushes the bars down
+    ax = fig.add_axes((0.13, 0.31, 0.83, top_of_axes - 0.31))
     cols = bars(lang, a)
     xs = list(range(len(cols)))
     top = max(max(c.capacity, c.weights + c.activation + c.non_torch + c.kv_pool + c.graphs) for c in cols) * 1.12
@@ -121,7 +123,10 @@ def serving_figure(a: Answer, lang: str) -> Figure:
     labels = _labels(lang, r)
     bottom = [0.0] * len(cols)
     first = cols[0]
-    for key in ("weights", "activation", "non_torch", "kv_pool", "graphs"):  # one call per part, all columns
+    # SGLang's mem_fraction_static holds weights and KV only: its activations sit above the share, with the graphs
+    order = ("weights", "non_torch", "kv_pool", "activation", "graphs") if r.settings and \
+        r.settings.family == "sglang" else ("weights", "activation", "non_torch", "kv_pool", "graphs")
+    for key in order:  # one call per part, all columns
         values = [float(getattr(c, key)) for c in cols]
         if max(values) < 0.05:
             continue  # nothing of it on any card (llama.cpp has no CUDA graphs, graphs inside the share)
@@ -158,7 +163,11 @@ def serving_figure(a: Answer, lang: str) -> Figure:
         handles.append(Line2D([0], [0], color=BUDGET_COLOUR, linewidth=3))
         knob = ENGINE_SETTINGS.get(r.settings.family if r.settings else "", {}).get("gpu_memory_utilization",
                                                                                     "gpu_memory_utilization")
-        names.append(_(lang, "%(util)s × card memory (%(knob)s)") % {"util": num(lang, util), "knob": knob})
+        shares = {round(cols[x].budget / cols[x].capacity, 2) for x in budgets}
+        if len(shares) == 1:  # one share for every bar (SGLang's default falls with TP): its figure
+            names.append(_(lang, "%(util)s × card memory (%(knob)s)") % {"util": decimal(lang, util, 2), "knob": knob})
+        else:
+            names.append(_(lang, "the engine's share of the card (%(knob)s)") % {"knob": knob})
     fig.legend(handles, names, loc="upper left", bbox_to_anchor=(0.04, 0.225), ncols=1, frameon=False,
                prop={"family": FONT, "size": TEXT}, title=_(lang, "GB per card"),
                title_fontproperties={"family": FONT, "size": TEXT}, alignment="left", handlelength=1.2)
