@@ -128,3 +128,13 @@ def test_the_serving_mark_is_the_answers_verdict_as_in_training_answers() -> Non
         assert html.startswith(verdict_mark(verdict) + " <b>")
     searched = render_request(req("Llama 3.1 70B", 32), AnswerOptions(lang="en")).html
     assert searched.startswith("✅ <b>32 users at 8k on ")  # the GPUs the search picked serve them
+
+
+def test_pcie_cards_get_replicas_of_a_narrow_tp_not_one_wide_tp() -> None:
+    # vLLM's custom all-reduce stops at 2 PCIe-only GPUs: an 8B for 200 users is 4 copies of TP 2, not TP 8
+    shown = {a.gpu: a for a in offered(serve(req("Llama 3.1 8B", 200, 4096)))}
+    a = shown["RTX 3090"]
+    assert (a.count, a.tensor_parallel, a.replicas) == (8, 2, 4)
+    # a model that needs them all still gets the wide TP: Mixtral's 93 GB over eight 24 GB cards
+    mixtral = {x.gpu: x for x in offered(serve(req("Mixtral 8x7B", 32)))}
+    assert mixtral["RTX 3090"].tensor_parallel == 8 and mixtral["RTX 3090"].replicas == 1

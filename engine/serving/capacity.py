@@ -86,6 +86,10 @@ def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtyp
                 if wider > 1:
                     break  # wider still: more GPUs for the same users, decode gains less than the GPUs cost
             choice, gpu = gpu_choice(ref.model_copy(update={"count": tp * pp}))
+            if options and not choice.nvlink and tp > 2:
+                # PCIe only: past 2 GPUs vLLM's custom all-reduce is off (custom_all_reduce.py) and TP runs NCCL
+                # over PCIe; replicas of a narrower TP that already serves, never a wider one
+                break
             ceiling = per_node if choice.name in one_machine else most
             s = settings_for(request, engine, fmt, kv_dtype, choice, tp, pp, max_model_len)
             if s.family not in ("llama.cpp", "ollama", "hf") and rank_weights(
