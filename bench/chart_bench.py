@@ -1,4 +1,5 @@
-"""How long one memory chart takes (matplotlib's Agg, 1080 × 1350 px, PNG included): figures, not a test.
+"""How long one chart takes warm (matplotlib's Agg, 1080 × 1350 px, PNG included), training and serving answers:
+figures, not a test.
 
 Usage: python bench/chart_bench.py [--rounds 5]
 """
@@ -13,7 +14,10 @@ from bot.views.chart import chart_png
 from engine.answer import answer
 from engine.parse import parse
 
-QUESTIONS = ("full fine-tune 7B", "70B QLoRA на H100?", "LoRA Llama 3.1 8B on a 4090, 8k context")
+QUESTIONS = ("full fine-tune 7B", "70B QLoRA на H100?", "LoRA Llama 3.1 8B on a 4090, 8k context",
+             # serving charts (bot/views/serving_chart.py)
+             "Llama 3.1 70B на vLLM для 32 пользователей, контекст 8k", "Llama 3.1 70B vLLM 128 users 8k on 4xH100",
+             "Llama 3.1 8B on ollama")
 
 
 def main() -> None:

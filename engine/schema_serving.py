@@ -104,6 +104,16 @@ class Arrangement(BaseModel):
     kv_pool_gib: float
     per_hour: float | None = None
     currency: str = "USD"
+    # appended (what a team pays for the asked load, and one card's memory for the chart)
+    per_million_output_tokens: float | None = None  # at the asked users, all replicas (typical hourly price)
+    per_user_tokens_s: float | None = None
+    nodes: int = 1  # machines of gpus_per_node the arrangement spans
+    total_gib: float = 0.0  # one card as the driver reports it
+    budget_gib: float = 0.0  # what the engine lets itself use of it (gpu_memory_utilization x total)
+    weights_gib: float = 0.0
+    activation_peak_gib: float = 0.0
+    non_torch_gib: float = 0.0  # non-torch memory + CUDA graphs
+    cuda_graph_gib: float = 0.0  # the graphs' part of it (outside gpu_memory_utilization on vLLM >= 0.11 V1)
 
 
 class ServingResult(BaseModel):

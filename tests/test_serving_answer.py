@@ -77,7 +77,7 @@ def test_english_reply_has_headline_table_speed_price_changes_and_command() -> N
     rows = table(text)
     assert rows[1].startswith("weights") and rows[2].startswith("activation peak")
     assert rows[3].startswith("non-torch + CUDA graphs") and rows[4].startswith("KV pool")
-    assert rows[-1].startswith("total of 79.2")
+    assert rows[0] == "per GPU, GB" and rows[-1].startswith("total, GB (of 79.2)")
     assert all(len(r) <= 34 for r in rows)
     assert "tokens/s per user" in text and "first token in" in text
     assert re.search(r"\$\d+\.\d\d/h for 4×H100 SXM · \$\d+\.\d\d per 1M output tokens · \$[\d,]+ a month", text)
@@ -93,11 +93,11 @@ def test_russian_reply_reads_native() -> None:
     assert re.match(r"✅ <b>32 пользователя при 8k на 4×H100 SXM \(TP\u00a04\): хватает на \d+ таких запрос(а|ов)</b>",
                     text)
     rows = table(text)
-    assert rows[0] == "на одну GPU, ГиБ" and rows[1].startswith("веса") and rows[4].startswith("пул KV-кэша")
+    assert rows[0] == "на одну GPU, ГБ" and rows[1].startswith("веса") and rows[4].startswith("пул KV-кэша")
     assert "токена/с на пользователя" in text or "токенов/с на пользователя" in text
     assert "первый токен через" in text and "\u00a0с на промпт из 7\u00a0680 токенов" in text
     assert "$/ч за 4×H100 SXM" in text and "за 1M выходных токенов" in text and "в месяц" in text
-    assert "веса в FP8 (" in text and "\u00a0ГиБ на GPU)" in text and "KV-кэш в FP8" in text
+    assert "веса в FP8 (" in text and "\u00a0ГБ на GPU)" in text and "KV-кэш в FP8" in text
     assert "Команда запуска" in text and "Допущения:" in text
     assert "users" not in text and "room for" not in text
 
@@ -115,7 +115,8 @@ def test_qwen_coder_32b_on_one_h100_says_how_many_fit_and_not_eight_h100() -> No
     assert text.startswith("❌ 16 users at 32k do not fit on 1×H100 SXM (TP\u00a01): room for")
     assert "8×H100" not in text and "$26" not in text
     assert "at most 1 user at once instead of 16" in text or "at most" in text
-    assert re.search(r"\d×H100 SXM \(.*TP\u00a0\d\): room for \d+ such requests, \$[\d.]+/h ✓", text)
+    assert re.search(r"\d×H100 SXM \(.*TP\u00a0\d\): room for \d+ such requests, \$[\d.]+/h · "
+                     r"\$[\d.]+ per 1M output tokens ✓", text)
 
 
 def test_no_gpu_named_gives_the_cheapest_arrangement() -> None:
@@ -142,7 +143,7 @@ def test_the_command_is_html_escaped() -> None:
 
 
 @pytest.mark.parametrize(("request_", "en", "ru"), [
-    (serving(users=10**6), "1,000,000 users at once is more than 1,024 GPUs serve at a context of 8,192: at most about",
+    (serving(users=10**6), "1,000,000 users at once is more than 1,024 GPUs serve at a context of 8k: at most about",
      "1\u00a0000\u00a0000 пользователей одновременно — больше, чем обслужат"),
     (serving("Llama 3.1 8B", ctx=1_000_000), "A context of 1,000,000 is beyond what Llama-3.1-8B takes "
      "(max_position_embeddings = 131,072)", "Контекст 1\u00a0000\u00a0000 длиннее, чем допускает Llama-3.1-8B"),
@@ -180,12 +181,14 @@ def labels(markup: object) -> list[str]:
 def test_serving_keyboard_marks_the_state_and_packs_small_data() -> None:
     kb = serving_keyboard("0123456789ab", "b", 32, 8192, "en")
     assert labels(kb) == ["✓ BF16", "FP8", "AWQ", "👥 8", "✓ 👥 32", "👥 128", "4k", "✓ 8k", "32k", "RU", "✓ EN",
-                          "⚙️ Config"]
+                          "📊 Chart", "⚙️ Config"]
     data = [b.callback_data for row in kb.inline_keyboard for b in row]
     assert all(len(d.encode()) <= 64 for d in data)
     assert data[1] == ServingCb(q="0123456789ab", f="8", u=32, c=8192, lg="en").pack()
     assert pack_serving("0123456789ab", "a", 128, 32768, "ru") == ServingCb(
         q="0123456789ab", f="a", u=128, c=32768, lg="ru").pack()
+    assert pack_serving("0123456789ab", "a", 128, 32768, "ru", "p") == ServingCb(
+        q="0123456789ab", f="a", u=128, c=32768, lg="ru", x="p").pack()
     local = serving_keyboard("0123456789ab", format_code("gguf:q4_k_m", "llama.cpp"), 1, 4096, "ru", "llama.cpp")
     assert labels(local)[:3] == ["F16", "Q8_0", "✓ Q4_K_M"]
 

@@ -44,7 +44,7 @@ async def test_serving_question_gets_the_serving_headline_and_keyboard(h: Harnes
     assert sent["text"].startswith("✅ <b>32 пользователя при 8k на 4×H100 SXM (TP\u00a04): хватает на ")
     assert "Команда запуска" in sent["text"] and "vllm serve" in sent["text"]
     assert labels(sent) == ["✓ BF16", "FP8", "AWQ", "👥 8", "✓ 👥 32", "👥 128", "4k", "✓ 8k", "32k", "✓ RU", "EN",
-                            "⚙️ Конфиг"]
+                            "📊 График", "⚙️ Конфиг"]
     assert all(len(b["callback_data"].encode()) <= 64 for row in sent["reply_markup"]["inline_keyboard"] for b in row)
 
 
@@ -58,7 +58,8 @@ async def test_serving_buttons_edit_the_answer_in_place(h: Harness, api: FakeBot
     assert "✓ FP8" in labels(edited)
     await h.feed(callback(button_data(edited, "👥 128"), message_obj=edited, user_id=3002))
     edited = last_bot_message(api, 3002)
-    assert edited["text"].startswith(("✅ <b>128 users at 8k", "❌ <b>128 users at 8k", "⚠️ <b>128 users at 8k"))
+    assert edited["text"].startswith(("✅ <b>128 users at 8k", "❌ <b>128 users at 8k", "⚠️ <b>128 users at 8k",
+                                        "🔧 <b>128 users at 8k"))
     await h.feed(callback(button_data(edited, "32k"), message_obj=edited, user_id=3002))
     edited = last_bot_message(api, 3002)
     assert "128 users at 32k" in edited["text"] and "✓ 32k" in labels(edited)
@@ -66,6 +67,20 @@ async def test_serving_buttons_edit_the_answer_in_place(h: Harness, api: FakeBot
     assert "128 пользователей при 32k" in last_bot_message(api, 3002)["text"]
     assert len(api.of("editMessageText")) == 4
     assert len([c for c in api.of("sendMessage") if int(c.params["chat_id"]) == 3002]) == 1
+
+
+async def test_the_chart_button_sends_the_serving_chart_with_the_verdict_as_caption(h: Harness, api: FakeBotAPI
+                                                                                  ) -> None:
+    await h.feed(message("Llama 3.1 70B on vLLM for 32 users at 8k on 4 H100?", user_id=3005))
+    answer = last_bot_message(api, 3005)
+    await h.feed(callback(button_data(answer, "📊 Chart"), message_obj=answer, user_id=3005))
+    [photo] = api.of("sendPhoto")
+    assert photo.files["photo"].startswith(b"\x89PNG") and int(photo.params["chat_id"]) == 3005
+    headline = answer["text"].split("\n")[0].split("<b>")[1].split("</b>")[0]
+    assert photo.params["caption"] == headline.replace("&#39;", "'")
+    assert not api.of("editMessageText")  # the answer stays as it was
+    kept = api.messages[(3005, answer["message_id"])]
+    assert kept["text"] == answer["text"] and json.dumps(kept["reply_markup"]) == json.dumps(answer["reply_markup"])
 
 
 async def test_forged_and_stale_serving_buttons_get_a_toast(h: Harness, api: FakeBotAPI) -> None:
@@ -77,7 +92,8 @@ async def test_forged_and_stale_serving_buttons_get_a_toast(h: Harness, api: Fak
         good.model_copy(update={"u": 0}).pack(),
         good.model_copy(update={"c": 10**12}).pack(),
         good.model_copy(update={"lg": "de"}).pack(),
-        "v:0123456789ab:8:32:8192:en",  # well formed, never stored
+        "v:0123456789ab:8:32:8192:en:r",  # well formed, never stored
+        "v:0123456789ab:8:32:8192:en",  # a button from before the chart (one field less)
         f"v:{good.q}:8:many:8192:en",
         f"a:{good.q}:i:8192:4:en:p",  # a training button's chart on a serving answer
     ]
@@ -95,5 +111,8 @@ async def test_inline_serving_question_gets_the_serving_answer(h: Harness, api: 
     [answered] = api.of("answerInlineQuery")
     [result] = answered.params["results"]
     assert result["title"].startswith("32 users at 8k on 4×H100 SXM (TP\u00a04): room for ")
+    # the one-line answer: the GPUs, the speed a user sees, what it costs an hour and per 1M output tokens
+    assert result["description"].startswith("4×H100 SXM (TP\u00a04): ") and " tokens/s per user, $" in \
+        result["description"] and result["description"].endswith(" per 1M output tokens")
     assert "vllm serve" in result["input_message_content"]["message_text"]
     assert "✓ 👥 32" in [b["text"] for row in result["reply_markup"]["inline_keyboard"] for b in row]

@@ -101,8 +101,8 @@ def test_a_small_ollama_model_gets_a_consumer_card_not_an_a100() -> None:
     assert r.gpu is not None and r.fits
     consumer = {"RTX 3090", "RTX 4090", "RTX 5090", "A10G", "L4"}
     assert r.gpu.name in consumer and "A100" not in r.gpu.name
-    prices = [c.effect.get("per_hour") for c in r.changes if c.key == "serving.change.arrangement"]
-    assert prices == sorted(prices)  # ranked by price per hour
+    costs = [c.effect.get("per_million_output_tokens") for c in r.changes if c.key == "serving.change.arrangement"]
+    assert costs and costs == sorted(costs)  # ranked by what the asked load costs: per 1M output tokens
 
 
 def test_apple_silicon_is_a_candidate_only_for_local_engines() -> None:
@@ -183,8 +183,8 @@ def test_a_model_that_does_not_load_on_the_named_gpu_gets_arrangements() -> None
                for c in r.changes)
 
 
-# ---- 9. no chart button under a serving answer ----------------------------------------------------------------
-def test_serving_keyboard_has_no_chart_button() -> None:
+# ---- 9. the chart button under a serving answer sends its chart -----------------------------------------------
+def test_serving_keyboard_has_a_chart_button() -> None:
     kb = serving_keyboard("q1", "b", 8, 8192, "en")
-    labels = [b.text for row in kb.inline_keyboard for b in row]
-    assert labels and not any("Chart" in x or "📊" in x for x in labels)
+    data = {b.text: b.callback_data for row in kb.inline_keyboard for b in row}
+    assert data["📊 Chart"] == "v:q1:b:8:8192:en:p"

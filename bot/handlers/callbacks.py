@@ -31,7 +31,7 @@ def valid(cb: AnswerCb) -> bool:
 
 def valid_serving(cb: ServingCb) -> bool:
     return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
-            and 1 <= cb.u <= MAX_BATCH and 1 <= cb.c <= MAX_SEQ_LEN and cb.lg in ("ru", "en"))
+            and 1 <= cb.u <= MAX_BATCH and 1 <= cb.c <= MAX_SEQ_LEN and cb.lg in ("ru", "en") and cb.x in ("r", "p"))
 
 
 async def render_chart(answer: Answer, lang: str) -> bytes:
@@ -61,6 +61,9 @@ async def answer_button(query: CallbackQuery, callback_data: AnswerCb, lang: Lan
     options = answer_options(settings, callback_data.lg, config.default_language)  # type: ignore[arg-type]
     reply = await make_reply(request, store, options, qid=callback_data.q)
     if callback_data.x == "p":
+        if reply.rendered.answer.serving is not None:  # a training button's chart on a serving question: forged
+            await query.answer(t(lang, "This button no longer works."))
+            return
         await send_chart(query, bot, reply, chat_id)
         return
     await edit_in_place(query, bot, store, reply, request)
@@ -68,7 +71,7 @@ async def answer_button(query: CallbackQuery, callback_data: AnswerCb, lang: Lan
 
 async def serving_button(query: CallbackQuery, callback_data: ServingCb, lang: Language, settings: ChatSettings,
                          store: Storage, config: BotConfig, bot: Bot) -> None:
-    """Redraw a serving answer with the weight format, users and context the button names."""
+    """Redraw a serving answer with the weight format, users and context the button names, or send its chart."""
     if not valid_serving(callback_data):
         await query.answer(t(lang, "This button no longer works."))
         return
@@ -83,6 +86,10 @@ async def serving_button(query: CallbackQuery, callback_data: ServingCb, lang: L
         return
     options = answer_options(settings, callback_data.lg, config.default_language)  # type: ignore[arg-type]
     reply = await make_reply(request, store, options, qid=callback_data.q)
+    if callback_data.x == "p":
+        message = query.message
+        await send_chart(query, bot, reply, message.chat.id if message is not None else query.from_user.id)
+        return
     await edit_in_place(query, bot, store, reply, request)
 
 
@@ -108,7 +115,8 @@ async def edit_in_place(query: CallbackQuery, bot: Bot, store: Storage, reply: R
 
 async def send_chart(query: CallbackQuery, bot: Bot, reply: Reply, chat_id: int) -> None:
     lang = reply.lang
-    if not reply.rendered.understood or reply.rendered.answer.serving is not None:  # no chart for serving
+    served = reply.rendered.answer.serving
+    if not reply.rendered.understood or (served is not None and served.memory is None):  # nothing to draw
         await query.answer(t(lang, "This button no longer works."))
         return
     png = await render_chart(reply.rendered.answer, lang)

@@ -215,6 +215,11 @@ def render_png(fig: Figure) -> bytes:
 
 
 def chart_png(a: Answer, lang: str) -> bytes:
-    """The chart as PNG bytes, 1080 × 1350 px."""
+    """The chart as PNG bytes, 1080 × 1350 px: a serving answer's per card against the engine's share (its own
+    module), a training answer's components against each arrangement."""
+    if a.serving is not None:
+        from bot.views.serving_chart import serving_figure
+
+        return render_png(serving_figure(a, lang))
     return render_png(chart_figure(a, lang))
 

@@ -41,6 +41,7 @@ class ServingCb(CallbackData, prefix="v"):
     u: int
     c: int
     lg: str
+    x: str = "r"  # r: redraw the answer, p: send its chart as a photo
 
 
 # Weight formats a serving keyboard switches between: bf16 / fp8 / AWQ on a GPU engine; the GGUF types of the same
@@ -147,9 +148,9 @@ def answer_keyboard(qid: str, method: str, ctx: int, count: int, lang: str) -> I
     return InlineKeyboardMarkup.model_construct(inline_keyboard=rows)
 
 
-def pack_serving(q: str, f: str, u: int, c: int, lg: str) -> str:
+def pack_serving(q: str, f: str, u: int, c: int, lg: str, x: str = "r") -> str:
     """`ServingCb(...).pack()` without building the model (a test keeps the two identical)."""
-    return f"{ServingCb.__prefix__}:{q}:{f}:{u}:{c}:{lg}"
+    return f"{ServingCb.__prefix__}:{q}:{f}:{u}:{c}:{lg}:{x}"
 
 
 def format_code(weight_format: str, engine: str) -> str:
@@ -161,12 +162,12 @@ def format_code(weight_format: str, engine: str) -> str:
 
 def serving_keyboard(qid: str, fmt: str, users: int | None, ctx: int, lang: str, engine: str = "vllm"
                      ) -> InlineKeyboardMarkup:
-    """Under a serving answer: weight format, users at once, context, language."""
+    """Under a serving answer: weight format, users at once, context, language, the chart, the config."""
     lang = lang_of(lang)
     u = users or 1
 
-    def cb(f: str = fmt, n: int = u, c: int = ctx, lg: str = lang) -> str:
-        return pack_serving(qid, f, n, c, lg)
+    def cb(f: str = fmt, n: int = u, c: int = ctx, lg: str = lang, x: str = "r") -> str:
+        return pack_serving(qid, f, n, c, lg, x)
 
     local = engine in LOCAL_ENGINES
     formats = [("F16", "b"), ("Q8_0", "8"), ("Q4_K_M", "a")] if local else [("BF16", "b"), ("FP8", "8"), ("AWQ", "a")]
@@ -175,6 +176,7 @@ def serving_keyboard(qid: str, fmt: str, users: int | None, ctx: int, lang: str,
         [_button(_label(f"👥 {n}", users == n), cb(n=n)) for n in SERVING_USERS],
         [_button(_label(f"{c // 1024}k", ctx == c), cb(c=c)) for c in SERVING_CONTEXTS],
         [_button(_label("RU", lang == "ru"), cb(lg="ru")), _button(_label("EN", lang == "en"), cb(lg="en")),
+         _button("📊 " + t(lang, "Chart"), cb(x="p")),
          _button("⚙️ " + t(lang, "Config"), pack_serving_config(qid, fmt, u, ctx, lang))],
     ]
     return InlineKeyboardMarkup.model_construct(inline_keyboard=rows)

@@ -11,17 +11,20 @@ from typing import Any
 
 from bot.views.catalogs import N_, _, _n
 from bot.views.formats import money, num
-from bot.views.serving_words import assumption_line, change_line, engine_label, error_line, format_label
-from bot.views.view import TABLE_WIDTH, AnswerView
+from bot.views.serving_words import (
+    assumption_line,
+    change_line,
+    context_label,
+    engine_label,
+    error_line,
+    format_label,
+    per_million_text,
+)
+from bot.views.view import TABLE_WIDTH, AnswerView, verdict_mark
 from bot.views.words import NOTE_TEXTS, gpu_name, said_note_text
 from engine.schema import Answer, ServingResult
 
 NBSP = "\u00a0"
-
-
-def ctx_label(lang: str, tokens: int) -> str:
-    """8192 → "8k" (as people say it), 5000 → "5 000"."""
-    return f"{tokens // 1024}k" if tokens >= 1024 and tokens % 1024 == 0 else num(lang, tokens)
 
 
 def room_text(lang: str, n: int) -> str:
@@ -46,36 +49,50 @@ def gpus_label(lang: str, r: ServingResult) -> str:
     return f"{r.gpu.count}×{gpu_name(lang, r.gpu.name)} ({par})"
 
 
+def verdict(a: Answer) -> str:
+    """The Answer's verdict on the GPUs asked; on GPUs the engine picked: fits (or no_fit when none serves)."""
+    r = a.serving
+    assert r is not None
+    if a.verdict is not None:
+        return a.verdict
+    return "fits" if r.fits and r.memory is not None else "no_fit"
+
+
 def headline(lang: str, a: Answer) -> tuple[str, str]:
-    """(mark, line): the verdict on the GPUs (asked, or picked by the engine) in one line."""
+    """(mark, line): the verdict's mark (the training answer's) and the serving headline, which leads with users,
+    speed or time to first token as asked."""
+    mark, line = _headline(lang, a)
+    return verdict_mark(verdict(a)) if mark else "❌", line
+
+
+def _headline(lang: str, a: Answer) -> tuple[str, str]:
     r = a.serving
     assert r is not None
     if r.memory is None or r.gpu is None or r.settings is None:
-        return "❌", error_line(lang, r.errors[0].key, r.errors[0].params) if r.errors else _(lang, "No answer")
+        return "", error_line(lang, r.errors[0].key, r.errors[0].params) if r.errors else _(lang, "No answer")
     where, room = gpus_label(lang, r), room_text(lang, a.serving_users)
     if r.memory.kv_pool_gib <= 0:
-        return "❌", _(lang, "%(model)s does not load on %(gpus)s: %(weights)s GiB of weights per GPU of %(total)s") % {
+        return "", _(lang, "%(model)s does not load on %(gpus)s: %(weights)s GB of weights per GPU of %(total)s") % {
             "model": r.model, "gpus": where, "weights": num(lang, r.memory.weights_gib),
             "total": num(lang, r.gpu.total_gib)}
     if r.kv is not None and r.kv.max_concurrency < 1.0:  # vLLM's start-up check: one request of max_model_len
-        return "❌", _(lang, "%(model)s does not start on %(gpus)s: the KV pool holds %(tokens)s, less than one "
+        return "", _(lang, "%(model)s does not start on %(gpus)s: the KV pool holds %(tokens)s, less than one "
                              "request of max_model_len %(len)s") % {
             "model": r.model, "gpus": where, "tokens": tokens_text(lang, r.kv.tokens),
             "len": num(lang, r.settings.max_model_len)}
     lead = _asked_lead(lang, a, where)
     if lead:
-        return ("✅" if r.fits else "❌"), lead
+        return "✓", lead
     if r.users is None:
         room = _n(lang, "room for %(n)s request of %(ctx)s at once", "room for %(n)s requests of %(ctx)s at once",
-                  a.serving_users) % {"n": num(lang, a.serving_users), "ctx": ctx_label(lang, r.context)}
-        return ("✅" if r.fits else "❌"), _(lang, "%(model)s on %(gpus)s: %(room)s") % {
+                  a.serving_users) % {"n": num(lang, a.serving_users), "ctx": context_label(lang, r.context)}
+        return "✓", _(lang, "%(model)s on %(gpus)s: %(room)s") % {
             "model": r.model, "gpus": where, "room": room}
-    params = {"users": users_text(lang, r.users), "ctx": ctx_label(lang, r.context), "gpus": where, "room": room}
+    params = {"users": users_text(lang, r.users), "ctx": context_label(lang, r.context), "gpus": where, "room": room}
     if not r.fits:
-        return "❌", _n(lang, "%(users)s at %(ctx)s does not fit on %(gpus)s: %(room)s",
+        return "✓", _n(lang, "%(users)s at %(ctx)s does not fit on %(gpus)s: %(room)s",
                         "%(users)s at %(ctx)s do not fit on %(gpus)s: %(room)s", r.users) % params
-    mark = "⚠️" if a.verdict == "tight" else "✅"
-    return mark, _(lang, "%(users)s at %(ctx)s on %(gpus)s: %(room)s") % params
+    return "✓", _(lang, "%(users)s at %(ctx)s on %(gpus)s: %(room)s") % params
 
 
 def _asked_lead(lang: str, a: Answer, where: str) -> str:
@@ -102,15 +119,15 @@ def _asked_lead(lang: str, a: Answer, where: str) -> str:
     if s is not None and m is not None and s.gpu_layers is not None and 0 < s.gpu_layers < r.layers and r.fits:
         tps = round(sp.per_user_tokens_s, 1) if sp is not None else 0
         return _n(lang, "%(model)s on %(gpus)s: %(on)s of %(layers)s layers on the GPU, the rest in host RAM "
-                        "(%(host)s GiB): %(tps)s token/s",
+                        "(%(host)s GB): %(tps)s token/s",
                   "%(model)s on %(gpus)s: %(on)s of %(layers)s layers on the GPU, the rest in host RAM "
-                  "(%(host)s GiB): %(tps)s tokens/s", max(1, round(tps))) % {
+                  "(%(host)s GB): %(tps)s tokens/s", max(1, round(tps))) % {
             "model": r.model, "gpus": where, "on": s.gpu_layers, "layers": r.layers,
             "host": num(lang, round(m.host_ram_gib, 1)), "tps": num(lang, tps)}
     if r.users is None and r.fits:
         return _n(lang, "%(n)s user at once at %(ctx)s: %(model)s on %(gpus)s",
                   "%(n)s users at once at %(ctx)s: %(model)s on %(gpus)s", a.serving_users) % {
-            "n": num(lang, a.serving_users), "ctx": ctx_label(lang, r.context), "model": r.model, "gpus": where}
+            "n": num(lang, a.serving_users), "ctx": context_label(lang, r.context), "model": r.model, "gpus": where}
     return ""
 
 
@@ -123,7 +140,8 @@ def summary(lang: str, r: ServingResult) -> str:
                   _(lang, "KV cache %(f)s") % {"f": format_label(s.kv_cache_dtype)}]
     if r.context:
         parts.append(_(lang, "context %(ctx)s (prompt %(prompt)s + output %(output)s)") % {
-            "ctx": num(lang, r.context), "prompt": num(lang, r.prompt_len), "output": num(lang, r.output_len)})
+            "ctx": context_label(lang, r.context), "prompt": num(lang, r.prompt_len),
+            "output": num(lang, r.output_len)})
     return " · ".join(parts)
 
 
@@ -132,17 +150,19 @@ def _row(label: str, value: str) -> str:
 
 
 def table(lang: str, r: ServingResult) -> list[str]:
-    """Per GPU (rank 0 with PP), GiB: weights, activation peak, non-torch + CUDA graphs, KV pool; the total against
-    the card."""
+    """Per GPU (rank 0 with PP), GB of 2^30 bytes as the training table (vLLM logs the same figures as GiB): weights,
+    activation peak, non-torch + CUDA graphs, KV pool; the total against the card."""
     m, g = r.memory, r.gpu
     assert m is not None and g is not None
-    rows = [_(lang, "per GPU, GiB"), _row(_(lang, "weights"), num(lang, m.weights_gib)),
+    rows = [_(lang, "per GPU, GB"), _row(_(lang, "weights"), num(lang, m.weights_gib)),
             _row(_(lang, "activation peak"), num(lang, m.activation_peak_gib)),
             _row(_(lang, "non-torch + CUDA graphs"), num(lang, m.non_torch_gib + m.cuda_graph_gib)),
             _row(_(lang, "KV pool"), num(lang, max(0.0, m.kv_pool_gib)))]
+    if m.non_torch_gib + m.cuda_graph_gib < 0.05:
+        del rows[3]  # llama.cpp: no CUDA graphs, no NCCL (its CUDA context is not counted apart)
     total = m.weights_gib + m.activation_peak_gib + m.non_torch_gib + m.cuda_graph_gib + max(0.0, m.kv_pool_gib)
     rows.append("─" * TABLE_WIDTH)
-    rows.append(_row(_(lang, "total of %(card)s") % {"card": num(lang, g.total_gib)}, num(lang, total)))
+    rows.append(_row(_(lang, "total, GB (of %(card)s)") % {"card": num(lang, g.total_gib)}, num(lang, total)))
     if m.host_ram_gib >= 0.05:
         rows.append(_row(_(lang, "host RAM (layers on CPU)"), num(lang, m.host_ram_gib)))
     return rows
@@ -154,7 +174,12 @@ def kv_line(lang: str, r: ServingResult) -> str:
     kib = k.bytes_per_token / 1024
     return _(lang, "KV cache: %(tokens)s (%(kib)s KiB a token per GPU); the longest request that fits: "
                    "%(longest)s") % {"tokens": tokens_text(lang, k.tokens), "kib": num(lang, kib),
-                                     "longest": tokens_text(lang, k.max_model_len_that_fits)}
+                                     "longest": _longest(lang, k.max_model_len_that_fits)}
+
+
+def _longest(lang: str, n: int) -> str:
+    """The longest request the pool holds, rounded down as people say contexts ("128k"); a short one in tokens."""
+    return context_label(lang, n, down=True) if n >= 1024 else tokens_text(lang, n)
 
 
 def tokens_text(lang: str, n: int) -> str:
@@ -187,8 +212,22 @@ def price_line(lang: str, r: ServingResult) -> str:
         return ""
     return _(lang, "%(hour)s/h for %(gpus)s · %(million)s per 1M output tokens · %(month)s a month") % {
         "hour": money(lang, c.per_hour, c.currency), "gpus": f"{r.gpu.count}×{gpu_name(lang, r.gpu.name)}",
-        "million": money(lang, c.per_million_output_tokens, c.currency),
+        "million": money(lang, c.per_million_output_tokens, c.currency),  # (the price line's own wording)
         "month": money(lang, c.per_month, c.currency)}
+
+
+def answer_line(lang: str, r: ServingResult) -> str:
+    """The one-line answer under an inline result's verdict title: the GPUs, speed per user, money per hour and per
+    1M output tokens."""
+    if r.gpu is None or r.settings is None or r.speed is None:
+        return ""
+    parts = [_n(lang, "%(tps)s token/s per user", "%(tps)s tokens/s per user", round(r.speed.per_user_tokens_s)) % {
+        "tps": num(lang, round(r.speed.per_user_tokens_s))}]
+    if r.cost is not None:
+        parts.append(money(lang, r.cost.per_hour, r.cost.currency) + _(lang, "/h"))
+        if r.cost.per_million_output_tokens:
+            parts.append(per_million_text(lang, r.cost.per_million_output_tokens, r.cost.currency))
+    return f"{gpus_label(lang, r)}: " + ", ".join(parts)
 
 
 def command_text(r: ServingResult) -> str:
@@ -207,16 +246,19 @@ def serving_view(lang: str, a: Answer) -> AnswerView:
         errors = errors[1:]  # the first is the headline
     errors = [said_note_text(lang, n) or note_line(lang, n.key, r) for n in a.notes] + errors
     model: dict[str, Any] = {
-        "mark": mark, "headline": title, "summary": line, "ready": ready, "tight": a.verdict == "tight",
+        "mark": mark, "verdict": verdict(a), "headline": title, "summary": line, "ready": ready,
+        "tight": a.verdict == "tight",
         "model_known": r.model_known, "errors": errors, "shape_ref": _shape_ref(r),
         "table": table(lang, r) if ready else [], "kv": kv_line(lang, r) if ready else "",
         "speed": speed_line(lang, r) if ready else "", "price": price_line(lang, r) if ready else "",
         "changes": [change_line(lang, c, r.users) for c in r.changes[:6]],
         "assumptions": "; ".join(x for x in (assumption_line(lang, s, r.settings.family if r.settings else "")
                                               for s in _assumptions(r)) if x) or "—",
+        # the one place the unit is said: the table's GB are the training table's, 2^30 bytes (vLLM logs GiB)
+        "units": _(lang, "GB here are 2^30 bytes (GiB, as vLLM's start-up log counts them)") if ready else "",
         "command": command_text(r) if ready else "",
     }
-    return AnswerView(model, title, line)
+    return AnswerView(model, title, line, answer_line(lang, r) if ready else "")
 
 
 SERVING_NOTES = {

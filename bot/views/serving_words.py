@@ -17,6 +17,19 @@ FORMAT_NAMES = {"auto": "auto", "awq": "AWQ", "gptq": "GPTQ", "bitsandbytes": "b
                 "nvfp4": "NVFP4"}
 
 
+def context_label(lang: str, tokens: int, down: bool = False) -> str:
+    """A context as people say it: 8192 → "8k", 131072 → "128k"; another length as a number ("5,000"), or with
+    `down` rounded down to whole k (a limit: 100,000 → "97k"). A stand-in until formats.py has a shared one."""
+    if tokens >= 1024 and (tokens % 1024 == 0 or down):
+        return f"{tokens // 1024}k"
+    return num(lang, tokens)
+
+
+def per_million_text(lang: str, value: float, currency: str) -> str:
+    """"$1.17 per 1M output tokens"."""
+    return _(lang, "%(money)s per 1M output tokens") % {"money": money(lang, value, currency)}
+
+
 def format_label(fmt: str) -> str:
     """"bf16" as is, "awq" → "AWQ", "gguf:q4_k_m" → "GGUF Q4_K_M"."""
     if fmt.startswith("gguf:"):
@@ -59,18 +72,19 @@ def error_line(lang: str, key: str, p: dict[str, Any]) -> str:
             return _(lang, "%(users)s at once is more than %(max_gpus)s GPUs serve at a context of %(ctx)s: "
                            "%(most)s") % {
                 "users": _n(lang, "%(n)s user", "%(n)s users", users) % {"n": num(lang, users)},
-                "max_gpus": num(lang, _n_int(p.get("max_gpus"))), "ctx": num(lang, _n_int(p.get("context"))),
+                "max_gpus": num(lang, _n_int(p.get("max_gpus"))), "ctx": context_label(lang, _n_int(p.get("context"))),
                 "most": _n(lang, "at most about %(n)s such request", "at most about %(n)s such requests", most) % {
                     "n": num(lang, most)}}
         case "serving.error.context_beyond_model":
             return _(lang, "A context of %(ctx)s is beyond what %(model)s takes (max_position_embeddings = "
-                           "%(limit)s)") % {"ctx": num(lang, _n_int(p.get("context"))), "model": p.get("model", ""),
-                                            "limit": num(lang, _n_int(p.get("limit")))}
+                           "%(limit)s)") % {"ctx": context_label(lang, _n_int(p.get("context"))),
+                                            "model": p.get("model", ""),
+                                            "limit": num(lang, _n_int(p.get("limit")))}  # config.json's value
         case "serving.warning.beyond_model_context":
             return _(lang, "max_model_len %(ctx)s is past the limit of %(model)s (%(limit)s): it needs RoPE "
                            "scaling or VLLM_ALLOW_LONG_MAX_MODEL_LEN") % {
-                "ctx": num(lang, _n_int(p.get("context"))), "model": p.get("model", ""),
-                "limit": num(lang, _n_int(p.get("limit")))}
+                "ctx": context_label(lang, _n_int(p.get("context"))), "model": p.get("model", ""),
+                "limit": context_label(lang, _n_int(p.get("limit")))}
         case "serving.error.tp_not_divisor":
             valid = ", ".join(str(v) for v in p.get("valid", []))
             return _(lang, "TP %(tp)s does not divide the attention heads (%(heads)s, KV heads %(kv)s): "
@@ -88,7 +102,7 @@ def error_line(lang: str, key: str, p: dict[str, Any]) -> str:
                 "model": p.get("model", "")}
         case "serving.error.no_arrangement":
             return _(lang, "No arrangement of the catalog's GPUs serves a context of %(ctx)s") % {
-                "ctx": num(lang, _n_int(p.get("context")))}
+                "ctx": context_label(lang, _n_int(p.get("context")))}
     return key
 
 
@@ -112,12 +126,12 @@ def change_line(lang: str, c: Issue, users: int | None) -> str:
     room = _room(lang, served)
     match c.key:
         case "serving.change.fp8_weights":
-            text = _(lang, "FP8 weights (%(gib)s GiB per GPU): %(room)s") % {
+            text = _(lang, "FP8 weights (%(gib)s GB per GPU): %(room)s") % {
                 "gib": num(lang, float(e.get("weights_gib", 0))), "room": room}
         case "serving.change.fp8_kv_cache":
             text = _(lang, "FP8 KV cache (--kv-cache-dtype fp8): %(room)s") % {"room": room}
         case "serving.change.combined":
-            text = _(lang, "FP8 weights and FP8 KV cache together (%(gib)s GiB of weights per GPU): %(room)s") % {
+            text = _(lang, "FP8 weights and FP8 KV cache together (%(gib)s GB of weights per GPU): %(room)s") % {
                 "gib": num(lang, float(e.get("weights_gib", 0))), "room": room}
         case "serving.change.q8_kv_cache":
             text = _(lang, "q8_0 KV cache (-ctk q8_0 -ctv q8_0): %(room)s") % {"room": room}
@@ -138,9 +152,14 @@ def change_line(lang: str, c: Issue, users: int | None) -> str:
                 par += f" × PP\u00a0{p.get('pipeline_parallel')}"
             if _n_int(p.get("replicas")) > 1:
                 par = f"{p.get('replicas')} × {par}"
-            text = f"{p.get('count')}×{p.get('gpu')} ({par}): {room}"
+            single = _n_int(p.get("tensor_parallel")) <= 1 and _n_int(p.get("pipeline_parallel")) <= 1 \
+                and _n_int(p.get("replicas")) <= 1  # one card (llama.cpp's only kind): no parallelism to name
+            text = f"{p.get('count')}×{p.get('gpu')}" + ("" if single else f" ({par})") + f": {room}"
+            currency = str(e.get("currency", "USD"))
             if e.get("per_hour") is not None:
-                text += ", " + money(lang, float(e["per_hour"]), str(e.get("currency", "USD"))) + _(lang, "/h")
+                text += ", " + money(lang, float(e["per_hour"]), currency) + _(lang, "/h")
+            if e.get("per_million_output_tokens") is not None:
+                text += " · " + per_million_text(lang, float(e["per_million_output_tokens"]), currency)
         case _:
             text = c.key
     return text + (" ✓" if e.get("loads", True) and served >= (users or 1) else "")
@@ -170,6 +189,8 @@ def assumption_line(lang: str, item: str, family: str = "vllm-v1") -> str:
             return _(lang, "architecture %(v)s") % {"v": value.replace("like", _(lang, "like"), 1)}
         case "weight_format":
             return _(lang, "weights in %(v)s") % {"v": format_label(value)}
+        case "fp8_compute":
+            return _(lang, "FP8 weight-only on this GPU (W8A16 through FP8 Marlin): FP8's memory, bf16's speed")
         case "native_format":
             return _(lang, "weights in %(v)s, as the checkpoint ships") % {"v": format_label(value)}
         case "max_model_len":

@@ -224,6 +224,14 @@ def gb_pair(lang: str, need: float, room: float) -> tuple[str, str]:
     return used, avail
 
 
+VERDICT_MARKS = {"fits": "✅", "tight": "⚠️", "compare": "⚖️", "fits_with_changes": "🔧", "no_fit": "❌"}
+
+
+def verdict_mark(verdict: str | None) -> str:
+    """The mark before a headline (answer.html.j2 draws the same ones), shared by training and serving answers."""
+    return VERDICT_MARKS.get(verdict or "", "🧮")
+
+
 CONFLICTS = {
     "qlora_needs_bitsandbytes": N_("QLoRA needs bitsandbytes, which has no backend for this GPU"),
     "flash_attention_unsupported": N_("this GPU has no FlashAttention 2"),

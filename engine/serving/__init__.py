@@ -21,16 +21,14 @@ from .core import (
     DEFAULT_CONTEXT_UNKNOWN,
     catalog_gpu,
     gpu_choice,
-    kv_element_bytes,
     loads,
     profile,
     settings_for,
     users_served,
 )
 from .profile import data, supports, weight_format
-from .speed import cost, decode_and_ttft
+from .speed import cost, instance_speed
 from .types import Arrangement, Issue, ServingResult
-from .weights import rank_weights
 
 __all__ = ["ServingResult", "is_serving_request", "serve", "serving_block"]
 
@@ -183,7 +181,8 @@ def serve(request: Request) -> ServingResult:
     arrangements: list[Arrangement] = []
     if ref is None:
         cands = _candidates(engine)
-        arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(cands), users or 1, context, max_model_len)
+        arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(cands), users or 1, context, max_model_len,
+                               prompt, output)
         if not arrangements:
             if (users or 1) <= 1:
                 return _fail(name, [Issue(key="serving.error.no_arrangement", params={"context": context})],
@@ -200,15 +199,22 @@ def serve(request: Request) -> ServingResult:
         else:
             fits_in = max(1, ref.count // pp)
             tp = max([t for t in valid_tp(arch, engine, fits_in)] or [1])
-            assumptions.append(f"tensor_parallel={tp}")
+            if engine not in ("llama.cpp", "ollama", "hf"):  # those split layers, never tensors
+                assumptions.append(f"tensor_parallel={tp}")
     if tp * pp > ref.count:
         ref = ref.model_copy(update={"count": tp * pp})
         assumptions.append(f"gpu_count={tp * pp}")
     choice, cat = gpu_choice(ref)
     if cat is None and choice.name:
         cat = catalog_gpu(choice.name) or find_gpu(choice.name)
-    replicas = max(1, choice.count // (tp * pp))
+    split = engine in ("llama.cpp", "ollama", "hf")
+    # llama.cpp / Ollama / HF generate: one process with the layers split over every GPU (no replicas)
+    replicas = 1 if split else max(1, choice.count // (tp * pp))
     s = settings_for(request, engine, fmt, kv_dtype, choice, tp, pp, max_model_len, assumptions)
+    if fmt == "fp8" and cat is not None and not cat.fp8_tflops and cat.compute_capability:
+        # no FP8 tensor cores (Ampere): vLLM runs FP8 checkpoints weight-only, W8A16 through FP8 Marlin
+        # (vLLM docs/features/quantization/fp8.md): the memory of FP8, the compute of bf16
+        assumptions.append("fp8_compute=weight-only")
     p = profile(request, arch, s, choice, context, users or 1)
     if p.gpu_layers is not None:
         s = s.model_copy(update={"gpu_layers": p.gpu_layers})
@@ -216,11 +222,11 @@ def serve(request: Request) -> ServingResult:
     errors: list[Issue] = warnings
     if ((users and served < users) or not loads(p)) and request.gpus:
         arrangements = arrange(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
-                               users or 1, context, max_model_len)
+                               users or 1, context, max_model_len, prompt, output)
         if not arrangements:
             others = _candidates(engine)
             arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(others), users or 1, context,
-                                   max_model_len)
+                                   max_model_len, prompt, output)
         if not arrangements and users and users > 1:
             errors.append(_too_many(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
                                     users, context, max_model_len))
@@ -230,11 +236,7 @@ def serve(request: Request) -> ServingResult:
         per_instance = max(1, min(users or 1, served or 1) // replicas) if users else 1
         if users is None and "throughput" in request.asks:
             per_instance = max(1, served // replicas)  # "how many tokens/s": at the load the GPUs hold
-        w = rank_weights(arch, s.weight_format, tp, pp, engine)
-        read = p.memory.weights_gib * 2**30 - (w.embedding if s.family not in ("llama.cpp", "ollama") else 0.0)
-        speed = decode_and_ttft(arch, s, cat, choice, read, per_instance, prompt, output,
-                                kv_element_bytes(s.kv_cache_dtype, s.weight_format),
-                                host_bytes=p.memory.host_ram_gib * 2**30 if not choice.unified_memory else 0.0)
+        speed = instance_speed(arch, s, cat, choice, p.memory, per_instance, prompt, output)
         price = cost(cat.name, choice.count, speed.total_tokens_s * replicas, request.currency or "USD")
     fits = loads(p) and (users is None or served >= users)
     return ServingResult(

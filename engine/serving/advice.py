@@ -67,7 +67,9 @@ def changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
                          params={"gpu": a.gpu, "count": a.count, "tensor_parallel": a.tensor_parallel,
                                  "pipeline_parallel": a.pipeline_parallel, "replicas": a.replicas},
                          effect={"concurrency_at_context": a.concurrency_at_context, "kv_pool_gib": a.kv_pool_gib,
-                                 "per_hour": a.per_hour, "currency": a.currency}))
+                                 "per_hour": a.per_hour, "currency": a.currency,
+                                 "per_million_output_tokens": a.per_million_output_tokens,
+                                 "per_user_tokens_s": a.per_user_tokens_s}))
     return out
 
 

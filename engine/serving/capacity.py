@@ -1,5 +1,6 @@
-"""The smallest arrangement that serves the asked users: one instance of TP (dividing the attention heads, within a
-node) x PP (across nodes when one node is not enough), replicated until the users fit; GPUs compared by price."""
+"""The arrangement that serves the asked users for the least money: one instance of TP (dividing the attention heads,
+within a node) x PP (across nodes when one node is not enough), replicated until the users fit; GPUs compared by what
+the asked load costs (per 1M output tokens at it, then per hour), one node first, desktop cards on one machine."""
 
 from __future__ import annotations
 
@@ -9,13 +10,19 @@ from engine import pricing
 from engine.catalog import Gpu
 from engine.schema import Architecture, GpuRef, Request
 
+from .budget import GIB
 from .core import Profile, gpu_choice, loads, profile, settings_for, users_served
 from .profile import data
+from .speed import instance_speed, per_million
 from .types import Arrangement
+from .weights import rank_weights
 
 
 def valid_tp(arch: Architecture, engine: str, most: int) -> list[int]:
-    """TP degrees the engine accepts: they divide the attention heads (and the KV heads, or are a multiple of them)."""
+    """TP degrees the engine accepts: they divide the attention heads (vLLM's ModelConfig.verify_with_parallel_config,
+    vllm/config.py: "Total number of attention heads (...) must be divisible by tensor parallel size"), and the KV
+    heads divide by TP or TP by the KV heads (vllm/model_executor/layers/linear.py QKVParallelLinear: KV heads are
+    split when there are more of them than ranks, else replicated `divide(tp_size, total_num_kv_heads)` times)."""
     out = []
     for tp in (1, 2, 4, 8, 16):
         if tp > most:
@@ -31,6 +38,7 @@ def valid_tp(arch: Architecture, engine: str, most: int) -> list[int]:
 
 
 def instance_shapes(arch: Architecture, engine: str) -> list[tuple[int, int]]:
+    """TP within one node (its all-reduce runs twice a layer), PP across nodes."""
     per_node = int(data()["limits"]["gpus_per_node"])
     tps = valid_tp(arch, engine, per_node)
     shapes = [(tp, 1) for tp in tps]
@@ -46,21 +54,47 @@ def _price(name: str, currency: str) -> float | None:
         return None
 
 
+def _rank(a: Arrangement) -> tuple[bool, float, float, int]:
+    """What a team pays for the asked load: one node before several, then per 1M output tokens, per hour, GPUs."""
+    inf = math.inf
+    return (a.nodes > 1, a.per_million_output_tokens if a.per_million_output_tokens is not None else inf,
+            a.per_hour if a.per_hour is not None else inf, a.count)
+
+
 def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtype: str, candidates: list[Gpu | GpuRef],
-            users: int, context: int, max_model_len: int) -> list[Arrangement]:
-    """The cheapest arrangement per GPU kind that serves `users` requests of `context` tokens, cheapest first."""
+            users: int, context: int, max_model_len: int, prompt: int | None = None,
+            output: int | None = None) -> list[Arrangement]:
+    """Per GPU kind the arrangement that serves `users` requests of `context` tokens for the least money (per 1M
+    output tokens at that load, then per hour), one-node arrangements first; desktop cards on one machine only."""
     currency = request.currency or "USD"
-    most = int(data()["limits"]["max_gpus"])
+    limits = data()["limits"]
+    most, per_node = int(limits["max_gpus"]), int(limits["gpus_per_node"])
+    one_machine = set(limits["single_machine_gpus"])
+    out_len = output or min(512, max(1, context // 4))
+    in_len = prompt or max(1, context - out_len)
     found: list[Arrangement] = []
     for cand in candidates:
         ref = cand if isinstance(cand, GpuRef) else GpuRef(name=cand.name, memory_gb=cand.memory_gb)
-        best: Arrangement | None = None
         price = _price(ref.name or "", currency) if ref.name else None
+        options: list[Arrangement] = []
+        wider = 0  # TP degrees tried past the first one instance serves the users with
         for tp, pp in instance_shapes(arch, engine):
-            if best is not None and (pp > 1 or tp * pp >= best.count):
-                break  # a wider instance cannot use fewer GPUs; PP across nodes only when no node-sized TP serves
-            choice, _gpu = gpu_choice(ref.model_copy(update={"count": tp * pp}))
+            if pp > 1 and any(o.pipeline_parallel == 1 for o in options):
+                break  # PP across nodes only when no node-sized TP serves
+            if any(o.replicas == 1 for o in options):
+                wider += 1
+                if wider > 1:
+                    break  # wider still: more GPUs for the same users, decode gains less than the GPUs cost
+            choice, gpu = gpu_choice(ref.model_copy(update={"count": tp * pp}))
+            if options and not choice.nvlink and tp > 2:
+                # PCIe only: past 2 GPUs vLLM's custom all-reduce is off (custom_all_reduce.py) and TP runs NCCL
+                # over PCIe; replicas of a narrower TP that already serves, never a wider one
+                break
+            ceiling = per_node if choice.name in one_machine else most
             s = settings_for(request, engine, fmt, kv_dtype, choice, tp, pp, max_model_len)
+            if s.family not in ("llama.cpp", "ollama", "hf") and rank_weights(
+                    arch, fmt, tp, pp, engine).first > choice.total_gib * s.gpu_memory_utilization * GIB:
+                continue  # the weights alone are past the engine's share: it cannot load
             p: Profile = profile(request, arch, s, choice, context, users)
             if not loads(p):
                 continue
@@ -69,17 +103,23 @@ def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtyp
                 continue
             replicas = math.ceil(users / each)
             count = tp * pp * replicas
-            if count > most:
+            if count > ceiling:
                 continue
-            option = Arrangement(gpu=choice.name, count=count, tensor_parallel=tp, pipeline_parallel=pp,
-                                 replicas=replicas, users_per_instance=each, users=users, context=context,
-                                 concurrency_at_context=p.kv.concurrency_at_context,
-                                 kv_pool_gib=round(p.memory.kv_pool_gib, 2),
-                                 per_hour=round(price * count, 2) if price is not None else None, currency=currency)
-            key = (option.per_hour if option.per_hour is not None else math.inf, option.count)
-            if best is None or key < (best.per_hour if best.per_hour is not None else math.inf, best.count):
-                best = option
-        if best is not None:
-            found.append(best)
-    found.sort(key=lambda a: (a.per_hour if a.per_hour is not None else math.inf, a.count))
+            per_hour = round(price * count, 2) if price is not None else None
+            sp = instance_speed(arch, s, gpu, choice, p.memory, -(-users // replicas), in_len, out_len) \
+                if gpu is not None else None
+            m = p.memory
+            options.append(Arrangement(
+                gpu=choice.name, count=count, tensor_parallel=tp, pipeline_parallel=pp, replicas=replicas,
+                users_per_instance=each, users=users, context=context,
+                concurrency_at_context=p.kv.concurrency_at_context, kv_pool_gib=round(m.kv_pool_gib, 2),
+                per_hour=per_hour, currency=currency,
+                per_million_output_tokens=per_million(per_hour, sp.total_tokens_s * replicas) if sp else None,
+                per_user_tokens_s=sp.per_user_tokens_s if sp else None, nodes=math.ceil(count / per_node),
+                total_gib=round(choice.total_gib, 2), budget_gib=round(m.budget_gib, 2),
+                weights_gib=round(m.weights_gib, 2), activation_peak_gib=round(m.activation_peak_gib, 2),
+                non_torch_gib=round(m.non_torch_gib + m.cuda_graph_gib, 2), cuda_graph_gib=round(m.cuda_graph_gib, 2)))
+        if options:
+            found.append(min(options, key=_rank))
+    found.sort(key=_rank)
     return found

@@ -27,16 +27,19 @@ def compute_buffer(arch: Architecture) -> float:
 
 
 def llama_cpp(arch: Architecture, s: Settings, gpu: GpuChoice, context: int) -> tuple[RankMemory, KvCapacity, int]:
-    """(memory, capacity, layers on the GPU): as many layers as fit (or -ngl), n_ctx = max_model_len x slots."""
+    """(memory, capacity, layers on the GPUs): as many layers as fit (or -ngl), n_ctx = max_model_len x slots.
+    Several GPUs hold the layers split between them (llama.cpp's default --split-mode layer, one process): their
+    memory adds up, each keeps a compute buffer; the figures returned are per GPU (host RAM for the machine)."""
     w = rank_weights(arch, s.weight_format, 1, 1, "llama.cpp")
     apple = float(data()["llama_cpp"]["apple_gpu_share"])
+    cards = max(1, gpu.count)
     # unified memory: total_gib is already the GPU's share of the RAM (Metal's working set); a discrete card keeps 5 %
-    budget = gpu.total_gib * GIB * (1.0 if gpu.unified_memory else 0.95)
+    budget = gpu.total_gib * GIB * (1.0 if gpu.unified_memory else 0.95) * cards
     slots = max(1, s.max_num_seqs)
     n_ctx = s.max_model_len * slots
     per_token_layer = plain_bytes_per_token(arch, 1, 1, kv_element_bytes(s.kv_cache_dtype))
     per_layer_gpu = w.per_layer + per_token_layer * n_ctx
-    fixed = w.embedding * 0 + w.head + compute_buffer(arch)  # token embeddings stay in host RAM (llama.cpp)
+    fixed = w.embedding * 0 + w.head + compute_buffer(arch) * cards  # token embeddings stay in host RAM (llama.cpp)
     if s.gpu_layers is not None:
         on_gpu = max(0, min(arch.layers, s.gpu_layers))
     else:
@@ -45,10 +48,10 @@ def llama_cpp(arch: Architecture, s: Settings, gpu: GpuChoice, context: int) -> 
     weights = w.per_layer * on_gpu + (w.head if on_gpu == arch.layers else 0.0)
     kv = per_token_layer * n_ctx * on_gpu
     host = w.per_layer * (arch.layers - on_gpu) + w.embedding + per_token_layer * n_ctx * (arch.layers - on_gpu)
-    memory = RankMemory(budget_gib=budget / GIB, weights_gib=weights / GIB,
+    memory = RankMemory(budget_gib=budget / cards / GIB, weights_gib=weights / cards / GIB,
                         activation_peak_gib=compute_buffer(arch) / GIB, non_torch_gib=0.0, cuda_graph_gib=0.0,
-                        cuda_graphs_in_budget=True, kv_pool_gib=kv / GIB, host_ram_gib=host / GIB)
-    if gpu.unified_memory and weights + kv + host + compute_buffer(arch) > gpu.total_gib / apple * GIB * 0.9:
+                        cuda_graphs_in_budget=True, kv_pool_gib=kv / cards / GIB, host_ram_gib=host / GIB)
+    if gpu.unified_memory and weights + kv + host + compute_buffer(arch) > gpu.total_gib * cards / apple * GIB * 0.9:
         # one RAM for GPU and CPU: layers "in host RAM" are in the same memory (0.1 left to the system: assumption)
         memory = memory.model_copy(update={"kv_pool_gib": 0.0})
         slots = 0

@@ -11,9 +11,11 @@ from engine.catalog import Gpu
 from engine.schema import Architecture
 from engine.speed import calibration, weight_params_read
 
+from .core import kv_element_bytes
 from .kv import plain_bytes_per_token
 from .profile import data
-from .types import Cost, GpuChoice, Settings, Speed
+from .types import Cost, GpuChoice, RankMemory, Settings, Speed
+from .weights import rank_weights
 
 
 def format_bits(fmt: str) -> int:
@@ -52,6 +54,26 @@ def decode_and_ttft(arch: Architecture, s: Settings, gpu: Gpu, choice: GpuChoice
     return Speed(per_user_tokens_s=round(1.0 / step, 2), total_tokens_s=round(batch / step, 1),
                  ttft_s=round(ttft, 3), bound="memory" if memory_step >= compute_step else "compute",
                  concurrency=batch, context=prompt + output)
+
+
+def instance_speed(arch: Architecture, s: Settings, gpu: Gpu, choice: GpuChoice, memory: RankMemory, users: int,
+                   prompt: int, output: int) -> Speed:
+    """One TP x PP instance at `users` requests at once: what a decode step reads is the rank's weights less the
+    input embedding table (llama.cpp: its whole GPU share), plus host RAM layers on a discrete GPU."""
+    w = rank_weights(arch, s.weight_format, s.tensor_parallel, s.pipeline_parallel, s.engine)
+    read = memory.weights_gib * 2**30 - (w.embedding if s.family not in ("llama.cpp", "ollama") else 0.0)
+    if s.family in ("llama.cpp", "ollama"):
+        read *= max(1, choice.count)  # layers split over the GPUs: a token passes them one after another
+    return decode_and_ttft(arch, s, gpu, choice, read, users, prompt, output,
+                           kv_element_bytes(s.kv_cache_dtype, s.weight_format),
+                           host_bytes=memory.host_ram_gib * 2**30 if not choice.unified_memory else 0.0)
+
+
+def per_million(per_hour: float | None, total_tokens_s: float) -> float | None:
+    """What a million output tokens cost at `total_tokens_s` (all replicas) and `per_hour` (all GPUs)."""
+    if per_hour is None or total_tokens_s <= 0:
+        return None
+    return round(per_hour / (total_tokens_s * 3600.0) * 1e6, 3)
 
 
 def cost(gpu_name: str, count: int, total_tokens_s: float, currency: str = "USD") -> Cost | None:
