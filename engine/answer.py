@@ -119,7 +119,9 @@ def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None,
     room = capacity(asked.gpu, asked.memory_gb)
     if fits(b, room, NO_HEADROOM):
         return ("tight" if tight(b, room) else "fits"), None
-    fix = next((c for c in result.changes if _on_the_gpus_asked(c) and c.fits), None)
+    on_card = [c for c in result.changes if _on_the_gpus_asked(c) and c.fits]
+    # a comfortable fix before one that leaves under 10 % free (Change.tight, which the headline then says)
+    fix = next((c for c in on_card if not c.tight), on_card[0] if on_card else None)
     return ("fits_with_changes" if fix is not None else "no_fit"), fix
 
 

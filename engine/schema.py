@@ -254,6 +254,7 @@ class Scenario(BaseModel):
     platform: Literal["cuda", "rocm", "mps"] = "cuda"
     model_family: str = ""
     capacity_gib: float | None = None  # usable memory of the GPU it runs on (engine.catalog.usable_memory_gib)
+    half_dtype: Literal["bf16", "fp16"] = "bf16"  # the 16-bit type autocast runs in: fp16 where the GPU has no bf16
 
 
 class Breakdown(BaseModel):
@@ -352,6 +353,7 @@ class Change(BaseModel):
     saves_gb: float
     fits: bool
     total_gb: float = 0.0  # what one GPU must hold after the change (peak + CUDA context)
+    tight: bool = False  # it fits, with under engine.fit.TIGHT of the capacity to spare (the verdict says so)
     parts: list[Change] = Field(default_factory=list)  # key "combined": the changes made together
 
 

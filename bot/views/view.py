@@ -20,6 +20,7 @@ from bot.views.words import (
     method_label,
     note_text,
     technique_label,
+    tight_suffix,
 )
 from engine.schema import Answer, Breakdown, Change, Comparison, Monthly, Plan, Scenario
 
@@ -250,7 +251,8 @@ def headline(lang: str, a: Answer, gpu_label: str, compared: str) -> str:
             inference = a.scenario is not None and a.scenario.method == "inference"
             return _(lang, "Fits on %(gpu)s after changes (%(fix)s): %(fixed)s GB; as asked %(used)s GB, with "
                            "%(avail)s GB available of %(total)s") % {
-                **p, "fix": fix_text(lang, a.fix, inference), "fixed": num(lang, a.fix.total_gb)}
+                **p, "fix": fix_text(lang, a.fix, inference), "fixed": num(lang, a.fix.total_gb)} + tight_suffix(
+                lang, a.fix)
         case "no_fit" if a.conflicts:
             return _(lang, "Does not run on %(gpu)s: %(why)s") % {
                 "gpu": gpu_label, "why": _(lang, CONFLICTS.get(a.conflicts[0], a.conflicts[0]))}

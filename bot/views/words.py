@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.views.catalogs import N_, _, _n
 from bot.views.formats import num, number_or_text
-from engine.schema import Assumption, Note, Scenario
+from engine.schema import Assumption, Change, Note, Scenario
 
 COMPONENTS = ("weights", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache", "overhead",
               "cuda_context")
@@ -154,6 +154,11 @@ def assumption_text(lang: str, item: Assumption) -> str:
         case "sharding":
             return _(lang, "%(v)s across the GPUs") % {"v": str(value).upper().replace("ZERO", "ZeRO-")}
     return str(item)
+
+
+def tight_suffix(lang: str, fix: Change | None) -> str:
+    """A fix that leaves under a tenth of the memory free says so in the headline (engine Change.tight)."""
+    return " " + _(lang, "(tight: under a tenth of the memory left)") if fix is not None and fix.tight else ""
 
 
 def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
