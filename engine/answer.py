@@ -39,7 +39,10 @@ COMMON_GPUS = ("RTX 4090", "A100 80GB SXM", "H100 SXM", "H200 SXM")
 def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     """The complete answer to a parsed (or keyboard-altered) request; never raises on bad input."""
     if request.model is None:
-        return Answer(request=request, errors=[Note(key="no_model")])
+        market = market_answer(request, prices)
+        if market is not None:
+            return market
+        return Answer(request=request, errors=model_errors(request))
     if is_serving_request(request):  # a serving engine sizes it (engine.serving), never the training planner
         served = serving_answer(request, prices)
         asked_gpu = request.gpus[0].name if request.gpus else None
@@ -52,7 +55,8 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         if long_context_instead(request, result):
             return with_said(posttrain_answer(request, prices), request, prices)
     except ScenarioError as exc:
-        return Answer(request=request, errors=[Note(key="no_estimate", params={"reason": str(exc)})])
+        return Answer(request=request, errors=[Note(key="no_estimate", params={
+            "reason": str(exc), "why": exc.key, **exc.params})])
     named = asked_arrangements(request)
     asked = named[0] if named else None
     b, s = result.breakdown, result.scenario
@@ -73,7 +77,8 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         plans=result.plans, changes=result.changes, comparison=result.comparison,
         alternatives=[] if cheaper else result.alternatives, cheaper=cheaper,
         notes=[*result.notes, *said_notes(request, s.arch.name, asked.gpu if asked else None, result.currency)],
-        assumptions=s.assumptions, monthly=result.monthly if not result.comparison else None,
+        assumptions=[*s.assumptions, *parsed_assumptions(request)],
+        monthly=result.monthly if not result.comparison else None,
         price_date=dates[-1] if dates else None, currency=result.currency,
         rank_by=result.rank_by, tokens=result.tokens,
         shape_reference=None if s.arch.known else shape_reference(s.arch.params),
@@ -82,13 +87,70 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     )
 
 
+def asks_a_price(request: Request) -> bool:
+    """"сколько стоит H100", "how much is an A100 per hour?": one named GPU, no model, money asked."""
+    return (request.model is None and "money" in request.asks and len(request.gpus) == 1
+            and request.gpus[0].name is not None)
+
+
+def market_answer(request: Request, prices: PriceOptions | None) -> Answer | None:
+    """A price question without a model: the GPU's market range per GPU-hour (what /price shows), in the currency
+    the question asks (else the chat's), with the chat's own price; None when it is not one, or there are no prices
+    (then the answer is the usual "no model" one)."""
+    if not asks_a_price(request):
+        return None
+    options = prices or PriceOptions()
+    asked = request.currency if request.currency in ("USD", "RUB") else None
+    currency = asked or options.currency
+    gpu = find_gpu(request.gpus[0].name, request.gpus[0].memory_gb)
+    if gpu is None:
+        return None
+    try:
+        found = pricing.market_range(gpu.name, None, currency, options.usd_rub)  # type: ignore[arg-type]
+    except (LookupError, ValueError):
+        return None
+    own = None
+    if currency == options.currency:
+        own = next((v for k, v in options.overrides.items() if find_gpu(k) == gpu), None)
+    return Answer(request=request, market=found.model_copy(deep=True), own_price=own, currency=found.currency,
+                  notes=said_notes(request, "", gpu.name, found.currency))
+
+
+def model_errors(request: Request) -> list[Note]:
+    """Why there is no estimate when the question gives no model: what the parser could not use ("-7B" is a
+    negative number, "10^100B" a size out of range), then the missing model itself."""
+    return [*(Note(key="request_error", params={"reason": k}) for k in error_keys(request.error)),
+            Note(key="no_model")]
+
+
 def with_said(a: Answer, request: Request, prices: PriceOptions | None) -> Answer:
     """A post-training answer with what the question said around the estimate (notes, budget, deadline)."""
     if a.scenario is None:
         return a
     a.notes = [*a.notes, *said_notes(request, a.scenario.arch.name, a.asked.gpu if a.asked else None, a.currency)]
+    known = {x.key for x in a.assumptions}
+    a.assumptions = [*a.assumptions, *(x for x in parsed_assumptions(request) if x.key not in known)]
     a.limits = within_limits(request, [*a.plans, *a.alternatives], prices or PriceOptions())
     return a
+
+
+# Request.assumed entries the parser filled from what the question implied, as the answer's assumptions (Request field
+# → assumption key); "model" and "gpus" are said as notes (said_notes)
+PARSED_DEFAULTS = {"quantization": "quantization", "context_parallel": "context_parallel",
+                   "budget.currency": "budget_currency"}
+
+
+def parsed_assumptions(request: Request) -> list[Assumption]:
+    """The defaults the parser picked ("q4" → llama.cpp's Q4_K_M, "DeepSpeed Ulysses" on 8 GPUs → CP ×8, a budget
+    without a currency → the language's), each shown in the Assumptions line like the engine's own."""
+    out = []
+    for said in request.assumed:
+        key = PARSED_DEFAULTS.get(said)
+        value = request.budget.currency if said == "budget.currency" and request.budget else \
+            getattr(request, said, None) if key else None
+        if key is not None and value is not None:
+            out.append(Assumption(key=key, value=value))
+    return out
 
 
 def said_notes(request: Request, model: str, gpu: str | None, currency: str) -> list[Note]:
@@ -213,6 +275,9 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Answ
     if prices is not None and result.cost is not None and result.gpu is not None:
         result = result.model_copy(update={"cost": _priced(result, prices)})
     notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
+    if "quantization" in request.assumed and request.quantization:  # "q4": the parser's pick, said (engine.serving's
+        result = result.model_copy(update={"assumptions": [  # own "weight_format" assumption words it)
+            *result.assumptions, f"weight_format={request.quantization}"]})
     return Answer(request=request, serving=result, verdict=serving_verdict(request, result), notes=notes,
                   serving_users=serving_users(result), currency=result.cost.currency if result.cost else "USD")
 

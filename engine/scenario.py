@@ -38,7 +38,13 @@ DEFAULT_BITS = {"full": 16, "lora": 16, "qlora": 4, "inference": 16}
 
 
 class ScenarioError(ValueError):
-    """The request cannot be estimated; the message says why, for a person."""
+    """The request cannot be estimated. The message says why in English (CLI JSON `error`); `key` and `params` say
+    it for the views to word (engine.answer's "no_estimate" note carries them)."""
+
+    def __init__(self, message: str, key: str = "", **params: object) -> None:
+        super().__init__(message)
+        self.key = key
+        self.params = params
 
 
 def gpu_count(request: Request) -> int:
@@ -59,11 +65,12 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
 
     if request.model is None or (request.model.params_b is None and request.model.config is None
                                  and not request.model.name):
-        raise ScenarioError("no model size: say e.g. '7B' or a model name")
+        raise ScenarioError("no model size: say e.g. '7B' or a model name", "no_model_size")
     try:
         arch = architecture(request.model)
     except ValueError as exc:
-        raise ScenarioError(f"unknown model {request.model.name!r} and no size given") from exc
+        raise ScenarioError(f"unknown model {request.model.name!r} and no size given", "unknown_model",
+                            model=request.model.name or "") from exc
     if not arch.known:
         assumptions.append(Assumption(key="architecture", value=shape_reference(arch.params)))
 

@@ -462,9 +462,14 @@ class Answer(BaseModel):
     fused_loss_gb: float | None = None
     conflicts: list[str] = Field(default_factory=list)
     limits: Limits | None = None  # the question's budget / deadline against the plans
+    # appended (issue 13 probe): "сколько стоит T4 в час" with no model: the GPU's market range per GPU-hour (the
+    # figures /price shows, engine.pricing.market_range) and the chat's own price for it, in the answer's currency
+    market: PriceRange | None = None
+    own_price: float | None = None
 
 
 # engine.posttrain imports this module: its result type comes in once every model here is defined
 from engine.posttrain.models import PostTrainResult  # noqa: E402
+from engine.pricing import PriceRange  # noqa: E402
 
-Answer.model_rebuild(_types_namespace={"PostTrainResult": PostTrainResult})
+Answer.model_rebuild(_types_namespace={"PostTrainResult": PostTrainResult, "PriceRange": PriceRange})
