@@ -23,6 +23,7 @@ from engine.schema import (
     GpuLine,
     LineRole,
     Note,
+    Plan,
     PlanResult,
     PriceOptions,
     Request,
@@ -63,6 +64,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     cheaper = result.alternatives[0] if result.asked_fits and result.alternatives else None
     shown = [*result.plans, *result.alternatives]
     dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
+    old_prices = stale_prices(shown)
     gpu = find_gpu(asked.gpu, asked.memory_gb) if asked else None
     conflicts = hardware_conflicts(s, gpu, request) if gpu is not None and not result.comparison else []
     said, fix = verdict(result, b, asked, conflicts)
@@ -79,7 +81,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         notes=[*result.notes, *said_notes(request, s.arch.name, asked.gpu if asked else None, result.currency)],
         assumptions=[*s.assumptions, *parsed_assumptions(request)],
         monthly=result.monthly if not result.comparison else None,
-        price_date=dates[-1] if dates else None, currency=result.currency,
+        price_date=dates[-1] if dates else None, old_prices=old_prices, currency=result.currency,
         rank_by=result.rank_by, tokens=result.tokens,
         shape_reference=None if s.arch.known else shape_reference(s.arch.params),
         capacity=capacity_lines(b, asked, result),
@@ -106,7 +108,7 @@ def market_answer(request: Request, prices: PriceOptions | None) -> Answer | Non
     if gpu is None:
         return None
     try:
-        found = pricing.market_range(gpu.name, None, currency, options.usd_rub)  # type: ignore[arg-type]
+        found = pricing.market_range(gpu.name, None, currency, options.usd_rub)
     except (LookupError, ValueError):
         return None
     own = None
@@ -121,6 +123,18 @@ def model_errors(request: Request) -> list[Note]:
     negative number, "10^100B" a size out of range), then the missing model itself."""
     return [*(Note(key="request_error", params={"reason": k}) for k in error_keys(request.error)),
             Note(key="no_model")]
+
+
+# The price summary's window (gpu-price-summary.csv: on-demand points 2024-2026); a GPU whose newest figure is older
+# (T4 and A10G: one AWS spot price of 2021-12, nothing newer in shared/data/gpu-prices.csv) is named with its date
+PRICE_WINDOW_START = "2024"
+
+
+def stale_prices(shown: list[Plan]) -> dict[str, str]:
+    """GPU → price date of the plans shown whose newest price is older than the summary's window: the answer's one
+    "prices as of" line must not lend them the date of the others."""
+    return {p.gpu: p.price_date for p in shown
+            if p.price_date and p.price_date != "given" and p.price_date < PRICE_WINDOW_START}
 
 
 def with_said(a: Answer, request: Request, prices: PriceOptions | None) -> Answer:
@@ -249,6 +263,7 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     cheaper = None
     shown = [*result.plans, *result.alternatives]
     dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
+    old_prices = stale_prices(shown)
     gpus = max(s.gpu_count, pt.train_gpus)
     judged, fix = posttrain_verdict(result, b, asked)
     return Answer(
@@ -258,7 +273,8 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
         cpu_ram_gb=b.cpu_ram * min(gpus, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
         alternatives=result.alternatives, cheaper=cheaper, notes=result.notes, assumptions=s.assumptions,
-        price_date=dates[-1] if dates else None, currency=result.currency, rank_by=result.rank_by,
+        price_date=dates[-1] if dates else None, old_prices=old_prices, currency=result.currency,
+        rank_by=result.rank_by,
         tokens=result.tokens, shape_reference=None if s.arch.known else shape_reference(s.arch.params),
         capacity=capacity_lines(b, asked, result), posttrain=pt,
     )

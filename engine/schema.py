@@ -446,6 +446,7 @@ class Answer(BaseModel):
     assumptions: list[Assumption] = Field(default_factory=list)
     monthly: Monthly | None = None
     price_date: str | None = None  # the newest price date among the plans shown
+    old_prices: dict[str, str] = Field(default_factory=dict)  # GPU → its price date, where older than the window
     currency: Currency = "USD"
     rank_by: RankBy = "cost"
     tokens: float | None = None

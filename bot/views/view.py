@@ -296,7 +296,9 @@ def view_model(lang: str, a: Answer) -> AnswerView:
         "changes": [change_line(lang, c, s.method == "inference") for c in a.changes[:5]],
         "cpu_ram_gb": a.cpu_ram_gb,
         "assumptions": "; ".join(assumption_text(lang, x) for x in a.assumptions) or "—",
-        "price_date": date_text(lang, a.price_date) if a.price_date else "",
+        "price_date": (date_text(lang, a.price_date) + "".join(
+            "; " + _(lang, "for %(gpu)s as of %(date)s, no newer figure") % {"gpu": gpu, "date": date_text(lang, day)}
+            for gpu, day in a.old_prices.items() if day != a.price_date)) if a.price_date else "",
         "rank_by": a.rank_by, "named": asked is not None,
         "asked_gpu": gpu_name(lang, asked.gpu) if asked else "",
         "comparison": [comparison_line(lang, c) for c in a.comparison],

@@ -175,7 +175,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
                             "tp_heads", tp=tp, heads=arch.heads)
     if cp * tp > n:
         raise ScenarioError(f"context parallel {cp} x tensor parallel {tp} needs {cp * tp} GPUs, {n} given",
-                            "cp_tp_needs_gpus", cp=cp, tp=tp, gpus=n)
+                            "cp_tp_needs_gpus", cp=cp, tp=tp, needs=cp * tp, gpus=n)
 
     # rollout
     rollout: str | None = None
