@@ -175,9 +175,9 @@ def _breakdown(req: Request) -> Breakdown | None:
 def rank(job: Job, o: Option, req: Request) -> tuple[float, float, float, int]:
     """engine.plan's rank key with CP's step-time factor; GRPO/PPO by the money (or hours) of their steps.
 
-    The first figure is compared as the answer shows it (two significant figures): plans whose money (or hours)
-    reads the same are listed by GPU count, fewest first, never in the order of a rounding error
-    ("1×, 8×, 4×" at the same 5.8–57 $)."""
+    The first figure is compared at three significant figures: plans whose money (or hours) is the same but for
+    float noise (GRPO on 1, 4 or 8 H100 costs the same) are listed by GPU count, fewest first, never in the order
+    of a rounding error ("1×, 8×, 4×" at the same 5.8–57 $)."""
     key = rank_key(job, o)
     if req.stage in ("grpo", "ppo"):
         costs = rl_costs(job, o, req)
@@ -191,8 +191,8 @@ def rank(job: Job, o: Option, req: Request) -> tuple[float, float, float, int]:
 
 
 def _as_shown(value: float) -> float:
-    """A figure at the two significant figures the answer prints it with."""
-    return float(f"{value:.2g}") if math.isfinite(value) and value > 0 else value
+    """A figure at three significant figures (finer than the answer prints, coarser than float noise)."""
+    return float(f"{value:.3g}") if math.isfinite(value) and value > 0 else value
 
 
 def search(job: Job, request: Request, candidates: Sequence[Arrangement], headroom: float = HEADROOM,
