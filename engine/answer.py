@@ -23,6 +23,7 @@ from engine.schema import (
     GpuLine,
     LineRole,
     Note,
+    Plan,
     PlanResult,
     PriceOptions,
     Request,
@@ -39,7 +40,10 @@ COMMON_GPUS = ("RTX 4090", "A100 80GB SXM", "H100 SXM", "H200 SXM")
 def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     """The complete answer to a parsed (or keyboard-altered) request; never raises on bad input."""
     if request.model is None:
-        return Answer(request=request, errors=[Note(key="no_model")])
+        market = market_answer(request, prices)
+        if market is not None:
+            return market
+        return Answer(request=request, errors=model_errors(request))
     if is_serving_request(request):  # a serving engine sizes it (engine.serving), never the training planner
         served = serving_answer(request, prices)
         asked_gpu = request.gpus[0].name if request.gpus else None
@@ -52,13 +56,15 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         if long_context_instead(request, result):
             return with_said(posttrain_answer(request, prices), request, prices)
     except ScenarioError as exc:
-        return Answer(request=request, errors=[Note(key="no_estimate", params={"reason": str(exc)})])
+        return Answer(request=request, errors=[Note(key="no_estimate", params={
+            "reason": str(exc), "why": exc.key, **exc.params})])
     named = asked_arrangements(request)
     asked = named[0] if named else None
     b, s = result.breakdown, result.scenario
     cheaper = result.alternatives[0] if result.asked_fits and result.alternatives else None
     shown = [*result.plans, *result.alternatives]
     dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
+    old_prices = stale_prices(shown)
     gpu = find_gpu(asked.gpu, asked.memory_gb) if asked else None
     conflicts = hardware_conflicts(s, gpu, request) if gpu is not None and not result.comparison else []
     said, fix = verdict(result, b, asked, conflicts)
@@ -73,8 +79,9 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         plans=result.plans, changes=result.changes, comparison=result.comparison,
         alternatives=[] if cheaper else result.alternatives, cheaper=cheaper,
         notes=[*result.notes, *said_notes(request, s.arch.name, asked.gpu if asked else None, result.currency)],
-        assumptions=s.assumptions, monthly=result.monthly if not result.comparison else None,
-        price_date=dates[-1] if dates else None, currency=result.currency,
+        assumptions=[*s.assumptions, *parsed_assumptions(request)],
+        monthly=result.monthly if not result.comparison else None,
+        price_date=dates[-1] if dates else None, old_prices=old_prices, currency=result.currency,
         rank_by=result.rank_by, tokens=result.tokens,
         shape_reference=None if s.arch.known else shape_reference(s.arch.params),
         capacity=capacity_lines(b, asked, result),
@@ -82,13 +89,82 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     )
 
 
+def asks_a_price(request: Request) -> bool:
+    """"сколько стоит H100", "how much is an A100 per hour?": one named GPU, no model, money asked."""
+    return (request.model is None and "money" in request.asks and len(request.gpus) == 1
+            and request.gpus[0].name is not None)
+
+
+def market_answer(request: Request, prices: PriceOptions | None) -> Answer | None:
+    """A price question without a model: the GPU's market range per GPU-hour (what /price shows), in the currency
+    the question asks (else the chat's), with the chat's own price; None when it is not one, or there are no prices
+    (then the answer is the usual "no model" one)."""
+    if not asks_a_price(request):
+        return None
+    options = prices or PriceOptions()
+    asked = request.currency if request.currency in ("USD", "RUB") else None
+    currency = asked or options.currency
+    gpu = find_gpu(request.gpus[0].name, request.gpus[0].memory_gb)
+    if gpu is None:
+        return None
+    try:
+        found = pricing.market_range(gpu.name, None, currency, options.usd_rub)
+    except (LookupError, ValueError):
+        return None
+    own = None
+    if currency == options.currency:
+        own = next((v for k, v in options.overrides.items() if find_gpu(k) == gpu), None)
+    return Answer(request=request, market=found.model_copy(deep=True), own_price=own, currency=found.currency,
+                  notes=said_notes(request, "", gpu.name, found.currency))
+
+
+def model_errors(request: Request) -> list[Note]:
+    """Why there is no estimate when the question gives no model: what the parser could not use ("-7B" is a
+    negative number, "10^100B" a size out of range), then the missing model itself."""
+    return [*(Note(key="request_error", params={"reason": k}) for k in error_keys(request.error)),
+            Note(key="no_model")]
+
+
+# The price summary's window (gpu-price-summary.csv: on-demand points 2024-2026); a GPU whose newest figure is older
+# (T4 and A10G: one AWS spot price of 2021-12, nothing newer in shared/data/gpu-prices.csv) is named with its date
+PRICE_WINDOW_START = "2024"
+
+
+def stale_prices(shown: list[Plan]) -> dict[str, str]:
+    """GPU → price date of the plans shown whose newest price is older than the summary's window: the answer's one
+    "prices as of" line must not lend them the date of the others."""
+    return {p.gpu: p.price_date for p in shown
+            if p.price_date and p.price_date != "given" and p.price_date < PRICE_WINDOW_START}
+
+
 def with_said(a: Answer, request: Request, prices: PriceOptions | None) -> Answer:
     """A post-training answer with what the question said around the estimate (notes, budget, deadline)."""
     if a.scenario is None:
         return a
     a.notes = [*a.notes, *said_notes(request, a.scenario.arch.name, a.asked.gpu if a.asked else None, a.currency)]
+    known = {x.key for x in a.assumptions}
+    a.assumptions = [*a.assumptions, *(x for x in parsed_assumptions(request) if x.key not in known)]
     a.limits = within_limits(request, [*a.plans, *a.alternatives], prices or PriceOptions())
     return a
+
+
+# Request.assumed entries the parser filled from what the question implied, as the answer's assumptions (Request field
+# → assumption key); "model" and "gpus" are said as notes (said_notes)
+PARSED_DEFAULTS = {"quantization": "quantization", "context_parallel": "context_parallel",
+                   "budget.currency": "budget_currency"}
+
+
+def parsed_assumptions(request: Request) -> list[Assumption]:
+    """The defaults the parser picked ("q4" → llama.cpp's Q4_K_M, "DeepSpeed Ulysses" on 8 GPUs → CP ×8, a budget
+    without a currency → the language's), each shown in the Assumptions line like the engine's own."""
+    out = []
+    for said in request.assumed:
+        key = PARSED_DEFAULTS.get(said)
+        value = request.budget.currency if said == "budget.currency" and request.budget else \
+            getattr(request, said, None) if key else None
+        if key is not None and value is not None:
+            out.append(Assumption(key=key, value=value))
+    return out
 
 
 def said_notes(request: Request, model: str, gpu: str | None, currency: str) -> list[Note]:
@@ -119,7 +195,9 @@ def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None,
     room = capacity(asked.gpu, asked.memory_gb)
     if fits(b, room, NO_HEADROOM):
         return ("tight" if tight(b, room) else "fits"), None
-    fix = next((c for c in result.changes if _on_the_gpus_asked(c) and c.fits), None)
+    on_card = [c for c in result.changes if _on_the_gpus_asked(c) and c.fits]
+    # a comfortable fix before one that leaves under 10 % free (Change.tight, which the headline then says)
+    fix = next((c for c in on_card if not c.tight), on_card[0] if on_card else None)
     return ("fits_with_changes" if fix is not None else "no_fit"), fix
 
 
@@ -185,6 +263,7 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     cheaper = None
     shown = [*result.plans, *result.alternatives]
     dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
+    old_prices = stale_prices(shown)
     gpus = max(s.gpu_count, pt.train_gpus)
     judged, fix = posttrain_verdict(result, b, asked)
     return Answer(
@@ -194,7 +273,8 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
         cpu_ram_gb=b.cpu_ram * min(gpus, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
         alternatives=result.alternatives, cheaper=cheaper, notes=result.notes, assumptions=s.assumptions,
-        price_date=dates[-1] if dates else None, currency=result.currency, rank_by=result.rank_by,
+        price_date=dates[-1] if dates else None, old_prices=old_prices, currency=result.currency,
+        rank_by=result.rank_by,
         tokens=result.tokens, shape_reference=None if s.arch.known else shape_reference(s.arch.params),
         capacity=capacity_lines(b, asked, result), posttrain=pt,
     )
@@ -211,6 +291,9 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Answ
     if prices is not None and result.cost is not None and result.gpu is not None:
         result = result.model_copy(update={"cost": _priced(result, prices)})
     notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
+    if "quantization" in request.assumed and request.quantization:  # "q4": the parser's pick, said (engine.serving's
+        result = result.model_copy(update={"assumptions": [  # own "weight_format" assumption words it)
+            *result.assumptions, f"weight_format={request.quantization}"]})
     return Answer(request=request, serving=result, verdict=serving_verdict(request, result), notes=notes,
                   serving_users=serving_users(result), currency=result.cost.currency if result.cost else "USD")
 

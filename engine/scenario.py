@@ -38,7 +38,13 @@ DEFAULT_BITS = {"full": 16, "lora": 16, "qlora": 4, "inference": 16}
 
 
 class ScenarioError(ValueError):
-    """The request cannot be estimated; the message says why, for a person."""
+    """The request cannot be estimated. The message says why in English (CLI JSON `error`); `key` and `params` say
+    it for the views to word (engine.answer's "no_estimate" note carries them)."""
+
+    def __init__(self, message: str, key: str = "", **params: object) -> None:
+        super().__init__(message)
+        self.key = key
+        self.params = params
 
 
 def gpu_count(request: Request) -> int:
@@ -59,11 +65,12 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
 
     if request.model is None or (request.model.params_b is None and request.model.config is None
                                  and not request.model.name):
-        raise ScenarioError("no model size: say e.g. '7B' or a model name")
+        raise ScenarioError("no model size: say e.g. '7B' or a model name", "no_model_size")
     try:
         arch = architecture(request.model)
     except ValueError as exc:
-        raise ScenarioError(f"unknown model {request.model.name!r} and no size given") from exc
+        raise ScenarioError(f"unknown model {request.model.name!r} and no size given", "unknown_model",
+                            model=request.model.name or "") from exc
     if not arch.known:
         assumptions.append(Assumption(key="architecture", value=shape_reference(arch.params)))
 
@@ -152,8 +159,12 @@ def request_gpu(request: Request) -> Gpu | None:
 def for_gpu(s: Scenario, gpu: Gpu, said: Request | None = None) -> Scenario:
     """The scenario as it runs on `gpu` (a catalog Gpu): what the hardware cannot do is replaced and said.
 
-    - no bf16 (T4, V100: compute capability < 8.0): fp16 autocast over fp32 master weights instead of
-      pure bf16 ("mixed_precision=amp" assumption; memory of fp16 equals bf16's);
+    - no bf16 (T4, V100: compute capability < 8.0; M1): fp16 autocast over fp32 trainable weights with a loss
+      scaler, in place of bf16 AMP or pure bf16 ("mixed_precision=fp16_amp" assumption). Memory: fp16 and bf16 are
+      both 2 bytes; the trainable weights must be fp32 because torch's GradScaler refuses fp16 gradients
+      (torch/amp/grad_scaler.py `_unscale_grads_`: "Attempting to unscale FP16 gradients."), which is what "amp"
+      already counts (PEFT keeps adapters in fp32: peft/tuners/tuners_utils.py `_cast_adapter_dtype`); the scaler
+      (accelerate/accelerator.py: a GradScaler when mixed_precision == "fp16") holds a few scalars per device;
     - no FlashAttention-2 ("flash_attention=off" assumption): Scenario.attention "sdpa" on CUDA/ROCm
       (PyTorch SDPA's memory-efficient kernel: linear memory), "eager" on Apple MPS (the s² softmax is
       stored: PyTorch's MPS SDPA falls back to the math path for training);
@@ -165,15 +176,24 @@ def for_gpu(s: Scenario, gpu: Gpu, said: Request | None = None) -> Scenario:
     notes: list[Assumption] = []
     platform = "mps" if unified_memory(gpu) else ("rocm" if gpu.rocm_arch else "cuda")
     update["platform"] = platform
-    if not gpu.bf16 and s.mixed_precision == "pure_bf16" and s.method != "inference":
+    if not gpu.bf16 and s.method != "inference":
+        # fp16 autocast with fp32 trainable weights and a loss scaler: the same bytes as bf16 AMP (see half_dtype)
         update["mixed_precision"] = "amp"
-        notes.append(Assumption(key="mixed_precision", value="amp"))
+        update["half_dtype"] = "fp16"
+        notes.append(Assumption(key="mixed_precision", value="fp16_amp"))
     if not gpu.flash_attention_2 and s.flash_attention:
         kind = "eager" if platform == "mps" else "sdpa"
         update["attention"] = kind
         update["flash_attention"] = False
         notes.append(Assumption(key="flash_attention", value="off"))
-    return s.model_copy(update={**update, "assumptions": [*s.assumptions, *notes]})
+    return s.model_copy(update={**update, "assumptions": replaced(s.assumptions, notes)})
+
+
+def replaced(assumptions: list[Assumption], new: list[Assumption]) -> list[Assumption]:
+    """The assumptions with each of `new` in place of an earlier one of the same key (one line per default: the
+    hardware's replacement, never "FlashAttention on" next to "FlashAttention off")."""
+    keys = {a.key for a in new}
+    return [*(a for a in assumptions if a.key not in keys), *new]
 
 
 # stacks whose 4-bit base does not need bitsandbytes (torchtune: torchao NF4Tensor, plain PyTorch ops)

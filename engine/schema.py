@@ -254,6 +254,7 @@ class Scenario(BaseModel):
     platform: Literal["cuda", "rocm", "mps"] = "cuda"
     model_family: str = ""
     capacity_gib: float | None = None  # usable memory of the GPU it runs on (engine.catalog.usable_memory_gib)
+    half_dtype: Literal["bf16", "fp16"] = "bf16"  # the 16-bit type autocast runs in: fp16 where the GPU has no bf16
 
 
 class Breakdown(BaseModel):
@@ -352,6 +353,7 @@ class Change(BaseModel):
     saves_gb: float
     fits: bool
     total_gb: float = 0.0  # what one GPU must hold after the change (peak + CUDA context)
+    tight: bool = False  # it fits, with under engine.fit.TIGHT of the capacity to spare (the verdict says so)
     parts: list[Change] = Field(default_factory=list)  # key "combined": the changes made together
 
 
@@ -444,6 +446,7 @@ class Answer(BaseModel):
     assumptions: list[Assumption] = Field(default_factory=list)
     monthly: Monthly | None = None
     price_date: str | None = None  # the newest price date among the plans shown
+    old_prices: dict[str, str] = Field(default_factory=dict)  # GPU → its price date, where older than the window
     currency: Currency = "USD"
     rank_by: RankBy = "cost"
     tokens: float | None = None
@@ -460,9 +463,14 @@ class Answer(BaseModel):
     fused_loss_gb: float | None = None
     conflicts: list[str] = Field(default_factory=list)
     limits: Limits | None = None  # the question's budget / deadline against the plans
+    # appended (issue 13 probe): "сколько стоит T4 в час" with no model: the GPU's market range per GPU-hour (the
+    # figures /price shows, engine.pricing.market_range) and the chat's own price for it, in the answer's currency
+    market: PriceRange | None = None
+    own_price: float | None = None
 
 
 # engine.posttrain imports this module: its result type comes in once every model here is defined
 from engine.posttrain.models import PostTrainResult  # noqa: E402
+from engine.pricing import PriceRange  # noqa: E402
 
-Answer.model_rebuild(_types_namespace={"PostTrainResult": PostTrainResult})
+Answer.model_rebuild(_types_namespace={"PostTrainResult": PostTrainResult, "PriceRange": PriceRange})

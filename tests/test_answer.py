@@ -69,7 +69,9 @@ def test_the_asked_arrangement_and_the_totals_are_named() -> None:
 def test_no_model_is_an_error_key_not_an_exception() -> None:
     for text in ("", "hello", "🤖" * 500):
         a = answer(parse(text))
-        assert [e.key for e in a.errors] == ["no_model"] and a.scenario is None and a.verdict is None
+        keys = [e.key for e in a.errors]  # what the parser could not use ("empty"), then the missing model
+        assert keys[-1] == "no_model" and set(keys) <= {"request_error", "no_model"}
+        assert a.scenario is None and a.verdict is None
 
 
 def test_assumptions_are_keys_with_values() -> None:

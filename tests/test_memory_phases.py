@@ -65,7 +65,8 @@ def test_t4_trains_in_fp16_amp_with_sdpa_memory() -> None:
     assert t4 is not None
     s = for_gpu(scenario(model={"params_b": 1}, method="full", mixed_precision="pure_bf16", seq_len=1024), t4)
     said = {str(a) for a in s.assumptions}
-    assert s.mixed_precision == "amp" and "mixed_precision=amp" in said
+    assert s.mixed_precision == "amp" and s.half_dtype == "fp16" and "mixed_precision=fp16_amp" in said
+    assert [a.key for a in s.assumptions].count("flash_attention") == 1  # the replacement, not "on" and "off"
     assert not s.flash_attention and s.attention == "sdpa" and "flash_attention=off" in said
     flash = scenario(model={"params_b": 1}, method="full", mixed_precision="amp", seq_len=1024,
                      gradient_checkpointing=False)

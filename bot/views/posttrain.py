@@ -9,7 +9,14 @@ from typing import Any
 
 from bot.views.catalogs import N_, _, _n
 from bot.views.formats import decimal, hours_text, num
-from bot.views.words import assumption_text, component_label, gpu_name, method_label, technique_label
+from bot.views.words import (
+    assumption_text,
+    component_label,
+    gpu_name,
+    method_label,
+    technique_label,
+    tight_suffix,
+)
 from engine.posttrain import PostTrainResult
 from engine.posttrain.setup import constants
 from engine.schema import Answer, Assumption
@@ -112,13 +119,13 @@ def headline(lang: str, a: Answer, r: PostTrainResult) -> str:
         return _(lang, "%(what)s: fits on %(gpu)s with %(change)s, %(fixed)s GB; as asked %(used)s GB of "
                        "%(total)s GB") % {**params, "change": used_techniques,
                                           "fixed": num(lang, plan.per_gpu_gb + r.cuda_context)}
-    fix = next((c for c in a.changes if c.fits and c.key != "more_gpus"), None)
+    fix = a.fix or next((c for c in a.changes if c.fits and c.key != "more_gpus"), None)
     if a.verdict == "fits_with_changes" and fix is not None:
         key = str(fix.params.get("posttrain_key", fix.key))
         gib = float(fix.params.get("per_gpu_total", 0)) + r.cuda_context
         return _(lang, "%(what)s: fits on %(gpu)s with %(change)s, %(fixed)s GB; as asked %(used)s GB of "
                        "%(total)s GB") % {**params, "change": change_words(lang, key, fix.params),
-                                          "fixed": num(lang, gib)}
+                                          "fixed": num(lang, gib)} + tight_suffix(lang, fix)
     return _(lang, "%(what)s: does not fit on %(gpu)s as asked%(rollout)s: needs %(used)s GB of %(total)s GB") % params
 
 

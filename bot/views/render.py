@@ -14,9 +14,11 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from bot.views.catalogs import _, translations
-from bot.views.formats import num
+from bot.views.formats import money, num
 from bot.views.serving_view import serving_view
+from bot.views.talk import market_price_text
 from bot.views.view import view_model
+from bot.views.words import error_lines
 from engine.schema import Answer
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -48,6 +50,8 @@ class RenderedAnswer:
 
 def render(a: Answer, lang: str) -> RenderedAnswer:
     """The complete reply to an answer in `lang`."""
+    if a.market is not None:
+        return _market(lang, a)
     if a.errors:
         return _not_understood(lang, a)
     if a.serving is not None:
@@ -72,8 +76,22 @@ def _serving(lang: str, a: Answer) -> RenderedAnswer:
     return RenderedAnswer(lang, body, view.headline, view.answer_line or view.summary, a)
 
 
+def _market(lang: str, a: Answer) -> RenderedAnswer:
+    """"сколько стоит T4 в час": the GPU's market range, as /price shows it (engine.answer.market_answer)."""
+    assert a.market is not None
+    own = money(lang, a.own_price, a.currency) + _(lang, "/h") if a.own_price is not None else None
+    body = market_price_text(lang, a.market.model_dump(), own)
+    line = plain(body.split("\n", 1)[0])
+    return RenderedAnswer(lang, body, line, line, a)
+
+
 def _not_understood(lang: str, a: Answer) -> RenderedAnswer:
-    return RenderedAnswer(lang, _not_understood_html(lang), _(lang, "Not understood"), "", a)
+    """No estimate: why, when the engine says (a negative size, CP over more GPUs than named), and the usual hint
+    when the model size is what is missing."""
+    reasons = [f"⚠️ {html.escape(line, quote=False)}" for line in error_lines(lang, a.errors)]
+    missing = any(n.key == "no_model" or n.params.get("why") in ("no_model_size", "") for n in a.errors)
+    body = "\n".join([*reasons, *([_not_understood_html(lang)] if missing or not reasons else [])])
+    return RenderedAnswer(lang, body, _(lang, "Not understood"), "", a)
 
 
 @cache

@@ -20,6 +20,7 @@ from bot.views.words import (
     method_label,
     note_text,
     technique_label,
+    tight_suffix,
 )
 from engine.schema import Answer, Breakdown, Change, Comparison, Monthly, Plan, Scenario
 
@@ -258,7 +259,8 @@ def headline(lang: str, a: Answer, gpu_label: str, compared: str) -> str:
             inference = a.scenario is not None and a.scenario.method == "inference"
             return _(lang, "Fits on %(gpu)s after changes (%(fix)s): %(fixed)s GB; as asked %(used)s GB, with "
                            "%(avail)s GB available of %(total)s") % {
-                **p, "fix": fix_text(lang, a.fix, inference), "fixed": num(lang, a.fix.total_gb)}
+                **p, "fix": fix_text(lang, a.fix, inference), "fixed": num(lang, a.fix.total_gb)} + tight_suffix(
+                lang, a.fix)
         case "no_fit" if a.conflicts:
             return _(lang, "Does not run on %(gpu)s: %(why)s") % {
                 "gpu": gpu_label, "why": _(lang, CONFLICTS.get(a.conflicts[0], a.conflicts[0]))}
@@ -302,7 +304,9 @@ def view_model(lang: str, a: Answer) -> AnswerView:
         "changes": [change_line(lang, c, s.method == "inference") for c in a.changes[:5]],
         "cpu_ram_gb": a.cpu_ram_gb,
         "assumptions": "; ".join(assumption_text(lang, x) for x in a.assumptions) or "—",
-        "price_date": date_text(lang, a.price_date) if a.price_date else "",
+        "price_date": (date_text(lang, a.price_date) + "".join(
+            "; " + _(lang, "for %(gpu)s as of %(date)s, no newer figure") % {"gpu": gpu, "date": date_text(lang, day)}
+            for gpu, day in a.old_prices.items() if day != a.price_date)) if a.price_date else "",
         "rank_by": a.rank_by, "named": asked is not None,
         "asked_gpu": gpu_name(lang, asked.gpu) if asked else "",
         "comparison": [comparison_line(lang, c) for c in a.comparison],

@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.views.catalogs import N_, _, _n
 from bot.views.formats import num, number_or_text
-from engine.schema import Assumption, Note, Scenario
+from engine.schema import Assumption, Change, Note, Scenario
 
 COMPONENTS = ("weights", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache", "overhead",
               "cuda_context")
@@ -55,7 +55,46 @@ NOTE_TEXTS = {
     "GPU count not read": N_("a bare number over 1024 before a GPU is not read as a count: one GPU is used "
                              "(write it as 2048×H100)"),
     "too long": N_("the message is too long: only its beginning was read"),
+    "negative number": N_("a negative number is neither a size nor a count: ignored"),
+    "too many GPUs": N_("more than 8 GPUs named: only the first 8 are compared"),
+    "budget out of range": N_("budget out of range: ignored"),
+    "deadline out of range": N_("deadline out of range: ignored"),
+    "concurrency out of range": N_("number of concurrent users out of range: ignored"),
+    "prompt len out of range": N_("prompt length out of range: ignored"),
+    "output len out of range": N_("output length out of range: ignored"),
+    "num_generations out of range": N_("number of generations out of range: ignored"),
+    "parallelism out of range": N_("parallelism degree out of range (1–1024): ignored"),
 }
+
+# engine.scenario.ScenarioError keys (the "no_estimate" error's `why`): why no estimate could be made
+NO_ESTIMATE_TEXTS = {
+    "unknown_model": N_("%(model)s is not in the catalog and the question gives no size: add one, e.g. “%(model)s "
+                        "7B”."),
+    "stage_is_training": N_("%(stage)s is a training stage: choose full fine-tuning, LoRA or QLoRA."),
+    "cp_needs_gpus": N_("Context parallel ×%(cp)s needs at least %(cp)s GPUs, and the question gives %(gpus)s."),
+    "ulysses_heads": N_("Ulysses over %(cp)s GPUs needs the %(heads)s attention heads to divide by %(cp)s: use ring "
+                        "attention or another degree."),
+    "sequence_under_cp": N_("The sequence is shorter than the context parallel degree."),
+    "tp_heads": N_("Tensor parallel ×%(tp)s needs the %(heads)s attention heads to divide by it."),
+    "cp_tp_needs_gpus": N_("Context parallel ×%(cp)s with tensor parallel ×%(tp)s needs %(needs)s GPUs, and the "
+                           "question gives %(gpus)s."),
+}
+
+
+def error_lines(lang: str, errors: list[Note]) -> list[str]:
+    """Why a question got no estimate, one line each (engine.answer: "request_error" keys of the parser, the
+    "no_estimate" reason's key); empty when only the model size is missing (the usual hint says that)."""
+    out = []
+    for n in errors:
+        if n.key == "request_error":
+            text = NOTE_TEXTS.get(str(n.params.get("reason", "")))
+            if text is not None and "%(" not in text:
+                out.append(_(lang, text))
+        elif n.key == "no_estimate":
+            text = NO_ESTIMATE_TEXTS.get(str(n.params.get("why", "")))
+            if text is not None:
+                out.append(_(lang, text) % n.params)
+    return out
 
 
 UNSUPPORTED_TEXTS = {  # what a question asked that the engine does not model yet, and what is answered instead
@@ -139,8 +178,16 @@ def assumption_text(lang: str, item: Assumption) -> str:
             return _(lang, "%(v)s-bit weights") % {"v": value}
         case "optimizer":
             return _(lang, "optimizer %(v)s") % {"v": OPTIMIZER_NAMES.get(str(value), value)}
+        case "mixed_precision" if value == "fp16_amp":
+            return _(lang, "fp16 mixed precision with fp32 master weights and loss scaling (the GPU has no bf16)")
         case "mixed_precision":
             return _(lang, "bf16 mixed precision with fp32 master weights") if value == "amp" else _(lang, "pure bf16")
+        case "quantization":
+            return _(lang, "weights in %(v)s") % {"v": str(value).removeprefix("gguf:").upper()}
+        case "context_parallel":
+            return _(lang, "context parallel ×%(v)s over all GPUs of the job") % {"v": value}
+        case "budget_currency":
+            return _(lang, "budget in roubles") if value == "RUB" else _(lang, "budget in dollars")
         case "lora_rank":
             return _(lang, "LoRA rank %(v)s") % {"v": value}
         case "lora_targets":
@@ -154,6 +201,13 @@ def assumption_text(lang: str, item: Assumption) -> str:
         case "sharding":
             return _(lang, "%(v)s across the GPUs") % {"v": str(value).upper().replace("ZERO", "ZeRO-")}
     return str(item)
+
+
+def tight_suffix(lang: str, fix: Change | None) -> str:
+    """A fix that leaves under a tenth of the memory free says so in the headline (engine Change.tight)."""
+    if fix is None or not fix.tight:
+        return ""
+    return "; " + _(lang, "after the change it is tight: under a tenth of the memory left")
 
 
 def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:

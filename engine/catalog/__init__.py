@@ -201,12 +201,17 @@ def find_model(name: str | None) -> CatalogModel | None:
     return None
 
 
-# Bare sizes ("70B") are shaped like the nearest of these dense models (all Llama-style, GQA),
+# Bare sizes ("70B") are shaped like the nearest of these dense models (all Llama-style),
 # with the layer count scaled to the asked size: a representative architecture, said as such.
-# "7B" is the Mistral-7B / Llama-2-7B class (32k vocabulary); "8B" the Llama-3 class (128k).
+# Each rung is the model people mean by that size, the one whose name carries it:
+# "7B" the Mistral-7B / Llama-2-7B class (32k vocabulary); "8B" Llama-3/3.1-8B (128k); "13B" Llama-2-13B
+# (Llama 2 came in 7B/13B/70B, and the 13B fine-tunes people name by size share its shape: Vicuna-13B,
+# CodeLlama-13B; 32k vocabulary, so its logits are a fifth of a 152k-vocabulary model's); "14B" Qwen2.5-14B
+# (Qwen2.5 and Phi-3-medium/Phi-4 are the 14B line); "32B" Qwen2.5-32B (no Llama of that size); "70B"
+# Llama-3.1-70B; "405B" Llama-3.1-405B. engine.catalog.smaller_shapes keeps the estimate monotonic across rungs.
 REFERENCE_LADDER = (
-    "Qwen2.5-0.5B", "Llama-3.2-1B", "Llama-3.2-3B", "Mistral-7B-v0.3", "Llama-3.1-8B", "Qwen2.5-14B",
-    "Qwen2.5-32B", "Llama-3.1-70B", "Llama-3.1-405B",
+    "Qwen2.5-0.5B", "Llama-3.2-1B", "Llama-3.2-3B", "Mistral-7B-v0.3", "Llama-3.1-8B", "Llama-2-13B",
+    "Qwen2.5-14B", "Qwen2.5-32B", "Llama-3.1-70B", "Llama-3.1-405B",
 )
 
 

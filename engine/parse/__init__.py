@@ -52,6 +52,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from engine.catalog import find_gpu
 from engine.parse import families, fuzzy, hardware, money, serving, settings, stack, talk, training
 from engine.parse.followup import FollowUp, merge_follow_up, read_follow_up
 from engine.parse.gpus import gpu_index
@@ -179,6 +180,11 @@ def _leftover_context(s: Scan) -> None:
             s.use(i, i + 1)
 
 
+def _apple(name: str | None) -> bool:
+    gpu = find_gpu(name)
+    return gpu is not None and gpu.vendor == "Apple"
+
+
 def _request(s: Scan, errors: list[str]) -> Request:
     said = s.said
     kept: list[tuple[int, dict[str, Any], bool]] = []
@@ -199,7 +205,10 @@ def _request(s: Scan, errors: list[str]) -> Request:
     if kind == "estimate" and any(a in ("money", "time") for a in asked):
         kind = "cost"
     chat = talk.smalltalk(s) if kind == "help" else None
+    unsupported = s.unsupported
+    if any(_apple(g.get("name")) for g in gpus):  # "MacBook M2 Max 32GB": a catalog chip, modelled (unified memory)
+        unsupported = [u for u in unsupported if u != "apple"]
     return Request(language=s.language, intent=kind, gpus=gpus, rank_by=rank_by(s),
-                   error="; ".join(dict.fromkeys(errors)) or None, unsupported=s.unsupported[:32],
+                   error="; ".join(dict.fromkeys(errors)) or None, unsupported=unsupported[:32],
                    assumed=list(dict.fromkeys(s.assumed)), smalltalk=chat, asks=list(dict.fromkeys(asked))[:4],
                    **fields)

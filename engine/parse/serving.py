@@ -366,7 +366,7 @@ def parallelism(s: Scan) -> None:
         if t.text == "ring" and s.word(nxt) != "attention":
             continue
         j = s.skip(i + 1, PAR_FILLERS, 5)
-        if s.num(j):
+        if s.num(j) and not _count_or_length(s, j):
             _put_par(s, field, s.toks[j].val)
             s.use(i, j)
             continue
@@ -377,6 +377,21 @@ def parallelism(s: Scan) -> None:
             s.use(k, i)
         elif field == "context_parallel" and t.text in ("ulysses", "улисс", "ring", "sequence", "context"):
             s.cp_no_degree = True  # "with DeepSpeed Ulysses": the degree comes from the GPU count (cp_from_gpus)
+
+
+def _count_or_length(s: Scan, j: int) -> bool:
+    """The number after "Ulysses" / "TP" is not a degree when it is a GPU count ("с ulysses на 8 H100") or a length
+    ("ulysses 128k")."""
+    from engine.parse.gpus import gpu_index
+
+    after = s.word(j + 1)
+    if after in ("k", "к", "m", "м") and s.glued(j + 1):
+        return True
+    return after in COUNT_NOUNS or (j + 1 < s.n and gpu_index().match(s.toks, j + 1) is not None)
+
+
+COUNT_NOUNS = frozenset({"gpu", "gpus", "гпу", "карты", "карт", "картах", "карточки", "видеокарты", "видеокарт", "x",
+                         "×", "х"})
 
 
 def cp_from_gpus(s: Scan) -> None:

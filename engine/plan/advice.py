@@ -7,7 +7,7 @@ from typing import Any
 
 from engine import pricing, speed
 from engine.catalog import Gpu, find_gpu
-from engine.fit import HEADROOM, NO_HEADROOM, SPARE_SHARE, capacity, fits, need_gb
+from engine.fit import HEADROOM, NO_HEADROOM, SPARE_SHARE, capacity, fits, need_gb, tight
 from engine.memory import breakdown
 from engine.plan.costing import Job, Option, cost_key, cost_plan, rank_key
 from engine.plan.search import at_count, catalog_arrangements, fit_on, on_gpu, plan_of, runnable, useless, variants
@@ -87,7 +87,7 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
         if key == "shorter_context" and not fits(b, room, NO_HEADROOM):
             key, params, update, b = _context_that_fits(base, room, (key, params, update, b))
         out.append(Change(key=key, params=params, saves_gb=round(b0.total - b.total, 1),
-                          fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2)))
+                          fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2), tight=tight(b, room)))
     if singles:
         combined = _combination(base, b0, room, singles)
         if combined is not None:
@@ -151,7 +151,7 @@ def _combination(base: Scenario, b0: Breakdown, room: float,
     parts = [Change(key=k, params=p, saves_gb=round(b0.total - x.total, 1), fits=False,
                     total_gb=round(need_gb(x), 2)) for k, p, _u, x in chosen]
     return Change(key="combined", params={}, saves_gb=round(b0.total - b.total, 1), fits=True,
-                  total_gb=round(need_gb(b), 2), parts=parts)
+                  total_gb=round(need_gb(b), 2), parts=parts, tight=tight(b, room))
 
 
 def _together(base: Scenario, parts: list[Single]) -> Breakdown:

@@ -172,17 +172,27 @@ def _breakdown(req: Request) -> Breakdown | None:
         return None
 
 
-def rank(job: Job, o: Option, req: Request) -> tuple[float, float, int]:
-    """engine.plan's rank key with CP's step-time factor; GRPO/PPO by the money (or hours) of their steps."""
+def rank(job: Job, o: Option, req: Request) -> tuple[float, float, float, int]:
+    """engine.plan's rank key with CP's step-time factor; GRPO/PPO by the money (or hours) of their steps.
+
+    The first figure is compared at three significant figures: plans whose money (or hours) is the same but for
+    float noise (GRPO on 1, 4 or 8 H100 costs the same) are listed by GPU count, fewest first, never in the order
+    of a rounding error ("1×, 8×, 4×" at the same 5.8–57 $)."""
     key = rank_key(job, o)
     if req.stage in ("grpo", "ppo"):
         costs = rl_costs(job, o, req)
         if "hours" in costs:
             money = costs.get("cost", {}).get("typical", math.inf)
             hours = costs["hours"]
-            return (hours, money, key[2]) if job.rank_by == "time" else (money, hours, key[2])
+            first, second = (hours, money) if job.rank_by == "time" else (money, hours)
+            return (_as_shown(first), o.count, second, key[2])
     factor = cp_time_factor(o.techniques)
-    return (key[0] * factor, key[1] * factor, key[2])
+    return (_as_shown(key[0] * factor), o.count, key[1] * factor, key[2])
+
+
+def _as_shown(value: float) -> float:
+    """A figure at three significant figures (finer than the answer prints, coarser than float noise)."""
+    return float(f"{value:.3g}") if math.isfinite(value) and value > 0 else value
 
 
 def search(job: Job, request: Request, candidates: Sequence[Arrangement], headroom: float = HEADROOM,
@@ -193,7 +203,7 @@ def search(job: Job, request: Request, candidates: Sequence[Arrangement], headro
     named = tuple(sorted({c.count for c in candidates} - set(COUNTS) - {1}))
     steps = (counts,) if counts else (tuple(sorted({*COUNTS, *named})), NODE_COUNTS)
     colocated = request.rollout is not None and request.rollout.mode in (None, "colocate")
-    options: list[tuple[tuple[float, float, int], Option, Request]] = []
+    options: list[tuple[tuple[float, float, float, int], Option, Request]] = []
     settled: set[str] = set()
     for group in steps:
         for count in group:
@@ -221,7 +231,7 @@ def search(job: Job, request: Request, candidates: Sequence[Arrangement], headro
         if options:
             break
     asked = {(c.gpu, c.count) for c in candidates} if every_count and len(candidates) == 1 else set()
-    best: dict[tuple[str, int], tuple[tuple[float, float, int], Option, Request]] = {}
+    best: dict[tuple[str, int], tuple[tuple[float, float, float, int], Option, Request]] = {}
     for key, o, req in sorted(options, key=lambda item: item[0]):
         best.setdefault((o.gpu, o.count), (key, o, req))
     ordered = sorted(best.values(), key=lambda item: ((item[1].gpu, item[1].count) not in asked, item[0]))
@@ -387,5 +397,6 @@ def changes(result: posttrain.PostTrainResult, asked: Arrangement | None) -> lis
         more = asked is not None and (gpus > asked.count or "extra_gpus" in c.params)
         out.append(Change(key="more_gpus" if more else c.key, params={**c.params, "posttrain_key": c.key,
                                                                       "per_gpu_total": c.per_gpu_total},
-                          saves_gb=round(result.per_gpu_total - c.per_gpu_total, 1), fits=bool(c.fits)))
+                          saves_gb=round(result.per_gpu_total - c.per_gpu_total, 1), fits=bool(c.fits),
+                          tight=bool(c.fits and c.tight)))
     return out

@@ -122,7 +122,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
     assumptions = [str(a) for a in scenario.assumptions] + extra
     if scenario.method == "inference":
         raise ScenarioError(f"{stage} is training: choose full, lora or qlora (context parallelism here is for "
-                            "training, not serving)")
+                            "training, not serving)", "stage_is_training", stage=stage)
     full = scenario.method == "full"
 
     # reference model
@@ -155,23 +155,27 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
     n = scenario.gpu_count
     cp = request.context_parallel or 1
     if cp > n:
-        raise ScenarioError(f"context parallel degree {cp} needs at least {cp} GPUs, {n} given")
+        raise ScenarioError(f"context parallel degree {cp} needs at least {cp} GPUs, {n} given", "cp_needs_gpus",
+                            cp=cp, gpus=n)
     arch = scenario.arch
     kind: CpKind | None = None
     if cp > 1:
         kind = opts.cp_kind or ("ulysses" if heads_divide(arch.heads, arch.kv_heads, cp) else "ring")
         if kind == "ulysses" and not heads_divide(arch.heads, arch.kv_heads, cp):
             raise ScenarioError(f"Ulysses sequence parallelism over {cp} GPUs needs the {arch.heads} attention heads "
-                                f"to divide by {cp}; use ring attention or another degree")
+                                f"to divide by {cp}; use ring attention or another degree", "ulysses_heads", cp=cp,
+                                heads=arch.heads)
         if opts.cp_kind is None:
             assumptions.append(f"cp_kind={kind}")
         if math.ceil(tokens / cp) < 1:
-            raise ScenarioError("sequence shorter than the context parallel degree")
+            raise ScenarioError("sequence shorter than the context parallel degree", "sequence_under_cp")
     tp = request.tensor_parallel or 1
     if tp > 1 and arch.heads % tp:
-        raise ScenarioError(f"tensor parallel {tp} needs the {arch.heads} attention heads to divide by it")
+        raise ScenarioError(f"tensor parallel {tp} needs the {arch.heads} attention heads to divide by it",
+                            "tp_heads", tp=tp, heads=arch.heads)
     if cp * tp > n:
-        raise ScenarioError(f"context parallel {cp} x tensor parallel {tp} needs {cp * tp} GPUs, {n} given")
+        raise ScenarioError(f"context parallel {cp} x tensor parallel {tp} needs {cp * tp} GPUs, {n} given",
+                            "cp_tp_needs_gpus", cp=cp, tp=tp, needs=cp * tp, gpus=n)
 
     # rollout
     rollout: str | None = None
