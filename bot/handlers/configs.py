@@ -26,12 +26,12 @@ from bot.answers import (
     answer_options,
     apply_serving_state,
     apply_state,
-    config_from_text,
     make_reply,
     resolve_language,
 )
 from bot.config import BotConfig
 from bot.downloads import FileTooBig, download_capped
+from bot.enrich import config_from_text
 from bot.handlers.common import chat_language, send
 from bot.handlers.filters import InLoop
 from bot.hub.ids import MAX_PASTE

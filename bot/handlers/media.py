@@ -11,9 +11,9 @@ from aiogram.enums import ChatType
 from aiogram.exceptions import TelegramAPIError
 from aiogram.types import Message
 
-from bot.answers import config_from_text, request_from_config
 from bot.config import BotConfig
 from bot.downloads import FileTooBig, download_capped
+from bot.enrich import config_from_text, request_from_config
 from bot.handlers.common import answer_question, send
 from bot.handlers.configs import MAX_CONFIG_BYTES, check_file
 from bot.handlers.filters import InLoop
