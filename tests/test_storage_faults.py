@@ -15,8 +15,8 @@ import pytest
 from bot_harness import harness
 from fake_botapi import FakeBotAPI, callback, message
 
-from bot import storage
 from bot.storage import QUESTION_TTL_S, ChatSettings, SQLiteStorage, StorageUnavailable
+from bot.storage import sqlite as storage
 from engine.parse import parse
 
 NOTICE = "I cannot save settings right now"

@@ -1,25 +1,8 @@
-"""Per-chat settings and the questions behind answer keyboards, kept across restarts.
-
-Two backends behind one small interface: a SQLite file (WAL, the default; each call runs in a worker
-thread so the event loop never waits on the disk) and Redis (`redis://`, for several replicas).
-
-A question is stored as the parsed `Request` (JSON) under a short id: the keyboard under an answer
-carries that id, so any message can be re-rendered later, also after a restart; a missing id is a
-stale button.
-
-Faults while running degrade, never break answers: a SQLite file that became unreadable (truncated,
-corrupt, a disk error) reads as default settings and no stored question; a file that was deleted or
-replaced, or cannot be written (read-only, full), refuses a settings change with `StorageUnavailable`
-(the user is told to try again) instead of a "Saved" that would be lost. One warning per fault and
-minute, not one per update. Old questions and Hub configs are pruned while running too (hourly).
-A link names the question behind a chat's last answer and behind each answer message, so that a
-follow-up ("а если 8k контекст?") finds what it changes on any replica.
-"""
+"""The SQLite backend (the default): a WAL file, each write in a worker thread, reads on the event loop."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import os
@@ -28,86 +11,27 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Literal, Protocol
-
-from pydantic import BaseModel, Field, ValidationError
+from typing import Any
 
 from bot.hub import OK_TTL, ConfigCache
 from bot.lru import LRU
-from engine.schema import Language, Request
+from bot.storage.base import (
+    LINK,
+    QUESTION_TTL_S,
+    RECENT_QUESTIONS,
+    ChatSettings,
+    StorageError,
+    StorageUnavailable,
+    load_request,
+    load_settings,
+    question_id,
+)
+from engine.schema import Request
 
-Currency = Literal["USD", "RUB"]
-Tier = Literal["cheapest", "typical", "premium"]
-QUESTION_TTL_S = 90 * 24 * 3600  # a keyboard older than this answers "stale"
-KEY_PREFIX = "gpu-advisor"
-LINK = "link:"  # links (a chat's last answer, a message's question) share the memory of recent questions
-RECENT_QUESTIONS = 10_000  # kept in memory by the SQLite backend: the buttons people press are the newest
 PRUNE_EVERY_S = 3600.0
 WARN_EVERY_S = 60.0
 
 log = logging.getLogger(__name__)
-
-
-class StorageError(Exception):
-    """The storage cannot be opened or used; str() is one line for the start-up error."""
-
-
-class StorageUnavailable(StorageError):
-    """A write could not reach the shared storage (a Redis outage): the user is asked to try again."""
-
-
-class OwnPrice(BaseModel):
-    value: float = Field(ge=0)
-    currency: Currency = "USD"
-
-
-class ChatSettings(BaseModel):
-    language: Language | None = None  # None: decided per question (the question's own language first)
-    currency: Currency = "USD"
-    tier: Tier = "typical"
-    prices: dict[str, OwnPrice] = Field(default_factory=dict)  # canonical GPU name → own $/hour
-
-
-def question_id(request: Request) -> str:
-    """A short stable id (12 hex characters) for a parsed question."""
-    raw = request.model_dump_json(exclude_none=True).encode()
-    return hashlib.blake2b(raw, digest_size=6).hexdigest()
-
-
-def _load_settings(raw: str | bytes | None) -> ChatSettings:
-    if not raw:
-        return ChatSettings()
-    try:
-        return ChatSettings.model_validate_json(raw)
-    except ValidationError:
-        return ChatSettings()  # a row written by an incompatible version: start afresh
-
-
-def _load_request(raw: str | bytes | None) -> Request | None:
-    if not raw:
-        return None
-    try:
-        return Request.model_validate_json(raw)
-    except ValidationError:
-        return None
-
-
-class Storage(Protocol):
-    async def open(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-    async def get_settings(self, chat_id: int) -> ChatSettings: ...
-
-    async def set_settings(self, chat_id: int, settings: ChatSettings) -> None: ...
-
-    async def put_request(self, request: Request) -> str: ...
-
-    async def get_request(self, qid: str) -> Request | None: ...
-
-    async def set_link(self, key: str, qid: str) -> None: ...
-
-    async def get_link(self, key: str) -> str | None: ...
 
 
 class SQLiteStorage:
@@ -253,7 +177,7 @@ class SQLiteStorage:
         except StorageError as exc:
             self._warn("settings could not be read: default settings", exc)
             return ChatSettings()
-        return _load_settings(rows[0][0] if rows else None)
+        return load_settings(rows[0][0] if rows else None)
 
     async def set_settings(self, chat_id: int, settings: ChatSettings) -> None:
         await asyncio.to_thread(
@@ -281,7 +205,7 @@ class SQLiteStorage:
                 self._warn("a question could not be read", exc)
                 rows = []
             data = rows[0][0] if rows else None
-        return _load_request(data)
+        return load_request(data)
 
     async def set_link(self, key: str, qid: str) -> None:
         if self._writer is None:
@@ -333,106 +257,4 @@ class StoredConfigCache(ConfigCache):
                 (model_id, json.dumps(data), time.time()))
         except StorageError as exc:
             self.storage._warn("a Hub config could not be stored", exc)
-
-
-class RedisStorage:
-    """The same interface on Redis (redis.asyncio); `client` may be injected (tests use fakeredis)."""
-
-    def __init__(self, url: str, client: Any = None) -> None:
-        self.url = url
-        self._client = client
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            raise StorageError("storage is not open")
-        return self._client
-
-    async def open(self) -> None:
-        if self._client is None:
-            from redis.asyncio import Redis
-            from redis.asyncio.retry import Retry
-            from redis.backoff import NoBackoff
-
-            # one quick reconnect (a restarted Redis), no backoff: the breaker decides what waits
-            self._client = Redis.from_url(self.url, socket_timeout=2, socket_connect_timeout=2,
-                                          retry=Retry(NoBackoff(), 1))
-        try:
-            await self._client.ping()
-        except Exception as exc:  # redis raises its own ConnectionError / TimeoutError / ResponseError
-            where = self.url.split("@")[-1]  # never show a password from the URL
-            raise StorageError(f"cannot reach Redis at {where}: {exc}") from None
-
-    async def close(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
-
-    async def get_settings(self, chat_id: int) -> ChatSettings:
-        return _load_settings(await self.client.get(f"{KEY_PREFIX}:chat:{chat_id}"))
-
-    async def set_settings(self, chat_id: int, settings: ChatSettings) -> None:
-        await self.client.set(f"{KEY_PREFIX}:chat:{chat_id}", settings.model_dump_json())
-
-    async def put_request(self, request: Request) -> str:
-        qid = question_id(request)
-        await self.client.set(f"{KEY_PREFIX}:q:{qid}", request.model_dump_json(exclude_none=True),
-                              ex=QUESTION_TTL_S)
-        return qid
-
-    async def get_request(self, qid: str) -> Request | None:
-        return _load_request(await self.client.get(f"{KEY_PREFIX}:q:{qid}"))
-
-    async def set_link(self, key: str, qid: str) -> None:
-        await self.client.set(f"{KEY_PREFIX}:link:{key}", qid, ex=QUESTION_TTL_S)
-
-    async def get_link(self, key: str) -> str | None:
-        raw = await self.client.get(f"{KEY_PREFIX}:link:{key}")
-        return raw.decode() if isinstance(raw, bytes) else raw
-
-
-class MemoryStorage:
-    """In-process storage for tests and experiments (nothing survives a restart)."""
-
-    def __init__(self) -> None:
-        self.settings: dict[int, str] = {}
-        self.requests: dict[str, str] = {}
-        self.links: dict[str, str] = {}
-
-    async def open(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
-
-    async def get_settings(self, chat_id: int) -> ChatSettings:
-        return _load_settings(self.settings.get(chat_id))
-
-    async def set_settings(self, chat_id: int, settings: ChatSettings) -> None:
-        self.settings[chat_id] = settings.model_dump_json()
-
-    async def put_request(self, request: Request) -> str:
-        qid = question_id(request)
-        self.requests[qid] = request.model_dump_json(exclude_none=True)
-        return qid
-
-    async def get_request(self, qid: str) -> Request | None:
-        return _load_request(self.requests.get(qid))
-
-    async def set_link(self, key: str, qid: str) -> None:
-        self.links[key] = qid
-
-    async def get_link(self, key: str) -> str | None:
-        return self.links.get(key)
-
-
-def storage_from_url(url: str) -> Storage:
-    """SQLite for one process; Redis (behind the fallback of `bot.scaleout`) for several replicas."""
-    if url.startswith("sqlite:///"):
-        return SQLiteStorage(url.removeprefix("sqlite:///"))
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        from bot.scaleout.storage import FallbackStorage
-
-        return FallbackStorage(RedisStorage(url))
-    raise StorageError(f"unsupported storage URL scheme: {url.split(':', 1)[0]}")
 
