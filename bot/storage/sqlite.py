@@ -12,8 +12,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from bot.hub import OK_TTL, ConfigCache
+from bot.hub import OK_TTL, ConfigCache, MemoryConfigCache
 from bot.lru import LRU
 from bot.storage.base import (
     LINK,
@@ -30,8 +31,26 @@ from engine.schema import Request
 
 PRUNE_EVERY_S = 3600.0
 WARN_EVERY_S = 60.0
+TABLES = {
+    "chat_settings": "chat_id INTEGER PRIMARY KEY, data TEXT NOT NULL, updated REAL NOT NULL",
+    "questions": "id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL",
+    "links": "key TEXT PRIMARY KEY, qid TEXT NOT NULL, created REAL NOT NULL",
+    "hub_configs": "id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL",
+}
 
 log = logging.getLogger(__name__)
+
+
+def _read_only_fault(exc: sqlite3.Error) -> bool:
+    """Whether opening for writing failed because the file or its directory cannot be written."""
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+def _check(conn: sqlite3.Connection) -> None:
+    check = conn.execute("PRAGMA quick_check").fetchone()
+    if not check or check[0] != "ok":
+        raise sqlite3.DatabaseError(f"integrity check failed: {check[0] if check else '?'}")
 
 
 class SQLiteStorage:
@@ -49,36 +68,33 @@ class SQLiteStorage:
         self._file: tuple[int, int] | None = None  # (device, inode) of the file opened
         self._warned: dict[str, float] = {}
         self._pruned = 0.0
+        self.read_only = False  # opened read-only: the file cannot be written (see `_open_read_only`)
+        self._ro_mode = "ro"
 
     # ---- blocking part, run in a worker thread ----
+
+    def _connect(self, mode: str = "rw") -> sqlite3.Connection:
+        """A connection to the file: "rw" (created when missing), "ro" (read-only), "immutable" (read-only, and
+        nothing else writes it: a read-only directory where SQLite cannot make a WAL file's -shm)."""
+        if mode == "rw":
+            target: str | Path = self.path
+        else:
+            target = f"file:{quote(str(self.path.resolve()))}?mode=ro" + ("&immutable=1" if mode == "immutable" else "")
+        return sqlite3.connect(target, timeout=self.timeout, check_same_thread=False, isolation_level=None,
+                               uri=mode != "rw")
 
     def _open_sync(self) -> None:
         try:
             if self.path.parent and not self.path.parent.exists():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=self.timeout, check_same_thread=False, isolation_level=None)
             try:
-                conn.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
-                conn.execute("PRAGMA journal_mode=WAL")
-                check = conn.execute("PRAGMA quick_check").fetchone()
-                if not check or check[0] != "ok":
-                    raise sqlite3.DatabaseError(f"integrity check failed: {check[0] if check else '?'}")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("CREATE TABLE IF NOT EXISTS chat_settings "
-                             "(chat_id INTEGER PRIMARY KEY, data TEXT NOT NULL, updated REAL NOT NULL)")
-                conn.execute("CREATE TABLE IF NOT EXISTS questions "
-                             "(id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL)")
-                conn.execute("CREATE TABLE IF NOT EXISTS links "
-                             "(key TEXT PRIMARY KEY, qid TEXT NOT NULL, created REAL NOT NULL)")
-                conn.execute("DELETE FROM links WHERE created < ?", (time.time() - QUESTION_TTL_S,))
-                conn.execute("CREATE TABLE IF NOT EXISTS hub_configs "
-                             "(id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL)")
-                self._prune(conn)
-            except BaseException:
-                conn.close()
-                raise
+                conn = self._open_writable()
+            except sqlite3.OperationalError as exc:
+                if not self.path.exists() or not _read_only_fault(exc):
+                    raise
+                conn = self._open_read_only(exc)
             # mode != "wal" (e.g. a read-only directory): SQLite keeps its rollback journal, which still works
-            reader = sqlite3.connect(self.path, timeout=self.timeout, check_same_thread=False, isolation_level=None)
+            reader = self._connect("rw" if not self.read_only else self._ro_mode)
             reader.execute("PRAGMA query_only=ON")
             self._conn, self._reader = conn, reader
             stat = os.stat(self.path)
@@ -86,10 +102,48 @@ class SQLiteStorage:
         except (sqlite3.Error, OSError) as exc:
             raise StorageError(f"cannot open the settings database {self.path}: {exc}") from None
 
+    def _open_writable(self) -> sqlite3.Connection:
+        conn = self._connect()
+        try:
+            conn.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            _check(conn)
+            conn.execute("PRAGMA synchronous=NORMAL")
+            for table, columns in TABLES.items():
+                conn.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
+            self._prune(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _open_read_only(self, why: sqlite3.Error) -> sqlite3.Connection:
+        """A file this process may not write (chmod 444, a read-only mount or directory): settings are read,
+        a settings change gets the "cannot save" notice, questions are kept in memory only."""
+        for mode in ("ro", "immutable"):
+            conn = self._connect(mode)
+            try:
+                conn.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+                _check(conn)
+            except sqlite3.OperationalError:
+                conn.close()
+                if mode == "immutable":
+                    raise
+                continue
+            except BaseException:
+                conn.close()
+                raise
+            self.read_only, self._ro_mode = True, mode
+            log.warning("settings database %s cannot be written (%s): settings are read from it, changes are "
+                        "refused, questions are kept in memory only", self.path, why)
+            return conn
+        raise AssertionError("unreachable")
+
     def _prune(self, conn: sqlite3.Connection) -> None:
         """Questions past their TTL and Hub configs past the cache's (at open, then hourly by the writer)."""
         now = time.time()
         conn.execute("DELETE FROM questions WHERE created < ?", (now - QUESTION_TTL_S,))
+        conn.execute("DELETE FROM links WHERE created < ?", (now - QUESTION_TTL_S,))
         conn.execute("DELETE FROM hub_configs WHERE created < ?", (now - OK_TTL,))
         self._pruned = time.monotonic()
 
@@ -136,6 +190,8 @@ class SQLiteStorage:
 
     def _write_behind(self) -> None:
         while (item := self._writes.get()) is not None:
+            if self.read_only:
+                continue  # questions and links stay in memory (`_recent`)
             try:
                 self._execute(*item)
                 if time.monotonic() - self._pruned > PRUNE_EVERY_S:
@@ -146,6 +202,8 @@ class SQLiteStorage:
                 self._warn("a question could not be stored", exc)
 
     def _save(self, sql: str, params: tuple[Any, ...]) -> None:
+        if self.read_only:
+            raise StorageUnavailable(f"the settings database {self.path} cannot be written")
         self._check_file()
         try:
             self._execute(sql, params)
@@ -233,8 +291,11 @@ class StoredConfigCache(ConfigCache):
     def __init__(self, storage: SQLiteStorage, ttl_s: float = OK_TTL) -> None:
         self.storage = storage
         self.ttl_s = ttl_s
+        self.memory = MemoryConfigCache(ttl_s)  # while the file cannot be written
 
     async def get(self, model_id: str) -> dict[str, Any] | None:
+        if self.storage.read_only and (found := await self.memory.get(model_id)) is not None:
+            return found
         try:
             rows = self.storage._read("SELECT data, created FROM hub_configs WHERE id = ?", (model_id,))
         except StorageError as exc:
@@ -249,6 +310,9 @@ class StoredConfigCache(ConfigCache):
         return data if isinstance(data, dict) else None
 
     async def set(self, model_id: str, data: dict[str, Any]) -> None:
+        if self.storage.read_only:
+            await self.memory.set(model_id, data)
+            return
         try:
             await asyncio.to_thread(
                 self.storage._execute,
