@@ -36,7 +36,10 @@ TABLES = {
     "questions": "id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL",
     "links": "key TEXT PRIMARY KEY, qid TEXT NOT NULL, created REAL NOT NULL",
     "hub_configs": "id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL",
+    "updates": "key TEXT PRIMARY KEY, created REAL NOT NULL",  # update ids answered (bot.dedup)
 }
+UPDATES_TTL_S = 24 * 3600  # Telegram keeps an unacknowledged update a day at most
+MAX_UPDATES = 200_000  # rows kept at most (a day at ~2 updates a second)
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +148,9 @@ class SQLiteStorage:
         conn.execute("DELETE FROM questions WHERE created < ?", (now - QUESTION_TTL_S,))
         conn.execute("DELETE FROM links WHERE created < ?", (now - QUESTION_TTL_S,))
         conn.execute("DELETE FROM hub_configs WHERE created < ?", (now - OK_TTL,))
+        conn.execute("DELETE FROM updates WHERE created < ?", (now - UPDATES_TTL_S,))
+        conn.execute("DELETE FROM updates WHERE created < (SELECT created FROM updates ORDER BY created DESC "
+                     "LIMIT 1 OFFSET ?)", (MAX_UPDATES - 1,))
         self._pruned = time.monotonic()
 
     def _warn(self, what: str, exc: BaseException) -> None:
@@ -283,6 +289,25 @@ class SQLiteStorage:
                 rows = []
             qid = rows[0][0] if rows else None
         return qid
+
+    async def was_handled(self, key: str) -> bool:
+        """Whether the update `key` was answered (by this process or one before it on this file)."""
+        try:
+            return bool(self._read("SELECT 1 FROM updates WHERE key = ?", (key,)))
+        except StorageError as exc:
+            self._warn("answered updates could not be read", exc)
+            return False
+
+    async def handled(self, key: str) -> None:
+        """Remember that the update `key` was answered, on disk before the update is acknowledged: a process
+        that dies between answering and acknowledging does not answer it again after its restart."""
+        if self.read_only:
+            return
+        try:
+            await asyncio.to_thread(self._execute, "INSERT INTO updates (key, created) VALUES (?, ?) "
+                                    "ON CONFLICT(key) DO UPDATE SET created = excluded.created", (key, time.time()))
+        except StorageError as exc:
+            self._warn("an answered update could not be recorded", exc)
 
 
 class StoredConfigCache(ConfigCache):
