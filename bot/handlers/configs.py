@@ -170,7 +170,7 @@ async def answer_check(message: Message, read: ReadResult, filename: str | None,
     request = request.model_copy(update={"language": lang})
     reply = await make_reply(request, store, answer_options(settings, lang, config.default_language))
     header = check_header(reply.lang, read.format, request.model_dump(mode="json", exclude_none=True), read.ignored,
-                          read.secrets, filename)
+                          read.secrets, filename, read.no_effect)
     if len(header) + len(reply.html) + 2 <= TELEGRAM_LIMIT:
         await send(message, header + "\n\n" + reply.html, reply_markup=reply.markup)
         return
