@@ -13,7 +13,7 @@ from aiohttp import web
 from bot_harness import harness
 from fake_botapi import FakeBotAPI, message
 
-from bot.handlers.media import MAX_CONFIG_BYTES
+from bot.handlers.configs import MAX_CONFIG_BYTES
 from bot.hub.ids import MAX_PASTE
 
 LLAMA = {"hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,

@@ -120,19 +120,26 @@ async def config_document(message: Message, settings: ChatSettings, store: Stora
     assert doc is not None
     if not is_addressed(message, bot):
         return
-    lang = chat_language(settings, message.from_user, config)
+    data = await download_document(message, bot, chat_language(settings, message.from_user, config))
+    if data is not None:
+        await check_file(message, data, doc.file_name, settings=settings, store=store, config=config)
+
+
+async def download_document(message: Message, bot: Bot, lang: str) -> bytes | None:
+    """The document's bytes, streamed and cut past the one limit for configs; None once the user was told why
+    not (over the limit, or the download failed)."""
+    doc = message.document
+    assert doc is not None
     try:
         if doc.file_size is not None and doc.file_size > MAX_CONFIG_BYTES:
             raise FileTooBig(doc.file_size)
-        data = await download_capped(bot, doc.file_id, MAX_CONFIG_BYTES)  # streamed, cut past the cap
+        return await download_capped(bot, doc.file_id, MAX_CONFIG_BYTES)
     except FileTooBig:
         await send(message, error_text(lang, "too_large"))
-        return
     except (TelegramAPIError, OSError, TimeoutError) as exc:
         log.info("config download failed: %s", type(exc).__name__)
         await send(message, error_text(lang, "download"))
-        return
-    await check_file(message, data, doc.file_name, settings=settings, store=store, config=config)
+    return None
 
 
 async def check_file(message: Message, data: bytes, filename: str | None, *, settings: ChatSettings,

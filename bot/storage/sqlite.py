@@ -235,13 +235,19 @@ class SQLiteStorage:
             self._reader = None
         await asyncio.to_thread(self._close_sync)  # after the writer's last statement, never during one
 
-    async def get_settings(self, chat_id: int) -> ChatSettings:
+    def _first(self, sql: str, params: tuple[Any, ...], fault: str) -> Any:
+        """The first column of the first row (None when there is none, or, with one warning a minute, when the
+        file cannot be read: an unreadable file reads as empty)."""
         try:
-            rows = self._read("SELECT data FROM chat_settings WHERE chat_id = ?", (chat_id,))
+            rows = self._read(sql, params)
         except StorageError as exc:
-            self._warn("settings could not be read: default settings", exc)
-            return ChatSettings()
-        return load_settings(rows[0][0] if rows else None)
+            self._warn(fault, exc)
+            return None
+        return rows[0][0] if rows else None
+
+    async def get_settings(self, chat_id: int) -> ChatSettings:
+        return load_settings(self._first("SELECT data FROM chat_settings WHERE chat_id = ?", (chat_id,),
+                                         "settings could not be read: default settings"))
 
     async def set_settings(self, chat_id: int, settings: ChatSettings) -> None:
         await asyncio.to_thread(
@@ -263,12 +269,7 @@ class SQLiteStorage:
     async def get_request(self, qid: str) -> Request | None:
         data = self._recent.get(qid)
         if data is None:
-            try:
-                rows = self._read("SELECT data FROM questions WHERE id = ?", (qid,))
-            except StorageError as exc:
-                self._warn("a question could not be read", exc)
-                rows = []
-            data = rows[0][0] if rows else None
+            data = self._first("SELECT data FROM questions WHERE id = ?", (qid,), "a question could not be read")
         return load_request(data)
 
     async def set_link(self, key: str, qid: str) -> None:
@@ -282,21 +283,12 @@ class SQLiteStorage:
     async def get_link(self, key: str) -> str | None:
         qid = self._recent.get(LINK + key)
         if qid is None:
-            try:
-                rows = self._read("SELECT qid FROM links WHERE key = ?", (key,))
-            except StorageError as exc:
-                self._warn("a follow-up link could not be read", exc)
-                rows = []
-            qid = rows[0][0] if rows else None
+            qid = self._first("SELECT qid FROM links WHERE key = ?", (key,), "a follow-up link could not be read")
         return qid
 
     async def was_handled(self, key: str) -> bool:
         """Whether the update `key` was answered (by this process or one before it on this file)."""
-        try:
-            return bool(self._read("SELECT 1 FROM updates WHERE key = ?", (key,)))
-        except StorageError as exc:
-            self._warn("answered updates could not be read", exc)
-            return False
+        return bool(self._first("SELECT 1 FROM updates WHERE key = ?", (key,), "answered updates could not be read"))
 
     async def handled(self, key: str) -> None:
         """Remember that the update `key` was answered, on disk before the update is acknowledged: a process
