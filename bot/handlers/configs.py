@@ -62,6 +62,7 @@ MAX_CONFIG_BYTES = MAX_PASTE  # one limit for uploaded and pasted configs (256 K
 CONFIG_SUFFIXES = (".yaml", ".yml", ".py", ".sh", ".txt", ".cfg", ".toml")
 CONFIG_MIME = ("application/x-yaml", "application/yaml", "text/yaml", "text/x-yaml", "text/x-python",
                "application/x-python-code", "text/x-sh", "application/x-sh", "text/plain")
+HOSTILE = ("too_deep", "huge_number", "yaml_bomb")  # errors of a text that is surely meant as a config
 _YAML_LINE = re.compile(r"^[A-Za-z_][\w.-]{0,80}:(\s|$)")
 TELEGRAM_LIMIT = 4096
 
@@ -86,6 +87,9 @@ def pasted_config(text: str) -> ReadResult | None:
     if looks_like_command(stripped):
         return read_config(stripped, None)
     lines = [ln for ln in stripped.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if stripped.startswith("["):  # a JSON list is no config, but a hostile one is named as such
+        read = read_config(stripped, None)
+        return read if read.error in HOSTILE else None
     if stripped.startswith("{"):
         if config_from_text(stripped) is not None:
             return None
