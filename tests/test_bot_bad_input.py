@@ -70,7 +70,7 @@ async def test_bad_text_gets_one_friendly_answer(tmp_path: Path, api: FakeBotAPI
         await h.feed(message("", user_id=7699))  # no text at all
         for n, (text, start) in enumerate(TEXTS.items()):
             reply = one_friendly_reply(api, 7700 + n)
-            assert start is None or reply.startswith(start), (text[:40], reply[:120])
+            assert start is None or start in reply, (text[:40], reply[:120])
         assert one_friendly_reply(api, 7699).startswith("I read text questions")
         assert "<b><i>" not in "".join(texts(api, 7700 + list(TEXTS).index("<b><i>70B qlora H100</i></b>")))
         assert not [c for c in api.calls if c.status == 400]  # every reply was HTML that Telegram accepts
