@@ -1,5 +1,5 @@
-"""The pipeline of one reply: parse → enrich (Hub id, pasted config.json) → engine.answer → render → keyboard,
-and what every front end shares around it: language resolution, chat options, keyboard states.
+"""The pipeline of one reply: parse → enrich (Hub id, pasted config.json: `bot.enrich`) → engine.answer → render →
+keyboard, and what every front end shares around it: language resolution, chat options, keyboard states.
 
 Handlers stay thin: they pick the text out of an update and send what this module returns. The Telegram
 and Hub parts import lazily, so that `gpu-advisor ask` runs the same pipeline without aiogram or aiohttp.
@@ -7,8 +7,6 @@ and Hub parts import lazily, so that `gpu-advisor ask` runs the same pipeline wi
 
 from __future__ import annotations
 
-import asyncio
-import html
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -18,12 +16,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, ValidationError
 
-from bot.config_bounds import within_bounds
 from bot.conversation import asks_a_price
+from bot.enrich import enrich, may_fetch
 from bot.views.messages import t
 from bot.views.render import RenderedAnswer, plain, render
 from engine.answer import answer
-from engine.catalog import find_model
 from engine.parse import parse
 from engine.parse.normalize import has_cyrillic
 from engine.pricing import default_rate, market_range
@@ -31,8 +28,6 @@ from engine.schema import (
     Currency,
     GpuRef,
     Language,
-    ModelConfig,
-    ModelRef,
     PriceOptions,
     RankBy,
     Request,
@@ -52,7 +47,6 @@ log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 4096  # Telegram's own message limit; longer text is not a question
 TELEGRAM_LIMIT = 4096
-HUB_TIMEOUT_S = 3.0
 
 # Function words that only an English sentence has; a bare "70B qlora h100" has none and so leaves
 # the language to the chat's setting.
@@ -332,87 +326,3 @@ def apply_serving_state(stored: Request, fmt_code: str, users: int, ctx: int) ->
         return Request.model_validate(data)
     except ValidationError as exc:
         raise ValueError("state out of range") from exc
-
-
-# ---- Hugging Face ids and pasted config.json ---------------------------------------------------------------
-
-
-def hub_reason(lang: str, reason: str) -> str:
-    words = {
-        "not_found": t(lang, "not found"), "gated": t(lang, "gated: access must be requested"),
-        "offline": t(lang, "the Hub is unreachable"), "timeout": t(lang, "no answer in time"),
-        "invalid": t(lang, "its config.json is unusable"),
-    }
-    return words.get(reason, reason)
-
-
-def config_from_text(text: str) -> ModelConfig | None:
-    """A ModelConfig from a pasted config.json, or None."""
-    from bot import hub
-
-    if "{" not in text:
-        return None
-    return hub.parse_pasted_config(text)
-
-
-def request_from_config(cfg: ModelConfig, caption: str, name: str) -> Request:
-    """The question a config.json (with an optional caption: method, GPU, context) stands for."""
-    base = parse(caption) if caption.strip() else Request()
-    data = base.model_dump()
-    data["model"] = ModelRef(name=name[:200], config=cfg).model_dump()
-    data["error"] = None
-    if data.get("intent") in (None, "help"):
-        data["intent"] = "estimate"
-    if not caption.strip():
-        data["language"] = None
-    return within_bounds(Request.model_validate(data))
-
-
-def may_fetch(text: str, request: Request) -> bool:
-    """Whether `enrich` may go to the network (a pasted config or a Hub id the catalog lacks)."""
-    if text.lstrip().startswith("{"):
-        return True
-    if "/" not in text:
-        return False
-    return request.model is None or find_model(request.model.name) is None
-
-
-@dataclass
-class Enriched:
-    request: Request
-    note: str | None = None  # one short sentence about where the architecture came from
-
-
-async def enrich(text: str, request: Request, config: BotConfig, hub_cache: hub.ConfigCache | None,
-                 lang: str) -> Enriched:
-    """Use a pasted config.json, or fetch the config of a Hub id the catalog does not know."""
-    from bot import hub
-
-    pasted = config_from_text(text) if text.lstrip().startswith("{") else None
-    if pasted is not None:
-        return Enriched(request_from_config(pasted, "", "config.json"),
-                        t(lang, "Architecture from the config.json you sent."))
-    model_id = hub.find_hub_id(text)
-    if not model_id or (request.model is not None and find_model(request.model.name) is not None):
-        return Enriched(request)
-    token = config.hf_token.get_secret_value() if config.hf_token else None
-    try:
-        result = await asyncio.wait_for(
-            hub.fetch_config(model_id, endpoint=config.hf_endpoint, token=token, timeout=HUB_TIMEOUT_S,
-                             cache=hub_cache),
-            timeout=HUB_TIMEOUT_S + 1.0)
-        reason, cfg, params_b = result.reason, result.config, result.params_b
-    except Exception as exc:  # slow, or a bug in the fetcher: answer from the name anyway
-        log.info("hub fetch failed: %s", type(exc).__name__)
-        reason, cfg, params_b = "timeout", None, None
-    if cfg is None:
-        return Enriched(request, t(lang, "Could not read the config of %(id)s on Hugging Face (%(reason)s): "
-                                         "estimated by the size in its name.", id=html.escape(model_id),
-                                   reason=hub_reason(lang, reason)))
-    data = request.model_dump()
-    data["model"] = ModelRef(name=model_id[:200], params_b=params_b, config=cfg).model_dump()
-    data["error"] = None
-    if data.get("intent") in (None, "help"):
-        data["intent"] = "estimate"
-    return Enriched(Request.model_validate(data),
-                    t(lang, "Architecture from config.json of %(id)s on Hugging Face.", id=html.escape(model_id)))

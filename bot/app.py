@@ -44,7 +44,7 @@ from aiohttp import web
 
 from bot import hub, logs, safe_calls
 from bot.config import BotConfig, ConfigError, load_config
-from bot.dedup import Dedup, LocalSeen, RedisSeen
+from bot.dedup import Dedup, LocalSeen, RedisSeen, SeenUpdates, SQLiteSeen
 from bot.handlers import get_routers
 from bot.handlers.inline import AnswerCache, LRUCache
 from bot.metrics import Metrics
@@ -111,7 +111,8 @@ def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerC
         hub_cache = StoredConfigCache(store) if isinstance(store, SQLiteStorage) else hub.MemoryConfigCache()
     dp = Dispatcher(store=store, config=config, answer_cache=answer_cache or LRUCache(), hub_cache=hub_cache,
                     metrics=metrics)
-    seen = RedisSeen(store, shared.breaker) if shared is not None else LocalSeen()
+    seen: SeenUpdates = (RedisSeen(store, shared.breaker) if shared is not None
+                         else SQLiteSeen(store) if isinstance(store, SQLiteStorage) else LocalSeen())
     dp.update.outer_middleware(Dedup(seen, metrics, redeliver=config.mode == "webhook"))  # outside the guard
     dp.update.outer_middleware(ErrorGuard(metrics, redeliver=config.mode == "webhook"))
     context = ChatContext()  # the chat's settings and language, read once per update

@@ -190,6 +190,8 @@ def _check_summary(out: dict[str, Any]) -> str:
         lines.append(f"change: {c['key']} (saves {c['saves_gb']:.1f} GB{', fits' if c.get('fits') else ''})")
     if out.get("ignored"):
         lines.append("not understood: " + ", ".join(out["ignored"]))
+    if out.get("no_effect"):
+        lines.append("ignored, don't affect memory: " + ", ".join(out["no_effect"]))
     return "\n".join(lines)
 
 
@@ -202,14 +204,14 @@ def _check(args: argparse.Namespace) -> int:
         try:
             files.append(("" if path == "-" else path, _read_source(path)))
         except OSError as exc:
-            out = {"request": None, "estimate": None, "changes": [], "ignored": [],
+            out = {"request": None, "estimate": None, "changes": [], "ignored": [], "no_effect": [],
                    "error": f"cannot read {path}: {exc.strerror or type(exc).__name__}"}
             break
     if out is None:
         try:
             out = check_files(files)
         except Exception as exc:  # one answer whatever happens
-            out = {"request": None, "estimate": None, "changes": [], "ignored": [],
+            out = {"request": None, "estimate": None, "changes": [], "ignored": [], "no_effect": [],
                    "error": f"internal error: {type(exc).__name__}"}
     if args.json:
         _emit(out)

@@ -44,6 +44,11 @@ async def follow_up(text: str, store: Storage, keys: list[str], qid: str | None 
     followed = read_follow_up(text)
     if not followed.is_follow_up:
         return None
+    if followed.changes.model is None:
+        from bot.hub.ids import find_hub_id
+
+        if find_hub_id(text):  # "acme/custom-llama qlora h100": a new question about a model on the Hub
+            return None
     previous = None
     for key in keys:
         found = await store.get_link(key)

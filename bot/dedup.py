@@ -14,7 +14,9 @@ replica that sent the answer and died before its 200, a poller that stopped befo
   (`AlreadyInProgress`: HTTP 500, Telegram delivers it again later), in polling mode skipped.
 
 With Redis the ids are shared by every replica (`SET NX EX`), through the storage's breaker: while Redis is
-away the in-process record decides (an outage degrades sharing, never answers).
+away the in-process record decides (an outage degrades sharing, never answers). Without Redis the answered ids
+are kept in the SQLite file too (`SQLiteSeen`): a process restarted after a crash between answering and
+acknowledging skips what it already answered.
 """
 
 from __future__ import annotations
@@ -83,6 +85,25 @@ class LocalSeen:
 
     async def keep(self, key: str) -> None:
         return None  # nothing outlives this process
+
+
+class SQLiteSeen(LocalSeen):
+    """One process and its SQLite file: the ids it answered outlive a restart (`SQLiteStorage.handled`)."""
+
+    def __init__(self, store: Any, max_items: int = MAX_LOCAL) -> None:
+        super().__init__(max_items)
+        self.store = store  # a SQLiteStorage
+
+    async def claim(self, key: str) -> Claim:
+        found = await super().claim(key)
+        if found == "claimed" and await self.store.was_handled(key):
+            await super().done(key)
+            return "done"
+        return found
+
+    async def done(self, key: str) -> None:
+        await super().done(key)
+        await self.store.handled(key)
 
 
 class RedisSeen:

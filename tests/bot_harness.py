@@ -5,6 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +21,7 @@ from bot.middlewares import Metrics, RetryRequests, TokenBucket
 from bot.storage import SQLiteStorage, Storage
 
 _update_ids = itertools.count(10_000)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class Harness:
@@ -68,3 +73,33 @@ async def harness(tmp_path: Path, api: FakeBotAPI, bucket: TokenBucket | None = 
         yield h
     finally:
         await h.close()
+
+
+def bot_env(api_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of `gpu-advisor run` against the fake API: no BOT_/HF_ variable of this machine, the Hub
+    unreachable, the settings and the heartbeat under `tmp_path`."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("BOT_", "HF_"))}
+    return {**base, "PYTHONPATH": str(ROOT), "BOT_TOKEN": TOKEN, "BOT_API_BASE_URL": api_url,
+            "BOT_STORAGE_URL": f"sqlite:///{tmp_path / 'run.db'}", "BOT_HEARTBEAT_FILE": str(tmp_path / "beat"),
+            "HF_ENDPOINT": "http://127.0.0.1:9", **extra}
+
+
+@contextlib.asynccontextmanager
+async def bot_process(api: FakeBotAPI, tmp_path: Path, **env: str) -> AsyncIterator[subprocess.Popen[bytes]]:
+    """`python -m bot run` against the fake API, its stderr in tmp_path/stderr.log. At the end of the block it is
+    stopped with SIGTERM (its long poll released) and waited for; killed only if it does not stop. The caller
+    checks `returncode` after the block."""
+    with (tmp_path / "stderr.log").open("wb") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "bot", "run"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                stderr=stderr, env=bot_env(api.url, tmp_path, **env))
+        try:
+            yield proc
+            proc.send_signal(signal.SIGTERM)
+            api.new_update.set()
+            async with asyncio.timeout(30):
+                while proc.poll() is None:
+                    await asyncio.sleep(0.05)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=5)

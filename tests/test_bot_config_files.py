@@ -4,12 +4,16 @@ a cap (never read whole), a file server that fails is "could not download", not 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+from aiohttp import web
 from bot_harness import harness
 from fake_botapi import FakeBotAPI, message
 
-from bot.handlers.media import MAX_CONFIG_BYTES
+from bot.handlers.configs import MAX_CONFIG_BYTES
 from bot.hub.ids import MAX_PASTE
 
 LLAMA = {"hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
@@ -62,16 +66,45 @@ async def test_a_file_server_error_is_could_not_download(tmp_path: Path, api: Fa
     assert h.metrics.errors == 0
 
 
+@asynccontextmanager
+async def fake_hub(configs: dict[str, dict[str, Any]]) -> AsyncIterator[str]:
+    """A Hugging Face Hub on loopback serving `configs` (model id -> config.json); its endpoint."""
+
+    async def handle(request: web.Request) -> web.Response:
+        found = configs.get(f"{request.match_info['owner']}/{request.match_info['name']}")
+        return web.json_response(found) if found is not None else web.Response(status=404)
+
+    app = web.Application()
+    app.router.add_get("/{owner}/{name}/resolve/main/config.json", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
 async def test_an_absurd_config_gets_the_absurd_size_answer_from_any_source(tmp_path: Path, api: FakeBotAPI) -> None:
     absurd = {"hidden_size": 1_000_000, "num_hidden_layers": 10_000, "num_attention_heads": 100_000,
               "vocab_size": 100_000_000, "intermediate_size": 10_000_000}
     api.add_file("absurd", json.dumps(absurd).encode(), path="documents/absurd.json")
-    async with harness(tmp_path, api) as h:
+    async with (fake_hub({"acme/absurd-model": absurd, "acme/custom-llama": LLAMA}) as endpoint,
+                harness(tmp_path, api, hf_endpoint=endpoint) as h):
         await h.feed(message("1000000B qlora h100", user_id=9501))  # the size in words
         await h.feed(message(json.dumps(absurd), user_id=9502))  # pasted
         await h.feed(message(None, user_id=9503, document=document("absurd", None), caption="QLoRA on H100"))
+        await h.feed(message("acme/absurd-model qlora h100", user_id=9505))  # fetched from the Hub
         await h.feed(message(json.dumps(LLAMA), user_id=9504))  # a real one still answers
+        await h.feed(message("acme/custom-llama qlora h100", user_id=9506))  # from the Hub too
+        await h.feed(message("8B lora on a 4090", user_id=9507))
+        await h.feed(message("acme/custom-llama qlora h100", user_id=9507))  # a new question, not a follow-up
     words = texts(api, 9501)[0].split("\n")[0]
     assert "GB" not in words
-    assert texts(api, 9502)[0].split("\n")[0] == words and texts(api, 9503)[0].split("\n")[0] == words
+    for user in (9502, 9503, 9505):
+        assert texts(api, user)[0].split("\n")[0] == words, user
     assert "GB" in texts(api, 9504)[0].split("\n")[0]
+    assert "GB" in texts(api, 9506)[0].split("\n")[0] and "acme/custom-llama" in texts(api, 9506)[0]
+    assert "acme/custom-llama" in texts(api, 9507)[1] and "↪️" not in texts(api, 9507)[1]
+    assert h.metrics.errors == 0

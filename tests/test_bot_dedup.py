@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from redis_server import RedisServer
 from bot import dedup
 from bot.app import build_bot, build_dispatcher, webhook_app
 from bot.middlewares import RetryRequests
-from bot.storage import KEY_PREFIX, storage_from_url
+from bot.storage import KEY_PREFIX, SQLiteStorage, sqlite, storage_from_url
 
 SECRET = "s3cret_token"
 HEADERS = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
@@ -31,6 +33,48 @@ async def test_polling_mode_answers_a_redelivered_update_once(tmp_path: Path, ap
             await h.dp.feed_raw_update(h.bot, update)
         assert len(answers(api, 7001)) == 1 and h.metrics.duplicates == 2
         assert 'gpu_advisor_updates_duplicate_total 2' in h.metrics.prometheus()
+
+
+async def test_a_restarted_process_does_not_answer_what_it_answered_before_a_crash(tmp_path: Path,
+                                                                                    api: FakeBotAPI) -> None:
+    """Polling without Redis: the process answered, then died before its next getUpdates acknowledged the update;
+    Telegram delivers it again to the restarted process (same SQLite file), which skips it."""
+    api.push(message("70B QLoRA on H100?", user_id=7301))
+    async with harness(tmp_path, api) as h:  # handled, never acknowledged: no getUpdates with its offset
+        await h.dp.feed_raw_update(h.bot, api.updates[0])
+    assert len(answers(api, 7301)) == 1
+    async with harness(tmp_path, api) as h, h.polling():  # the restart: real polling gets the update again
+        api.push(message("8B LoRA on a 4090", user_id=7302))
+        await api.wait_for("sendMessage", chat_id=7302, timeout=10)
+        async with asyncio.timeout(10):  # the redelivered one, skipped (else answered again, and this times out)
+            while h.metrics.duplicates < 1:
+                await asyncio.sleep(0.05)
+    assert len(answers(api, 7301)) == 1 and len(answers(api, 7302)) == 1
+    assert h.metrics.duplicates == 1
+
+
+async def test_answered_update_ids_are_pruned_and_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite, "MAX_UPDATES", 3)
+    store = SQLiteStorage(tmp_path / "u.db")
+    await store.open()
+    try:
+        seen = dedup.SQLiteSeen(store)
+        day_old = time.time() - sqlite.UPDATES_TTL_S - 1
+        store._execute("INSERT INTO updates (key, created) VALUES ('1:old', ?)", (day_old,))
+        for n in range(5):
+            assert await seen.claim(f"1:{n}") == "claimed"
+            await seen.done(f"1:{n}")
+        assert await dedup.SQLiteSeen(store).claim("1:4") == "done"  # another process on the file
+        now = time.time()
+        for n in range(5):
+            store._execute("UPDATE updates SET created = ? WHERE key = ?", (now - 10 + n, f"1:{n}"))
+        with store._lock:
+            assert store._conn is not None
+            store._prune(store._conn)
+        kept = [row[0] for row in store._read("SELECT key FROM updates ORDER BY created", ())]
+        assert kept == ["1:2", "1:3", "1:4"]  # the newest MAX_UPDATES; the day-old one gone
+    finally:
+        await store.close()
 
 
 @pytest.mark.parametrize("shared", [False, True])

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
-from bot_harness import make_config
+from bot_harness import bot_process, make_config
 from fake_botapi import TOKEN, FakeBotAPI, message, sent
 
 from bot.app import build_bot, build_dispatcher, webhook_app
@@ -98,40 +94,20 @@ async def test_bot_api_faults_are_retried_and_no_answer_is_lost(tmp_path: Path, 
 # ---- a full run's logs ------------------------------------------------------------------------------------
 
 
-def _env(api_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("BOT_", "HF_"))}
-    return {**base, "PYTHONPATH": str(ROOT), "BOT_TOKEN": TOKEN, "BOT_API_BASE_URL": api_url,
-            "BOT_STORAGE_URL": f"sqlite:///{tmp_path / 'run.db'}", "BOT_HEARTBEAT_FILE": str(tmp_path / "beat"),
-            "HF_ENDPOINT": "http://127.0.0.1:9", **extra}
-
-
 async def test_a_full_run_logs_json_lines_without_the_token_or_user_text(tmp_path: Path, api: FakeBotAPI) -> None:
     """Polling subprocess at DEBUG: an error path (sendMessage refused, the apology too), a retried 502,
     a network error (a dropped long poll), a clean stop; the token is in no line, user text in no INFO line."""
     secret_text = "70B QLoRA on H100 private-marker-4711?"
     api.fail("sendMessage", status=400, times=2)  # the first question's answer and its apology both fail
     api.drop("getUpdates", times=1)
-    stderr = (tmp_path / "stderr.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "bot", "run"], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=stderr, env=_env(api.url, tmp_path, BOT_LOG_LEVEL="DEBUG", BOT_LOG_FORMAT="json"))
-    try:
-        async with asyncio.timeout(30):
-            api.push(message(secret_text, user_id=8101))
-            while len([c for c in api.calls if c.method == "sendMessage"]) < 2:
-                await asyncio.sleep(0.05)
-            api.fail("sendMessage", status=502, times=1)
-            api.push(message(secret_text, user_id=8102))
-            await api.wait_for("sendMessage", chat_id=8102, timeout=10)
-            proc.send_signal(signal.SIGTERM)
-            api.new_update.set()
-            while proc.poll() is None:
-                await asyncio.sleep(0.05)
-        assert proc.returncode == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
-        stderr.close()
+    async with bot_process(api, tmp_path, BOT_LOG_LEVEL="DEBUG", BOT_LOG_FORMAT="json") as proc, asyncio.timeout(30):
+        api.push(message(secret_text, user_id=8101))
+        while len([c for c in api.calls if c.method == "sendMessage"]) < 2:
+            await asyncio.sleep(0.05)
+        api.fail("sendMessage", status=502, times=1)
+        api.push(message(secret_text, user_id=8102))
+        await api.wait_for("sendMessage", chat_id=8102, timeout=10)
+    assert proc.returncode == 0
     raw = (tmp_path / "stderr.log").read_text(encoding="utf-8")
     assert TOKEN not in raw and TOKEN.split(":")[1] not in raw
     lines = [json.loads(line) for line in raw.splitlines() if line.strip()]

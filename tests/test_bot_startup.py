@@ -5,7 +5,6 @@ the webhook server itself (secret header, slow and idle connections, /metrics on
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
-from bot_harness import harness, make_config
+from bot_harness import bot_env, harness, make_config
 from fake_botapi import KINDS, TOKEN, FakeBotAPI, message
 from redis_server import RedisServer, free_port
 
@@ -24,7 +23,6 @@ from bot.middlewares import RetryRequests
 from bot.startup import StartupError
 from bot.storage import SQLiteStorage, storage_from_url
 
-ROOT = Path(__file__).resolve().parents[1]
 RETRIED = [k for k in KINDS if k != "not_found"]
 SECRET = "s3cret_token"
 
@@ -212,9 +210,7 @@ async def test_gpu_advisor_run_that_cannot_start_says_why_in_one_line(tmp_path: 
         api.lacking = {"getMe"}  # its HTML 404 page quotes the URL, token and all
     else:
         api.misbehave("getMe", "html_502", times=10_000)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BOT_", "HF_"))}
-    env.update(PYTHONPATH=str(ROOT), BOT_TOKEN=TOKEN, BOT_API_BASE_URL=api.url, BOT_STARTUP_RETRY_S="1.5",
-               BOT_STORAGE_URL=f"sqlite:///{tmp_path / 'run.db'}", BOT_HEARTBEAT_FILE=str(tmp_path / "beat"))
+    env = bot_env(api.url, tmp_path, BOT_STARTUP_RETRY_S="1.5")
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot", "run", cwd=tmp_path, env=env,
                                                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     _, err = await asyncio.wait_for(proc.communicate(), 60)

@@ -7,14 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from bot_harness import harness
+from bot_harness import bot_process, harness
 from fake_botapi import TOKEN, FakeBotAPI, callback, inline_query, message
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,35 +62,18 @@ async def test_every_question_is_answered_once(tmp_path: Path, api: FakeBotAPI, 
 
 async def test_gpu_advisor_run_stays_up_on_such_a_server(tmp_path: Path, api: FakeBotAPI) -> None:
     api.lacking = set(LACKING)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BOT_", "HF_"))}
-    env.update(PYTHONPATH=str(ROOT), BOT_TOKEN=TOKEN, BOT_API_BASE_URL=api.url,
-               BOT_STORAGE_URL=f"sqlite:///{tmp_path / 'run.db'}", BOT_HEARTBEAT_FILE=str(tmp_path / "beat"),
-               HF_ENDPOINT="http://127.0.0.1:9")
-    stderr = (tmp_path / "stderr.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "bot", "run"], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=stderr, env=env)
-    try:
-        async with asyncio.timeout(150):
-            await api.wait_for("getUpdates", timeout=90)  # the process is up (slow to import on a busy machine)
-            for n, text in enumerate(["70B QLoRA on H100?", "acme/custom-llama-8b lora on a 4090", "/help"]):
-                api.push(message(text, user_id=6101 + n))
-                await api.wait_for("sendMessage", chat_id=6101 + n, timeout=20)
-            # the profile calls are done (and failed) by now; still up, still answering
-            while len([c for c in api.calls if c.method == "setMyShortDescription"]) < 3:
-                await asyncio.sleep(0.05)
-            api.push(message("LoRA Llama 3.1 8B on a 4090", user_id=6110))
-            await api.wait_for("sendMessage", chat_id=6110, timeout=20)
-            assert proc.poll() is None
-            proc.send_signal(signal.SIGTERM)
-            api.new_update.set()
-            while proc.poll() is None:
-                await asyncio.sleep(0.05)
-        assert proc.returncode == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
-        stderr.close()
+    async with bot_process(api, tmp_path) as proc, asyncio.timeout(150):
+        await api.wait_for("getUpdates", timeout=90)  # the process is up (slow to import on a busy machine)
+        for n, text in enumerate(["70B QLoRA on H100?", "acme/custom-llama-8b lora on a 4090", "/help"]):
+            api.push(message(text, user_id=6101 + n))
+            await api.wait_for("sendMessage", chat_id=6101 + n, timeout=20)
+        # the profile calls are done (and failed) by now; still up, still answering
+        while len([c for c in api.calls if c.method == "setMyShortDescription"]) < 3:
+            await asyncio.sleep(0.05)
+        api.push(message("LoRA Llama 3.1 8B on a 4090", user_id=6110))
+        await api.wait_for("sendMessage", chat_id=6110, timeout=20)
+        assert proc.poll() is None
+    assert proc.returncode == 0
     log = (tmp_path / "stderr.log").read_text(encoding="utf-8")
     assert "Traceback" not in log and "never retrieved" not in log
     assert TOKEN not in log and TOKEN.split(":")[1] not in log

@@ -124,6 +124,7 @@ async def test_axolotl_yaml_document_is_checked_with_ignored_keys(h: Harness, ap
     reply = texts(api, 3004)[-1]
     assert "Read as Axolotl YAML" in reply and "Framework: Axolotl" in reply
     assert "<code>my_custom_option</code>" in reply and "Not understood (1 key" in reply
+    assert "Left out (1 key, no effect on memory): <code>wandb_project</code>" in reply  # named, not dropped
     assert "QLoRA" in reply and "4096" in reply  # the normal answer for the request it describes
     markup = last_message(api, 3004)["reply_markup"]
     assert any(b["text"] == "⚙️ Config" for row in markup["inline_keyboard"] for b in row)

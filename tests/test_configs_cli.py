@@ -73,6 +73,26 @@ def test_check_stdin_and_summary():
     assert j["request"]["tensor_parallel"] == 2 and j["estimate"]["gpu_count"] == 2
 
 
+def test_check_names_keys_without_effect_and_unknown_keys(tmp_path: Path):
+    config = tmp_path / "axolotl.yaml"
+    config.write_text("base_model: meta-llama/Llama-3.1-8B\nadapter: lora\nmicro_batch_size: 2\n"
+                      "wandb_project: p\nwandb_entity: me\nreport_to: wandb\nlogging_steps: 10\nsave_steps: 500\n"
+                      "frobnicate_level: 3\n", encoding="utf-8")
+    p = run("check", str(config))
+    assert "not understood: frobnicate_level\n" in p.stdout
+    assert ("ignored, don't affect memory: wandb_project, wandb_entity, report_to, logging_steps, save_steps"
+            in p.stdout)
+    j = json.loads(run("check", "--json", str(config)).stdout)
+    assert j["ignored"] == ["frobnicate_level"]
+    assert j["no_effect"] == ["wandb_project", "wandb_entity", "report_to", "logging_steps", "save_steps"]
+    ds = tmp_path / "ds_config.json"
+    ds.write_text(json.dumps({"zero_optimization": {"stage": 3}, "steps_per_print": 10, "wandb": {"enabled": True},
+                              "optimizer": {"type": "AdamW", "params": {"lr": 1e-5}}, "made_up": 1}), encoding="utf-8")
+    j = json.loads(run("check", "--json", str(ds)).stdout)
+    assert j["ignored"] == ["made_up"]
+    assert set(j["no_effect"]) == {"steps_per_print", "wandb.enabled", "optimizer.params.lr"}
+
+
 def test_check_changes_when_the_named_gpu_is_too_small(tmp_path: Path):
     text = ("# gpu-advisor: made for 1x RTX 4090\nbase_model: meta-llama/Llama-3.1-8B\nadapter: lora\n"
             "lora_r: 16\nsequence_len: 8192\nmicro_batch_size: 4\ngradient_checkpointing: false\n")

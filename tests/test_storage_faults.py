@@ -15,8 +15,8 @@ import pytest
 from bot_harness import harness
 from fake_botapi import FakeBotAPI, callback, message
 
-from bot import storage
 from bot.storage import QUESTION_TTL_S, ChatSettings, SQLiteStorage, StorageUnavailable
+from bot.storage import sqlite as storage
 from engine.parse import parse
 
 NOTICE = "I cannot save settings right now"
@@ -85,6 +85,50 @@ async def test_a_settings_change_that_cannot_last_gets_the_notice(tmp_path: Path
         await h.feed(message("70B QLoRA on H100?", user_id=8101))  # answers go on
         assert texts(api, 8101)[-1].startswith("✅")
         assert h.metrics.errors == 0
+
+
+async def test_a_file_read_only_at_start_reads_settings_and_refuses_changes(tmp_path: Path, api: FakeBotAPI,
+                                                                           monkeypatch: pytest.MonkeyPatch,
+                                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """chmod 444, a read-only mount or directory: SQLite opens such a file read-only (root ignores chmod, so the
+    test opens it as SQLite would for anyone else). The bot starts, reads the settings, refuses changes."""
+    db = tmp_path / "settings.db"
+    before = SQLiteStorage(db)
+    await before.open()
+    await before.set_settings(8201, ChatSettings(currency="RUB"))
+    await before.close()
+    connect = SQLiteStorage._connect
+
+    def as_sqlite_opens_it(self: SQLiteStorage, mode: str = "rw") -> sqlite3.Connection:
+        return connect(self, "ro" if mode == "rw" else mode)
+
+    monkeypatch.setattr(SQLiteStorage, "_connect", as_sqlite_opens_it)
+    caplog.set_level(logging.WARNING)
+    async with harness(tmp_path, api) as h:
+        assert isinstance(h.store, SQLiteStorage) and h.store.read_only
+        await h.feed(message("70B QLoRA on H100?", user_id=8201))
+        answer = texts(api, 8201)[-1]
+        assert answer.startswith("✅") and "₽" in answer  # the saved settings are read
+        await h.feed(message("/settings", user_id=8201))
+        panel, data = panel_button(api, 8201, "USD $")
+        await h.feed(callback(data, message_obj=panel, user_id=8201))
+        assert toasts(api)[-1].startswith(NOTICE)
+        await h.feed(message("/price H100 2.5", user_id=8202))
+        assert texts(api, 8202)[-1].startswith(NOTICE)
+        assert (await h.store.get_settings(8201)).currency == "RUB"
+        await h.feed(message("70B QLoRA on H100?", user_id=8202))  # answers and their buttons go on, from memory
+        answer_msg = [m for (c, _), m in api.messages.items() if c == 8202][-1]
+        first = answer_msg["text"]
+        context = next(b["callback_data"] for row in answer_msg["reply_markup"]["inline_keyboard"] for b in row
+                       if b["text"].startswith("8k"))
+        await h.feed(callback(context, message_obj=answer_msg, user_id=8202))
+        [edited] = api.of("editMessageText")  # the question behind the button was found in memory
+        assert edited.params["text"] != first and "H100" in edited.params["text"]
+        assert h.metrics.errors == 0
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM questions").fetchone()[0] == 0  # nothing was written
+    warned = [r.getMessage() for r in caplog.records if "cannot be written" in r.getMessage()]
+    assert len(warned) == 1  # once, at start
 
 
 async def test_store_level_refusal(tmp_path: Path) -> None:

@@ -26,12 +26,12 @@ from bot.answers import (
     answer_options,
     apply_serving_state,
     apply_state,
-    config_from_text,
     make_reply,
     resolve_language,
 )
 from bot.config import BotConfig
 from bot.downloads import FileTooBig, download_capped
+from bot.enrich import config_from_text
 from bot.handlers.common import chat_language, send
 from bot.handlers.filters import InLoop
 from bot.hub.ids import MAX_PASTE
@@ -62,6 +62,7 @@ MAX_CONFIG_BYTES = MAX_PASTE  # one limit for uploaded and pasted configs (256 K
 CONFIG_SUFFIXES = (".yaml", ".yml", ".py", ".sh", ".txt", ".cfg", ".toml")
 CONFIG_MIME = ("application/x-yaml", "application/yaml", "text/yaml", "text/x-yaml", "text/x-python",
                "application/x-python-code", "text/x-sh", "application/x-sh", "text/plain")
+HOSTILE = ("too_deep", "huge_number", "yaml_bomb")  # errors of a text that is surely meant as a config
 _YAML_LINE = re.compile(r"^[A-Za-z_][\w.-]{0,80}:(\s|$)")
 TELEGRAM_LIMIT = 4096
 
@@ -86,6 +87,9 @@ def pasted_config(text: str) -> ReadResult | None:
     if looks_like_command(stripped):
         return read_config(stripped, None)
     lines = [ln for ln in stripped.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if stripped.startswith("["):  # a JSON list is no config, but a hostile one is named as such
+        read = read_config(stripped, None)
+        return read if read.error in HOSTILE else None
     if stripped.startswith("{"):
         if config_from_text(stripped) is not None:
             return None
@@ -120,19 +124,26 @@ async def config_document(message: Message, settings: ChatSettings, store: Stora
     assert doc is not None
     if not is_addressed(message, bot):
         return
-    lang = chat_language(settings, message.from_user, config)
+    data = await download_document(message, bot, chat_language(settings, message.from_user, config))
+    if data is not None:
+        await check_file(message, data, doc.file_name, settings=settings, store=store, config=config)
+
+
+async def download_document(message: Message, bot: Bot, lang: str) -> bytes | None:
+    """The document's bytes, streamed and cut past the one limit for configs; None once the user was told why
+    not (over the limit, or the download failed)."""
+    doc = message.document
+    assert doc is not None
     try:
         if doc.file_size is not None and doc.file_size > MAX_CONFIG_BYTES:
             raise FileTooBig(doc.file_size)
-        data = await download_capped(bot, doc.file_id, MAX_CONFIG_BYTES)  # streamed, cut past the cap
+        return await download_capped(bot, doc.file_id, MAX_CONFIG_BYTES)
     except FileTooBig:
         await send(message, error_text(lang, "too_large"))
-        return
     except (TelegramAPIError, OSError, TimeoutError) as exc:
         log.info("config download failed: %s", type(exc).__name__)
         await send(message, error_text(lang, "download"))
-        return
-    await check_file(message, data, doc.file_name, settings=settings, store=store, config=config)
+    return None
 
 
 async def check_file(message: Message, data: bytes, filename: str | None, *, settings: ChatSettings,
@@ -170,7 +181,7 @@ async def answer_check(message: Message, read: ReadResult, filename: str | None,
     request = request.model_copy(update={"language": lang})
     reply = await make_reply(request, store, answer_options(settings, lang, config.default_language))
     header = check_header(reply.lang, read.format, request.model_dump(mode="json", exclude_none=True), read.ignored,
-                          read.secrets, filename)
+                          read.secrets, filename, read.no_effect)
     if len(header) + len(reply.html) + 2 <= TELEGRAM_LIMIT:
         await send(message, header + "\n\n" + reply.html, reply_markup=reply.markup)
         return

@@ -3,26 +3,20 @@ friendly answer (stickers, photos, voice, other documents)."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from aiogram import Bot, F, Router
 from aiogram.enums import ChatType
-from aiogram.exceptions import TelegramAPIError
 from aiogram.types import Message
 
-from bot.answers import config_from_text, request_from_config
 from bot.config import BotConfig
-from bot.downloads import FileTooBig, download_capped
+from bot.enrich import config_from_text, request_from_config
 from bot.handlers.common import answer_question, send
-from bot.handlers.configs import MAX_CONFIG_BYTES, check_file
+from bot.handlers.configs import check_file, download_document
 from bot.handlers.filters import InLoop
 from bot.storage import ChatSettings, Storage
-from bot.views.configs import error_text
 from bot.views.messages import EXAMPLES, t
 from engine.schema import Language
-
-log = logging.getLogger(__name__)
 
 
 async def _is_json(message: Message) -> bool:  # a coroutine: aiogram runs plain functions in a thread
@@ -39,19 +33,10 @@ async def config_file(message: Message, lang: Language, settings: ChatSettings, 
     assert doc is not None
     if not is_addressed(message, bot):
         return
-    try:
-        if doc.file_size is not None and doc.file_size > MAX_CONFIG_BYTES:
-            raise FileTooBig(doc.file_size)
-        data = await download_capped(bot, doc.file_id, MAX_CONFIG_BYTES)
-        raw = data.decode("utf-8", errors="replace")
-    except FileTooBig:
-        await send(message, error_text(lang, "too_large"))
+    data = await download_document(message, bot, lang)
+    if data is None:
         return
-    except (TelegramAPIError, OSError, TimeoutError) as exc:
-        log.info("config download failed: %s", type(exc).__name__)
-        await send(message, t(lang, "I could not download that file: please send it again."))
-        return
-    cfg = config_from_text(raw)
+    cfg = config_from_text(data.decode("utf-8", errors="replace"))
     if cfg is None:  # not a model's architecture: a training or DeepSpeed config.json, checked as one
         await check_file(message, data, doc.file_name, settings=settings, store=store, config=config)
         return

@@ -60,8 +60,9 @@ def framework_of(request: dict[str, Any]) -> str | None:
 
 
 def check_header(lang: str, fmt: str | None, request: dict[str, Any], ignored: list[str], secrets: int,
-                 filename: str | None) -> str:
-    """What was read: the format and framework, the keys not understood (listed), the secrets dropped."""
+                 filename: str | None, no_effect: list[str] | None = None) -> str:
+    """What was read: the format and framework, the keys not understood (listed), the keys left out because they do
+    not change memory (listed), the secrets dropped."""
     where = f" ({html.escape(redact(filename))[:80]})" if filename else ""
     lines = ["🔎 <b>" + t(lang, "Read as %(format)s", format=html.escape(format_name(lang, fmt))) + "</b>" + where]
     framework = framework_of(request)
@@ -71,20 +72,27 @@ def check_header(lang: str, fmt: str | None, request: dict[str, Any], ignored: l
         lines.append(t(lang, "Framework: not named in the config, estimated for the default stack."))
     keys = list(ignored)  # secret keys by name only ("hf_token (secret, not read)"), never their values
     if keys:
-        shown = ", ".join(_key(k) for k in keys[:MAX_LISTED])
-        more = len(keys) - MAX_LISTED
-        if more > 0:
-            shown += " " + tn(lang, "and %(n)s more", "and %(n)s more", more)
         lines.append(tn(lang, "Not understood (%(n)s key, not used in the estimate): %(keys)s",
-                        "Not understood (%(n)s keys, not used in the estimate): %(keys)s", len(keys), keys=shown))
+                        "Not understood (%(n)s keys, not used in the estimate): %(keys)s", len(keys),
+                        keys=_listed(lang, keys)))
     else:
         lines.append(t(lang, "Every key was understood."))
+    if no_effect:
+        lines.append(tn(lang, "Left out (%(n)s key, no effect on memory): %(keys)s",
+                        "Left out (%(n)s keys, no effect on memory): %(keys)s", len(no_effect),
+                        keys=_listed(lang, no_effect)))
     if secrets:
         lines.append("🔒 " + tn(lang, "%(n)s secret (token, key or password) was dropped unread: it is not stored, "
                                       "shown or logged. A token sent to a chat is best revoked.",
                                 "%(n)s secrets (tokens, keys or passwords) were dropped unread: they are not "
                                 "stored, shown or logged. A token sent to a chat is best revoked.", secrets))
     return "\n".join(lines)
+
+
+def _listed(lang: str, keys: list[str]) -> str:
+    shown = ", ".join(_key(k) for k in keys[:MAX_LISTED])
+    more = len(keys) - MAX_LISTED
+    return shown + (" " + tn(lang, "and %(n)s more", "and %(n)s more", more) if more > 0 else "")
 
 
 def _key(name: str) -> str:

@@ -40,7 +40,8 @@ def config_for(request: Any, target: Target | None = None) -> ConfigOutput:
 
 
 def check(text: str | bytes, name: str | None = None) -> dict[str, Any]:
-    """`check --json`: {"request", "estimate", "changes", "ignored"} (+ "format", "error" when it could not be read)."""
+    """`check --json`: {"request", "estimate", "changes", "ignored", "no_effect"} (+ "format", "error" when it could
+    not be read); `no_effect`: keys read and left out because they do not change memory (logging, saving, ...)."""
     return checked(read_config(text, name))
 
 
@@ -55,7 +56,7 @@ def checked(read: ReadResult) -> dict[str, Any]:
     from engine.configs.bridge import check_estimate
 
     out: dict[str, Any] = {"request": None, "estimate": None, "changes": [], "ignored": read.ignored,
-                           "format": read.format}
+                           "no_effect": read.no_effect, "format": read.format}
     if read.secrets:
         out["secrets_dropped"] = read.secrets
     if read.error or read.request is None:

@@ -103,10 +103,12 @@ class ConfigOutput(BaseModel):
 
 class ReadResult(BaseModel):
     """What a reader understood: the request, the format it recognised, the keys it did not understand (names only,
-    secrets redacted), and an error key when the input could not be read at all."""
+    secrets redacted), the keys it read and left out because they do not change memory (logging, saving, the Hub,
+    the learning rate), and an error key when the input could not be read at all."""
 
     request: Request | None = None
     format: str | None = None
     ignored: list[str] = Field(default_factory=list)
+    no_effect: list[str] = Field(default_factory=list)  # wandb_project, report_to, logging_steps, ...
     secrets: int = 0  # how many secret values were found (and dropped)
     error: str | None = None

@@ -99,11 +99,13 @@ def read_bundle(files: list[tuple[str, str | bytes]]) -> ReadResult:
     results.sort(key=lambda nr: rank.get(nr[1].format or "", 2))
     merged: dict[str, Any] = {}
     ignored: list[str] = []
+    no_effect: list[str] = []
     secrets = 0
     formats = []
     for name, r in results:
         secrets += r.secrets
         ignored += [i for i in r.ignored if i not in ignored and "was not sent" not in i]
+        no_effect += [k for k in r.no_effect if k not in no_effect]
         if r.error or r.request is None:
             ignored.append(f"{name}: {r.error}")
             continue
@@ -119,8 +121,9 @@ def read_bundle(files: list[tuple[str, str | bytes]]) -> ReadResult:
             else:
                 merged.setdefault(key, value)
     if not formats:
-        return ReadResult(ignored=ignored, secrets=secrets, error=results[0][1].error if results else "empty")
+        return ReadResult(ignored=ignored, no_effect=no_effect, secrets=secrets,
+                          error=results[0][1].error if results else "empty")
     from engine.schema import Request
 
     return ReadResult(request=Request.model_validate(merged), format="+".join(formats), ignored=ignored,
-                      secrets=secrets)
+                      no_effect=no_effect, secrets=secrets)

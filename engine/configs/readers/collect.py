@@ -30,14 +30,16 @@ NO_MEMORY = re.compile(
     r"auto_wrap_policy|state_dict_type|reshard_after_forward|fsdp_version|zero3_init_flag|deepspeed_config_file|"
     r"overlap_comm|contiguous_gradients|stage3_gather_16bit_weights_on_model_save|pin_memory|"
     r"bnb_4bit_quant_type|bnb_4bit_compute_dtype|bnb_4bit_quant_storage|dtype|torch_dtype|quantization_method|finetuning_type|host|port|"
-    r"use_vllm|vllm_mode|plugins|stage|parallelism_config_dp_shard_size|gpu_layers|split_mode|tensor_split)$")
+    r"use_vllm|vllm_mode|plugins|stage|parallelism_config_dp_shard_size|gpu_layers|split_mode|tensor_split|"
+    r"steps_per_print|wall_clock_breakdown|dump_state|prescale_gradients|gradient_predivide_factor)$")
 
 
 # Prefixes with no bearing on memory: torchtune config sections, evaluation, logging, saving, the Hub
 NO_MEMORY_SECTIONS = ("tokenizer.", "checkpointer.", "metric_logger.", "profiler.", "lr_scheduler.", "save_", "eval_",
                       "hub_", "push_to_hub", "logging_", "report_", "wandb_", "run_", "data_seed", "dataloader_",
                       "resume_", "overwrite_", "lr_", "warmup_", "adam_", "eos_token", "pad_token", "bos_token",
-                      "chat_template")
+                      "chat_template", "wandb.", "tensorboard.", "csv_monitor.", "comet.", "flops_profiler.",
+                      "comms_logger.")
 
 
 def as_int(value: Any) -> int | None:
@@ -97,6 +99,7 @@ class Collector:
         self.format = fmt
         self.fields: dict[str, Any] = {"framework": framework} if framework else {}
         self.ignored: list[str] = []
+        self.no_effect: list[str] = []
         self.secrets = 0
         self.gpu_count: int | None = None
         self.gpu_name: str | None = None
@@ -129,12 +132,21 @@ class Collector:
             self.ignore(key)
 
     def unknown(self, key: str, value: Any) -> None:
-        """A key the reader has no mapping for: fine when it has no bearing on memory, else listed."""
+        """A key the reader has no mapping for: listed as without effect when it has no bearing on memory, else as
+        not understood."""
         if self.secret(key, value):
             return
         plain = str(key).lstrip("-").replace("-", "_")
         if not NO_MEMORY.search(plain) and not plain.startswith(NO_MEMORY_SECTIONS):
             self.ignore(str(key))
+            return
+        self.unused(key)
+
+    def unused(self, key: str) -> None:
+        """A key read and left out: it does not change memory (logging, saving, the Hub, the learning rate)."""
+        name = redact(str(key))[:120]
+        if name not in self.no_effect:
+            self.no_effect.append(name)
 
     def optimizer(self, key: str, value: Any) -> None:
         opt = HF_OPTIM_BACK.get(str(value).lower()) if isinstance(value, str) else None
@@ -183,14 +195,16 @@ class Collector:
             except ValidationError as exc:
                 bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
                 if not bad:
-                    return ReadResult(format=self.format, ignored=self.ignored, secrets=self.secrets,
-                                      error="invalid_values")
+                    return ReadResult(format=self.format, ignored=self.ignored, no_effect=self.no_effect,
+                                      secrets=self.secrets, error="invalid_values")
                 for key in bad:
                     data.pop(key, None)
                     self.ignore(f"{key} (value out of range)")
         else:
-            return ReadResult(format=self.format, ignored=self.ignored, secrets=self.secrets, error="invalid_values")
-        return ReadResult(request=request, format=self.format, ignored=self.ignored, secrets=self.secrets)
+            return ReadResult(format=self.format, ignored=self.ignored, no_effect=self.no_effect, secrets=self.secrets,
+                              error="invalid_values")
+        return ReadResult(request=request, format=self.format, ignored=self.ignored, no_effect=self.no_effect,
+                          secrets=self.secrets)
 
 
 def method_from(peft: bool, quant_bits: int | None) -> tuple[str, int]:

@@ -290,10 +290,15 @@ def _ds_optimizer(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -
     c.optimizer(key, {"adamw": "adamw_torch", "adam": "adamw_torch"}.get(str(value).lower(), str(value)))
 
 
+DS_MONITORS = ("wandb", "tensorboard", "csv_monitor", "comet", "flops_profiler", "comms_logger")  # DeepSpeed's logging
+
+
 def _ds_other(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
-    if key.startswith(("zero_optimization.offload_", "optimizer.params", "scheduler.")):
-        return  # offload devices are read before the loop; optimizer and scheduler settings hold no memory
-    if key in known("deepspeed") or key.split(".")[0] in ("bf16", "fp16"):
+    if key.startswith("zero_optimization.offload_"):
+        return  # offload devices are read before the loop
+    if key.startswith(("optimizer.params", "scheduler.")):
+        c.unused(key)  # learning rate, betas, warm-up: no bearing on memory
+    elif key in known("deepspeed") or key.split(".")[0] in ("bf16", "fp16", *DS_MONITORS):
         c.unknown(key, value)
     else:
         c.other(key, value)
