@@ -1,13 +1,15 @@
 """Print one line per row of shared/data/posttrain-memory.jsonl: source, framework, method, measured, ours, error and
 the line of our breakdown that dominates, grouped by source.
 
-Usage: python bench/posttrain_rows.py [POSTTRAIN.jsonl] [--stated] [--markdown]
+Usage: python bench/posttrain_rows.py [POSTTRAIN.jsonl] [--stated] [--set ROW:KEY=JSON ...] [--markdown]
 
 `ours` is the estimate of the request shared/tools/eval_posttrain.py builds from the row (bench/posttrain_accuracy.py
 mirrors that mapping), so the error column is the scored one. --stated adds a diagnostic column, `stated`: the same
 request plus the settings the row states but the scorer does not pass (tensor parallelism, Liger's fused loss, the
 attention kernel, DDP for "device_map+ddp", "HF (no Unsloth)" as hf), to tell an error of the model from one of the
-request. The diagnostic never feeds the score. A script that prints figures, not a test.
+request. --set changes one field of one row's diagnostic request (JSON value, null removes it; implies --stated),
+e.g. `--set SFTLONG-022:offload=false` to see a row as its figure says it ran. The diagnostic never feeds the score.
+A script that prints figures, not a test.
 """
 
 from __future__ import annotations
@@ -65,6 +67,18 @@ def stated(r: dict[str, Any]) -> dict[str, Any]:
     return q
 
 
+def overrides(items: list[str]) -> dict[str, dict[str, Any]]:
+    """--set ROW:KEY=JSON items by row id (with or without the PT- prefix)."""
+    out: dict[str, dict[str, Any]] = defaultdict(dict)
+    for item in items:
+        row, _, assignment = item.partition(":")
+        key, _, value = assignment.partition("=")
+        if not (row and key and value):
+            raise SystemExit(f"--set {item!r}: expected ROW:KEY=JSON")
+        out["PT-" + row.removeprefix("PT-")][key] = json.loads(value)
+    return out
+
+
 def dominant(out: dict[str, Any]) -> str:
     """The largest line of the per-GPU peak: the post-training layer's policy lines and extra lines when it answered,
     else the memory model's; model states are summed as `states`."""
@@ -87,8 +101,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("data", nargs="?", default=str(DEFAULT))
     ap.add_argument("--stated", action="store_true", help="add the diagnostic column with the row's own settings")
+    ap.add_argument("--set", action="append", default=[], metavar="ROW:KEY=JSON",
+                    help="change one field of a row's diagnostic request (implies --stated)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
+    changes = overrides(args.set)
+    args.stated = args.stated or bool(changes)
     rows = [json.loads(line) for line in Path(args.data).read_text().splitlines() if line.strip()]
     rows = [r for r in rows if r["status"] in ("measured", "oom", "fits")]
     groups: dict[str, list[str]] = defaultdict(list)
@@ -112,7 +130,13 @@ def main() -> int:
                  ("" if r["status"] == "measured" else {"oom": "OOM>", "fits": "fits≤"}[r["status"]]) + f"{truth:.1f}",
                  f"{est:.1f}" if est is not None else "-", judged, dominant(out)]
         if args.stated:
-            alt = (estimate_request(stated(r)).get("per_gpu") or {}).get("total")
+            alt_q = stated(r)
+            for key, value in changes.get(r["id"], {}).items():
+                if value is None:
+                    alt_q.pop(key, None)
+                else:
+                    alt_q[key] = value
+            alt = (estimate_request(alt_q).get("per_gpu") or {}).get("total")
             cells.append("-" if alt is None else (f"{float(alt) / truth - 1:+.0%}" if r["status"] == "measured"
                                                   else f"{alt:.1f}"))
         groups[src].append(" | ".join(cells))
