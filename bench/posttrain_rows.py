@@ -167,7 +167,7 @@ def main() -> int:
         groups[src].append(" | ".join(cells))
     head = ["row", "kind", "framework", "method", "measured", "ours", "error", "dominant line (share)"]
     if args.stated:
-        head.append("stated")
+        head.append("as run" if args.as_run else "stated")
     for src, lines in groups.items():
         errs = errors.get(src, [])
         summary = ""
