@@ -42,7 +42,7 @@ async def test_english_question_gets_an_english_table(h: Harness, api: FakeBotAP
         api.push(message("can I LoRA llama 3.1 8b on a 4090 with 8k context?", user_id=1002, language_code="ru"))
         [sent] = await api.wait_for("sendMessage", chat_id=1002)
     text = sent.params["text"]
-    assert text.startswith("🔧 <b>Fits on 1×RTX 4090 after changes (fused/chunked loss)")
+    assert text.startswith("🔧 <b>Fits on 1×RTX 4090 after changes: fused cross-entropy (Liger / Unsloth)")
     assert table_lines(text)[0].startswith("weights")
     assert "✓ 8k" in [b["text"] for row in sent.params["reply_markup"]["inline_keyboard"] for b in row]
 

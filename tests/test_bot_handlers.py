@@ -89,10 +89,10 @@ async def test_throttle_notice_is_russian_with_plural_forms(tmp_path: Path, api:
     async with harness(tmp_path, api, bucket=TokenBucket(rate=0.2, burst=1, clock=clock)) as slow:  # 5 s apart
         await slow.feed(message("70B на H100?", user_id=2003, language_code="ru"))
         await slow.feed(message("70B на H100?", user_id=2003, language_code="ru"))
-        assert texts(api, 2003)[-1] == "Слишком много вопросов сразу: следующий приму через 5 секунд."
+        assert texts(api, 2003)[-1] == "Слишком много вопросов сразу: следующий приму через 5\u00a0секунд."
         clock.now += 3.0
         answer = await slow.feed(callback("a:0123456789ab:l:2048:1:ru:r", user_id=2003, language_code="ru"))
-        assert answer is None and toasts(api)[-1] == "Слишком быстро: подождите 2 секунды."
+        assert answer is None and toasts(api)[-1] == "Слишком быстро: подождите 2\u00a0секунды."
 
 
 # ---- callbacks: stale, forged, in place ---------------------------------------------------------------------
@@ -129,12 +129,12 @@ async def test_buttons_change_context_count_and_language_in_place(h: Harness, ap
     answer = last_message(api, 2011)
     await h.feed(callback(button(answer, "8k"), message_obj=answer, user_id=2011))
     edited = last_message(api, 2011)
-    assert "context 8192" in edited["text"] and "✓ 8k" in json.dumps(edited["reply_markup"], ensure_ascii=False)
+    assert "context 8k" in edited["text"] and "✓ 8k" in json.dumps(edited["reply_markup"], ensure_ascii=False)
     await h.feed(callback(button(edited, "4×"), message_obj=edited, user_id=2011))
     assert "4×RTX 4090" in last_message(api, 2011)["text"]
     await h.feed(callback(button(edited, "RU"), message_obj=edited, user_id=2011))
     russian = last_message(api, 2011)["text"]
-    assert "контекст 8192" in russian and "веса" in russian
+    assert "контекст 8k" in russian and "веса" in russian
     # the same button twice: Telegram says "not modified", the user sees nothing odd
     await h.feed(callback(button(edited, "RU"), message_obj=last_message(api, 2011), user_id=2011))
     assert len(api.of("editMessageText")) == 3
@@ -241,7 +241,7 @@ async def test_settings_and_own_prices_survive_a_restart(tmp_path: Path, api: Fa
         await first.feed(message("/price Z9000 1", user_id=2030))
         await first.feed(message("/price H100 -3", user_id=2030))
     said = texts(api, 2030)
-    assert said[-3].startswith("Сохранено: H100 SXM по 150")
+    assert said[-3].startswith("Сохранено: в ответах этого чата H100 SXM по 150")
     assert "Не знаю GPU «Z9000»" in said[-2]
     assert said[-1].startswith("Такую цену я принять не могу")
     async with harness(tmp_path, api) as second:  # a new process on the same file
@@ -343,7 +343,7 @@ async def test_hub_id_fetches_the_config_and_falls_back_politely(h: Harness, api
     assert api.of("sendChatAction")
     await h.feed(message("acme/private-70b qlora на H100", user_id=2053))
     answer = texts(api, 2053)[-1]
-    assert answer.startswith("✅") and "доступ закрыт" in answer and "по размеру из названия" in answer
+    assert answer.startswith("✅") and "нужно запросить доступ" in answer and "по размеру из названия" in answer
     await h.feed(message("meta-llama/Llama-3.1-8B lora", user_id=2053))  # in the catalog: no fetch
     assert [s[0] for s in seen] == ["acme/custom-llama-8b", "acme/private-70b"]
     assert seen[0][1] == "https://huggingface.co" and seen[0][2] <= 3.0

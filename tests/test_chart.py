@@ -88,17 +88,17 @@ def test_the_font_is_shipped_with_matplotlib_and_has_cyrillic() -> None:
     assert all(font.get_char_index(ord(c)) for c in "ЁёЖжЩщЫыЮюЯя«»—₽")
 
 
-@pytest.mark.parametrize(("lang", "verdict"), [("ru", "Помещается на 1×H100 SXM: 58,9 ГБ, доступно 79,2 ГБ из 80"),
-                                               ("en", "Fits on 1×H100 SXM: 58.9 GB, 79.2 GB available of 80")])
+@pytest.mark.parametrize(("lang", "verdict"), [("ru", "Помещается на 1×H100 SXM: 58,9 ГБ, доступно 79,2 из 80 ГБ"),
+                                               ("en", "Fits on 1×H100 SXM: 58.9 GB, 79.2 of 80 GB available")])
 def test_the_verdict_is_the_title(lang: str, verdict: str) -> None:
     assert title(chart_figure(fx.answer(), lang)) == verdict
 
 
 def test_a_question_about_money_still_has_the_verdict_as_title() -> None:
     a = fx.answer(request=fx.Request(asks=["money"]))
-    assert title(chart_figure(a, "en")) == "Fits on 1×H100 SXM: 58.9 GB, 79.2 GB available of 80"
+    assert title(chart_figure(a, "en")) == "Fits on 1×H100 SXM: 58.9 GB, 79.2 of 80 GB available"
     assert title(chart_figure(fx.no_fit(), "ru")) == (
-        "Не помещается на 1×RTX 4090: нужно 51,2 ГБ, доступно 23,7 ГБ из 24")
+        "Не помещается на 1×RTX 4090: нужно 51,2 ГБ, доступно 23,7 из 24 ГБ")
 
 
 def test_russian_legend_and_axis() -> None:
@@ -108,7 +108,7 @@ def test_russian_legend_and_axis() -> None:
         assert any(label.startswith(name + ": ") for label in labels), name
     assert not any(label.startswith("KV") for label in labels)  # no KV cache in training
     assert fig.axes[0].get_ylabel() == "ГБ на карту"
-    assert "70B · QLoRA 4 бит r16 · контекст 2048 · батч 1" in texts(fig)
+    assert "70B · QLoRA 4 бита r16 · контекст 2k · батч 1" in texts(fig)
     assert any("," in label.split(": ")[1] for label in labels)  # decimal commas
 
 

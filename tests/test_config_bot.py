@@ -125,7 +125,7 @@ async def test_axolotl_yaml_document_is_checked_with_ignored_keys(h: Harness, ap
     assert "Read as Axolotl YAML" in reply and "Framework: Axolotl" in reply
     assert "<code>my_custom_option</code>" in reply and "Not understood (1 key" in reply
     assert "Left out (1 key, no effect on memory): <code>wandb_project</code>" in reply  # named, not dropped
-    assert "QLoRA" in reply and "4096" in reply  # the normal answer for the request it describes
+    assert "QLoRA" in reply and "context 4k" in reply  # the normal answer for the request it describes
     markup = last_message(api, 3004)["reply_markup"]
     assert any(b["text"] == "⚙️ Config" for row in markup["inline_keyboard"] for b in row)
     # a caption names the GPU the config does not: the check fits against it

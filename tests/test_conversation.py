@@ -29,7 +29,7 @@ async def test_a_reply_in_a_group_changes_the_previous_question(h: Harness, api:
     await h.feed(message(f"@{BOT_USERNAME} LoRA Llama 3.1 8B on H100", chat_id=GROUP, kind="supergroup",
                          user_id=3001))
     first = last_message(api, GROUP)
-    assert "1×H100 SXM" in first["text"] and "context 2048" in first["text"]
+    assert "1×H100 SXM" in first["text"] and "context 2k" in first["text"]
     await h.feed(message("and on two of them?", chat_id=GROUP, kind="supergroup", user_id=3002, reply_to=first))
     second = texts(api, GROUP)[-1]
     assert second.startswith("↪️ <i>Changed: 2×H100 SXM instead of 1×H100 SXM</i>")
@@ -39,7 +39,7 @@ async def test_a_reply_in_a_group_changes_the_previous_question(h: Harness, api:
                          reply_to=last_message(api, GROUP)))
     third = texts(api, GROUP)[-1]
     assert third.startswith("↪️ <i>Изменено: контекст 8k вместо 2k</i>")
-    assert "2×H100 SXM" in third and "контекст 8192" in third
+    assert "2×H100 SXM" in third and "контекст 8k" in third
 
 
 async def test_in_a_group_a_follow_up_without_a_reply_is_not_for_the_bot(h: Harness, api: FakeBotAPI) -> None:
@@ -56,7 +56,7 @@ async def test_in_a_private_chat_the_message_after_an_answer_follows_it_up(h: Ha
     await h.feed(message("LoRA Llama 3.1 8B on a 4090", user_id=3010))
     await h.feed(message("а с QLoRA?", user_id=3010))
     said = texts(api, 3010)[-1]
-    assert said.startswith("↪️ <i>Изменено: QLoRA 4 бит r16 вместо LoRA r16</i>")
+    assert said.startswith("↪️ <i>Изменено: QLoRA 4\u00a0бита r16 вместо LoRA r16</i>")
     assert "RTX 4090" in said
     await h.feed(message("а на H200?", user_id=3010))
     said = texts(api, 3010)[-1]
@@ -73,7 +73,7 @@ async def test_in_a_private_chat_the_message_after_an_answer_follows_it_up(h: Ha
 async def test_a_follow_up_with_nothing_before_it_asks_for_the_question(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(message("а если 8k контекст?", user_id=3020, language_code="ru"))
     said = texts(api, 3020)[-1]
-    assert said.startswith("Какой вопрос поменять? Ответьте на один из моих ответов")
+    assert said.startswith("Какой вопрос поменять? Ответьте (reply) на одно из моих сообщений с ответом")
     assert any(v.startswith("e:") for v in buttons(last_message(api, 3020)["reply_markup"]).values())
 
 
@@ -202,7 +202,7 @@ async def test_a_reply_to_an_answer_without_a_link_uses_its_keyboard(h: Harness,
                          user_id=3080))
     older = {**last_message(api, GROUP), "message_id": 999_999}  # an answer sent before links were kept
     await h.feed(message("а с QLoRA?", chat_id=GROUP, kind="supergroup", user_id=3080, reply_to=older))
-    assert texts(api, GROUP)[-1].startswith("↪️ <i>Изменено: QLoRA 4 бит r16 вместо LoRA r16</i>")
+    assert texts(api, GROUP)[-1].startswith("↪️ <i>Изменено: QLoRA 4\u00a0бита r16 вместо LoRA r16</i>")
 
 
 async def test_sqlite_keeps_the_links_across_a_restart(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ def flat(text: str) -> str:
 
 async def test_title_is_the_verdict_on_the_gpu_asked_and_description_the_answer(h: Harness, api: FakeBotAPI) -> None:
     first, *others = await results(h, api, "70B QLoRA on H100", 3001)
-    assert flat(first["title"]).startswith("Fits on 1×H100 SXM: ") and " GB available of 80" in flat(first["title"])
+    assert flat(first["title"]).startswith("Fits on 1×H100 SXM: ") and " of 80 GB available" in flat(first["title"])
     assert flat(first["description"]).startswith("1×H100 SXM: ") and "100M tokens" in flat(first["description"])
     assert others and all(o["title"].startswith(("LoRA — ", "Full fine-tuning — ")) for o in others)
     assert first["input_message_content"]["message_text"].startswith("✅ <b>Fits on 1×H100 SXM")
@@ -33,7 +33,7 @@ async def test_title_is_the_verdict_on_the_gpu_asked_and_description_the_answer(
 async def test_a_question_about_money_is_answered_in_the_description(h: Harness, api: FakeBotAPI) -> None:
     [first, *_rest] = await results(h, api, "сколько стоит дообучить Llama 3.1 8B LoRA на 100 млн токенов", 3002, "ru")
     description = flat(first["description"])
-    assert description.startswith("💰 ") and " $ за ваши 100M токенов на 1×" in description
+    assert description.startswith("💰 ") and " $ за ваши 100 млн токенов на 1×" in description
     assert flat(first["title"]).startswith("Нужно ") and first["title"].endswith("ГБ на GPU")
 
 

@@ -34,7 +34,7 @@ def test_runs_people_make_every_day_are_not_told_they_do_not_fit(question: str) 
 
 
 def test_the_headline_shows_the_capacity_and_a_shortfall_always_reads_as_one() -> None:
-    assert "79,2\u00a0ГБ из 80" in text_of("лора 32B на H100").splitlines()[0]
+    assert "доступно 79,2 из 80\u00a0ГБ" in text_of("лора 32B на H100").splitlines()[0]
     judged = 0
     for question in ("QLoRA 70B on 24GB", "405B full fine-tuning on RTX 3060", "full 7b on RTX 4090",
                      "LoRA 70B on A100 40GB", "full 13B on A100 40GB"):
@@ -42,7 +42,7 @@ def test_the_headline_shows_the_capacity_and_a_shortfall_always_reads_as_one() -
         if a.verdict != "no_fit":
             continue
         judged += 1
-        numbers = re.findall(r"needs ([\d,.]+) GB, ([\d,.]+) GB available", text_of(question))
+        numbers = re.findall(r"needs ([\d,.]+)\u00a0GB, ([\d,.]+) of [\d,.]+\u00a0GB available", text_of(question))
         assert numbers and numbers[0][0] != numbers[0][1], question  # never "needs 24 of 24 → doesn't fit"
     assert judged >= 2
 
@@ -67,8 +67,7 @@ def test_a_combination_on_the_users_own_card_comes_before_more_gpus() -> None:
     keys = [c.key for c in a.changes]
     assert keys[0] == "combined" and ("more_gpus" not in keys or keys.index("more_gpus") > 0)
     line = text_of("LoRA 8B на RTX 4080 с контекстом 8192")
-    assert "• fused/chunked loss + перейти на QLoRA + контекст 8192 → 4096: 14,5\u00a0ГБ ✓" in line.replace(
-        " ГБ", "\u00a0ГБ")
+    assert "• fused cross-entropy (Liger / Unsloth) + перейти на QLoRA + контекст 8k → 4k: 14,5\u00a0ГБ ✓" in line
 
 
 def test_a_small_sacrifice_combination_beats_one_large_cut_of_the_context() -> None:
@@ -81,7 +80,7 @@ def test_a_small_sacrifice_combination_beats_one_large_cut_of_the_context() -> N
 def test_several_gpus_say_per_card_and_in_total() -> None:
     a = answer(parse("70b awq инференс на 2 4090"))
     assert a.cluster_gb == pytest.approx(2 * a.need_gb)
-    assert "на каждой из 2 карт 23,7\u00a0ГБ, всего 47,3\u00a0ГБ" in text_of("70b awq инференс на 2 4090")
+    assert "на каждой из 2\u00a0карт 23,7\u00a0ГБ, всего 47,3\u00a0ГБ" in text_of("70b awq инференс на 2 4090")
     assert "on each of 2 cards" in text_of("full 13B on 2x H100")
 
 
@@ -99,9 +98,9 @@ def test_the_count_buttons_shard_instead_of_repeating_the_same_job_on_every_card
 
 def test_a_cost_question_leads_with_the_money_and_a_time_question_with_the_hours() -> None:
     money = text_of("сколько стоит лора 8b на 4090 на 500M токенов").splitlines()[0]
-    assert money.startswith("💰 ") and "за ваши 500M токенов на 1×RTX 4090" in money and "$" in money
+    assert money.startswith("💰 ") and "за ваши 500\u00a0млн токенов на 1×RTX 4090" in money and "$" in money
     hours = text_of("how long to train 7b lora on 500M tokens on A100").splitlines()[0]
-    assert hours.startswith("⏱ ") and "hours on 1×A100" in hours and "your 500M tokens" in hours
+    assert hours.startswith("⏱ ") and "\u00a0h on 1×A100" in hours and "your 500M tokens" in hours
     assert text_of("how much does LoRA 8B on H100 cost for 1B tokens").startswith("💰 $")
     assert not text_of("лора 8b на 4090").startswith(("💰", "⏱"))
 
@@ -129,7 +128,7 @@ def test_qlora_where_bitsandbytes_does_not_run_is_said_and_not_planned() -> None
     assert a.verdict == "no_fit" and a.conflicts == ["qlora_needs_bitsandbytes"] and a.fix is None
     assert not any(p.gpu == "M3 Max" for p in a.plans)
     first = text_of("QLoRA 8B на M3 Max").splitlines()[0]
-    assert first.startswith("❌ Не запустится на 1×M3 Max: QLoRA нужен bitsandbytes")
+    assert first.startswith("❌ Не запустится на 1×M3 Max: для QLoRA нужен bitsandbytes")
     # a catalog-wide search never offers QLoRA on a GPU without bitsandbytes
     every = plan(request(model={"params_b": 8}, method="qlora"))
     assert every.plans and all(find_gpu(p.gpu).bitsandbytes for p in every.plans)  # type: ignore[union-attr]
@@ -197,7 +196,7 @@ def test_without_a_framework_the_answer_says_what_fused_cross_entropy_would_chan
     a = answer(parse("лора 8b на 4090-й"))
     assert a.scenario is not None and a.scenario.framework_assumed and a.fused_loss_gb is not None
     assert a.fused_loss_gb < a.need_gb
-    assert "с fused cross-entropy из Unsloth или Liger было бы" in text_of("лора 8b на 4090-й")
+    assert "с fused cross-entropy (Liger / Unsloth) было бы" in text_of("лора 8b на 4090-й")
     named = answer(request(model={"params_b": 8}, method="lora", framework="unsloth", gpus=[{"name": "RTX 4090"}]))
     assert named.fused_loss_gb is None
 

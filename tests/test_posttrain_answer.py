@@ -100,13 +100,14 @@ def test_ask_grpo_qwen_on_h100_is_answered_as_grpo_not_lora_sft() -> None:
 def test_ask_grpo_with_vllm_names_the_colocated_share() -> None:
     text = ask_text("GRPO Qwen2.5-7B на H100 с vLLM, ответы 1024")
     first = text.splitlines()[0]
-    assert "с vLLM рядом (gpu_memory_utilization 0,3)" in first
+    assert "с vLLM на тех же картах (gpu_memory_utilization 0,3)" in first
     assert "доля vLLM" in text and "vllm_gpu_memory_utilization=" in text
 
 
 def test_ask_dpo_llama_8b_lora_on_4090() -> None:
     text = ask_text("DPO llama 8b lora на 4090")
-    assert text.startswith("🔧 DPO, LoRA: помещается на 1×RTX 4090, если изменить так: fused loss")  # not ❌
+    assert text.startswith("🔧 DPO, LoRA: поместится на 1×RTX 4090, если изменить: fused cross-entropy "
+                           "(Liger / Unsloth)")  # not ❌
     assert "2 последовательности" in text  # chosen + rejected
     assert "QLoRA (4-битная база)" in text
     assert "max_length=1024" in text
@@ -122,9 +123,9 @@ def test_ask_128k_context_on_8_h100_fits_with_context_parallelism() -> None:
 def test_ask_ppo_7b_full_on_8_a100() -> None:
     text = ask_text("PPO 7B full на 8×A100")
     assert text.startswith("✅ PPO, полное дообучение: помещается на 8×A100")
-    for line in ("референсная модель", "ревард-модель", "value-модель"):
+    for line in ("референсная модель", "reward-модель", "value-модель"):
         assert line in text
-    assert "шаг RL ≈" in text and "1\u00a0000 промптов =" in text
+    assert "шаг RL ≈" in text and "1\u00a0000\u00a0промптов =" in text
 
 
 def test_english_grpo_reply() -> None:

@@ -49,12 +49,12 @@ def test_grpo_headline_and_vllm_share_in_english() -> None:
 
 def test_grpo_reads_native_in_russian() -> None:
     r = render(load("grpo_colocate"), "ru")
-    assert r.title.startswith("GRPO, 8 генераций × 1,5k: помещается на 1×H100 SXM с vLLM рядом "
+    assert r.title.startswith("GRPO, 8 генераций × 1,5k: помещается на 1×H100 SXM с vLLM на тех же картах "
                               "(gpu_memory_utilization 0,3), ")
     assert "\u00a0ГБ из 80\u00a0ГБ" in r.title  # no break between a number and its unit
     text = plain(r.html)
-    assert "доля vLLM" in text and "меньше генераций: num_generations 4" in text
-    assert "1\u00a0536\u00a0токенов" in text and "8 последовательностей" in text
+    assert "доля vLLM" in text and "меньше генераций (num_generations 4)" in text
+    assert "контекст 1,5k · 8 последовательностей" in text  # 1536 tokens, as people write a context
     assert "\u00a0с (генерация" in text
 
 
@@ -87,7 +87,7 @@ def test_changes_show_the_total_they_give_and_a_check_when_it_fits() -> None:
     assert f"vLLM sleep mode during the step: {40 + ctx:.1f}\u00a0GB ✓" in text
     assert f"QLoRA (4-bit base): {90 + ctx:.1f}\u00a0GB\n" in text
     ru = plain(render(a, "ru").html)
-    assert f"sleep mode у vLLM на время шага: {40 + ctx:.1f}".replace(".", ",") + "\u00a0ГБ ✓" in ru
+    assert f"vLLM в sleep mode на время шага обучения: {40 + ctx:.1f}".replace(".", ",") + "\u00a0ГБ ✓" in ru
 
 
 def test_ppo_breakdown_has_the_post_training_lines_in_both_languages() -> None:
@@ -95,7 +95,7 @@ def test_ppo_breakdown_has_the_post_training_lines_in_both_languages() -> None:
     en, ru = plain(render(a, "en").html), plain(render(a, "ru").html)
     for label in ("reference model", "reward model", "value model", "rollouts: KV cache"):
         assert label in en
-    for label in ("референсная модель", "ревард-модель", "value-модель (критик)", "роллауты: KV-кэш"):
+    for label in ("референсная модель", "reward-модель", "value-модель (критик)", "роллауты: KV-кэш"):
         assert label in ru
     assert "роллауты через generate из transformers" in ru  # the posttrain note, worded
 
@@ -115,15 +115,15 @@ def test_s19_headline_says_context_parallelism_fits() -> None:
     assert "context parallel ×8 (Ulysses)" in text
     assert "No number of" not in text
     ru = render(load("s19_128k_8xh100"), "ru").title
-    assert ru.startswith("контекст 128k, LoRA: помещается на 8×H100 SXM, если изменить так: context parallel ×8 "
+    assert ru.startswith("контекст 128k, LoRA: поместится на 8×H100 SXM, если изменить: context parallel ×8 "
                          "(Ulysses) — ")
 
 
 def test_dpo_pairs_and_reference_in_the_summary_and_assumptions() -> None:
     r = render(load("dpo_lora_4090"), "ru")
     assert "2 последовательности" in r.description
-    assert "пары до 1\u00a0024" not in r.html  # values come as the engine wrote them
-    assert "пары до 1024\u00a0токенов" in plain(r.html)
+    assert "пары до 1\u00a0024" not in r.html  # a length as people write it: 1k
+    assert "пары до 1k\u00a0токенов" in plain(r.html)
 
 
 def test_chart_stacks_the_post_training_lines() -> None:

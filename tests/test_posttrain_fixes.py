@@ -12,11 +12,11 @@ from engine.posttrain.setup import constants
 
 
 def _plans(text: str) -> dict[int, float]:
-    """{GPU count: hours} of the plan lines "• 2×A100 80GB SXM: 4,3 часа, ..." (hours or minutes)."""
+    """{GPU count: hours} of the plan lines "• 2×A100 80GB SXM: 4,3 ч, ..." (hours or minutes)."""
     out = {}
-    for m in re.finditer(r"• (\d+)×[^:]+: ([\d,.]+) (час|hour|мин|minute)", text):
+    for m in re.finditer(r"• (\d+)×[^:]+: ([\d,.]+)\u00a0(ч|h|мин|min)\b", text):
         value = float(m.group(2).replace(",", "."))
-        out[int(m.group(1))] = value if m.group(3) in ("час", "hour") else value / 60
+        out[int(m.group(1))] = value if m.group(3) in ("ч", "h") else value / 60
     return out
 
 
@@ -39,7 +39,7 @@ def test_grpo_reply_says_the_assumed_prompts_and_the_speed_up() -> None:
     text = ask_text("GRPO Qwen2.5-1.5B на 4090 16 генераций")
     hours = _plans(text)
     assert len(set(hours.values())) == len(hours) > 1  # not the same hours at every count
-    assert "1\u00a0000 промптов" in text and "ускорение относительно 1×RTX 4090: ×2 на 2 GPU" in text
+    assert "1\u00a0000\u00a0промптов" in text and "ускорение относительно 1×RTX 4090: ×2 на 2\u00a0GPU" in text
     en = ask_text("GRPO Qwen2.5-1.5B on a 4090, 16 generations", AnswerOptions(lang="en"))
     assert "1,000 prompts in the dataset" in en and "speed-up over 1×" in en
 
@@ -55,7 +55,7 @@ def test_more_data_more_steps_fewer_steps_on_more_gpus() -> None:
 def test_dpo_fits_with_changes_headline_has_the_fix_marker_not_a_cross() -> None:
     text = ask_text("DPO qwen2.5 32b full на 8 h100")
     first = text.splitlines()[0]
-    assert "помещается" in first and not first.startswith("❌") and first.startswith("🔧")
+    assert "поместится" in first and not first.startswith("❌") and first.startswith("🔧")
 
 
 def test_multi_gpu_lora_dpo_defaults_to_zero3_when_ddp_does_not_fit() -> None:
@@ -63,7 +63,7 @@ def test_multi_gpu_lora_dpo_defaults_to_zero3_when_ddp_does_not_fit() -> None:
     assert a.verdict in ("fits", "tight") and a.request.sharding == "zero3"
     assert a.posttrain is not None and "sharding=zero3" in a.posttrain.assumptions
     text = ask_text("DPO лора llama 70b на 8 h100")
-    assert "как есть" not in text.splitlines()[0] and "ZeRO-3 на всех GPU" in text
+    assert "как задано" not in text.splitlines()[0] and "ZeRO-3 на всех GPU" in text
 
 
 def test_multi_gpu_lora_dpo_keeps_ddp_when_it_fits() -> None:
@@ -80,7 +80,7 @@ def test_128k_on_8_h100_lists_the_planned_cp_first_and_its_settings() -> None:
     text = ask_text("fine-tune llama 3.1 8b with 128k context on 8 H100", AnswerOptions(lang="en"))
     assert "with context parallel ×8 (Ulysses)" in text.splitlines()[0]
     first = _changes(text, "What to change")[0]
-    assert first.startswith("• context parallel ×8 on 8 GPUs") and first.endswith("✓")
+    assert first.startswith("• context parallel ×8 on 8\u00a0GPUs") and first.endswith("✓")
     settings = text.split("Settings to use (TRL)", 1)[1]
     # accelerate's ParallelismConfig keys (engine/configs/options/accelerate.txt)
     assert "parallelism_config_sp_size=8" in settings and 'parallelism_config_sp_backend="deepspeed"' in settings
@@ -88,8 +88,8 @@ def test_128k_on_8_h100_lists_the_planned_cp_first_and_its_settings() -> None:
 
 def test_a_fused_loss_plan_sets_use_liger_kernel() -> None:
     text = ask_text("лора 8b контекст 32k на a100 80")
-    assert text.startswith("🔧 контекст 32k, LoRA: помещается на 1×A100 80GB SXM")
-    assert "use_liger_kernel=True" in text.split("Что выставить (TRL)", 1)[1]
+    assert text.startswith("🔧 контекст 32k, LoRA: поместится на 1×A100 80GB SXM")
+    assert "use_liger_kernel=True" in text.split("Настройки для TRL", 1)[1]
 
 
 def test_64k_lora_on_one_h100_fits_with_fused_loss_and_checkpoint_offload() -> None:
@@ -102,7 +102,8 @@ def test_64k_lora_on_one_h100_fits_with_fused_loss_and_checkpoint_offload() -> N
     assert float(offload.params["host_ram_gib"]) > 0 and float(offload.params["time_factor"]) >= 1.0
     assert a.posttrain.settings.use_liger_kernel
     text = ask_text("lora llama 8b 64k context on h100", AnswerOptions(lang="en"))
-    assert text.splitlines()[0].startswith("🔧 context 64k, LoRA: fits on 1×H100 SXM with fused loss")
+    assert text.splitlines()[0].startswith("🔧 context 64k, LoRA: fits on 1×H100 SXM with fused cross-entropy "
+                                           "(Liger / Unsloth)")
 
 
 def test_tight_changes_are_marked_and_listed_after_comfortable_ones() -> None:
@@ -123,4 +124,4 @@ def test_short_sequence_that_does_not_fit_keeps_the_plain_answer() -> None:
 def test_orpo_fitting_with_a_planned_change_is_not_a_cross() -> None:
     a = answer(parse("ORPO full qwen2.5 32b на 8 h100"))
     assert a.verdict == "fits_with_changes"
-    assert ask_text("ORPO full qwen2.5 32b на 8 h100").startswith("🔧 ORPO, полное дообучение: помещается на 8×H100")
+    assert ask_text("ORPO full qwen2.5 32b на 8 h100").startswith("🔧 ORPO, полное дообучение: поместится на 8×H100")

@@ -214,6 +214,6 @@ def test_an_estimate_error_says_its_own_reason() -> None:
     assert "negative number" in ask_text("LoRA -7B on a 4090")
     assert "отрицательное" in negative
     cp = ask_text("8B lora 128k context ulysses 8")
-    assert "Context parallel ×8 needs at least 8 GPUs" in cp and "could not read a model size" not in cp
+    assert "Context parallel ×8 needs at least 8\u00a0GPUs" in cp and "could not read a model size" not in cp
     assert {"unknown_model", "stage_is_training", "cp_needs_gpus", "ulysses_heads", "sequence_under_cp", "tp_heads",
             "cp_tp_needs_gpus"} <= set(NO_ESTIMATE_TEXTS)

@@ -47,3 +47,44 @@ def test_ci_runs_the_readmes_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"    {ci}\n" in readme and ".venv/bin/vulture" in ci
+
+
+def sample_answers() -> list[tuple[list[str], list[str]]]:
+    """The README's `$ gpu-advisor ask ...` samples: the arguments and the lines printed under them."""
+    import shlex
+
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").split("## Sample answers\n", 1)[1].split("\n`", 1)[0]
+    samples: list[tuple[list[str], list[str]]] = []
+    for line in lines.splitlines():
+        if line.startswith("    $ gpu-advisor "):
+            samples.append((shlex.split(line.removeprefix("    $ gpu-advisor ")), []))
+        elif samples:
+            samples[-1][1].append(line.removeprefix("    "))
+    return samples
+
+
+def masked(line: str) -> str:
+    """A line with its figures masked: numbers follow the engine's data, the words are what is checked."""
+    return re.sub(r"\d+(?:[.,\u00a0 ]\d+)*", "#", line).strip()
+
+
+def test_the_sample_answers_are_what_the_code_prints() -> None:
+    """The headline, the summary, the table's labels and the section titles of each README sample are what
+    `gpu-advisor ask` prints today (figures masked: they follow the catalog's data)."""
+    import contextlib
+    import io
+
+    from bot.cli import main
+
+    samples = sample_answers()
+    assert len(samples) >= 4
+    for args, shown in samples:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(args) == 0
+        printed = out.getvalue().rstrip("\n").split("\n")
+        assert [masked(x) for x in printed[:3]] == [masked(x) for x in shown[:3]], args
+        labels = [x[:26].strip() for x in printed if re.fullmatch(r".{26,34}\d[\d.,\u00a0 ]*", x)]
+        assert labels == [x[:26].strip() for x in shown if re.fullmatch(r".{26,34}\d[\d.,\u00a0 ]*", x)], args
+        titles = [x for x in printed if x and not x[0].isdigit() and x.endswith(("варианты", "fit", "Сравнение"))]
+        assert all(t in shown for t in titles), args

@@ -6,7 +6,17 @@ from __future__ import annotations
 import answer_fixtures as fx
 import pytest
 
-from bot.views.formats import decimal, hours_text, money, money_range
+from bot.views.formats import (
+    context_text,
+    decimal,
+    gb,
+    gpus_text,
+    hours_text,
+    money,
+    money_range,
+    pct,
+    tokens_amount,
+)
 from bot.views.render import plain, render
 from bot.views.words import assumption_text
 from engine.schema import Arrangement, Assumption, Change, Note, Plan
@@ -19,8 +29,8 @@ def text_of(answer: object, lang: str = "en") -> str:
 def test_a_fit_in_russian_has_a_narrow_table_and_the_verdict_as_title() -> None:
     rendered = render(fx.answer(), "ru")
     # the capacity shown is what the driver reports (79.19 GiB of an "80 GB" H100), with no-break spaces
-    assert rendered.html.startswith("✅ <b>Помещается на 1×H100 SXM: 58,9\u00a0ГБ, доступно 79,2\u00a0ГБ из 80</b>")
-    assert rendered.title == "Помещается на 1×H100 SXM: 58,9\u00a0ГБ, доступно 79,2\u00a0ГБ из 80"
+    assert rendered.html.startswith("✅ <b>Помещается на 1×H100 SXM: 58,9\u00a0ГБ, доступно 79,2 из 80\u00a0ГБ</b>")
+    assert rendered.title == "Помещается на 1×H100 SXM: 58,9\u00a0ГБ, доступно 79,2 из 80\u00a0ГБ"
     # issue 13: the inline description is the one-line answer (the best arrangement, its time and money)
     assert rendered.description.startswith("1×H100 SXM: 83")
     table = rendered.html.split("<pre>")[1].split("</pre>")[0]
@@ -29,10 +39,10 @@ def test_a_fit_in_russian_has_a_narrow_table_and_the_verdict_as_title() -> None:
 
 
 @pytest.mark.parametrize(("verdict", "emoji", "headline"), [
-    ("fits", "✅", "Fits on 1×H100 SXM: 58.9 GB, 79.2 GB available of 80"),
-    ("tight", "⚠️", "Fits on 1×H100 SXM, but tightly: 58.9 GB, 79.2 GB available of 80"),
-    ("no_fit", "❌", "Does not fit on 1×H100 SXM: needs 58.9 GB, 79.2 GB available of 80"),
-    (None, "🧮", "Needs 58.9 GB per GPU"),
+    ("fits", "✅", "Fits on 1×H100 SXM: 58.9\u00a0GB, 79.2 of 80\u00a0GB available"),
+    ("tight", "⚠️", "Fits on 1×H100 SXM, but tightly: 58.9\u00a0GB, 79.2 of 80\u00a0GB available"),
+    ("no_fit", "❌", "Does not fit on 1×H100 SXM: needs 58.9\u00a0GB, 79.2 of 80\u00a0GB available"),
+    (None, "🧮", "Needs 58.9\u00a0GB per GPU"),
 ])
 def test_each_verdict_has_its_headline(verdict: str | None, emoji: str, headline: str) -> None:
     rendered = render(fx.answer(verdict=verdict, asked=None if verdict is None else fx.answer().asked), "en")
@@ -41,9 +51,15 @@ def test_each_verdict_has_its_headline(verdict: str | None, emoji: str, headline
 
 def test_what_to_change_lists_each_change_with_its_total_and_marks_the_ones_that_fit() -> None:
     text = text_of(fx.no_fit())
-    assert text.startswith("❌ Does not fit on 1×RTX 4090: needs 51.2 GB, 23.7 GB available of 24")
-    assert "What to change\n• context 8192 → 4096: 34 GB\n• fused/chunked loss: 24.1 GB ✓" in text
-    assert "• 4×RTX 4090 (fused loss, ZeRO-3; 30% slower): 83 hours per 100M tokens ($13.16/h)" in text
+    assert text.startswith("❌ Does not fit on 1×RTX 4090: needs 51.2\u00a0GB, 23.7 of 24\u00a0GB available")
+    assert ("What to change\n• context 8k → 4k: 34\u00a0GB\n"
+            "• fused cross-entropy (Liger / Unsloth): 24.1\u00a0GB ✓") in text
+    # techniques by the names people use, joined with "+", their time cost after them
+    assert ("• 4×RTX 4090 + fused cross-entropy (Liger / Unsloth) + ZeRO-3, 30% slower: 83\u00a0h per 100M tokens "
+            "($13.16/h)") in text
+    ru = text_of(fx.no_fit(), "ru")
+    assert "• 4×RTX 4090 + fused cross-entropy (Liger / Unsloth) + ZeRO-3, медленнее на 30\u00a0%: 83\u00a0ч на " \
+           "100\u00a0млн токенов" in ru
 
 
 def test_fits_with_changes_names_the_fix_and_the_total_it_gives() -> None:
@@ -52,35 +68,36 @@ def test_fits_with_changes_names_the_fix_and_the_total_it_gives() -> None:
                         Change(key="shorter_context", params={"from": 8192, "to": 4096}, saves_gb=17.2, fits=False,
                                total_gb=34.0)])
     a = fx.no_fit(verdict="fits_with_changes", fix=fix, changes=[fix])
-    assert text_of(a).startswith("🔧 Fits on 1×RTX 4090 after changes (fused/chunked loss + context 8192 → 4096): "
-                                 "21.2 GB; as asked 51.2 GB, with 23.7 GB available of 24")
-    assert "• fused/chunked loss + context 8192 → 4096: 21.2 GB ✓" in text_of(a)
+    assert text_of(a).startswith("🔧 Fits on 1×RTX 4090 after changes: fused cross-entropy (Liger / Unsloth) + "
+                                 "context 8k → 4k — 21.2\u00a0GB; as asked 51.2\u00a0GB, with 23.7 of 24\u00a0GB "
+                                 "available")
+    assert "• fused cross-entropy (Liger / Unsloth) + context 8k → 4k: 21.2\u00a0GB ✓" in text_of(a)
     ru = text_of(a, "ru")
-    assert ru.startswith("🔧 Поместится на 1×RTX 4090, если изменить настройки (fused/chunked loss + контекст "
-                         "8192 → 4096): 21,2\u00a0ГБ; как задано — 51,2\u00a0ГБ")
+    assert ru.startswith("🔧 Поместится на 1×RTX 4090, если изменить: fused cross-entropy (Liger / Unsloth) + "
+                         "контекст 8k → 4k — 21,2\u00a0ГБ; как задано — 51,2\u00a0ГБ, а доступно 23,7 из 24\u00a0ГБ")
 
 
 def test_a_tight_fit_at_the_allocators_limit_says_it_takes_the_whole_card() -> None:
     a = fx.answer(verdict="tight", breakdown=fx.breakdown(78.79, pressure=True))
-    assert text_of(a).startswith("⚠️ Fits on 1×H100 SXM, but tightly: it takes all 79.2 GB available of 80")
+    assert text_of(a).startswith("⚠️ Fits on 1×H100 SXM, but tightly: it takes all 79.2 of 80\u00a0GB available")
     assert "впритык" in text_of(a, "ru")
 
 
 def test_several_gpus_are_said_per_card_and_in_total() -> None:
     a = fx.answer(scenario=fx.scenario(gpu_count=2, sharding="ddp"), cluster_gb=117.8)
-    assert "on each of 2 cards 58.9 GB, 117.8 GB in total" in text_of(a)
-    assert "на каждой из 2 карт 58,9\u00a0ГБ, всего 117,8\u00a0ГБ" in text_of(a, "ru")
+    assert "on each of 2 cards 58.9\u00a0GB, 117.8\u00a0GB in total" in text_of(a)
+    assert "на каждой из 2\u00a0карт 58,9\u00a0ГБ, всего 117,8\u00a0ГБ" in text_of(a, "ru")
 
 
 def test_a_comparison_is_shown_side_by_side_with_cost_per_million_tokens() -> None:
     text = text_of(fx.comparison())
     assert text.startswith("⚖️ 1×A100 80GB SXM vs 1×H100 SXM vs 1×RTX 3060")
     block = text.split("Side by side\n")[1].split("\n\n")[0].splitlines()
-    assert block[0] == "✅ 1×A100 80GB SXM: 40.1 GB free · 40 hours · $0.51 per 1M tokens"
-    assert block[2] == "❌ 1×RTX 3060: needs 38 GB of 12 GB"
+    assert block[0] == "✅ 1×A100 80GB SXM: 40.1\u00a0GB free · 40\u00a0h · $0.51 per 1M tokens"
+    assert block[2] == "❌ 1×RTX 3060: needs 38\u00a0GB of 12\u00a0GB"
     ru = plain(render(fx.comparison(), "ru").html)
     assert ru.startswith("⚖️ 1×A100 80GB SXM или 1×H100 SXM или 1×RTX 3060")
-    assert "медленнее на 80" in ru  # the offload's time cost
+    assert "медленнее на 80\u00a0%" in ru and "за 1\u00a0млн токенов" in ru  # the offload's time cost
 
 
 def test_notes_say_what_was_used_instead_in_both_languages() -> None:
@@ -90,7 +107,7 @@ def test_notes_say_what_was_used_instead_in_both_languages() -> None:
     text = text_of(a)
     assert "GPU count out of range (1–100 000): one GPU is used" in text
     assert "your price -1 for H100 is not usable: market prices are used" in text
-    assert "context length out of range: the default 2048 is used" in text
+    assert "context length out of range: the default 2k is used" in text
     assert "RTX 9090 нет в каталоге: сравниваю со всеми GPU" in text_of(a, "ru")
 
 
@@ -104,7 +121,7 @@ def test_a_named_gpu_that_never_fits_says_so_and_offers_others() -> None:
 
 def test_a_cheaper_gpu_that_fits_too_is_one_line() -> None:
     text = text_of(fx.answer(cheaper=fx.plan("L40S", per_hour=0.86)))
-    assert "💡 A cheaper GPU fits too: 1×L40S, 83 hours per 100M tokens ($0.86/h)" in text
+    assert "💡 A cheaper GPU fits too: 1×L40S, 83\u00a0h per 100M tokens ($0.86/h)" in text
     assert "Other GPUs that fit" not in text
 
 
@@ -113,16 +130,25 @@ def test_money_in_roubles_and_an_own_price_reach_the_plans() -> None:
                   cost_per_100m={"min": 33000.0, "typical": 52000.0, "max": 75000.0})
     text = text_of(fx.answer(plans=[rub], currency="RUB", tokens=1.2e7), "ru")
     # per 100M tokens and for the user's job, ranges at two significant figures
-    assert "83 часа, 33\u00a0000–75\u00a0000\u00a0₽ на 100M токенов; ваши 12M токенов: 12 часов, " \
-           "4\u00a0000–9\u00a0000\u00a0₽ (520\u00a0₽/ч)" in text
+    assert "83\u00a0ч, 33\u00a0000–75\u00a0000\u00a0₽ на 100\u00a0млн токенов; на ваши 12\u00a0млн токенов: " \
+           "12\u00a0ч, 4\u00a0000–9\u00a0000\u00a0₽ (520\u00a0₽/ч)" in text
+
+
+def test_a_job_of_100m_tokens_is_said_once() -> None:
+    """The user's 100M tokens are the reference amount: "…per 100M tokens; your 100M tokens: …" said it twice."""
+    p = fx.plan(hours=83.0, cost={"min": 49.0, "typical": 90.0, "max": 480.0},
+                cost_per_100m={"min": 49.0, "typical": 90.0, "max": 480.0})
+    text = text_of(fx.answer(plans=[p], tokens=1e8))
+    assert "• 1×H100 SXM: 83\u00a0h, $49–480 per 100M tokens ($3.29/h)" in text and "your 100M" not in text
+    assert "your 500M tokens" in text_of(fx.answer(plans=[p], tokens=5e8))
     own = text_of(fx.answer(plans=[fx.plan(per_hour=1.5, own_price=True, price_date="given")], price_date=None))
     assert "$1.50/h" in own and "Prices as of" not in own
 
 
 def test_a_gpu_known_only_by_its_memory_is_named_in_the_readers_language() -> None:
     a = fx.answer(verdict="no_fit", asked=Arrangement(gpu="24 GB GPU", memory_gb=24.0, count=1))
-    assert text_of(a, "ru").startswith("❌ Не помещается на 1×GPU на 24 ГБ")
-    assert text_of(a).startswith("❌ Does not fit on 1×24 GB GPU")
+    assert text_of(a, "ru").startswith("❌ Не помещается на 1×GPU на 24\u00a0ГБ")
+    assert text_of(a).startswith("❌ Does not fit on 1×24\u00a0GB GPU")
 
 
 def test_a_break_even_above_a_month_says_hourly_is_cheaper_at_any_use() -> None:
@@ -134,15 +160,24 @@ def test_a_break_even_above_a_month_says_hourly_is_cheaper_at_any_use() -> None:
 
 def test_the_offloads_host_memory_and_the_monthly_rental_are_stated() -> None:
     text = text_of(fx.answer(cpu_ram_gb=1173.47, monthly=fx.monthly()))
-    assert "CPU RAM for the offload: 1,173.5 GB" in text
-    assert "📅 By the month: H100 SXM for $1,500 a month pays off from 456 h of use a month; this run takes " \
-           "12 hours on 1×H100 SXM." in text
+    assert "CPU RAM for the CPU offload: 1,173.5\u00a0GB" in text
+    assert "📅 By the month: H100 SXM for $1,500 a month pays off from 456\u00a0h of use a month; this run takes " \
+           "12\u00a0h on 1×H100 SXM." in text
+    assert "ОЗУ для CPU offload: 1\u00a0173,5\u00a0ГБ" in text_of(fx.answer(cpu_ram_gb=1173.47), "ru")
+
+
+def test_the_reserve_and_the_cuda_context_are_explained_under_the_table() -> None:
+    ru, en = text_of(fx.answer(), "ru"), text_of(fx.answer())
+    assert "итого, ГБ" in ru.split("Резерв PyTorch — память, которую кэширующий аллокатор держит")[0]
+    assert "PyTorch reserve: what the caching allocator holds beyond live tensors; CUDA context:" in en
 
 
 def test_an_unknown_model_says_whose_shape_it_borrows() -> None:
-    assert "Unknown model: shaped like Llama-3.1-70B of that size." in text_of(fx.answer())
+    # issue 13: a bare size is a typical model of that size, not "model not recognised"
+    assert "No model named: a typical 70B (Llama-3.1-70B architecture)" in text_of(fx.answer())
+    assert "Модель не названа: типичная 70B (архитектура Llama-3.1-70B)" in text_of(fx.answer(), "ru")
     known = fx.answer(scenario=fx.scenario(arch=fx.arch("Llama-3.1-70B", known=True)), shape_reference=None)
-    assert "Unknown model" not in text_of(known) and "Llama-3.1-70B (70B)" in text_of(known)
+    assert "No model named" not in text_of(known) and "Llama-3.1-70B (70B)" in text_of(known)
 
 
 def test_an_answer_without_a_model_offers_an_example_and_no_markup_of_the_user() -> None:
@@ -153,9 +188,12 @@ def test_an_answer_without_a_model_offers_an_example_and_no_markup_of_the_user()
 def test_assumptions_are_worded_with_plural_forms_and_no_raw_keys() -> None:
     quote = render(fx.answer(), "ru").html.split("<blockquote expandable>")[1]
     assert "архитектура как у Llama-3.1-70B" in quote and "ранг LoRA 16" in quote and "=" not in quote
-    assert assumption_text("ru", Assumption(key="seq_len", value=8192)) == "контекст 8192 токена"
-    assert assumption_text("ru", Assumption(key="seq_len", value=2048)) == "контекст 2048 токенов"
-    assert assumption_text("en", Assumption(key="seq_len", value=2048)) == "context 2048 tokens"
+    # contexts as people write them (issue 13: "128k", not "131 072 токена")
+    assert assumption_text("ru", Assumption(key="seq_len", value=8192)) == "контекст 8k"
+    assert assumption_text("ru", Assumption(key="seq_len", value=131072)) == "контекст 128k"
+    assert assumption_text("en", Assumption(key="seq_len", value=2000)) == "context 2k"
+    assert assumption_text("en", Assumption(key="seq_len", value=3000 + 7)) == "context 3,007"
+    assert assumption_text("ru", Assumption(key="fused_loss", value="off")) == "fused cross-entropy выключена"
 
 
 def test_every_default_is_worded_in_russian() -> None:
@@ -172,20 +210,32 @@ def test_every_default_is_worded_in_russian() -> None:
 def test_inference_plans_give_decode_speed() -> None:
     p = Plan.model_validate(fx.plan().model_dump() | {"hours_per_100m_tokens": None, "tokens_per_second": 41.3})
     a = fx.answer(scenario=fx.scenario("inference"), plans=[p])
-    assert "1×H100 SXM: 41 tokens/s, $3.29/h" in text_of(a)
-    assert "41 токен/с" in text_of(a, "ru")
+    assert "1×H100 SXM: 41\u00a0tokens/s, $3.29/h" in text_of(a)
+    assert "41\u00a0токен/с" in text_of(a, "ru")
 
 
 # ---- numbers, money, durations -------------------------------------------------------------------------------
 
 
-def test_russian_plural_forms_of_hours() -> None:
-    assert hours_text("ru", 1) == "1 час"
-    assert hours_text("ru", 2) == "2 часа"
-    assert hours_text("ru", 5) == "5 часов"
-    assert hours_text("ru", 21) == "21 час"
-    assert hours_text("ru", 1.5) == "1,5 часа"
-    assert hours_text("en", 1) == "1 hour" and hours_text("en", 3) == "3 hours"
+def test_durations_are_abbreviated_after_a_no_break_space() -> None:
+    # issue 13: "83 ч на 100 млн токенов", as people write it; the abbreviation needs no plural forms
+    assert hours_text("ru", 83) == "83\u00a0ч" and hours_text("ru", 21) == "21\u00a0ч"
+    assert hours_text("ru", 1.5) == "1,5\u00a0ч" and hours_text("ru", 9.84) == "9,8\u00a0ч"
+    assert hours_text("ru", 0.42) == "25\u00a0мин" and hours_text("en", 0.001) == "1\u00a0min"
+    assert hours_text("en", 1) == "1\u00a0h" and hours_text("en", 12.4) == "12\u00a0h"
+
+
+def test_units_contexts_and_amounts_as_people_write_them() -> None:
+    assert gb("ru", 60.56) == "60,6\u00a0ГБ" and gb("en", 1234.5) == "1,234.5\u00a0GB"
+    assert pct("ru", 18) == "18\u00a0%" and pct("en", 18) == "18%"
+    assert gpus_text("ru", 8) == "8\u00a0GPU" and gpus_text("en", 1) == "1\u00a0GPU"
+    assert gpus_text("en", 8) == "8\u00a0GPUs"
+    assert [context_text("en", n) for n in (2048, 8192, 65536, 131072, 1536, 32000, 4160, 512, 2**20)] == [
+        "2k", "8k", "64k", "128k", "1.5k", "32k", "4,160", "512", "1M"]
+    assert context_text("ru", 1536) == "1,5k" and context_text("ru", 4160) == "4\u00a0160"
+    assert context_text("en", 10**6) == "1M" and context_text("ru", 2_500_000) == "2,5M"
+    assert tokens_amount("ru", 1e8) == "100\u00a0млн" and tokens_amount("ru", 1.2e9) == "1,2\u00a0млрд"
+    assert tokens_amount("en", 5e8) == "500M" and tokens_amount("en", 1.2e9) == "1.2B"
 
 
 def test_a_money_range_has_two_significant_figures_one_symbol_and_one_value_when_its_ends_meet() -> None:
@@ -200,6 +250,8 @@ def test_money_follows_each_languages_convention() -> None:
     assert money("ru", 1234.5, "USD") == "1\u00a0234\u00a0$"  # no-break spaces: a price never wraps
     assert money("ru", 12.5, "RUB") == "12,50\u00a0₽"  # cents stay: "0,40 $", not "0,4 $"
     assert money("en", 0.256, "USD") == "$0.26" and money("en", 0.0312, "USD") == "$0.031"
+    # a sum the user wrote keeps its own precision: a budget of "20 $", not "20,00 $"
+    assert money("ru", 20.0, "USD", whole=True) == "20\u00a0$" and money("en", 20.5, "USD", whole=True) == "$20.50"
 
 
 def test_fast_number_format_matches_babel() -> None:

@@ -90,20 +90,23 @@ def test_english_reply_has_headline_table_speed_price_changes_and_command() -> N
 
 def test_russian_reply_reads_native() -> None:
     text = html(serving(gpu="H100 SXM", count=4), "ru")
-    assert re.match(r"✅ <b>32 пользователя при 8k на 4×H100 SXM \(TP\u00a04\): хватает на \d+ таких запрос(а|ов)</b>",
+    assert re.match(r"✅ <b>32 пользователя с контекстом 8k на 4×H100 SXM \(TP\u00a04\): хватает на \d+ таких "
+                    r"запрос(а|ов)</b>",
                     text)
     rows = table(text)
     assert rows[0] == "на одну GPU, ГБ" and rows[1].startswith("веса") and rows[4].startswith("пул KV-кэша")
     assert "токена/с на пользователя" in text or "токенов/с на пользователя" in text
-    assert "первый токен через" in text and "\u00a0с на промпт из 7\u00a0680 токенов" in text
-    assert "$/ч за 4×H100 SXM" in text and "за 1M выходных токенов" in text and "в месяц" in text
+    assert "первый токен через" in text and "\u00a0с на промпт из 7\u00a0680\u00a0токенов" in text
+    assert "$/ч за 4×H100 SXM" in text and "за 1\u00a0млн выходных токенов" in text and "в месяц" in text
     assert "веса в FP8 (" in text and "\u00a0ГБ на GPU)" in text and "KV-кэш в FP8" in text
     assert "Команда запуска" in text and "Допущения:" in text
     assert "users" not in text and "room for" not in text
 
 
-@pytest.mark.parametrize(("users", "form"), [(1, "1 пользователь при"), (2, "2 пользователя при"),
-                                             (5, "5 пользователей при"), (21, "21 пользователь при")])
+@pytest.mark.parametrize(("users", "form"), [(1, "1 пользователь с контекстом"),
+                                             (2, "2 пользователя с контекстом"),
+                                             (5, "5 пользователей с контекстом"),
+                                             (21, "21 пользователь с контекстом")])
 def test_russian_users_take_their_plural(users: int, form: str) -> None:
     assert form in html(serving("Llama 3.1 8B", users=users, ctx=4096, gpu="H100 SXM"), "ru")
 
@@ -143,12 +146,14 @@ def test_the_command_is_html_escaped() -> None:
 
 
 @pytest.mark.parametrize(("request_", "en", "ru"), [
-    (serving(users=10**6), "1,000,000 users at once is more than 1,024 GPUs serve at a context of 8k: at most about",
+    (serving(users=10**6), "1,000,000 users at once is more than 1,024\u00a0GPUs serve at a context of 8k: at most "
+     "about",
      "1\u00a0000\u00a0000 пользователей одновременно — больше, чем обслужат"),
-    (serving("Llama 3.1 8B", ctx=1_000_000), "A context of 1,000,000 is beyond what Llama-3.1-8B takes "
-     "(max_position_embeddings = 131,072)", "Контекст 1\u00a0000\u00a0000 длиннее, чем допускает Llama-3.1-8B"),
+    (serving("Llama 3.1 8B", ctx=1_000_000), "A context of 1M is beyond what Llama-3.1-8B takes "
+     "(max_position_embeddings = 131,072)", "Контекст 1M длиннее, чем допускает Llama-3.1-8B"),
     (serving(users=8, ctx=None, tensor_parallel=3), "TP 3 does not divide the attention heads (64, KV heads 8): "
-     "valid degrees are 1, 2, 4, 8", "TP 3 не делит число голов внимания (64, KV-голов — 8): подходят TP 1, 2, 4, 8"),
+     "valid degrees are 1, 2, 4, 8",
+     "число голов внимания не делится на TP 3 (голов 64, KV-голов 8): подходят TP 1, 2, 4, 8"),
     (serving("Llama 3.1 8B", users=None, ctx=None, serving_engine="llama.cpp", quantization="awq"),
      "llama.cpp cannot load AWQ weights; engines that can: vLLM, SGLang, TGI", "llama.cpp не загружает веса AWQ"),
 ])

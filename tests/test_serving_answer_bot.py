@@ -41,7 +41,7 @@ def labels(msg: dict[str, Any]) -> list[str]:
 async def test_serving_question_gets_the_serving_headline_and_keyboard(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(message("Llama 3.1 70B на vLLM для 32 пользователей, 8k, 4×H100", user_id=3001))
     sent = last_bot_message(api, 3001)
-    assert sent["text"].startswith("✅ <b>32 пользователя при 8k на 4×H100 SXM (TP\u00a04): хватает на ")
+    assert sent["text"].startswith("✅ <b>32 пользователя с контекстом 8k на 4×H100 SXM (TP\u00a04): хватает на ")
     assert "Команда запуска" in sent["text"] and "vllm serve" in sent["text"]
     assert labels(sent) == ["✓ BF16", "FP8", "AWQ", "👥 8", "✓ 👥 32", "👥 128", "4k", "✓ 8k", "32k", "✓ RU", "EN",
                             "📊 График", "⚙️ Конфиг"]
@@ -64,7 +64,7 @@ async def test_serving_buttons_edit_the_answer_in_place(h: Harness, api: FakeBot
     edited = last_bot_message(api, 3002)
     assert "128 users at 32k" in edited["text"] and "✓ 32k" in labels(edited)
     await h.feed(callback(button_data(edited, "RU"), message_obj=edited, user_id=3002))
-    assert "128 пользователей при 32k" in last_bot_message(api, 3002)["text"]
+    assert "128 пользователей с контекстом 32k" in last_bot_message(api, 3002)["text"]
     assert len(api.of("editMessageText")) == 4
     assert len([c for c in api.of("sendMessage") if int(c.params["chat_id"]) == 3002]) == 1
 
@@ -112,7 +112,7 @@ async def test_inline_serving_question_gets_the_serving_answer(h: Harness, api: 
     [result] = answered.params["results"]
     assert result["title"].startswith("32 users at 8k on 4×H100 SXM (TP\u00a04): room for ")
     # the one-line answer: the GPUs, the speed a user sees, what it costs an hour and per 1M output tokens
-    assert result["description"].startswith("4×H100 SXM (TP\u00a04): ") and " tokens/s per user, $" in \
+    assert result["description"].startswith("4×H100 SXM (TP\u00a04): ") and "\u00a0tokens/s per user, $" in \
         result["description"] and result["description"].endswith(" per 1M output tokens")
     assert "vllm serve" in result["input_message_content"]["message_text"]
     assert "✓ 👥 32" in [b["text"] for row in result["reply_markup"]["inline_keyboard"] for b in row]

@@ -47,7 +47,7 @@ def test_qwen_coder_on_one_h100_is_not_told_to_rent_eight() -> None:
     assert "Qwen2.5-Coder-32B (32,8B)" in text  # the Coder model's shape, not the family's 7B
     assert "vllm serve Qwen/Qwen2.5-Coder-32B-Instruct " in text  # the variant's Hub id, not the base model's
     assert text.startswith("❌ Qwen2.5-Coder-32B не запускается на 1×H100 SXM (TP\u00a01): в пуле KV-кэша "
-                           "31\u00a0536 токенов, меньше одного запроса с max_model_len 32\u00a0768")
+                           "31\u00a0536\u00a0токенов, меньше одного запроса с max_model_len 32\u00a0768")
     assert "8×H100" not in text
     prices = re.findall(r"([\d\u00a0]+,\d\d)\u00a0\$/ч", text)
     hourly = [float(x.replace("\u00a0", "").replace(",", ".")) for x in prices]

@@ -58,7 +58,7 @@ def test_the_serving_verdict_is_the_title(lang: str) -> None:
     fig = serving_figure(a, lang)
     title = fig.texts[0].get_text().replace("\n", " ")
     assert title == serving_view(lang, a).headline.replace("\n", " ")
-    assert title.startswith("32 users at 8k on" if lang == "en" else "32 пользователя при 8k на")
+    assert title.startswith("32 users at 8k on" if lang == "en" else "32 пользователя с контекстом 8k на")
 
 
 def test_each_arrangement_is_a_bar_of_its_parts_against_its_card() -> None:

@@ -56,14 +56,58 @@ def date_text(lang: str, iso: str) -> str:
     return iso
 
 
+NBSP = "\u00a0"  # between a number and its unit, so that a line never breaks inside "83 ч"
+
+
+def with_unit(value: str, unit: str) -> str:
+    """"60,6" + "ГБ" → "60,6 ГБ" with a non-breaking space."""
+    return f"{value}{NBSP}{unit}"
+
+
+def gb(lang: str, value: float) -> str:
+    """"60.6 GB" / "60,6 ГБ"."""
+    return with_unit(num(lang, value), _(lang, "GB"))
+
+
+def pct(lang: str, value: float) -> str:
+    """"18%" / "18 %": Russian puts a (non-breaking) space before the sign, English none."""
+    return with_unit(num(lang, value), "%") if lang == "ru" else f"{num(lang, value)}%"
+
+
+def gpus_text(lang: str, n: int) -> str:
+    """"8 GPUs" / "8 GPU" (the Russian "GPU" does not decline)."""
+    return with_unit(num(lang, n), _n(lang, "GPU", "GPUs", n))
+
+
 def hours_text(lang: str, hours: float) -> str:
+    """"83 h" / "83 ч", "9.8 h" / "9,8 ч", "25 min" / "25 мин": the unit abbreviated, as people write it."""
     if round(hours * 60) < 60:
-        minutes = max(1, round(hours * 60))
-        return f"{minutes} " + _n(lang, "minute", "minutes", minutes)
+        return with_unit(str(max(1, round(hours * 60))), _(lang, "min"))
     shown = round(hours) if hours >= 10 else round(hours, 1)
-    if float(shown).is_integer():
-        return f"{num(lang, shown)} " + _n(lang, "hour", "hours", shown)
-    return f"{num(lang, shown)} " + _(lang, "hours (fraction)")
+    return with_unit(num(lang, shown), _(lang, "h"))
+
+
+def context_text(lang: str, tokens: int) -> str:
+    """A context length as people write it: 131072 → "128k", 8192 → "8k", 1536 → "1.5k" / "1,5k", 32000 → "32k",
+    1048576 and 1000000 → "1M"; a length that is no round number of thousands as digits ("4 160")."""
+    if tokens >= 2**20 and tokens % 2**19 == 0:
+        return num(lang, tokens / 2**20) + "M"
+    if tokens >= 10**6 and tokens % 10**5 == 0:
+        return num(lang, tokens / 10**6) + "M"
+    if tokens >= 1024 and tokens % 512 == 0:
+        return num(lang, tokens / 1024) + "k"
+    if tokens >= 1000 and tokens % 1000 == 0:
+        return num(lang, tokens / 1000) + "k"
+    return num(lang, tokens)
+
+
+def tokens_amount(lang: str, tokens: float) -> str:
+    """An amount of data as people write it: "100M" / "100 млн", "1.2B" / "1,2 млрд"."""
+    if tokens >= 1e9:
+        return _(lang, "%(n)sB (billion)") % {"n": num(lang, round(tokens / 1e9, 1))}
+    if tokens >= 1e6:
+        return _(lang, "%(n)sM (million)") % {"n": num(lang, round(tokens / 1e6, 1))}
+    return num(lang, round(tokens))
 
 
 def _money_places(value: float) -> int:
@@ -72,13 +116,13 @@ def _money_places(value: float) -> int:
 
 def _with_symbol(lang: str, digits: str, currency: str) -> str:
     symbol = "₽" if currency == "RUB" else "$"
-    return f"{symbol}{digits}" if lang == "en" and symbol == "$" else f"{digits}\u00a0{symbol}"  # no break
+    return f"{symbol}{digits}" if lang == "en" and symbol == "$" else f"{digits}{NBSP}{symbol}"
 
 
-def money(lang: str, value: float, currency: str) -> str:
+def money(lang: str, value: float, currency: str, whole: bool = False) -> str:
     """"$1,234" / "1 234 $" / "1 234 ₽": Babel's digits, the symbol where each language puts it; cents
-    below $100 ("$0.40", not "$0.4")."""
-    places = _money_places(value)
+    below $100 ("$0.40", not "$0.4") unless `whole` and the sum has none (a budget of "20 $", not "20,00 $")."""
+    places = 0 if whole and float(value).is_integer() else _money_places(value)
     return _with_symbol(lang, decimal(lang, value, places, keep_zeros=places > 0), currency)
 
 

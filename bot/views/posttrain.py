@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from bot.views.catalogs import N_, _, _n
-from bot.views.formats import decimal, hours_text, num
+from bot.views.formats import NBSP, context_text, decimal, gb, gpus_text, hours_text, num, pct
 from bot.views.words import (
+    FUSED_LOSS,
     assumption_text,
     component_label,
     gpu_name,
@@ -43,8 +44,8 @@ LINE_COLOURS = {"reference_model": "#64B5CD", "reward_model": "#4A9A8A", "value_
 
 NOTES = {
     "posttrain.note.activations_largest": N_("activations are the largest line: the sequence is what fills the GPU"),
-    "posttrain.note.logits_largest": N_("the logits are the largest line: a fused loss (Liger) or context "
-                                        "parallelism divides them"),
+    "posttrain.note.logits_largest": N_("the logits are the largest line: fused cross-entropy (Liger / Unsloth) "
+                                        "or context parallelism divides them"),
     "posttrain.note.generation_peak": N_("the peak comes during generation, not in the training step"),
     "posttrain.note.hf_generate": N_("rollouts with transformers' generate (no vLLM): slower generation; "
                                      "say “with vLLM” to estimate it"),
@@ -63,9 +64,11 @@ NOTES = {
 
 
 def tokens_k(lang: str, tokens: int) -> str:
-    """1536 → "1.5k" / "1,5k"; 131072 → "128k"."""
+    """1536 → "1.5k" / "1,5k"; 131072 → "128k"; 2600 → "2.5k" (a sequence's length to a tenth of a k)."""
     if tokens < 1000:
         return str(tokens)
+    if tokens % 512 == 0 or tokens % 1000 == 0:
+        return context_text(lang, tokens)
     if tokens >= 2**20:
         return num(lang, round(tokens / 2**20, 1)) + "M"
     return num(lang, round(tokens / 1024, 1)) + "k"
@@ -77,7 +80,7 @@ def stage_label(lang: str, r: PostTrainResult) -> str:
     if r.stage == "grpo" and r.settings.num_generations:
         n = r.settings.num_generations
         gens = _n(lang, "%(n)s generation", "%(n)s generations", n) % {"n": n}
-        return f"GRPO, {gens} × {tokens_k(lang, r.tokens_per_sequence)}"
+        return f"GRPO, {gens} × {tokens_k(lang, r.tokens_per_sequence)}"  # 8 generations of 1.5k tokens each
     if r.stage == "rm":
         return _(lang, "reward model, %(method)s") % {"method": method}
     if r.stage in STAGES:
@@ -97,51 +100,52 @@ def rollout_text(lang: str, a: Answer, r: PostTrainResult) -> str:
     if st.vllm_mode == "colocate":
         return " " + _(lang, "with vLLM colocated at %(util)s") % {"util": decimal(lang, vllm_share_used(a), 2)}
     if st.vllm_mode == "server":
-        return " " + _n(lang, "with vLLM on %(n)s GPU of its own", "with vLLM on %(n)s GPUs of their own",
-                        r.rollout_gpus or 1) % {"n": r.rollout_gpus or 1}
+        n = r.rollout_gpus or 1
+        return " " + _n(lang, "with vLLM on %(n)s GPU of its own", "with vLLM on %(n)s GPUs of their own", n) % {
+            "n": n}
     return ""
 
 
 def headline(lang: str, a: Answer, r: PostTrainResult) -> str:
     what = stage_label(lang, r)
-    used = num(lang, a.need_gb)
+    used = gb(lang, a.need_gb)
     if a.asked is None or a.verdict is None:
-        return _(lang, "%(what)s: needs %(used)s GB per GPU") % {"what": what, "used": used}
+        return _(lang, "%(what)s: needs %(used)s per GPU") % {"what": what, "used": used}
     params = {"what": what, "gpu": f"{a.asked.count}×{gpu_name(lang, a.asked.gpu)}",
-              "rollout": rollout_text(lang, a, r), "used": used, "total": num(lang, a.asked.memory_gb)}
+              "rollout": rollout_text(lang, a, r), "used": used, "total": gb(lang, a.asked.memory_gb)}
     if a.verdict == "fits":
-        return _(lang, "%(what)s: fits on %(gpu)s%(rollout)s, %(used)s GB of %(total)s GB") % params
+        return _(lang, "%(what)s: fits on %(gpu)s%(rollout)s, %(used)s of %(total)s") % params
     if a.verdict == "tight":
-        return _(lang, "%(what)s: fits on %(gpu)s%(rollout)s, but tightly: %(used)s GB of %(total)s GB") % params
+        return _(lang, "%(what)s: fits on %(gpu)s%(rollout)s, but tightly: %(used)s of %(total)s") % params
     plan = next((p for p in a.plans if p.gpu == a.asked.gpu and p.count == a.asked.count and p.techniques), None)
     if plan is not None:
-        used_techniques = ", ".join(technique_label(lang, t) for t in plan.techniques)
-        return _(lang, "%(what)s: fits on %(gpu)s with %(change)s, %(fixed)s GB; as asked %(used)s GB of "
-                       "%(total)s GB") % {**params, "change": used_techniques,
-                                          "fixed": num(lang, plan.per_gpu_gb + r.cuda_context)}
+        used_techniques = " + ".join(technique_label(lang, t) for t in plan.techniques)
+        return _(lang, "%(what)s: fits on %(gpu)s with %(change)s, %(fixed)s; as asked %(used)s of "
+                       "%(total)s") % {**params, "change": used_techniques,
+                                       "fixed": gb(lang, plan.per_gpu_gb + r.cuda_context)}
     fix = a.fix or next((c for c in a.changes if c.fits and c.key != "more_gpus"), None)
     if a.verdict == "fits_with_changes" and fix is not None:
         key = str(fix.params.get("posttrain_key", fix.key))
         gib = float(fix.params.get("per_gpu_total", 0)) + r.cuda_context
-        return _(lang, "%(what)s: fits on %(gpu)s with %(change)s, %(fixed)s GB; as asked %(used)s GB of "
-                       "%(total)s GB") % {**params, "change": change_words(lang, key, fix.params),
-                                          "fixed": num(lang, gib)} + tight_suffix(lang, fix)
-    return _(lang, "%(what)s: does not fit on %(gpu)s as asked%(rollout)s: needs %(used)s GB of %(total)s GB") % params
+        return _(lang, "%(what)s: fits on %(gpu)s with %(change)s, %(fixed)s; as asked %(used)s of "
+                       "%(total)s") % {**params, "change": change_words(lang, key, fix.params),
+                                       "fixed": gb(lang, gib)} + tight_suffix(lang, fix)
+    return _(lang, "%(what)s: does not fit on %(gpu)s as asked%(rollout)s: needs %(used)s of %(total)s") % params
 
 
 def summary(lang: str, a: Answer, r: PostTrainResult) -> str:
-    """model · method · tokens per sequence (and per GPU under CP) · sequences per micro-step."""
+    """model · method · context per sequence (and per GPU under CP) · sequences per micro-step."""
     s = a.scenario
     assert s is not None
     seq = _n(lang, "%(n)s sequence", "%(n)s sequences", r.sequences_per_micro_step) % {
         "n": r.sequences_per_micro_step}
-    tokens = _n(lang, "%(t)s token", "%(t)s tokens", r.tokens_per_sequence) % {"t": num(lang, r.tokens_per_sequence)}
+    tokens = _(lang, "context %(v)s") % {"v": tokens_k(lang, r.tokens_per_sequence)}
     if r.tokens_per_gpu != r.tokens_per_sequence:
-        tokens += " (" + _(lang, "%(t)s per GPU") % {"t": num(lang, r.tokens_per_gpu)} + ")"
+        tokens += " (" + _(lang, "%(t)s per GPU") % {"t": tokens_k(lang, r.tokens_per_gpu)} + ")"
     from bot.views.view import model_label
 
     line = f"{model_label(lang, s)} · {method_label(lang, s)} · {tokens} · {seq}"
-    return line + (f" · {s.gpu_count} GPU" if s.gpu_count > 1 else "")
+    return line + (f" · {gpus_text(lang, s.gpu_count)}" if s.gpu_count > 1 else "")
 
 
 def chart_rows(lang: str, r: PostTrainResult) -> list[tuple[str, str, float, str]]:
@@ -175,13 +179,13 @@ def change_words(lang: str, key: str, p: dict[str, Any]) -> str:
         words = " + ".join([*(change_words(lang, x, {}) for x in combined), change_words(lang, key, rest)])
         factor = float(p.get("time_factor", 1.0) or 1.0)
         if factor >= 1.01:
-            words += ", " + _(lang, "%(pct)s%% slower") % {"pct": round((factor - 1) * 100)}
+            words += ", " + _(lang, "%(pct)s slower") % {"pct": pct(lang, round((factor - 1) * 100))}
         return words
     match key.removeprefix("posttrain.change."):
         case "fewer_generations":
-            return _(lang, "fewer generations: num_generations %(n)s") % {"n": p.get("num_generations")}
+            return _(lang, "fewer generations (num_generations %(n)s)") % {"n": p.get("num_generations")}
         case "shorter_completions":
-            return _(lang, "shorter completions: max_completion_length %(n)s") % {
+            return _(lang, "shorter completions (max_completion_length %(n)s)") % {
                 "n": p.get("max_completion_length")}
         case "use_lora":
             return _(lang, "LoRA instead of full fine-tuning")
@@ -197,26 +201,29 @@ def change_words(lang: str, key: str, p: dict[str, Any]) -> str:
         case "precompute_ref_log_probs":
             return _(lang, "precomputed reference log-probs (no reference model)")
         case "fused_loss":
-            return _(lang, "fused loss (Liger)")
+            return FUSED_LOSS
         case "context_parallel":
-            return _(lang, "context parallel ×%(d)s on %(gpus)s GPUs") % {"d": p.get("degree"), "gpus": p.get("gpus")}
+            return _(lang, "context parallel ×%(d)s on %(gpus)s") % {"d": p.get("degree"), "gpus": _gpus(lang, p)}
         case "tensor_parallel":
-            return _(lang, "tensor parallel ×%(d)s on %(gpus)s GPUs") % {"d": p.get("degree"), "gpus": p.get("gpus")}
+            return _(lang, "tensor parallel ×%(d)s on %(gpus)s") % {"d": p.get("degree"), "gpus": _gpus(lang, p)}
         case "activation_offload":
-            return _(lang, "activation checkpoints to CPU (%(gb)s GB of RAM)") % {
-                "gb": num(lang, float(p.get("host_ram_gib", 0)))}
+            return _(lang, "CPU offload of activations (%(gb)s of RAM)") % {
+                "gb": gb(lang, float(p.get("host_ram_gib", 0)))}
         case "tiled_mlp":
             return "TiledMLP"
     return key
 
 
+def _gpus(lang: str, p: dict[str, Any]) -> str:
+    n = p.get("gpus")
+    return gpus_text(lang, n) if isinstance(n, int) else str(n)
+
+
 def change_lines(lang: str, r: PostTrainResult) -> list[str]:
-    gb = _(lang, "GB")
     out = []
     for c in r.changes[:5]:
         mark = (" ✓ " + _(lang, "(tight)") if c.tight else " ✓") if c.fits else ""
-        total = num(lang, c.per_gpu_total + r.cuda_context)
-        out.append(f"{change_words(lang, c.key, c.params)}: {total}\u00a0{gb}{mark}")  # no break before the unit
+        out.append(f"{change_words(lang, c.key, c.params)}: {gb(lang, c.per_gpu_total + r.cuda_context)}{mark}")
     return out
 
 
@@ -256,18 +263,21 @@ def assumption_words(lang: str, item: str) -> str:
     key, _eq, value = item.partition("=")
     match key:
         case "num_generations":
-            return _(lang, "%(v)s generations per prompt") % {"v": value}
+            n = int(value) if value.isdigit() else 5
+            return _n(lang, "%(v)s generation per prompt", "%(v)s generations per prompt", n) % {"v": value}
         case "output_len":
-            return _(lang, "completions up to %(v)s tokens") % {"v": value}
+            return _(lang, "completions up to %(v)s tokens") % {"v": _length(lang, value)}
         case "prompt_len":
-            return _(lang, "prompts up to %(v)s tokens") % {"v": value}
+            return _(lang, "prompts up to %(v)s tokens") % {"v": _length(lang, value)}
         case "max_length":
-            return _(lang, "pairs up to %(v)s tokens") % {"v": value}
+            return _(lang, "pairs up to %(v)s tokens") % {"v": _length(lang, value)}
         case "beta":
             return _(lang, "KL coefficient beta %(v)s (no reference model at 0)") % {"v": value}
         case "prompts":
-            return _(lang, "%(v)s prompts in the dataset (say the amount of data to change it)") % {
-                "v": num(lang, int(value))}
+            n = int(value) if value.isdigit() else 5
+            return _n(lang, "%(v)s prompt in the dataset (say the amount of data to change it)",
+                      "%(v)s prompts in the dataset (say the amount of data to change it)", n) % {
+                "v": num(lang, int(value)) if value.isdigit() else value}
         case "grad_accum":
             return _(lang, "gradient accumulation %(v)s") % {"v": value}
         case "vllm_mode":
@@ -281,24 +291,25 @@ def assumption_words(lang: str, item: str) -> str:
     return assumption_text(lang, Assumption(key=key, value=typed))
 
 
+def _length(lang: str, value: str) -> str:
+    """A length in tokens as an assumption carries it ("2048") → "2k"."""
+    return tokens_k(lang, int(value)) if value.isdigit() else value
+
+
 def time_text(lang: str, r: PostTrainResult) -> str:
     t = r.time
     if t is None:
         return ""
     def sec(x: float) -> str:
-        return num(lang, x) + "\u00a0" + _(lang, "s")  # no break between a number and its unit
+        return num(lang, x) + NBSP + _(lang, "s")
 
-    params = {"step": sec(t.step_s), "gen": sec(t.generation_s), "train": sec(t.training_s + t.sync_s),
-              "steps": num(lang, t.steps), "hours": hours_text(lang, t.hours)}
-    if t.prompts is not None:
-        params["prompts"] = num(lang, t.prompts)
-        return _n(lang, "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(prompts)s prompts = "
-                        "%(steps)s step ≈ %(hours)s",
-                  "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(prompts)s prompts = "
-                  "%(steps)s steps ≈ %(hours)s", t.steps) % params
-    return _n(lang, "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(steps)s step ≈ %(hours)s",
-              "RL step ≈ %(step)s (generation %(gen)s, training %(train)s); %(steps)s steps ≈ %(hours)s",
-              t.steps) % params
+    step = _(lang, "RL step ≈ %(step)s (generation %(gen)s, training %(train)s)") % {
+        "step": sec(t.step_s), "gen": sec(t.generation_s), "train": sec(t.training_s + t.sync_s)}
+    steps = _n(lang, "%(n)s step", "%(n)s steps", t.steps) % {"n": num(lang, t.steps)}
+    if t.prompts is not None:  # each count takes its own plural form: "1 000 промптов = 125 шагов"
+        prompts = _n(lang, "%(n)s prompt", "%(n)s prompts", t.prompts) % {"n": num(lang, t.prompts)}
+        return f"{step}; {prompts} = {steps} ≈ {hours_text(lang, t.hours)}"
+    return f"{step}; {steps} ≈ {hours_text(lang, t.hours)}"
 
 
 def speedup_text(lang: str, a: Answer) -> str:
@@ -312,7 +323,8 @@ def speedup_text(lang: str, a: Answer) -> str:
     parts = []
     for p in sorted(a.plans, key=lambda x: x.count):
         if p.gpu == base.gpu and p.count > base.count and p.hours:
-            parts.append(_(lang, "×%(x)s on %(n)s GPUs") % {"n": p.count, "x": decimal(lang, base.hours / p.hours, 1)})
+            parts.append(_(lang, "×%(x)s on %(gpus)s") % {"gpus": gpus_text(lang, p.count),
+                                                            "x": decimal(lang, base.hours / p.hours, 1)})
     return _(lang, "speed-up over %(n)s×%(gpu)s: %(parts)s") % {
         "n": base.count, "gpu": gpu_name(lang, base.gpu), "parts": ", ".join(parts)} if parts else ""
 
@@ -328,12 +340,13 @@ def apply(lang: str, a: Answer, model: dict[str, Any]) -> tuple[str, str]:
     host = r.host_ram_gib
     model.update({
         "headline": title, "summary": line, "table": table(lang, r, a.need_gb),
+        "reserve_note": any(k == "overhead" for k, *_rest in chart_rows(lang, r)),
         "changes": change_lines(lang, r) if a.verdict != "compare" else [],
         "pt_settings": settings_lines(r),
         "notes": [*model["notes"], *(_(lang, NOTES[n]) if n in NOTES else n for n in dict.fromkeys(r.notes))],
         "pt_time": "; ".join(x for x in (time_text(lang, r), speedup_text(lang, a)) if x),
-        "pt_host_ram": _(lang, "Host RAM per GPU: %(gb)s GB") % {"gb": num(lang, host)} if host >= 0.05 else "",
+        "pt_host_ram": _(lang, "Host RAM per GPU: %(gb)s") % {"gb": gb(lang, host)} if host >= 0.05 else "",
         "assumptions": "; ".join(assumption_words(lang, x) for x in r.assumptions) or "—",
-        "cpu_ram_gb": 0,
+        "cpu_ram_gb": 0, "cpu_ram": "",
     })
     return title, line

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import money, num
+from bot.views.formats import context_text, money, num
 from engine.schema import ServingIssue as Issue
 from engine.schema import ServingSettings as Settings
 
@@ -19,10 +19,10 @@ FORMAT_NAMES = {"auto": "auto", "awq": "AWQ", "gptq": "GPTQ", "bitsandbytes": "b
 
 def context_label(lang: str, tokens: int, down: bool = False) -> str:
     """A context as people say it: 8192 → "8k", 131072 → "128k"; another length as a number ("5,000"), or with
-    `down` rounded down to whole k (a limit: 100,000 → "97k"). A stand-in until formats.py has a shared one."""
-    if tokens >= 1024 and (tokens % 1024 == 0 or down):
+    `down` rounded down to whole k (a limit: 100,000 → "97k"); else formats.context_text, the answers' one."""
+    if down and tokens >= 1024 and tokens % 1024:
         return f"{tokens // 1024}k"
-    return num(lang, tokens)
+    return context_text(lang, tokens)
 
 
 def per_million_text(lang: str, value: float, currency: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import date_text, decimal, hours_text, money, money_range
+from bot.views.formats import context_text, date_text, decimal, gpus_text, hours_text, money, money_range
 from bot.views.words import gpu_name, method_label
 from engine.schema import Answer, Limits, Plan, Scenario
 
@@ -37,14 +37,10 @@ def smalltalk_text(lang: str, kind: str) -> str:
 # ---- what a follow-up changed ------------------------------------------------------------------------------
 
 
-def context_text(tokens: int) -> str:
-    return f"{tokens // 1024}k" if tokens >= 1024 and tokens % 1024 == 0 else str(tokens)
-
-
 def _gpus(lang: str, a: Answer, s: Scenario) -> str:
     if a.asked is not None:
         return f"{a.asked.count}×{gpu_name(lang, a.asked.gpu)}"
-    return f"{s.gpu_count} GPU"
+    return gpus_text(lang, s.gpu_count)
 
 
 def what_changed(lang: str, before: Answer, after: Answer) -> str:
@@ -59,8 +55,8 @@ def what_changed(lang: str, before: Answer, after: Answer) -> str:
         parts.append(_(lang, "%(new)s instead of %(old)s") % {"new": method_label(lang, a),
                                                                "old": method_label(lang, b)})
     if a.seq_len != b.seq_len:
-        parts.append(_(lang, "context %(new)s instead of %(old)s") % {"new": context_text(a.seq_len),
-                                                                       "old": context_text(b.seq_len)})
+        parts.append(_(lang, "context %(new)s instead of %(old)s") % {"new": context_text(lang, a.seq_len),
+                                                                       "old": context_text(lang, b.seq_len)})
     if a.batch_size != b.batch_size:
         parts.append(_(lang, "micro-batch %(new)s instead of %(old)s") % {"new": a.batch_size, "old": b.batch_size})
     if _gpus(lang, after, a) != _gpus(lang, before, b):
@@ -85,7 +81,7 @@ def limits_label(lang: str, lim: Limits) -> str:
     parts = []
     if lim.budget_asked is not None:
         parts.append(_(lang, "a budget of %(money)s") % {
-            "money": money(lang, lim.budget_asked.amount, lim.budget_asked.currency)})
+            "money": money(lang, lim.budget_asked.amount, lim.budget_asked.currency, whole=True)})
     if lim.deadline_hours is not None:
         parts.append(_(lang, "a deadline of %(hours)s") % {"hours": hours_text(lang, lim.deadline_hours)})
     return (" " + _(lang, "and") + " ").join(parts)

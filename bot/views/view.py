@@ -9,7 +9,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.views.catalogs import N_, _, _n
-from bot.views.formats import date_text, decimal, hours_text, money, money_range, num
+from bot.views.formats import (
+    context_text,
+    date_text,
+    decimal,
+    gb,
+    gpus_text,
+    hours_text,
+    money,
+    money_range,
+    num,
+    pct,
+    tokens_amount,
+)
 from bot.views.talk import limits_lines
 from bot.views.words import (
     COMPONENTS,
@@ -62,7 +74,7 @@ def plan_time(lang: str, p: Plan) -> str:
     if p.hours is not None:
         return hours_text(lang, p.hours)
     if p.hours_per_100m_tokens is not None:
-        return hours_text(lang, p.hours_per_100m_tokens) + " / 100M " + _(lang, "tokens")
+        return _(lang, "%(what)s per 100M tokens") % {"what": hours_text(lang, p.hours_per_100m_tokens)}
     if p.tokens_per_second is not None:
         tps = round(p.tokens_per_second)
         return _n(lang, "%(tps)s token/s", "%(tps)s tokens/s", tps) % {"tps": num(lang, tps)}
@@ -70,32 +82,31 @@ def plan_time(lang: str, p: Plan) -> str:
 
 
 def techniques_text(lang: str, p: Plan) -> str:
-    """The plan's techniques, the host memory an offload needs, and what they cost in time."""
-    parts = [", ".join(technique_label(lang, t) for t in p.techniques)] if p.techniques else []
+    """The plan's techniques joined with "+", then the host memory an offload needs, what they cost in time and the
+    nodes: "ZeRO-3 + CPU offload, 117.3 GB of CPU RAM per machine, 283.5 GB over PCIe per step, 1.3× slower"."""
+    details = []
     if p.cpu_ram_gb >= 0.05:
-        parts.append(_(lang, "%(gb)s GB of CPU RAM per machine") % {"gb": num(lang, p.cpu_ram_gb)})
+        details.append(_(lang, "%(gb)s of CPU RAM per machine") % {"gb": gb(lang, p.cpu_ram_gb)})
     if p.offload_slowdown >= 1.05:
         x = round(p.offload_slowdown, 1)
         n = int(x) if x.is_integer() else 2  # "в 2,8 раза": a fraction takes the form of 2
-        parts.append(_n(lang, "the offload moves %(gb)s GB over PCIe per step: %(x)s× slower",
-                        "the offload moves %(gb)s GB over PCIe per step: %(x)s× slower", n) % {
-            "gb": num(lang, p.pcie_gb_per_step), "x": num(lang, x)})
+        details.append(_n(lang, "%(gb)s over PCIe per step, %(x)s× slower",
+                          "%(gb)s over PCIe per step, %(x)s× slower", n) % {
+            "gb": gb(lang, p.pcie_gb_per_step), "x": num(lang, x)})
     elif p.techniques and p.slowdown >= 1.05:
-        parts.append(_(lang, "%(pct)s%% slower") % {"pct": num(lang, round((p.slowdown - 1) * 100))})
+        details.append(_(lang, "%(pct)s slower") % {"pct": pct(lang, round((p.slowdown - 1) * 100))})
     if p.nodes > 1:
         text = _n(lang, "%(n)s node", "%(n)s nodes", p.nodes) % {"n": p.nodes}
         if p.network_slowdown >= 1.05:
-            text += ", " + _(lang, "the network between them +%(pct)s%%") % {
-                "pct": num(lang, round((p.network_slowdown - 1) * 100))}
-        parts.append(text)
-    return "; ".join(parts)
+            text += ", " + _(lang, "the network between them +%(pct)s") % {
+                "pct": pct(lang, round((p.network_slowdown - 1) * 100))}
+        details.append(text)
+    return ", ".join([" + ".join(technique_label(lang, t) for t in p.techniques), *details]).removeprefix(", ")
 
 
-def tokens_label(lang: str, tokens: float) -> str:
-    """500M / 1.2B tokens, as people write them."""
-    if tokens >= 1e9:
-        return f"{num(lang, round(tokens / 1e9, 1))}B"
-    return f"{num(lang, round(tokens / 1e6, 1))}M"
+def same_amount(tokens: float | None) -> bool:
+    """The user's amount of data is the reference 100M tokens: its figures are the per-100M ones, said once."""
+    return tokens is not None and abs(tokens - 1e8) < 5e5
 
 
 def plan_figures(lang: str, p: Plan, tokens: float | None, lead: str) -> str:
@@ -108,12 +119,12 @@ def plan_figures(lang: str, p: Plan, tokens: float | None, lead: str) -> str:
             if p.cost_per_100m else ""
         pair = [spend, hours] if lead == "money" else [hours, spend]
         parts.append(_(lang, "%(what)s per 100M tokens") % {"what": ", ".join(x for x in pair if x)})
-    if p.hours is not None and tokens:
+    if p.hours is not None and tokens and not same_amount(tokens):
         hours = hours_text(lang, p.hours)
         spend = money_range(lang, p.cost["min"], p.cost["max"], p.currency) if p.cost else ""
         pair = [spend, hours] if lead == "money" else [hours, spend]
         parts.append(_(lang, "your %(tokens)s tokens: %(what)s") % {
-            "tokens": tokens_label(lang, tokens), "what": ", ".join(x for x in pair if x)})
+            "tokens": tokens_amount(lang, tokens), "what": ", ".join(x for x in pair if x)})
     if not parts:
         return ", ".join(x for x in (plan_time(lang, p), plan_money(lang, p)) if x)
     if p.per_hour is not None:
@@ -139,35 +150,37 @@ def lead_line(lang: str, a: Answer, lead: str) -> str:
     if not lead or not a.plans or (a.scenario is not None and a.scenario.method == "inference"):
         return ""
     p = a.plans[0]
-    gpus = f"{p.count}×{gpu_name(lang, p.gpu)}"
+    params = {"gpus": f"{p.count}×{gpu_name(lang, p.gpu)}", "tokens": tokens_amount(lang, a.tokens or 0)}
     if a.tokens and p.hours is not None:
         spend = money_range(lang, p.cost["min"], p.cost["max"], p.currency) if p.cost else ""
         hours = hours_text(lang, p.hours)
-        work = _(lang, "your %(tokens)s tokens") % {"tokens": tokens_label(lang, a.tokens)}
+        yours = True
     elif p.hours_per_100m_tokens is not None:
         spend = money_range(lang, p.cost_per_100m["min"], p.cost_per_100m["max"], p.currency) \
             if p.cost_per_100m else ""
         hours = hours_text(lang, p.hours_per_100m_tokens)
-        work = _(lang, "100M tokens")
+        yours = False
     else:
         return ""
     if lead == "money" and spend:
-        return "💰 " + _(lang, "%(money)s for %(work)s on %(gpus)s (%(hours)s)") % {
-            "money": spend, "work": work, "gpus": gpus, "hours": hours}
-    return "⏱ " + _(lang, "%(hours)s on %(gpus)s for %(work)s%(money)s") % {
-        "hours": hours, "work": work, "gpus": gpus, "money": f" ({spend})" if spend else ""}
+        text = _(lang, "%(money)s for your %(tokens)s tokens on %(gpus)s (%(hours)s)") if yours else \
+            _(lang, "%(money)s per 100M tokens on %(gpus)s (%(hours)s)")
+        return "💰 " + text % {**params, "money": spend, "hours": hours}
+    text = _(lang, "%(hours)s on %(gpus)s for your %(tokens)s tokens%(money)s") if yours else \
+        _(lang, "%(hours)s on %(gpus)s per 100M tokens%(money)s")
+    return "⏱ " + text % {**params, "hours": hours, "money": f" ({spend})" if spend else ""}
 
 
 def comparison_line(lang: str, c: Comparison) -> str:
     """One GPU of a side-by-side comparison: fits?, headroom, time, cost per 1M tokens."""
     name = f"{c.count}×{gpu_name(lang, c.gpu)}"
     if not c.fits or c.plan is None:
-        return "❌ " + _(lang, "%(gpu)s: needs %(need)s GB of %(total)s") % {
-            "gpu": name, "need": num(lang, c.need_gb), "total": num(lang, c.memory_gb)}
+        return "❌ " + _(lang, "%(gpu)s: needs %(need)s of %(total)s") % {
+            "gpu": name, "need": gb(lang, c.need_gb), "total": gb(lang, c.memory_gb)}
     p = c.plan
     if p.techniques:
-        name += f" ({techniques_text(lang, p)})"
-    parts = [_(lang, "%(gb)s GB free") % {"gb": num(lang, max(p.headroom_gb, 0))}]
+        name += f" + {techniques_text(lang, p)}"
+    parts = [_(lang, "%(gb)s free") % {"gb": gb(lang, max(p.headroom_gb, 0))}]
     if plan_time(lang, p):
         parts.append(plan_time(lang, p))
     if p.cost_per_1m_tokens is not None:
@@ -179,8 +192,8 @@ def fused_note(lang: str, a: Answer) -> str:
     """No framework named: what a fused linear cross-entropy (Unsloth, Liger) would make of the total."""
     if a.fused_loss_gb is None:
         return ""
-    return _(lang, "Counted for plain Hugging Face + TRL; with Unsloth's or Liger's fused cross-entropy it would be "
-                   "%(gb)s GB") % {"gb": num(lang, a.fused_loss_gb)}
+    return _(lang, "Counted for plain Hugging Face + TRL; with fused cross-entropy (Liger / Unsloth) it would be "
+                   "%(gb)s") % {"gb": gb(lang, a.fused_loss_gb)}
 
 
 def monthly_text(lang: str, m: Monthly) -> str:
@@ -188,8 +201,9 @@ def monthly_text(lang: str, m: Monthly) -> str:
         return _(lang, "By the month: %(gpu)s for %(month)s a month costs more than by the hour even at full use: "
                        "hourly is cheaper at any use.") % {"gpu": m.gpu, "month": money(lang, m.monthly_price,
                                                                                           m.currency)}
-    text = _(lang, "By the month: %(gpu)s for %(month)s a month pays off from %(hours)s h of use a month") % {
-        "gpu": m.gpu, "month": money(lang, m.monthly_price, m.currency), "hours": num(lang, round(m.break_even_hours))}
+    text = _(lang, "By the month: %(gpu)s for %(month)s a month pays off from %(hours)s of use a month") % {
+        "gpu": m.gpu, "month": money(lang, m.monthly_price, m.currency),
+        "hours": hours_text(lang, round(m.break_even_hours))}
     if m.run_hours is not None:
         text += "; " + _(lang, "this run takes %(hours)s on %(gpus)s") % {
             "hours": hours_text(lang, m.run_hours), "gpus": f"{m.count}×{m.gpu}"}
@@ -199,12 +213,7 @@ def monthly_text(lang: str, m: Monthly) -> str:
 def change_line(lang: str, c: Change, inference: bool = False) -> str:
     """A change with the total one GPU holds after it, ✓ where that fits; a combination names its parts."""
     mark = " ✓" if c.fits else ""
-    gb = _(lang, "GB")
-    if c.key == "combined":
-        text = " + ".join(change_text(lang, part.key, part.params, inference) for part in c.parts)
-    else:
-        text = change_text(lang, c.key, c.params, inference)
-    return f"{text}: {num(lang, c.total_gb)} {gb}{mark}"
+    return f"{fix_text(lang, c, inference)}: {gb(lang, c.total_gb)}{mark}"
 
 
 def fix_text(lang: str, c: Change, inference: bool) -> str:
@@ -274,15 +283,16 @@ def per_card(lang: str, a: Answer) -> str:
     s = a.scenario
     if s is None or s.gpu_count < 2 or a.verdict == "compare":
         return ""
-    return _n(lang, "on each of %(n)s card %(gb)s GB, %(all)s GB in total",
-              "on each of %(n)s cards %(gb)s GB, %(all)s GB in total", s.gpu_count) % {
-        "n": s.gpu_count, "gb": num(lang, a.need_gb), "all": num(lang, a.cluster_gb)}
+    return _n(lang, "on each of %(n)s card %(gb)s, %(all)s in total",
+              "on each of %(n)s cards %(gb)s, %(all)s in total", s.gpu_count) % {
+        "n": s.gpu_count, "gb": gb(lang, a.need_gb), "all": gb(lang, a.cluster_gb)}
 
 
 def summary(lang: str, s: Scenario) -> str:
     context, batch = _(lang, "context"), _(lang, "batch")
-    line = f"{model_label(lang, s)} · {method_label(lang, s)} · {context} {s.seq_len} · {batch} {s.batch_size}"
-    return line + (f" · {s.gpu_count} GPU" if s.gpu_count > 1 else "")
+    line = (f"{model_label(lang, s)} · {method_label(lang, s)} · {context} {context_text(lang, s.seq_len)}"
+            f" · {batch} {s.batch_size}")
+    return line + (f" · {gpus_text(lang, s.gpu_count)}" if s.gpu_count > 1 else "")
 
 
 def view_model(lang: str, a: Answer) -> AnswerView:
@@ -298,11 +308,13 @@ def view_model(lang: str, a: Answer) -> AnswerView:
     model = {
         "error": False, "verdict": a.verdict or "estimate", "headline": title, "summary": line,
         "lead": lead_line(lang, a, lead), "per_card": per_card(lang, a), "fused_note": fused_note(lang, a),
-        "model_known": s.arch.known, "shape_ref": a.shape_reference or "",
+        "model_note": model_note(lang, a),
         "table": memory_table(lang, b, a.need_gb),
+        "reserve_note": b.overhead >= 0.05,  # issue 13: the two lines a user does not know, explained once
         "plans": [plan_view(lang, p, a.tokens, lead) for p in a.plans[:3]],
         "changes": [change_line(lang, c, s.method == "inference") for c in a.changes[:5]],
-        "cpu_ram_gb": a.cpu_ram_gb,
+        "cpu_ram": _(lang, "CPU RAM for the CPU offload: %(gb)s") % {"gb": gb(lang, a.cpu_ram_gb)}
+        if a.cpu_ram_gb else "",
         "assumptions": "; ".join(assumption_text(lang, x) for x in a.assumptions) or "—",
         "price_date": (date_text(lang, a.price_date) + "".join(
             "; " + _(lang, "for %(gpu)s as of %(date)s, no newer figure") % {"gpu": gpu, "date": date_text(lang, day)}
@@ -345,3 +357,17 @@ def answer_line(lang: str, a: Answer, lead: str) -> str:
         return ""
     details = [x for x in (plan_time(lang, p), plan_money(lang, p)) if x]
     return f"{p.count}×{gpu_name(lang, p.gpu)}" + (": " + ", ".join(details) if details else "")
+
+
+def model_note(lang: str, a: Answer) -> str:
+    """Where the model's shape came from when it is not a known one: a bare size is a typical model of it."""
+    s = a.scenario
+    if s is None or s.arch.known:
+        return ""
+    size = num(lang, s.arch.params / 1e9) + "B"
+    ref = a.shape_reference or ""
+    model = a.request.model
+    if model is not None and model.name:
+        return _(lang, "%(name)s is not in the catalog: counted as a typical %(size)s (%(ref)s architecture)") % {
+            "name": model.name, "size": size, "ref": ref}
+    return _(lang, "No model named: a typical %(size)s (%(ref)s architecture)") % {"size": size, "ref": ref}

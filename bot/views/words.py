@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from bot.views.catalogs import N_, _, _n
-from bot.views.formats import num, number_or_text
+from bot.views.formats import context_text, gb, gpus_text, number_or_text
 from engine.schema import Assumption, Change, Note, Scenario
 
 COMPONENTS = ("weights", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache", "overhead",
@@ -24,8 +24,8 @@ def component_label(lang: str, key: str) -> str:
 
 
 def technique_label(lang: str, key: str) -> str:
-    labels = {"gradient_checkpointing": _(lang, "checkpointing"), "micro_batch_1": _(lang, "micro-batch 1"),
-              "fused_loss": _(lang, "fused loss"),
+    labels = {"gradient_checkpointing": "gradient checkpointing", "micro_batch_1": _(lang, "micro-batch 1"),
+              "fused_loss": FUSED_LOSS,
               "optimizer_8bit": "8-bit Adam", "zero3": "ZeRO-3", "cpu_offload": _(lang, "CPU offload")}
     if key.startswith("cp:"):  # engine.plan.posttrain: context parallelism "cp:<degree>:<ulysses|ring>"
         _cp, degree, kind = [*key.split(":"), "", ""][:3]
@@ -34,13 +34,14 @@ def technique_label(lang: str, key: str) -> str:
     return labels.get(key, key)
 
 
+FUSED_LOSS = "fused cross-entropy (Liger / Unsloth)"  # the kernels people know it by, in both languages
 BARE_GPU = re.compile(r"(\d+(?:\.\d+)?) GB GPU")
 
 
 def gpu_name(lang: str, name: str) -> str:
     """A catalog name as it is; a GPU known only by its memory ("24 GB GPU") worded in the reader's language."""
     bare = BARE_GPU.fullmatch(name)
-    return _(lang, "%(gb)s GB GPU") % {"gb": num(lang, float(bare.group(1)))} if bare else name
+    return _(lang, "%(gb)s GPU") % {"gb": gb(lang, float(bare.group(1)))} if bare else name
 
 
 NOTE_TEXTS = {
@@ -113,7 +114,8 @@ UNSUPPORTED_TEXTS = {  # what a question asked that the engine does not model ye
 
 
 def note_text(lang: str, n: Note, scenario: Scenario) -> str:
-    params = {"seq_len": scenario.seq_len, "batch_size": scenario.batch_size, "lora_rank": scenario.lora_rank}
+    params = {"seq_len": context_text(lang, scenario.seq_len), "batch_size": scenario.batch_size,
+              "lora_rank": scenario.lora_rank}
     said = said_note_text(lang, n)
     if said is not None:
         return said
@@ -157,7 +159,7 @@ OPTIMIZER_NAMES = {"adamw": "AdamW", "paged_adamw": "paged AdamW", "adamw_8bit":
                    "paged_adamw_8bit": "paged 8-bit AdamW", "sgd": "SGD", "adafactor": "Adafactor", "lion": "Lion"}
 SWITCHES = {"gradient_checkpointing": (N_("gradient checkpointing on"), N_("gradient checkpointing off")),
             "flash_attention": (N_("FlashAttention on"), N_("FlashAttention off")),
-            "fused_loss": (N_("fused loss on"), N_("fused loss off"))}
+            "fused_loss": (N_("fused cross-entropy on"), N_("fused cross-entropy off"))}
 
 
 def assumption_text(lang: str, item: Assumption) -> str:
@@ -194,8 +196,7 @@ def assumption_text(lang: str, item: Assumption) -> str:
             return _(lang, "LoRA on all linear layers") if value == "all_linear" else _(lang, "LoRA on %(v)s") % {
                 "v": value}
         case "seq_len":
-            n = value if isinstance(value, int) else 5
-            return _n(lang, "context %(v)s token", "context %(v)s tokens", n) % {"v": value}
+            return _(lang, "context %(v)s") % {"v": context_text(lang, value) if isinstance(value, int) else value}
         case "batch_size":
             return _(lang, "micro-batch %(v)s") % {"v": value}
         case "sharding":
@@ -217,28 +218,37 @@ def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
         case "optimizer_8bit":
             return _(lang, "8-bit optimizer")
         case "fused_loss":
-            return _(lang, "fused/chunked loss")
+            return FUSED_LOSS
         case "cpu_offload":
-            return _(lang, "offload optimizer state to CPU RAM")
+            return _(lang, "CPU offload of the optimizer state")
         case "method":
             return _(lang, "switch to %(to)s") % {"to": {"lora": "LoRA", "qlora": "QLoRA"}.get(p.get("to", ""), "")}
         case "bits":
             return _(lang, "weights in %(to)s bits") % {"to": p.get("to")}
         case "shorter_context":
-            return _(lang, "context %(from)s → %(to)s") % {"from": p.get("from"), "to": p.get("to")}
+            return _(lang, "context %(from)s → %(to)s") % {"from": _context(lang, p.get("from")),
+                                                             "to": _context(lang, p.get("to"))}
         case "smaller_batch" if inference:
             return _(lang, "concurrent sequences %(from)s → 1") % {"from": p.get("from")}
         case "smaller_batch":
             return _(lang, "micro-batch %(from)s → 1 with gradient accumulation") % {"from": p.get("from")}
         case "more_gpus" if inference:
-            return _(lang, "%(count)s GPUs, the weights split across them") % {"count": p.get("count")}
+            return _(lang, "%(gpus)s, the weights split across them") % {"gpus": _gpus(lang, p.get("count"))}
         case "more_gpus":
-            return _(lang, "%(count)s GPUs with ZeRO-3") % {"count": p.get("count")}
+            return _(lang, "%(gpus)s with ZeRO-3") % {"gpus": _gpus(lang, p.get("count"))}
     return key
 
 
+def _context(lang: str, value: Any) -> str:
+    return context_text(lang, value) if isinstance(value, int) else str(value)
+
+
+def _gpus(lang: str, value: Any) -> str:
+    return gpus_text(lang, value) if isinstance(value, int) else str(value)
+
+
 def method_label(lang: str, s: Scenario) -> str:
-    bits = _(lang, "%(bits)s-bit") % {"bits": s.bits}
+    bits = _n(lang, "%(bits)s-bit", "%(bits)s-bit", s.bits) % {"bits": s.bits}  # "4 бита", "16 бит"
     if s.method == "qlora":
         return f"QLoRA {bits} r{s.lora_rank}"
     if s.method == "lora":
