@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -277,6 +278,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # "gpu-advisor ask ... | head": the reader left; the rest is not wanted, and no traceback either
+        # (Python docs, signal: "Note on SIGPIPE"). stdout is pointed at devnull so the flush at exit is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # what a shell reports for a process ended by SIGPIPE (128 + 13)
+
+
+def _main(argv: list[str] | None) -> int:
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(encoding="utf-8", newline="\n")
     if hasattr(sys.stdin, "reconfigure"):

@@ -81,3 +81,18 @@ def test_read_lines_and_loads_limited_in_process() -> None:
         except JsonTooHostile:
             continue
         raise AssertionError(text)
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback() -> None:
+    # "gpu-advisor plan < questions | head -1": the pipe closes while answers are still being written
+    lines = b"70B QLoRA on H100?\n" * 400
+    p = subprocess.Popen([sys.executable, "-m", "bot", "plan"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    assert p.stdin is not None and p.stdout is not None and p.stderr is not None
+    p.stdin.write(lines)
+    p.stdin.close()
+    assert p.stdout.readline().startswith(b"{")
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=120) == 141
+    assert b"Traceback" not in err and b"BrokenPipe" not in err

@@ -112,3 +112,12 @@ def test_a_correction_is_a_lexicon_word_near_the_typo(word: str) -> None:
     fixed = correct(word)
     if fixed is not None:
         assert fixed != word and osa(word, fixed) <= 2 and fixed[0] in word[:2]
+
+
+def test_a_size_that_spells_a_card_number_is_a_size() -> None:
+    # hypothesis found "1080B H100" read as a GTX 1080 next to the H100 (the alias "1080" took the number)
+    for text in ("1080B H100", "4090b на H100", "3090 млрд H100"):
+        r = parse_strict(text)
+        assert r.model is not None and r.model.params_b is not None and r.model.params_b > 1000, text
+        assert [g.name for g in r.gpus or []] == ["H100 SXM"], text
+    assert [g.name for g in parse_strict("LoRA 8B на 2080").gpus or []] == ["RTX 2080"]

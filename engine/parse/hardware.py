@@ -148,6 +148,10 @@ def named(s: Scan) -> None:
             i += 1
             continue
         j, item = hit
+        if j == i and s.num(i) and s.unit_after(i)[0] >= 1e6:
+            _series(s, i)  # "1080B", "4090 млрд": a model size, not the card whose alias is that number
+            i += 1
+            continue
         first, last = i, j
         mem_said = _memory_after(s, j, item.variants)
         if mem_said:
