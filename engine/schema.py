@@ -277,6 +277,10 @@ class Breakdown(BaseModel):
     upcast: float = 0.0
     # the allocator had to give back its cache to fit the GPU (the peak is at the card's capacity: tight)
     pressure: bool = False
+    # a bare size only (engine.memory.breakdown): what a smaller model of another common shape (a larger
+    # vocabulary: more logits) needs beyond this shape's own peak, included in `total` so that the estimate
+    # never falls as the size grows; the other lines stay this size's own
+    shape_margin: float = 0.0
 
 
 class Fit(BaseModel):

@@ -44,6 +44,17 @@ def test_estimate_never_falls_as_a_bare_size_grows(small: float, factor: float, 
     assert total(small * factor) >= total(small) - 1e-9
 
 
+def test_a_bare_size_keeps_its_own_lines_and_shows_the_margin_the_envelope_adds() -> None:
+    # a 13B at 8k is shaped like Llama-2-13B (32k vocabulary), but a 10B shaped like Llama-3.1-8B (128k) needs
+    # more: the total is that, the weights stay a 13B's (they read 19 GiB, a 10B's, before)
+    b = breakdown(scenario(model={"params_b": 13}, method="lora", seq_len=8192))
+    assert abs(b.weights - 13e9 * 2 / 2**30) < 0.1
+    assert b.shape_margin > 1
+    own = breakdown(scenario(model={"name": "Llama-2-13B"}, method="lora", seq_len=8192))
+    assert own.shape_margin == 0 and abs(b.total - b.shape_margin - own.total) < 0.5
+    assert breakdown(scenario(model={"params_b": 70}, method="qlora")).shape_margin == 0  # its own shape is largest
+
+
 def test_the_4b_5b_1b_lora_of_the_issue_are_ordered() -> None:
     def total(size: float) -> float:
         return estimate_request({"model": {"params_b": size}, "method": "lora"})["per_gpu"]["total"]

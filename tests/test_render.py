@@ -265,3 +265,15 @@ def test_fast_number_format_matches_babel() -> None:
                 pattern = "#,##0" + ("." + "#" * places if places else "")
                 assert decimal(lang, v, places) == format_decimal(round(v, places), format=pattern, locale=lang), (
                     lang, v, places)
+
+
+def test_a_bare_sizes_architecture_margin_is_a_line_with_its_reason() -> None:
+    from engine.answer import answer
+    from engine.parse import parse
+
+    html = render(answer(parse("13B LoRA на H100 контекст 8k")), "ru").html
+    table = html.split("<pre>")[1].split("</pre>")[0]
+    assert "запас на архитектуру" in table and "веса                          24,2" in table
+    assert "Запас на архитектуру: модель не названа" in html
+    named = render(answer(parse("Llama-2-13B LoRA на H100 контекст 8k")), "ru").html
+    assert "запас на архитектуру" not in named

@@ -10,7 +10,7 @@ from bot.views.formats import context_text, gb, gpus_text, number_or_text
 from engine.schema import Assumption, Change, Note, Scenario
 
 COMPONENTS = ("weights", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache", "overhead",
-              "cuda_context")
+              "shape_margin", "cuda_context")
 
 
 def component_label(lang: str, key: str) -> str:
@@ -18,7 +18,7 @@ def component_label(lang: str, key: str) -> str:
         "weights": _(lang, "weights"), "adapters": _(lang, "adapters"), "gradients": _(lang, "gradients"),
         "optimizer": _(lang, "optimizer"), "activations": _(lang, "activations"), "logits": _(lang, "logits"),
         "kv_cache": _(lang, "KV cache"), "overhead": _(lang, "PyTorch reserve"),
-        "cuda_context": _(lang, "CUDA context"),
+        "cuda_context": _(lang, "CUDA context"), "shape_margin": _(lang, "architecture margin"),
     }
     return labels[key]
 

@@ -102,14 +102,18 @@ def breakdown(s: Scenario) -> Breakdown:
     the shapes of the smaller sizes' classes at its parameter count (engine.catalog.smaller_shapes), so
     the estimate never falls as the size grows.
     """
-    best = with_loss_kernel(s)
+    own = with_loss_kernel(s)
     if s.arch.known:
-        return best
+        return own
+    top = own.total
     for arch in smaller_shapes(s.arch.params):
         alt = with_loss_kernel(s.model_copy(update={"arch": arch.model_copy(update={"name": s.arch.name})}))
-        if alt.total > best.total:
-            best = alt
-    return best
+        top = max(top, alt.total)
+    if top <= own.total:
+        return own
+    # the smaller model's own lines (its weights are a smaller model's) would misstate this size's: the
+    # lines stay this shape's, the difference is a line of its own
+    return own.model_copy(update={"total": top, "shape_margin": top - own.total})
 
 
 def fused_loss_alternative(s: Scenario) -> Breakdown | None:
