@@ -17,6 +17,7 @@ import io
 import textwrap
 from dataclasses import dataclass
 
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
@@ -188,13 +189,7 @@ def chart_figure(a: Answer, lang: str) -> Figure:
     ax.set_ylim(0, top)
     ax.set_xlim(-0.6, len(cols) - 0.4 if not lines else max(len(cols) - 0.4, 1.6))
     ax.set_xticks(range(len(cols)), [_wrap(c.label, 12) for c in cols], fontsize=TEXT, family=FONT)
-    ax.tick_params(axis="both", labelsize=TEXT, length=0)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: num(lang, y)))
-    ax.set_ylabel(_(lang, "GB per card"), fontsize=TEXT, family=FONT)
-    ax.grid(axis="y", alpha=0.25)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    style_axes(ax, lang)
     handles, labels = ax.get_legend_handles_labels()
     if other:  # the grey bar last, the components top-down like the stack
         handles, labels = [*handles[-2::-1], handles[-1]], [*labels[-2::-1], labels[-1]]
@@ -205,6 +200,19 @@ def chart_figure(a: Answer, lang: str) -> Figure:
                title=_(lang, "GB per card"), title_fontsize=TEXT, alignment="left", handlelength=1.2,
                columnspacing=1.0)
     return fig
+
+
+def style_axes(ax: Axes, lang: str) -> None:
+    """What the training and serving charts share: ticks, the GB axis in the reader's numbers, a light grid."""
+    ax.tick_params(axis="both", labelsize=TEXT, length=0)
+    for tick in ax.get_yticklabels():
+        tick.set_fontfamily(FONT)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: num(lang, y)))
+    ax.set_ylabel(_(lang, "GB per card"), fontsize=TEXT, family=FONT)
+    ax.grid(axis="y", alpha=0.25)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
 
 
 def render_png(fig: Figure) -> bytes:

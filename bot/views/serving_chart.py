@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
 
 from bot.views.catalogs import _, _n
 from bot.views.formats import decimal, num
@@ -98,7 +97,7 @@ def _tick(lang: str, c: Bar) -> str:
 
 
 def serving_figure(a: Answer, lang: str) -> Figure:
-    from bot.views.chart import DPI, FONT, HEIGHT_PX, TEXT, TITLE, WIDTH_PX, _gb, _wrap
+    from bot.views.chart import DPI, FONT, HEIGHT_PX, TEXT, TITLE, WIDTH_PX, _gb, _wrap, style_axes
 
     r = a.serving
     assert r is not None
@@ -146,15 +145,7 @@ def serving_figure(a: Answer, lang: str) -> Figure:
     ax.set_ylim(0, top)
     ax.set_xlim(-0.6, len(cols) - 0.4)
     ax.set_xticks(xs, [_tick(lang, c) for c in cols], fontsize=TEXT, family=FONT)
-    ax.tick_params(axis="both", labelsize=TEXT, length=0)
-    for tick in ax.get_yticklabels():
-        tick.set_fontfamily(FONT)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: num(lang, y)))
-    ax.set_ylabel(_(lang, "GB per card"), fontsize=TEXT, family=FONT)
-    ax.grid(axis="y", alpha=0.25)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    style_axes(ax, lang)
     handles, names = ax.get_legend_handles_labels()
     handles, names = handles[::-1], names[::-1]
     if budgets:
