@@ -15,6 +15,7 @@ from engine.plan.budget import within_limits
 from engine.plan.search import asked_arrangements
 from engine.scenario import ScenarioError, hardware_conflicts, request_gpu
 from engine.schema import (
+    SHOWN_PLANS,
     Answer,
     Arrangement,
     Assumption,
@@ -62,7 +63,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     asked = named[0] if named else None
     b, s = result.breakdown, result.scenario
     cheaper = result.alternatives[0] if result.asked_fits and result.alternatives else None
-    shown = [*result.plans, *result.alternatives]
+    shown = [*result.plans[:SHOWN_PLANS], *([cheaper] if cheaper else result.alternatives)]
     dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
     old_prices = stale_prices(shown)
     gpu = find_gpu(asked.gpu, asked.memory_gb) if asked else None
@@ -261,7 +262,7 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     pt = posttrain_plan.adopt_plan(pt, request, result.plans, asked)
     result.changes = posttrain_plan.changes(pt, asked)
     cheaper = None
-    shown = [*result.plans, *result.alternatives]
+    shown = [*result.plans[:SHOWN_PLANS], *result.alternatives]
     dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
     old_prices = stale_prices(shown)
     gpus = max(s.gpu_count, pt.train_gpus)

@@ -427,6 +427,9 @@ class Limits(BaseModel):
     unchecked: Literal["no_data_size", "no_price", "currency"] | None = None  # why they could not be checked
 
 
+SHOWN_PLANS = 3  # the plans a reply lists (the price-date line speaks of those and the alternatives shown)
+
+
 class Answer(BaseModel):
     """The engine's product for one request: everything a view words, nothing it must compute.
 

@@ -13,7 +13,7 @@ from engine.catalog import find_gpu, gpus, shape_reference
 from engine.memory import breakdown
 from engine.parse import parse
 from engine.scenario import build_scenario, for_gpu
-from engine.schema import Arrangement, Breakdown, Change, PlanResult
+from engine.schema import SHOWN_PLANS, Arrangement, Breakdown, Change, PlanResult
 
 # ---- 1. the hardware's defaults replace the engine's, once; fp16 AMP where there is no bf16 -----------------------
 
@@ -57,11 +57,15 @@ def test_bitsandbytes_where_there_is_none_is_said_not_estimated() -> None:
 
 
 def test_a_gpu_with_only_an_old_price_is_named_with_its_date() -> None:
-    a = answer(parse("7B QLoRA"))
-    shown = {p.gpu for p in [*a.plans, *a.alternatives]}
+    a = answer(parse("7B QLoRA: T4 or A100?"))
+    shown = {p.gpu for p in [*a.plans[:SHOWN_PLANS], *a.alternatives]}
     assert "T4" in shown and a.old_prices.get("T4") == "2021-12"
     assert a.price_date is not None and a.price_date > "2024"
-    assert re.search(r"for T4 as of December 2021, no newer figure", ask_text("7B QLoRA"))
+    assert re.search(r"for T4 as of December 2021, no newer figure", ask_text("7B QLoRA: T4 or A100?"))
+    # a T4 that is only a fourth plan, not listed, is not named in the date line ("7B QLoRA" lists three others)
+    hidden = answer(parse("7B QLoRA"))
+    assert "T4" not in {p.gpu for p in hidden.plans[:SHOWN_PLANS]} and not hidden.old_prices
+    assert "T4" not in ask_text("7B QLoRA")
 
 
 def test_every_gpu_takes_its_newest_price_and_only_t4_and_a10g_are_older_than_the_window() -> None:

@@ -34,7 +34,7 @@ from bot.views.words import (
     technique_label,
     tight_suffix,
 )
-from engine.schema import Answer, Breakdown, Change, Comparison, Monthly, Plan, Scenario
+from engine.schema import SHOWN_PLANS, Answer, Breakdown, Change, Comparison, Monthly, Plan, Scenario
 
 TABLE_WIDTH = 34
 
@@ -312,7 +312,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
         "table": memory_table(lang, b, a.need_gb),
         "shape_note": b.shape_margin >= 0.05,  # a bare size whose smaller neighbours' shape needs more
         "reserve_note": b.overhead >= 0.05,  # issue 13: the two lines a user does not know, explained once
-        "plans": [plan_view(lang, p, a.tokens, lead) for p in a.plans[:3]],
+        "plans": [plan_view(lang, p, a.tokens, lead) for p in a.plans[:SHOWN_PLANS]],
         "changes": [change_line(lang, c, s.method == "inference") for c in a.changes[:5]],
         "cpu_ram": _(lang, "CPU RAM for the CPU offload: %(gb)s") % {"gb": gb(lang, a.cpu_ram_gb)}
         if a.cpu_ram_gb else "",
@@ -328,7 +328,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
         "notes": [note_text(lang, n, s) for n in a.notes]
         + [_(lang, CONFLICTS[k]) for k in a.conflicts[1 if a.verdict == "no_fit" else 0:] if k in CONFLICTS],
         "monthly": monthly_text(lang, a.monthly) if a.monthly else "",
-        "limits": limits_lines(lang, a.limits, a.plans[:3]) if a.limits else [],
+        "limits": limits_lines(lang, a.limits, a.plans[:SHOWN_PLANS]) if a.limits else [],
     }
     if a.posttrain is not None:
         from bot.views import posttrain
