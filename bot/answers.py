@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, ValidationError
 
-from bot.conversation import asks_a_price
 from bot.enrich import enrich, may_fetch
 from bot.views.messages import t
 from bot.views.render import RenderedAnswer, plain, render
-from engine.answer import answer
+from engine.answer import answer, asks_a_price
 from engine.parse import parse
 from engine.parse.normalize import has_cyrillic
 from engine.pricing import default_rate, market_range
@@ -174,17 +173,18 @@ def market_price(lang: str, gpu: str, currency: Currency, own: str | None = None
     return market_price_text(lang, found.model_dump(), own)
 
 
-def price_question(request: Request, options: AnswerOptions) -> str | None:
-    """"сколько стоит H100", "how much is an A100 per hour?": the GPU's market price (else None)."""
-    if not asks_a_price(request) or request.gpus[0].name is None:
-        return None
+def price_reply(request: Request, rendered: RenderedAnswer, options: AnswerOptions) -> str:
+    """"сколько стоит H100", "how much is an A100 per hour?" (engine.answer.asks_a_price): the engine's market
+    answer (engine.answer.market_answer), or, for a GPU without market prices, how to set one's own."""
+    if rendered.answer.market is not None:
+        return rendered.html
     from bot.views.formats import money
 
-    lang = options.lang or request.language or options.default_lang
     opts = in_currency(options, asked_currency(request))
-    gpu = request.gpus[0].name
+    gpu = request.gpus[0].name or ""
     own = opts.prices.get(gpu)
-    return market_price(lang, gpu, opts.currency, money(lang, own, opts.currency) + t(lang, "/h") if own else None)
+    return market_price(rendered.lang, gpu, opts.currency,
+                        money(rendered.lang, own, opts.currency) + t(rendered.lang, "/h") if own else None)
 
 
 # ---- answers and their keyboards ---------------------------------------------------------------------------
@@ -255,9 +255,10 @@ async def reply_to(text: str, request: Request | None, options: AnswerOptions, *
     note = None
     if request is None:
         request = parse(text)
-        talk = smalltalk_reply(request, options) or price_question(request, options)
-        if talk is not None:
+        talk = smalltalk_reply(request, options)
+        if talk is not None or asks_a_price(request):
             rendered = render_request(request, options)
+            talk = talk or price_reply(request, rendered, options)
             return Reply(talk, rendered.title, rendered.lang, None, rendered, None)
         if may_fetch(text, request):
             if before_fetch is not None:

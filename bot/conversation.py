@@ -8,17 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.answer import asks_a_price
 from engine.parse import merge_follow_up, read_follow_up
 from engine.schema import Request
 
 if TYPE_CHECKING:
     from bot.storage import Storage
-
-
-def asks_a_price(request: Request) -> bool:
-    """"сколько стоит H100", "how much is an A100 per hour?": one GPU, no model, money asked."""
-    return (request.model is None and "money" in request.asks and len(request.gpus) == 1
-            and request.gpus[0].name is not None)
 
 
 def last_key(chat_id: int) -> str:
