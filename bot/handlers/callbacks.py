@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from aiogram import Bot, Router
@@ -44,49 +45,44 @@ async def render_chart(answer: Answer, lang: str) -> bytes:
 async def answer_button(query: CallbackQuery, callback_data: AnswerCb, lang: Language, settings: ChatSettings,
                         store: Storage, config: BotConfig, bot: Bot) -> None:
     """Redraw the answer in the state the button names (also inline messages), or send its chart."""
-    if not valid(callback_data):
+    cb = callback_data
+    if not valid(cb):
         await query.answer(t(lang, "This button no longer works."))
         return
-    stored = await store.get_request(callback_data.q)
-    if stored is None:
-        await query.answer(t(lang, "This answer is too old to change: ask the question again, please."))
-        return
-    try:
-        request = apply_state(stored, callback_data.m, callback_data.c, callback_data.n)
-    except ValueError:
-        await query.answer(t(lang, "This button no longer works."))
-        return
-    message = query.message
-    chat_id = message.chat.id if message is not None else query.from_user.id
-    options = answer_options(settings, callback_data.lg, config.default_language)  # type: ignore[arg-type]
-    reply = await make_reply(request, store, options, qid=callback_data.q)
-    if callback_data.x == "p":
-        if reply.rendered.answer.serving is not None:  # a training button's chart on a serving question: forged
-            await query.answer(t(lang, "This button no longer works."))
-            return
-        await send_chart(query, bot, reply, chat_id)
-        return
-    await edit_in_place(query, bot, store, reply, request)
+    await redraw(query, lang, settings, store, config, bot, cb.q, cb.lg, cb.x,
+                 lambda stored: apply_state(stored, cb.m, cb.c, cb.n), serving=False)
 
 
 async def serving_button(query: CallbackQuery, callback_data: ServingCb, lang: Language, settings: ChatSettings,
                          store: Storage, config: BotConfig, bot: Bot) -> None:
     """Redraw a serving answer with the weight format, users and context the button names, or send its chart."""
-    if not valid_serving(callback_data):
+    cb = callback_data
+    if not valid_serving(cb):
         await query.answer(t(lang, "This button no longer works."))
         return
-    stored = await store.get_request(callback_data.q)
+    await redraw(query, lang, settings, store, config, bot, cb.q, cb.lg, cb.x,
+                 lambda stored: apply_serving_state(stored, cb.f, cb.u, cb.c), serving=True)
+
+
+async def redraw(query: CallbackQuery, lang: Language, settings: ChatSettings, store: Storage, config: BotConfig,
+                 bot: Bot, qid: str, answer_lang: str, action: str, state: Callable[[Request], Request], *,
+                 serving: bool) -> None:
+    """The stored question in the state a button names: its answer edited in place, or its chart sent ("p")."""
+    stored = await store.get_request(qid)
     if stored is None:
         await query.answer(t(lang, "This answer is too old to change: ask the question again, please."))
         return
     try:
-        request = apply_serving_state(stored, callback_data.f, callback_data.u, callback_data.c)
+        request = state(stored)
     except ValueError:
         await query.answer(t(lang, "This button no longer works."))
         return
-    options = answer_options(settings, callback_data.lg, config.default_language)  # type: ignore[arg-type]
-    reply = await make_reply(request, store, options, qid=callback_data.q)
-    if callback_data.x == "p":
+    options = answer_options(settings, answer_lang, config.default_language)  # type: ignore[arg-type]
+    reply = await make_reply(request, store, options, qid=qid)
+    if action == "p":
+        if not serving and reply.rendered.answer.serving is not None:  # a training chart on a serving question: forged
+            await query.answer(t(lang, "This button no longer works."))
+            return
         message = query.message
         await send_chart(query, bot, reply, message.chat.id if message is not None else query.from_user.id)
         return
