@@ -64,8 +64,6 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     b, s = result.breakdown, result.scenario
     cheaper = result.alternatives[0] if result.asked_fits and result.alternatives else None
     shown = [*result.plans[:SHOWN_PLANS], *([cheaper] if cheaper else result.alternatives)]
-    dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
-    old_prices = stale_prices(shown)
     gpu = find_gpu(asked.gpu, asked.memory_gb) if asked else None
     conflicts = hardware_conflicts(s, gpu, request) if gpu is not None and not result.comparison else []
     said, fix = verdict(result, b, asked, conflicts)
@@ -82,7 +80,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         notes=[*result.notes, *said_notes(request, s.arch.name, asked.gpu if asked else None, result.currency)],
         assumptions=[*s.assumptions, *parsed_assumptions(request)],
         monthly=result.monthly if not result.comparison else None,
-        price_date=dates[-1] if dates else None, old_prices=old_prices, currency=result.currency,
+        price_date=newest_price_date(shown), old_prices=stale_prices(shown), currency=result.currency,
         rank_by=result.rank_by, tokens=result.tokens,
         shape_reference=None if s.arch.known else shape_reference(s.arch.params),
         capacity=capacity_lines(b, asked, result),
@@ -129,6 +127,11 @@ def model_errors(request: Request) -> list[Note]:
 # The price summary's window (gpu-price-summary.csv: on-demand points 2024-2026); a GPU whose newest figure is older
 # (T4 and A10G: one AWS spot price of 2021-12, nothing newer in shared/data/gpu-prices.csv) is named with its date
 PRICE_WINDOW_START = "2024"
+
+
+def newest_price_date(shown: list[Plan]) -> str | None:
+    """The answer's one "prices as of" date: the newest of the plans shown (a price the chat gave has none)."""
+    return max((p.price_date for p in shown if p.price_date and p.price_date != "given"), default=None)
 
 
 def stale_prices(shown: list[Plan]) -> dict[str, str]:
@@ -263,8 +266,6 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     result.changes = posttrain_plan.changes(pt, asked)
     cheaper = None
     shown = [*result.plans[:SHOWN_PLANS], *result.alternatives]
-    dates = sorted({p.price_date for p in shown if p.price_date and p.price_date != "given"})
-    old_prices = stale_prices(shown)
     gpus = max(s.gpu_count, pt.train_gpus)
     judged, fix = posttrain_verdict(result, b, asked)
     return Answer(
@@ -274,7 +275,7 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
         cpu_ram_gb=b.cpu_ram * min(gpus, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
         alternatives=result.alternatives, cheaper=cheaper, notes=result.notes, assumptions=s.assumptions,
-        price_date=dates[-1] if dates else None, old_prices=old_prices, currency=result.currency,
+        price_date=newest_price_date(shown), old_prices=stale_prices(shown), currency=result.currency,
         rank_by=result.rank_by,
         tokens=result.tokens, shape_reference=None if s.arch.known else shape_reference(s.arch.params),
         capacity=capacity_lines(b, asked, result), posttrain=pt,
