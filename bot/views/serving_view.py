@@ -10,11 +10,10 @@ import shlex
 from typing import Any
 
 from bot.views.catalogs import N_, _, _n
-from bot.views.formats import money, num
+from bot.views.formats import context_text, money, num
 from bot.views.serving_words import (
     assumption_line,
     change_line,
-    context_label,
     engine_label,
     error_line,
     format_label,
@@ -85,10 +84,10 @@ def _headline(lang: str, a: Answer) -> tuple[str, str]:
         return "✓", lead
     if r.users is None:
         room = _n(lang, "room for %(n)s request of %(ctx)s at once", "room for %(n)s requests of %(ctx)s at once",
-                  a.serving_users) % {"n": num(lang, a.serving_users), "ctx": context_label(lang, r.context)}
+                  a.serving_users) % {"n": num(lang, a.serving_users), "ctx": context_text(lang, r.context)}
         return "✓", _(lang, "%(model)s on %(gpus)s: %(room)s") % {
             "model": r.model, "gpus": where, "room": room}
-    params = {"users": users_text(lang, r.users), "ctx": context_label(lang, r.context), "gpus": where, "room": room}
+    params = {"users": users_text(lang, r.users), "ctx": context_text(lang, r.context), "gpus": where, "room": room}
     if not r.fits:
         return "✓", _n(lang, "%(users)s at %(ctx)s does not fit on %(gpus)s: %(room)s",
                         "%(users)s at %(ctx)s do not fit on %(gpus)s: %(room)s", r.users) % params
@@ -127,7 +126,7 @@ def _asked_lead(lang: str, a: Answer, where: str) -> str:
     if r.users is None and r.fits:
         return _n(lang, "%(n)s user at once at %(ctx)s: %(model)s on %(gpus)s",
                   "%(n)s users at once at %(ctx)s: %(model)s on %(gpus)s", a.serving_users) % {
-            "n": num(lang, a.serving_users), "ctx": context_label(lang, r.context), "model": r.model, "gpus": where}
+            "n": num(lang, a.serving_users), "ctx": context_text(lang, r.context), "model": r.model, "gpus": where}
     return ""
 
 
@@ -140,7 +139,7 @@ def summary(lang: str, r: ServingResult) -> str:
                   _(lang, "KV cache %(f)s") % {"f": format_label(s.kv_cache_dtype)}]
     if r.context:
         parts.append(_(lang, "context %(ctx)s (prompt %(prompt)s + output %(output)s)") % {
-            "ctx": context_label(lang, r.context), "prompt": num(lang, r.prompt_len),
+            "ctx": context_text(lang, r.context), "prompt": num(lang, r.prompt_len),
             "output": num(lang, r.output_len)})
     return " · ".join(parts)
 
@@ -179,7 +178,9 @@ def kv_line(lang: str, r: ServingResult) -> str:
 
 def _longest(lang: str, n: int) -> str:
     """The longest request the pool holds, rounded down as people say contexts ("128k"); a short one in tokens."""
-    return context_label(lang, n, down=True) if n >= 1024 else tokens_text(lang, n)
+    if n < 1024:
+        return tokens_text(lang, n)
+    return f"{n // 1024}k" if n % 1024 else context_text(lang, n)  # a limit: rounded down (100,000 → "97k")
 
 
 def tokens_text(lang: str, n: int) -> str:

@@ -17,14 +17,6 @@ FORMAT_NAMES = {"auto": "auto", "awq": "AWQ", "gptq": "GPTQ", "bitsandbytes": "b
                 "nvfp4": "NVFP4"}
 
 
-def context_label(lang: str, tokens: int, down: bool = False) -> str:
-    """A context as people say it: 8192 → "8k", 131072 → "128k"; another length as a number ("5,000"), or with
-    `down` rounded down to whole k (a limit: 100,000 → "97k"); else formats.context_text, the answers' one."""
-    if down and tokens >= 1024 and tokens % 1024:
-        return f"{tokens // 1024}k"
-    return context_text(lang, tokens)
-
-
 def per_million_text(lang: str, value: float, currency: str) -> str:
     """"$1.17 per 1M output tokens"."""
     return _(lang, "%(money)s per 1M output tokens") % {"money": money(lang, value, currency)}
@@ -72,19 +64,19 @@ def error_line(lang: str, key: str, p: dict[str, Any]) -> str:
             return _(lang, "%(users)s at once is more than %(max_gpus)s GPUs serve at a context of %(ctx)s: "
                            "%(most)s") % {
                 "users": _n(lang, "%(n)s user", "%(n)s users", users) % {"n": num(lang, users)},
-                "max_gpus": num(lang, _n_int(p.get("max_gpus"))), "ctx": context_label(lang, _n_int(p.get("context"))),
+                "max_gpus": num(lang, _n_int(p.get("max_gpus"))), "ctx": context_text(lang, _n_int(p.get("context"))),
                 "most": _n(lang, "at most about %(n)s such request", "at most about %(n)s such requests", most) % {
                     "n": num(lang, most)}}
         case "serving.error.context_beyond_model":
             return _(lang, "A context of %(ctx)s is beyond what %(model)s takes (max_position_embeddings = "
-                           "%(limit)s)") % {"ctx": context_label(lang, _n_int(p.get("context"))),
+                           "%(limit)s)") % {"ctx": context_text(lang, _n_int(p.get("context"))),
                                             "model": p.get("model", ""),
                                             "limit": num(lang, _n_int(p.get("limit")))}  # config.json's value
         case "serving.warning.beyond_model_context":
             return _(lang, "max_model_len %(ctx)s is past the limit of %(model)s (%(limit)s): it needs RoPE "
                            "scaling or VLLM_ALLOW_LONG_MAX_MODEL_LEN") % {
-                "ctx": context_label(lang, _n_int(p.get("context"))), "model": p.get("model", ""),
-                "limit": context_label(lang, _n_int(p.get("limit")))}
+                "ctx": context_text(lang, _n_int(p.get("context"))), "model": p.get("model", ""),
+                "limit": context_text(lang, _n_int(p.get("limit")))}
         case "serving.error.tp_not_divisor":
             valid = ", ".join(str(v) for v in p.get("valid", []))
             return _(lang, "TP %(tp)s does not divide the attention heads (%(heads)s, KV heads %(kv)s): "
@@ -102,7 +94,7 @@ def error_line(lang: str, key: str, p: dict[str, Any]) -> str:
                 "model": p.get("model", "")}
         case "serving.error.no_arrangement":
             return _(lang, "No arrangement of the catalog's GPUs serves a context of %(ctx)s") % {
-                "ctx": context_label(lang, _n_int(p.get("context")))}
+                "ctx": context_text(lang, _n_int(p.get("context")))}
     return key
 
 
