@@ -15,7 +15,7 @@ from aiogram.types import BufferedInputFile, CallbackQuery, InaccessibleMessage,
 from bot.answers import Reply, answer_options, apply_serving_state, apply_state, make_reply
 from bot.config import BotConfig
 from bot.conversation import remember
-from bot.handlers.common import answer_question
+from bot.handlers.common import answer_question, button_request
 from bot.storage import ChatSettings, Storage
 from bot.views.keyboards import CODE_FORMATS, CODE_METHODS, AnswerCb, ExampleCb, ServingCb
 from bot.views.messages import EXAMPLES, t
@@ -68,14 +68,8 @@ async def redraw(query: CallbackQuery, lang: Language, settings: ChatSettings, s
                  bot: Bot, qid: str, answer_lang: str, action: str, state: Callable[[Request], Request], *,
                  serving: bool) -> None:
     """The stored question in the state a button names: its answer edited in place, or its chart sent ("p")."""
-    stored = await store.get_request(qid)
-    if stored is None:
-        await query.answer(t(lang, "This answer is too old to change: ask the question again, please."))
-        return
-    try:
-        request = state(stored)
-    except ValueError:
-        await query.answer(t(lang, "This button no longer works."))
+    request = await button_request(query, store, qid, state, lang)
+    if request is None:
         return
     options = answer_options(settings, answer_lang, config.default_language)  # type: ignore[arg-type]
     reply = await make_reply(request, store, options, qid=qid)

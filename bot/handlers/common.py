@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from aiogram import Bot
 from aiogram.enums import ChatAction, ChatType
 from aiogram.exceptions import AiogramError, TelegramAPIError
-from aiogram.types import Chat, Message, User
+from aiogram.types import CallbackQuery, Chat, Message, User
 
 from bot.answers import MAX_QUESTION_CHARS, answer_options, question_language, reply_to, resolve_language
 from bot.config import BotConfig
@@ -45,6 +46,21 @@ async def can_change_settings(bot: Bot, chat: Chat, user: User | None, sender_ch
         log.info("getChatMember failed in chat %s: %s", chat.id, type(exc).__name__)
         return False
     return member.status in ("creator", "administrator")
+
+
+async def button_request(query: CallbackQuery, store: Storage, qid: str, state: Callable[[Request], Request],
+                         lang: str) -> Request | None:
+    """The stored question behind a button in the state the button names; None (the user told why) when the
+    question is gone or the state is forged."""
+    stored = await store.get_request(qid)
+    if stored is None:
+        await query.answer(t(lang, "This answer is too old to change: ask the question again, please."))
+        return None
+    try:
+        return state(stored)
+    except ValueError:
+        await query.answer(t(lang, "This button no longer works."))
+        return None
 
 
 async def send(message: Message, text: str, **kwargs: Any) -> Message:

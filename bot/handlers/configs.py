@@ -32,7 +32,7 @@ from bot.answers import (
 from bot.config import BotConfig
 from bot.downloads import FileTooBig, download_capped
 from bot.enrich import config_from_text
-from bot.handlers.common import chat_language, send
+from bot.handlers.common import button_request, chat_language, send
 from bot.handlers.filters import InLoop
 from bot.hub.ids import MAX_PASTE
 from bot.storage import ChatSettings, Storage
@@ -247,14 +247,8 @@ async def serving_config_button(query: CallbackQuery, callback_data: ServingConf
 async def send_config(query: CallbackQuery, bot: Bot, store: Storage, qid: str, state: Callable[[Request], Request],
                       code: str, answer_lang: str, pack: Callable[[str], str], lang: str) -> None:
     """Send the config of the answer's best plan (in the state the keyboard shows) for the framework asked."""
-    stored = await store.get_request(qid)
-    if stored is None:
-        await query.answer(t(lang, "This answer is too old to change: ask the question again, please."))
-        return
-    try:
-        request = state(stored)
-    except ValueError:
-        await query.answer(t(lang, "This button no longer works."))
+    request = await button_request(query, store, qid, state, lang)
+    if request is None:
         return
     lang = answer_lang
     target: Target = CODE_TARGETS.get(code) or default_target(request)  # type: ignore[assignment]
