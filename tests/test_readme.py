@@ -53,7 +53,8 @@ def sample_answers() -> list[tuple[list[str], list[str]]]:
     """The README's `$ gpu-advisor ask ...` samples: the arguments and the lines printed under them."""
     import shlex
 
-    lines = (ROOT / "docs" / "samples.md").read_text(encoding="utf-8").split("## Sample answers\n", 1)[1].split("\n`", 1)[0]
+    text = (ROOT / "docs" / "samples.md").read_text(encoding="utf-8")
+    lines = text.split("## Sample answers\n", 1)[1].split("\n`", 1)[0]
     samples: list[tuple[list[str], list[str]]] = []
     for line in lines.splitlines():
         if line.startswith("    $ gpu-advisor "):
