@@ -72,7 +72,7 @@ RESPONSE_TYPES = tuple(Response[m.__returning__] for m in (  # type: ignore[name
 HEARTBEAT = Path(os.environ.get("BOT_HEARTBEAT_FILE", "/tmp/gpu-advisor.heartbeat"))  # a liveness file
 COMMANDS = ("start", "help", "settings", "price", "vram")
 RATE, BURST = 1.0, 5  # questions a second per user, and the burst allowed
-THROTTLED = {"commands", "settings", "questions", "callbacks", "media"}
+THROTTLED = {"commands", "settings", "questions", "callbacks", "media", "configs"}
 
 
 def command_descriptions(lang: str) -> list[BotCommand]:
@@ -109,25 +109,29 @@ def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerC
         hub_cache = hub_cache or shared.hub_cache
     if hub_cache is None:
         hub_cache = StoredConfigCache(store) if isinstance(store, SQLiteStorage) else hub.MemoryConfigCache()
+    # no FSM: the bot keeps no conversation state in aiogram (its own storage holds questions), and aiogram's
+    # FSM middleware would keep a MemoryStorage record per chat and user for ever
     dp = Dispatcher(store=store, config=config, answer_cache=answer_cache or LRUCache(), hub_cache=hub_cache,
-                    metrics=metrics)
+                    metrics=metrics, disable_fsm=True)
     seen: SeenUpdates = (RedisSeen(store, shared.breaker) if shared is not None
                          else SQLiteSeen(store) if isinstance(store, SQLiteStorage) else LocalSeen())
     dp.update.outer_middleware(Dedup(seen, metrics, redeliver=config.mode == "webhook"))  # outside the guard
     dp.update.outer_middleware(ErrorGuard(metrics, redeliver=config.mode == "webhook"))
+    # inline queries in a wider bucket of their own (one per pause in typing), checked before any work (the
+    # chat's settings are not even read for a refused one)
+    inline = InlineThrottle(inline_bucket or (shared.inline_bucket if shared is not None else
+                                              TokenBucket(rate=INLINE_RATE, burst=INLINE_BURST)), metrics)
+    dp.inline_query.outer_middleware(inline)
     context = ChatContext()  # the chat's settings and language, read once per update
     for observer in (dp.message, dp.callback_query, dp.inline_query):
         observer.outer_middleware(context)
-    # every message and button costs work (settings ones a getChatMember in groups): throttled per user;
-    # inline queries in a wider bucket of their own (one per pause in typing)
+    # every message, button and pasted or sent file costs work (settings ones a getChatMember in groups):
+    # throttled per user, and charged by the CPU time of its answer (bot.compute)
     throttle = Throttle(bucket or TokenBucket(rate=RATE, burst=BURST), metrics)
-    inline = InlineThrottle(inline_bucket or (shared.inline_bucket if shared is not None else
-                                              TokenBucket(rate=INLINE_RATE, burst=INLINE_BURST)), metrics)
     for router in get_routers():
         if router.name in THROTTLED:
             router.message.middleware(throttle)
             router.callback_query.middleware(throttle)
-        router.inline_query.middleware(inline)
         dp.include_router(router)
     dp.startup.register(on_startup)
     return dp

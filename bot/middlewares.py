@@ -35,6 +35,7 @@ from aiogram.methods import GetUpdates, Response, TelegramMethod
 from aiogram.methods.base import TelegramType
 from aiogram.types import CallbackQuery, Message, TelegramObject, Update, User
 
+from bot import compute
 from bot.answers import client_language, resolve_language
 from bot.logs import JsonFormatter, RedactingFormatter, update_context
 from bot.lru import LRU
@@ -200,11 +201,23 @@ class TokenBucket:
         allowed, notify = self.take(key)
         return allowed, notify, self.wait_s(key)
 
+    def debit(self, key: int, tokens: float) -> None:
+        """Take `tokens` more (an answer's cost beyond its message), down to a debt of one burst."""
+        now = self.clock()
+        have, then, noticed = self._buckets.pop(key) or (float(self.burst), now, False)
+        have = min(float(self.burst), have + (now - then) * self.rate)
+        self._buckets.put(key, (max(-float(self.burst), have - tokens), now, noticed))
+
+    async def charge(self, key: int, tokens: float) -> None:
+        self.debit(key, tokens)
+
 
 class Bucket(Protocol):
     """What the throttle needs: `TokenBucket` in process, `RedisTokenBucket` shared by replicas."""
 
     async def acquire(self, key: int) -> tuple[bool, bool, float]: ...
+
+    async def charge(self, key: int, tokens: float) -> None: ...
 
 
 class Throttle(BaseMiddleware):
@@ -218,7 +231,11 @@ class Throttle(BaseMiddleware):
             return await handler(event, data)
         allowed, notify, wait = await self.bucket.acquire(user.id)
         if allowed:
-            return await handler(event, data)
+            token = compute.ACCOUNT.set((self.bucket, user.id))  # the answer's CPU time is charged here
+            try:
+                return await handler(event, data)
+            finally:
+                compute.ACCOUNT.reset(token)
         self.metrics.throttled += 1
         lang = data.get("lang") or client_language(user.language_code) or "en"
         seconds = max(1, round(wait))
