@@ -118,8 +118,8 @@ def test_run_exits_non_zero_with_one_line_when_config_is_missing(tmp_path: Path)
 @pytest.mark.usefixtures("clean_env")
 def test_run_exits_non_zero_with_one_line_when_storage_is_broken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    corrupt = tmp_path / "broken.db"
-    corrupt.write_bytes(b"this is not a database at all" * 100)
+    corrupt = tmp_path / "broken.db"  # a damaged file is moved aside (test_storage_faults); a path that cannot
+    corrupt.mkdir()                   # be a file at all cannot be opened
     monkeypatch.setenv("BOT_TOKEN", TOKEN)
     monkeypatch.setenv("BOT_STORAGE_URL", f"sqlite:///{corrupt}")
     monkeypatch.setenv("BOT_API_BASE_URL", "http://127.0.0.1:9")  # never reached: storage fails first
