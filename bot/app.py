@@ -47,6 +47,7 @@ from bot.config import BotConfig, ConfigError, load_config
 from bot.dedup import Dedup, LocalSeen, RedisSeen, SeenUpdates, SQLiteSeen
 from bot.handlers import get_routers
 from bot.handlers.inline import AnswerCache, LRUCache
+from bot.inflight import Inflight, drain, replay
 from bot.metrics import Metrics
 from bot.middlewares import Bucket, ChatContext, ErrorGuard, RetryRequests, Throttle, TokenBucket
 from bot.scaleout import shared_state
@@ -116,6 +117,8 @@ def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerC
     seen: SeenUpdates = (RedisSeen(store, shared.breaker) if shared is not None
                          else SQLiteSeen(store) if isinstance(store, SQLiteStorage) else LocalSeen())
     dp.update.outer_middleware(Dedup(seen, metrics, redeliver=config.mode == "webhook"))  # outside the guard
+    if config.mode == "polling" and isinstance(store, SQLiteStorage):  # accepted updates outlive a kill
+        dp.update.outer_middleware(Inflight(store))
     dp.update.outer_middleware(ErrorGuard(metrics, redeliver=config.mode == "webhook"))
     # inline queries in a wider bucket of their own (one per pause in typing), checked before any work (the
     # chat's settings are not even read for a refused one)
@@ -134,6 +137,7 @@ def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerC
             router.callback_query.middleware(throttle)
         dp.include_router(router)
     dp.startup.register(on_startup)
+    dp.shutdown.register(drain)  # updates in flight are answered before the session closes
     return dp
 
 
@@ -185,6 +189,8 @@ async def run_polling(bot: Bot, dp: Dispatcher, *, handle_signals: bool = True, 
     deadline_s = dp["config"].startup_retry_s
     await essential(bot.me, "getMe", deadline_s)  # aiogram's polling asks again, and gets the kept answer
     await drop_webhook_for_polling(bot, deadline_s)
+    if isinstance(dp["store"], SQLiteStorage):
+        await replay(bot, dp, dp["store"])  # what a killed process accepted and never answered
     await dp.start_polling(bot, allowed_updates=dp.resolve_used_update_types(), handle_signals=handle_signals,
                            close_bot_session=close_bot_session, polling_timeout=polling_timeout)
 

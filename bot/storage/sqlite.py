@@ -38,6 +38,7 @@ TABLES = {
     "links": "key TEXT PRIMARY KEY, qid TEXT NOT NULL, created REAL NOT NULL",
     "hub_configs": "id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL",
     "updates": "key TEXT PRIMARY KEY, created REAL NOT NULL",  # update ids answered (bot.dedup)
+    "accepted": "key TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL",  # in flight (bot.inflight)
 }
 UPDATES_TTL_S = 24 * 3600  # Telegram keeps an unacknowledged update a day at most
 MAX_UPDATES = 200_000  # rows kept at most (a day at ~2 updates a second)
@@ -188,6 +189,7 @@ class SQLiteStorage:
         conn.execute("DELETE FROM links WHERE created < ?", (now - QUESTION_TTL_S,))
         conn.execute("DELETE FROM hub_configs WHERE created < ?", (now - OK_TTL,))
         conn.execute("DELETE FROM updates WHERE created < ?", (now - UPDATES_TTL_S,))
+        conn.execute("DELETE FROM accepted WHERE created < ?", (now - UPDATES_TTL_S,))
         conn.execute("DELETE FROM updates WHERE created < (SELECT created FROM updates ORDER BY created DESC "
                      "LIMIT 1 OFFSET ?)", (MAX_UPDATES - 1,))
         self._pruned = time.monotonic()
@@ -341,6 +343,29 @@ class SQLiteStorage:
             await asyncio.to_thread(self._record_handled, key)
         except StorageError as exc:
             self._warn("an answered update could not be recorded", exc)
+
+    async def accept(self, key: str, data: str) -> None:
+        """An update taken from polling, before it is handled (`bot.inflight`): answered after a restart unless
+        it is settled."""
+        if self.read_only or time.monotonic() < self._updates_paused_until:
+            return
+        try:
+            await asyncio.to_thread(self._execute, "INSERT OR REPLACE INTO accepted (key, data, created) "
+                                    "VALUES (?, ?, ?)", (key, data, time.time()))
+        except StorageError as exc:
+            self._warn("an accepted update could not be recorded", exc)
+
+    async def settle(self, key: str) -> None:
+        if self.read_only or self._writer is None:
+            return
+        self._writes.put(("DELETE FROM accepted WHERE key = ?", (key,)))  # behind the answer: order is kept
+
+    async def unsettled(self) -> list[tuple[str, str]]:
+        try:
+            return [(str(k), str(d)) for k, d in self._read("SELECT key, data FROM accepted ORDER BY created", ())]
+        except StorageError as exc:
+            self._warn("accepted updates could not be read", exc)
+            return []
 
     def _record_handled(self, key: str) -> None:
         """The answered update's row, waiting `HANDLED_BUSY_MS` at most for a lock another process holds; a
