@@ -73,6 +73,7 @@ RESPONSE_TYPES = tuple(Response[m.__returning__] for m in (  # type: ignore[name
 HEARTBEAT = Path(os.environ.get("BOT_HEARTBEAT_FILE", "/tmp/gpu-advisor.heartbeat"))  # a liveness file
 COMMANDS = ("start", "help", "settings", "price", "vram")
 RATE, BURST = 1.0, 5  # questions a second per user, and the burst allowed
+POLLING_MAX_RETRY_AFTER_S, WEBHOOK_MAX_RETRY_AFTER_S = 600.0, 60.0  # the longest flood control waited out
 THROTTLED = {"commands", "settings", "questions", "callbacks", "media", "configs"}
 
 
@@ -91,7 +92,10 @@ def build_bot(config: BotConfig, retry: RetryRequests | None = None) -> Bot:
     session = JsonSession(api=TelegramAPIServer.from_base(config.api_base_url))
     # outermost first: a callback answer is retried, then given up quietly; the typing indicator is tried once
     session.middleware(safe_calls.Auxiliary((AnswerCallbackQuery,)))
-    session.middleware(retry or RetryRequests(heartbeat=HEARTBEAT))
+    # polling: an update's task may wait out a long flood control (nothing else waits on it); a webhook reply
+    # must come within the proxy's timeout, and Telegram delivers the update again after a refusal
+    wait = POLLING_MAX_RETRY_AFTER_S if config.mode == "polling" else WEBHOOK_MAX_RETRY_AFTER_S
+    session.middleware(retry or RetryRequests(heartbeat=HEARTBEAT, max_retry_after_s=wait))
     session.middleware(safe_calls.Auxiliary((SendChatAction,), timeout_s=safe_calls.TYPING_TIMEOUT_S))
     return Bot(token=config.token.get_secret_value(), session=session,
                default=DefaultBotProperties(parse_mode=ParseMode.HTML))

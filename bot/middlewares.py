@@ -34,6 +34,7 @@ from aiogram.client.session.middlewares.base import BaseRequestMiddleware, NextR
 from aiogram.exceptions import (
     TelegramAPIError,
     TelegramBadRequest,
+    TelegramMigrateToChat,
     TelegramNetworkError,
     TelegramRetryAfter,
     TelegramServerError,
@@ -322,6 +323,12 @@ class RetryRequests(BaseRequestMiddleware):
                     raise
                 wait = float(exc.retry_after)
                 log.warning("%s: flood control, retrying in %.0f s (attempt %d)", name, wait, attempt)
+            except TelegramMigrateToChat as exc:  # the group became a supergroup: the answer goes there
+                if attempt >= self.attempts or not hasattr(method, "chat_id"):
+                    raise
+                log.info("%s: the chat moved to a supergroup; sending there", name)
+                method = method.model_copy(update={"chat_id": exc.migrate_to_chat_id})
+                continue
             except TelegramBadRequest as exc:
                 if attempt > 1 and isinstance(method, EDITS) and "not modified" in exc.message:
                     return Response[TelegramType](ok=True, result=True)  # the first one took effect

@@ -106,7 +106,8 @@ class FakeBotAPI:
         self.failures: dict[str, Failure] = {}
         self.slow_methods: dict[str, Slow] = {}
         self.dropped: dict[str, int] = {}
-        self.done_then_dropped: dict[str, int] = {}  # handled (the message exists), then the connection dies
+        self.done_then_dropped: dict[str, int] = {}
+        self.migrated: dict[int, int] = {}  # a group that became a supergroup: old chat id → new  # handled (the message exists), then the connection dies
         self.misbehaving: dict[str, Misbehaviour] = {}
         self.lacking: set[str] = set()  # methods this server does not implement (an HTML 404 each time)
         self.odd_webhook_info = False  # getWebhookInfo answers `{"ok": true, "result": {}}`
@@ -278,6 +279,10 @@ class FakeBotAPI:
                     return self._error(call, 429, f"Too Many Requests: retry after {failure.retry_after}",
                                        retry_after=failure.retry_after)
                 return self._error(call, failure.status, "Internal Server Error")
+            old_chat = params.get("chat_id")
+            if old_chat is not None and str(old_chat).lstrip("-").isdigit() and int(old_chat) in self.migrated:
+                return self._error(call, 400, "Bad Request: group chat was upgraded to a supergroup chat",
+                                   migrate_to_chat_id=self.migrated[int(old_chat)])
             handler = getattr(self, "api_" + method, None)
             if handler is None:
                 return self._error(call, 404, "Not Found")

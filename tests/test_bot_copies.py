@@ -4,12 +4,15 @@ is not modified" took effect the first time."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from bot_harness import harness, make_config
 from fake_botapi import FakeBotAPI, callback, message
 
+from bot import middlewares
 from bot.app import build_bot, build_dispatcher, webhook_app
 from bot.middlewares import RetryRequests
 from bot.storage import storage_from_url
@@ -64,3 +67,33 @@ async def test_a_retried_edit_that_took_effect_is_not_an_error(tmp_path: Path, a
         assert toasts[-1] is None  # a plain acknowledgement, not "I could not change that message"
         edited = [m for (c, _), m in api.messages.items() if c == 9404][-1]
         assert "8k" in edited["text"]
+
+
+async def test_an_answer_to_a_group_that_became_a_supergroup_goes_to_the_supergroup(tmp_path: Path,
+                                                                                    api: FakeBotAPI) -> None:
+    async with harness(tmp_path, api) as h:
+        api.migrated[-4101] = -1004101
+        await h.feed(message("/vram 70B QLoRA on H100?", chat_id=-4101, kind="group", user_id=9405))
+        assert sent(api, -4101) == [] and len(sent(api, -1004101)) == 1
+
+
+async def test_polling_waits_out_a_flood_control_longer_than_a_minute(tmp_path: Path, api: FakeBotAPI,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    waited: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:  # the wait is recorded, not spent
+        waited.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(middlewares.asyncio, "sleep", sleep)
+    async with harness(tmp_path, api) as h:
+        api.fail("sendMessage", times=1, retry_after=90)
+        bot = build_bot(h.config)  # the app's own retry policy for polling, not the harness's
+        own, h.bot = h.bot, bot
+        try:
+            await h.feed(message("70B QLoRA on H100?", user_id=9406))
+        finally:
+            h.bot = own
+            await bot.session.close()
+        assert 90 in waited and len(sent(api, 9406)) == 1
