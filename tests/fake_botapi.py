@@ -106,8 +106,8 @@ class FakeBotAPI:
         self.failures: dict[str, Failure] = {}
         self.slow_methods: dict[str, Slow] = {}
         self.dropped: dict[str, int] = {}
-        self.done_then_dropped: dict[str, int] = {}
-        self.migrated: dict[int, int] = {}  # a group that became a supergroup: old chat id → new  # handled (the message exists), then the connection dies
+        self.done_then_dropped: dict[str, int] = {}  # handled (the message exists), then the connection dies
+        self.migrated: dict[int, int] = {}  # a group that became a supergroup: old chat id → new
         self.misbehaving: dict[str, Misbehaviour] = {}
         self.lacking: set[str] = set()  # methods this server does not implement (an HTML 404 each time)
         self.odd_webhook_info = False  # getWebhookInfo answers `{"ok": true, "result": {}}`

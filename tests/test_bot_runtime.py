@@ -152,11 +152,15 @@ async def test_sqlite_is_wal_and_round_trips_settings(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-async def test_sqlite_corrupt_or_locked_file_is_a_clear_error(tmp_path: Path) -> None:
+async def test_sqlite_corrupt_file_is_moved_aside_and_a_locked_one_is_a_clear_error(tmp_path: Path) -> None:
     corrupt = tmp_path / "corrupt.db"
     corrupt.write_bytes(b"\x00garbage" * 1000)
-    with pytest.raises(StorageError, match=r"cannot open the settings database .*corrupt\.db"):
-        await SQLiteStorage(corrupt).open()
+    store = SQLiteStorage(corrupt)  # a damaged file is moved aside and a new one opened (settings are lost anyway)
+    await store.open()
+    try:
+        assert store.moved_aside is not None and store.moved_aside.read_bytes() == b"\x00garbage" * 1000
+    finally:
+        await store.close()
     locked = tmp_path / "locked.db"
     holder = sqlite3.connect(locked, isolation_level=None)
     holder.execute("CREATE TABLE t (x)")
