@@ -52,7 +52,6 @@ def by_value(maxsize: int = 2048) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 kept.popitem(last=False)
             return result
 
-        wrapper.cache_clear = kept.clear  # type: ignore[attr-defined]
         return wrapper
 
     return decorate
