@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, ValidationError
 
+from bot.compute import off_loop
 from bot.enrich import enrich, may_fetch
 from bot.views.messages import t
 from bot.views.render import RenderedAnswer, plain, render
@@ -225,7 +226,7 @@ async def make_reply(request: Request, storage: Storage, options: AnswerOptions,
     """Render `request` and, when there is an answer, store the request and put a keyboard under it."""
     from bot.views.keyboards import answer_keyboard
 
-    rendered = render_request(request, options)
+    rendered = await off_loop(render_request, request, options)
     if not rendered.understood:
         return Reply(rendered.html, rendered.title, rendered.lang, None, rendered, None)
     if qid is None:
@@ -257,7 +258,7 @@ async def reply_to(text: str, request: Request | None, options: AnswerOptions, *
         request = parse(text)
         talk = smalltalk_reply(request, options)
         if talk is not None or asks_a_price(request):
-            rendered = render_request(request, options)
+            rendered = await off_loop(render_request, request, options)
             talk = talk or price_reply(request, rendered, options)
             return Reply(talk, rendered.title, rendered.lang, None, rendered, None)
         if may_fetch(text, request):
@@ -268,8 +269,7 @@ async def reply_to(text: str, request: Request | None, options: AnswerOptions, *
     reply = await make_reply(request, store, options, note)
     if previous is not None and reply.rendered.understood:
         from bot.views.talk import what_changed
-
-        before = answer(previous, in_currency(options, asked_currency(previous)).price_options())
+        before = await off_loop(answer, previous, in_currency(options, asked_currency(previous)).price_options())
         lead = what_changed(reply.lang, before, reply.rendered.answer)
         reply = Reply(with_lead(reply.html, lead), reply.title, reply.lang, reply.markup, reply.rendered, reply.qid)
     return reply

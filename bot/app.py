@@ -47,6 +47,7 @@ from bot.config import BotConfig, ConfigError, load_config
 from bot.dedup import Dedup, LocalSeen, RedisSeen, SeenUpdates, SQLiteSeen
 from bot.handlers import get_routers
 from bot.handlers.inline import AnswerCache, LRUCache
+from bot.inflight import Inflight, drain, replay
 from bot.metrics import Metrics
 from bot.middlewares import Bucket, ChatContext, ErrorGuard, RetryRequests, Throttle, TokenBucket
 from bot.scaleout import shared_state
@@ -72,7 +73,8 @@ RESPONSE_TYPES = tuple(Response[m.__returning__] for m in (  # type: ignore[name
 HEARTBEAT = Path(os.environ.get("BOT_HEARTBEAT_FILE", "/tmp/gpu-advisor.heartbeat"))  # a liveness file
 COMMANDS = ("start", "help", "settings", "price", "vram")
 RATE, BURST = 1.0, 5  # questions a second per user, and the burst allowed
-THROTTLED = {"commands", "settings", "questions", "callbacks", "media"}
+POLLING_MAX_RETRY_AFTER_S, WEBHOOK_MAX_RETRY_AFTER_S = 600.0, 60.0  # the longest flood control waited out
+THROTTLED = {"commands", "settings", "questions", "callbacks", "media", "configs"}
 
 
 def command_descriptions(lang: str) -> list[BotCommand]:
@@ -90,7 +92,10 @@ def build_bot(config: BotConfig, retry: RetryRequests | None = None) -> Bot:
     session = JsonSession(api=TelegramAPIServer.from_base(config.api_base_url))
     # outermost first: a callback answer is retried, then given up quietly; the typing indicator is tried once
     session.middleware(safe_calls.Auxiliary((AnswerCallbackQuery,)))
-    session.middleware(retry or RetryRequests(heartbeat=HEARTBEAT))
+    # polling: an update's task may wait out a long flood control (nothing else waits on it); a webhook reply
+    # must come within the proxy's timeout, and Telegram delivers the update again after a refusal
+    wait = POLLING_MAX_RETRY_AFTER_S if config.mode == "polling" else WEBHOOK_MAX_RETRY_AFTER_S
+    session.middleware(retry or RetryRequests(heartbeat=HEARTBEAT, max_retry_after_s=wait))
     session.middleware(safe_calls.Auxiliary((SendChatAction,), timeout_s=safe_calls.TYPING_TIMEOUT_S))
     return Bot(token=config.token.get_secret_value(), session=session,
                default=DefaultBotProperties(parse_mode=ParseMode.HTML))
@@ -109,27 +114,34 @@ def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerC
         hub_cache = hub_cache or shared.hub_cache
     if hub_cache is None:
         hub_cache = StoredConfigCache(store) if isinstance(store, SQLiteStorage) else hub.MemoryConfigCache()
+    # no FSM: the bot keeps no conversation state in aiogram (its own storage holds questions), and aiogram's
+    # FSM middleware would keep a MemoryStorage record per chat and user for ever
     dp = Dispatcher(store=store, config=config, answer_cache=answer_cache or LRUCache(), hub_cache=hub_cache,
-                    metrics=metrics)
+                    metrics=metrics, disable_fsm=True)
     seen: SeenUpdates = (RedisSeen(store, shared.breaker) if shared is not None
                          else SQLiteSeen(store) if isinstance(store, SQLiteStorage) else LocalSeen())
     dp.update.outer_middleware(Dedup(seen, metrics, redeliver=config.mode == "webhook"))  # outside the guard
+    if config.mode == "polling" and isinstance(store, SQLiteStorage):  # accepted updates outlive a kill
+        dp.update.outer_middleware(Inflight(store))
     dp.update.outer_middleware(ErrorGuard(metrics, redeliver=config.mode == "webhook"))
+    # inline queries in a wider bucket of their own (one per pause in typing), checked before any work (the
+    # chat's settings are not even read for a refused one)
+    inline = InlineThrottle(inline_bucket or (shared.inline_bucket if shared is not None else
+                                              TokenBucket(rate=INLINE_RATE, burst=INLINE_BURST)), metrics)
+    dp.inline_query.outer_middleware(inline)
     context = ChatContext()  # the chat's settings and language, read once per update
     for observer in (dp.message, dp.callback_query, dp.inline_query):
         observer.outer_middleware(context)
-    # every message and button costs work (settings ones a getChatMember in groups): throttled per user;
-    # inline queries in a wider bucket of their own (one per pause in typing)
+    # every message, button and pasted or sent file costs work (settings ones a getChatMember in groups):
+    # throttled per user, and charged by the CPU time of its answer (bot.compute)
     throttle = Throttle(bucket or TokenBucket(rate=RATE, burst=BURST), metrics)
-    inline = InlineThrottle(inline_bucket or (shared.inline_bucket if shared is not None else
-                                              TokenBucket(rate=INLINE_RATE, burst=INLINE_BURST)), metrics)
     for router in get_routers():
         if router.name in THROTTLED:
             router.message.middleware(throttle)
             router.callback_query.middleware(throttle)
-        router.inline_query.middleware(inline)
         dp.include_router(router)
     dp.startup.register(on_startup)
+    dp.shutdown.register(drain)  # updates in flight are answered before the session closes
     return dp
 
 
@@ -181,6 +193,8 @@ async def run_polling(bot: Bot, dp: Dispatcher, *, handle_signals: bool = True, 
     deadline_s = dp["config"].startup_retry_s
     await essential(bot.me, "getMe", deadline_s)  # aiogram's polling asks again, and gets the kept answer
     await drop_webhook_for_polling(bot, deadline_s)
+    if isinstance(dp["store"], SQLiteStorage):
+        await replay(bot, dp, dp["store"])  # what a killed process accepted and never answered
     await dp.start_polling(bot, allowed_updates=dp.resolve_used_update_types(), handle_signals=handle_signals,
                            close_bot_session=close_bot_session, polling_timeout=polling_timeout)
 

@@ -128,6 +128,11 @@ class RedisSeen:
 
         found = await self.breaker.call(shared, lambda: None)
         local = await self.local.claim(key)  # this replica's own record too, for an outage later on
+        if found == "claimed" and local == "done":
+            # Redis lost its data (restarted empty, flushed, evicted): this replica answered the update, so
+            # it is done, and the shared record says so again for the others
+            await self.done(key)
+            return "done"
         return found if found is not None else local
 
     async def done(self, key: str) -> None:

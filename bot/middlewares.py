@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import time
@@ -30,11 +31,28 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiogram import BaseMiddleware
 from aiogram.client.session.middlewares.base import BaseRequestMiddleware, NextRequestMiddlewareType
-from aiogram.exceptions import TelegramAPIError, TelegramNetworkError, TelegramRetryAfter, TelegramServerError
-from aiogram.methods import GetUpdates, Response, TelegramMethod
+from aiogram.exceptions import (
+    TelegramAPIError,
+    TelegramBadRequest,
+    TelegramMigrateToChat,
+    TelegramNetworkError,
+    TelegramRetryAfter,
+    TelegramServerError,
+)
+from aiogram.methods import (
+    EditMessageReplyMarkup,
+    EditMessageText,
+    GetUpdates,
+    Response,
+    SendDocument,
+    SendMessage,
+    SendPhoto,
+    TelegramMethod,
+)
 from aiogram.methods.base import TelegramType
 from aiogram.types import CallbackQuery, Message, TelegramObject, Update, User
 
+from bot import compute
 from bot.answers import client_language, resolve_language
 from bot.logs import JsonFormatter, RedactingFormatter, update_context
 from bot.lru import LRU
@@ -52,6 +70,12 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
 API_FAILURES = (TelegramNetworkError, TelegramServerError, TelegramRetryAfter)
+# A send whose connection broke may have been delivered: retried once at most, and never answered again (no
+# apology, no redelivery) once it might have been (`MAYBE_SENT`, per update). Edits are idempotent: a retried
+# edit told "message is not modified" took effect the first time.
+NOT_IDEMPOTENT = (SendMessage, SendPhoto, SendDocument)
+EDITS = (EditMessageText, EditMessageReplyMarkup)
+MAYBE_SENT: contextvars.ContextVar[bool] = contextvars.ContextVar("maybe_sent", default=False)
 
 
 def _user_of(event: Update) -> User | None:
@@ -93,6 +117,7 @@ class ErrorGuard(BaseMiddleware):
                 ids["chat_id"] = chat_id
             context = update_context.set(ids)
         started = time.perf_counter()
+        maybe_sent = MAYBE_SENT.set(False)
         try:
             return await handler(event, data)
         except StorageUnavailable as exc:  # Redis away while saving settings (the breaker logged the outage)
@@ -102,6 +127,11 @@ class ErrorGuard(BaseMiddleware):
                                                                         "try again in a minute."))
             return None
         except Exception as exc:
+            if isinstance(exc, TelegramNetworkError) and MAYBE_SENT.get():
+                # acknowledged, no apology: an answer sent again (or an apology for one that arrived) is a copy
+                log.warning("update %s: a reply may have been delivered before the connection broke (%s); not "
+                            "sent again", getattr(event, "update_id", "?"), type(exc).__name__)
+                return None
             self.metrics.errors += 1
             if self.redeliver and isinstance(exc, API_FAILURES):
                 log.warning("update %s: the Bot API failed (%s); not acknowledged, Telegram will deliver it again",
@@ -114,6 +144,7 @@ class ErrorGuard(BaseMiddleware):
                 await self._apologize(event, data)
             return None
         finally:
+            MAYBE_SENT.reset(maybe_sent)
             self.metrics.observe(time.perf_counter() - started)
             if context is not None:
                 update_context.reset(context)
@@ -200,11 +231,23 @@ class TokenBucket:
         allowed, notify = self.take(key)
         return allowed, notify, self.wait_s(key)
 
+    def debit(self, key: int, tokens: float) -> None:
+        """Take `tokens` more (an answer's cost beyond its message), down to a debt of one burst."""
+        now = self.clock()
+        have, then, noticed = self._buckets.pop(key) or (float(self.burst), now, False)
+        have = min(float(self.burst), have + (now - then) * self.rate)
+        self._buckets.put(key, (max(-float(self.burst), have - tokens), now, noticed))
+
+    async def charge(self, key: int, tokens: float) -> None:
+        self.debit(key, tokens)
+
 
 class Bucket(Protocol):
     """What the throttle needs: `TokenBucket` in process, `RedisTokenBucket` shared by replicas."""
 
     async def acquire(self, key: int) -> tuple[bool, bool, float]: ...
+
+    async def charge(self, key: int, tokens: float) -> None: ...
 
 
 class Throttle(BaseMiddleware):
@@ -218,7 +261,11 @@ class Throttle(BaseMiddleware):
             return await handler(event, data)
         allowed, notify, wait = await self.bucket.acquire(user.id)
         if allowed:
-            return await handler(event, data)
+            token = compute.ACCOUNT.set((self.bucket, user.id))  # the answer's CPU time is charged here
+            try:
+                return await handler(event, data)
+            finally:
+                compute.ACCOUNT.reset(token)
         self.metrics.throttled += 1
         lang = data.get("lang") or client_language(user.language_code) or "en"
         seconds = max(1, round(wait))
@@ -276,8 +323,21 @@ class RetryRequests(BaseRequestMiddleware):
                     raise
                 wait = float(exc.retry_after)
                 log.warning("%s: flood control, retrying in %.0f s (attempt %d)", name, wait, attempt)
+            except TelegramMigrateToChat as exc:  # the group became a supergroup: the answer goes there
+                if attempt >= self.attempts or not hasattr(method, "chat_id"):
+                    raise
+                log.info("%s: the chat moved to a supergroup; sending there", name)
+                method = method.model_copy(update={"chat_id": exc.migrate_to_chat_id})
+                continue
+            except TelegramBadRequest as exc:
+                if attempt > 1 and isinstance(method, EDITS) and "not modified" in exc.message:
+                    return Response[TelegramType](ok=True, result=True)  # the first one took effect
+                raise
             except (TelegramNetworkError, TelegramServerError) as exc:
-                if attempt >= self.attempts:
+                ambiguous = isinstance(exc, TelegramNetworkError) and isinstance(method, NOT_IDEMPOTENT)
+                if ambiguous:
+                    MAYBE_SENT.set(True)
+                if attempt >= (min(2, self.attempts) if ambiguous else self.attempts):
                     raise
                 wait = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
                 log.warning("%s: %s, retrying in %.1f s (attempt %d)", name, type(exc).__name__, wait, attempt)

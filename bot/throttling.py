@@ -14,6 +14,7 @@ from typing import Any
 from aiogram import BaseMiddleware
 from aiogram.types import InlineQuery, TelegramObject
 
+from bot import compute
 from bot.metrics import Metrics
 
 INLINE_RATE, INLINE_BURST = 3.0, 12
@@ -30,6 +31,10 @@ class InlineThrottle(BaseMiddleware):
             return await handler(event, data)
         allowed, _, _ = await self.bucket.acquire(event.from_user.id)
         if allowed:
-            return await handler(event, data)
+            token = compute.ACCOUNT.set((self.bucket, event.from_user.id))  # answers charged by their cost
+            try:
+                return await handler(event, data)
+            finally:
+                compute.ACCOUNT.reset(token)
         self.metrics.throttled += 1
         return None

@@ -106,6 +106,8 @@ class FakeBotAPI:
         self.failures: dict[str, Failure] = {}
         self.slow_methods: dict[str, Slow] = {}
         self.dropped: dict[str, int] = {}
+        self.done_then_dropped: dict[str, int] = {}  # handled (the message exists), then the connection dies
+        self.migrated: dict[int, int] = {}  # a group that became a supergroup: old chat id → new
         self.misbehaving: dict[str, Misbehaviour] = {}
         self.lacking: set[str] = set()  # methods this server does not implement (an HTML 404 each time)
         self.odd_webhook_info = False  # getWebhookInfo answers `{"ok": true, "result": {}}`
@@ -157,6 +159,11 @@ class FakeBotAPI:
     def drop(self, method: str, times: int = 1) -> None:
         """The next `times` calls of `method` get their connection closed without an answer."""
         self.dropped[method] = times
+
+    def accept_then_drop(self, method: str, times: int = 1) -> None:
+        """The next `times` calls of `method` take effect (a message is sent, an edit made), then their connection
+        is closed before the answer: the client sees a network error for a call that succeeded."""
+        self.done_then_dropped[method] = times
 
     def misbehave(self, method: str, kind: str, times: int = 1) -> None:
         """The next `times` calls of `method` get a reply of `kind` (one of `KINDS`) instead of the Bot API's."""
@@ -272,6 +279,10 @@ class FakeBotAPI:
                     return self._error(call, 429, f"Too Many Requests: retry after {failure.retry_after}",
                                        retry_after=failure.retry_after)
                 return self._error(call, failure.status, "Internal Server Error")
+            old_chat = params.get("chat_id")
+            if old_chat is not None and str(old_chat).lstrip("-").isdigit() and int(old_chat) in self.migrated:
+                return self._error(call, 400, "Bad Request: group chat was upgraded to a supergroup chat",
+                                   migrate_to_chat_id=self.migrated[int(old_chat)])
             handler = getattr(self, "api_" + method, None)
             if handler is None:
                 return self._error(call, 404, "Not Found")
@@ -279,6 +290,12 @@ class FakeBotAPI:
             if invalid is not None:
                 return self._error(call, 400, f"Bad Request: can't parse entities: {invalid}")
             result = await handler(params, files)
+            if self.done_then_dropped.get(method, 0) > 0:
+                self.done_then_dropped[method] -= 1
+                call.status = 0
+                if request.transport is not None:
+                    request.transport.abort()
+                return web.Response(status=499)
             if isinstance(result, web.Response):
                 call.status = result.status
                 return result

@@ -153,3 +153,19 @@ async def test_redis_away_falls_back_to_the_replicas_own_record(redis_server: Re
         assert await seen.claim("1:2") == "claimed"
     finally:
         await store.close()
+
+
+async def test_redis_that_lost_its_data_does_not_make_a_replica_answer_again(redis_server: RedisServer) -> None:
+    """Redis restarted empty (or flushed): the replica that answered an update still knows it did."""
+    store = storage_from_url(redis_server.url)
+    await store.open()
+    try:
+        seen = dedup.RedisSeen(store, store.breaker)  # type: ignore[attr-defined]
+        assert await seen.claim("1:7") == "claimed"
+        await seen.done("1:7")
+        await store.redis.flushall()  # type: ignore[attr-defined]
+        assert await seen.claim("1:7") == "done"
+        other = dedup.RedisSeen(store, store.breaker)  # type: ignore[attr-defined]  # another replica
+        assert await other.claim("1:7") == "done"  # the shared record was written again
+    finally:
+        await store.close()

@@ -118,8 +118,8 @@ def test_run_exits_non_zero_with_one_line_when_config_is_missing(tmp_path: Path)
 @pytest.mark.usefixtures("clean_env")
 def test_run_exits_non_zero_with_one_line_when_storage_is_broken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    corrupt = tmp_path / "broken.db"
-    corrupt.write_bytes(b"this is not a database at all" * 100)
+    corrupt = tmp_path / "broken.db"  # a damaged file is moved aside (test_storage_faults); a path that cannot
+    corrupt.mkdir()                   # be a file at all cannot be opened
     monkeypatch.setenv("BOT_TOKEN", TOKEN)
     monkeypatch.setenv("BOT_STORAGE_URL", f"sqlite:///{corrupt}")
     monkeypatch.setenv("BOT_API_BASE_URL", "http://127.0.0.1:9")  # never reached: storage fails first
@@ -152,11 +152,15 @@ async def test_sqlite_is_wal_and_round_trips_settings(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-async def test_sqlite_corrupt_or_locked_file_is_a_clear_error(tmp_path: Path) -> None:
+async def test_sqlite_corrupt_file_is_moved_aside_and_a_locked_one_is_a_clear_error(tmp_path: Path) -> None:
     corrupt = tmp_path / "corrupt.db"
     corrupt.write_bytes(b"\x00garbage" * 1000)
-    with pytest.raises(StorageError, match=r"cannot open the settings database .*corrupt\.db"):
-        await SQLiteStorage(corrupt).open()
+    store = SQLiteStorage(corrupt)  # a damaged file is moved aside and a new one opened (settings are lost anyway)
+    await store.open()
+    try:
+        assert store.moved_aside is not None and store.moved_aside.read_bytes() == b"\x00garbage" * 1000
+    finally:
+        await store.close()
     locked = tmp_path / "locked.db"
     holder = sqlite3.connect(locked, isolation_level=None)
     holder.execute("CREATE TABLE t (x)")

@@ -148,10 +148,11 @@ async def test_pasted_command_line_and_yaml_are_checked(h: Harness, api: FakeBot
     assert "Framework: vLLM" in reply
     await h.feed(message(AXOLOTL, user_id=3005))
     assert "Read as Axolotl YAML" in texts(api, 3005)[-1]
-    await h.feed(message(BOMB.decode(), user_id=3005))
-    assert "anchors and aliases" in texts(api, 3005)[-1]  # a pasted bomb is refused as a file is
-    await h.feed(message("70B QLoRA on H100?", user_id=3005))  # a question stays a question
-    assert "Read as" not in texts(api, 3005)[-1]
+    # pasted configs are throttled like questions (five at once): the rest from another user
+    await h.feed(message(BOMB.decode(), user_id=3015))
+    assert "anchors and aliases" in texts(api, 3015)[-1]  # a pasted bomb is refused as a file is
+    await h.feed(message("70B QLoRA on H100?", user_id=3015))  # a question stays a question
+    assert "Read as" not in texts(api, 3015)[-1]
     command = "vllm serve meta-llama/Llama-3.1-8B --max-model-len 8192"
     await h.feed(message(command, user_id=3005, chat_id=-100555, kind="supergroup"))  # not for the bot
     assert texts(api, -100555) == []

@@ -322,3 +322,30 @@ def test_vllm_section_without_use_vllm_is_no_rollout():
     on = text.replace("use_vllm: false", "use_vllm: true\n  vllm_mode: colocate")
     r = read_config(on).request.rollout
     assert (r.mode, r.gpu_memory_utilization) == ("colocate", 0.4)
+
+
+def test_absurd_values_are_named_not_dropped() -> None:
+    """YAML reads 1e308 as text; such values were dropped and the answer said every key was understood."""
+    from engine.configs.readers import read_config
+
+    read = read_config("base_model: meta-llama/Llama-3.1-8B\nadapter: lora\nsequence_len: 1e308\n"
+                       "micro_batch_size: 1e308\n", "absurd.yaml")
+    assert read.request is not None and read.request.seq_len is None and read.request.batch_size is None
+    assert "seq_len (value out of range)" in read.ignored and "batch_size (value out of range)" in read.ignored
+    odd = read_config("base_model: meta-llama/Llama-3.1-8B\nadapter: lora\nsequence_len: lots\n", "odd.yaml")
+    assert "sequence_len (value not understood)" in odd.ignored
+    fine = read_config("base_model: meta-llama/Llama-3.1-8B\nadapter: lora\nsequence_len: 4.096e3\n", "ok.yaml")
+    assert fine.request is not None and fine.request.seq_len == 4096 and fine.ignored == []
+
+
+def test_a_model_config_of_absurd_size_gets_the_out_of_range_answer() -> None:
+    import json
+
+    from engine.configs.readers import read_config
+
+    config = {"architectures": ["LlamaForCausalLM"], "hidden_size": 10**15, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "vocab_size": 128256, "intermediate_size": 14336}
+    read = read_config(json.dumps(config), "config.json")
+    assert read.error == "model_out_of_range" and read.request is None
+    args = read_config(json.dumps({"per_device_train_batch_size": 4, "num_train_epochs": 1}), "args.json")
+    assert args.error is None and args.format == "hf-args"  # TrainingArguments JSON still reads as such

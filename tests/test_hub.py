@@ -22,6 +22,7 @@ from bot.hub import (
     parse_pasted_config,
 )
 from bot.hub import fetch as hub_fetch
+from bot.hub.configs import MAX_KEPT_BYTES
 from bot.hub.ids import MAX_PASTE
 from engine.contract import estimate_json as estimate
 from engine.schema import ModelRef, Request
@@ -97,6 +98,9 @@ async def fake_hub() -> AsyncIterator[FakeHub]:
             return web.Response(text='{"num_hidden_layers": 64, "hidden_size": ', content_type="application/json")
         if repo == "someone/not-a-model-1":
             return _config_response({"_name_or_path": "tokenizer only", "foo": [1, 2, 3]})
+        if repo == "someone/bloated-32B":  # a real architecture under 900 KB of label maps and blobs
+            return _config_response({**QWEN_CODER_32B, "id2label": {str(i): f"LABEL_{i}" for i in range(20_000)},
+                                     "auto_map": {"AutoModel": "x" * 50_000}, "layer_types": ["full"] * 64})
         if repo == "someone/huge-1":
             return web.Response(body=b"{" + b" " * 2_000_000 + b"}", content_type="application/json")
         if repo == "someone/down-1":
@@ -217,6 +221,17 @@ async def test_cache_hit_means_no_second_request(fake_hub: FakeHub) -> None:
     assert fake_hub.hits[QWEN_ID] == 1
     assert await cache.get(QWEN_ID) == QWEN_CODER_32B
     assert await cache.get("someone/else") is None
+
+
+async def test_a_cached_config_keeps_the_small_fields_not_the_file(fake_hub: FakeHub) -> None:
+    cache = MemoryConfigCache()
+    first = await fetch("someone/bloated-32B", fake_hub, cache=cache)
+    kept = await cache.get("someone/bloated-32B")
+    assert kept is not None and len(json.dumps(kept)) <= MAX_KEPT_BYTES
+    assert "id2label" not in kept and kept["layer_types"] == ["full"] * 64  # short per-layer lists stay
+    assert all(kept[k] == v for k, v in QWEN_CODER_32B.items() if not isinstance(v, dict | list))
+    second = await fetch("someone/bloated-32B", fake_hub, cache=cache)
+    assert first.config == second.config and first.config is not None and fake_hub.hits["someone/bloated-32B"] == 1
 
 
 async def test_memory_cache_expires_and_is_bounded() -> None:

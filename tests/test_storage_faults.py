@@ -4,6 +4,7 @@ that is lost at restart); old questions and Hub configs are pruned while running
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sqlite3
@@ -161,3 +162,58 @@ async def test_old_questions_and_hub_configs_are_pruned_while_running(tmp_path: 
         assert await store.get_request(qid) == parse("70B qlora h100")
     finally:
         await store.close()
+
+
+async def test_a_write_locked_file_costs_one_short_wait_not_one_per_update(tmp_path: Path) -> None:
+    """Another process holds the file's write lock: answered updates are not recorded one busy_timeout each
+    under one lock (8 updates were acknowledged at 10, 15 … 51 s); one try, then a pause."""
+    db = tmp_path / "locked.db"
+    store = SQLiteStorage(db, timeout=2.0)
+    await store.open()
+    holder = sqlite3.connect(db, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        assert store._conn is not None
+        tried: list[str] = []
+        store._conn.set_trace_callback(lambda sql: tried.append(sql) if sql.startswith("INSERT") else None)
+        await asyncio.gather(*(store.handled(f"1:{n}") for n in range(8)))
+        assert len(tried) == 1
+        holder.execute("ROLLBACK")
+        assert not await store.was_handled("1:0")  # not on disk: the in-process record covers it meanwhile
+    finally:
+        holder.close()
+        await store.close()
+
+
+async def test_a_file_truncated_under_a_settings_change_is_not_saved_and_is_moved_aside_at_start(
+        tmp_path: Path, api: FakeBotAPI, caplog: pytest.LogCaptureFixture) -> None:
+    async with harness(tmp_path, api) as h:
+        await h.feed(message("/settings", user_id=8401))
+        panel, data = panel_button(api, 8401, "RUB ₽")
+        await h.feed(callback(data, message_obj=panel, user_id=8401))
+        assert toasts(api)[-1] == "Saved."
+        db = tmp_path / "settings.db"
+        with db.open("r+b") as f:
+            f.truncate(2048)
+        panel, data = panel_button(api, 8401, "USD $")
+        await h.feed(callback(data, message_obj=panel, user_id=8401))
+        assert toasts(api)[-1].startswith(NOTICE)  # never "Saved." for a write that cannot last
+        await h.feed(message("/price H100 2.5", user_id=8401))
+        assert texts(api, 8401)[-1].startswith(NOTICE)
+    damaged = tmp_path / "damaged.db"  # what the issue saw at the next start: truncated, nothing to replay
+    first = SQLiteStorage(damaged)
+    await first.open()
+    await first.set_settings(8401, ChatSettings(currency="USD"))
+    await first.close()
+    with damaged.open("r+b") as f:
+        f.truncate(2048)
+    caplog.set_level(logging.WARNING)
+    again = SQLiteStorage(damaged)
+    await again.open()  # a damaged file at start: moved aside, a new one, one warning (was: exit 1)
+    try:
+        assert again.moved_aside is not None and again.moved_aside.exists()
+        await again.set_settings(8401, ChatSettings(currency="RUB"))
+        assert (await again.get_settings(8401)).currency == "RUB"
+        assert any("is damaged" in r.getMessage() and "moved to" in r.getMessage() for r in caplog.records)
+    finally:
+        await again.close()

@@ -115,7 +115,9 @@ async def send_chart(query: CallbackQuery, bot: Bot, reply: Reply, chat_id: int)
         await bot.send_photo(chat_id, photo, caption=reply.title[:1000], parse_mode=None)
     except TelegramAPIError as exc:
         log.info("chart not sent: %s", type(exc).__name__)
-        await query.answer(t(lang, "Open a chat with me to get the chart."), show_alert=True)
+        private = query.message is not None and query.message.chat.type == "private"
+        await query.answer(t(lang, "I could not send the chart: try again in a minute, please.") if private
+                           else t(lang, "Open a chat with me to get the chart."), show_alert=True)
         return
     await query.answer()
 

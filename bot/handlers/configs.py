@@ -276,7 +276,9 @@ async def send_config(query: CallbackQuery, bot: Bot, store: Storage, qid: str, 
                 await bot.send_document(chat_id, document)
     except TelegramAPIError as exc:
         log.info("config not sent: %s", type(exc).__name__)
-        await query.answer(t(lang, "Open a chat with me to get the config."), show_alert=True)
+        private = query.message is not None and query.message.chat.type == "private"
+        await query.answer(t(lang, "I could not send the config: try again in a minute, please.") if private
+                           else t(lang, "Open a chat with me to get the config."), show_alert=True)
         return
     await query.answer()
 

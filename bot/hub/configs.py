@@ -100,6 +100,41 @@ def _fields(data: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
+MAX_KEPT_BYTES = 32_768  # a cached config: what the engine can read from it, never a 900 KB file whole
+_MAX_TEXT, _MAX_LIST, _MAX_DEPTH = 256, 1024, 3
+
+
+def _kept(value: Any, depth: int) -> Any:
+    """A config value as the cache keeps it, or `...` (dropped): numbers, flags, short names, short lists
+    (per-layer patterns such as `layer_types`), small nested configs; not tokenizer tables, label maps of
+    thousands of entries or embedded blobs."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str):
+        return value if len(value) <= _MAX_TEXT else ...
+    if isinstance(value, list):
+        if len(value) > _MAX_LIST:
+            return ...
+        items = [_kept(v, depth + 1) if depth < _MAX_DEPTH else ... for v in value]
+        return ... if any(v is ... for v in items) else items
+    if isinstance(value, dict) and depth < _MAX_DEPTH:
+        kept = {str(k): v for k, v in ((k, _kept(v, depth + 1)) for k, v in value.items()) if v is not ...}
+        return kept if len(kept) <= _MAX_LIST else ...
+    return ...
+
+
+def kept_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What a cache keeps of a fetched config.json: every small field (the engine reads some now, a later
+    version may read others), bounded to `MAX_KEPT_BYTES`; past that, the architecture fields alone."""
+    kept = _kept(dict(data), 0)
+    if isinstance(kept, dict) and len(json.dumps(kept)) <= MAX_KEPT_BYTES:
+        return kept
+    d = _text_part(data)
+    scalars = {k: v for k, v in d.items() if v is None or isinstance(v, bool | int | float)
+               or (isinstance(v, str) and len(v) <= _MAX_TEXT)}
+    return dict(list(scalars.items())[:512])
+
+
 def config_from_json(data: object) -> ModelConfig | None:
     """A decoded config.json → ModelConfig; None when it lacks the architecture or is out of bounds."""
     if not isinstance(data, dict):

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import aiohttp
 from pydantic import BaseModel
 
-from bot.hub.configs import config_from_json, params_from_json
+from bot.hub.configs import config_from_json, kept_fields, params_from_json
 from bot.hub.ids import is_hub_id
 from bot.lru import LRU
 from engine.schema import ModelConfig
@@ -154,7 +154,7 @@ async def _fetch_and_remember(model_id: str, endpoint: str, token: str | None, t
         return HubResult(model_id=model_id, reason=reason)
     if cache is not None:
         with contextlib.suppress(Exception):  # a broken cache must not break the answer
-            await cache.set(model_id, data)
+            await cache.set(model_id, kept_fields(data))  # the fields the engine can read, not the file whole
     return _result(model_id, data)
 
 

@@ -18,7 +18,8 @@ from bot.storage import KEY_PREFIX
 
 # A token bucket per key in one atomic step on the Redis server, with the server's clock (replicas'
 # clocks may disagree). State: a hash {tokens, ts, noticed}; it expires once it would be full again.
-# Returns {allowed, first refusal of this burst, seconds until the next token (as a string)}.
+# Returns {allowed, first refusal of this burst, seconds until the next token (as a string)}. With ARGV[3] > 0
+# it takes that many tokens unconditionally (an answer's CPU cost, `bot.compute`), down to a debt of one burst.
 TOKEN_BUCKET_LUA = """
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -35,7 +36,11 @@ end
 tokens = math.min(burst, tokens + math.max(0, now - ts) * rate)
 local allowed = 0
 local notify = 0
-if tokens >= 1 then
+local debit = tonumber(ARGV[3]) or 0
+if debit > 0 then
+  tokens = math.max(-burst, tokens - debit)
+  allowed = 1
+elseif tokens >= 1 then
   tokens = tokens - 1
   allowed = 1
   noticed = 0
@@ -44,7 +49,7 @@ else
   noticed = 1
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now), 'noticed', noticed)
-redis.call('EXPIRE', KEYS[1], math.ceil(burst / rate) + 1)
+redis.call('EXPIRE', KEYS[1], math.ceil(2 * burst / rate) + 1)
 local wait = 0
 if tokens < 1 then wait = (1 - tokens) / rate end
 return {allowed, notify, tostring(wait)}
@@ -76,6 +81,18 @@ class RedisTokenBucket:
             return allowed, notify, self.local.wait_s(key)
 
         return await self.breaker.call(shared, local)
+
+    async def charge(self, key: int, tokens: float) -> None:
+        async def shared() -> None:
+            if self._script is None:
+                self._script = self.store.redis.register_script(TOKEN_BUCKET_LUA)
+            await self._script(keys=[f"{KEY_PREFIX}:{self.name}:{key}"],
+                               args=[repr(self.rate), str(self.burst), repr(float(tokens))])
+
+        def local() -> None:
+            self.local.debit(key, tokens)
+
+        await self.breaker.call(shared, local)
 
 
 def _json(raw: bytes | None, kind: type) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -37,9 +38,12 @@ TABLES = {
     "links": "key TEXT PRIMARY KEY, qid TEXT NOT NULL, created REAL NOT NULL",
     "hub_configs": "id TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL",
     "updates": "key TEXT PRIMARY KEY, created REAL NOT NULL",  # update ids answered (bot.dedup)
+    "accepted": "key TEXT PRIMARY KEY, data TEXT NOT NULL, created REAL NOT NULL",  # in flight (bot.inflight)
 }
 UPDATES_TTL_S = 24 * 3600  # Telegram keeps an unacknowledged update a day at most
 MAX_UPDATES = 200_000  # rows kept at most (a day at ~2 updates a second)
+HANDLED_BUSY_MS = 250  # the longest an answered update's row waits for another process's lock
+HANDLED_PAUSE_S = 30.0  # then no more tries for this long
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +52,25 @@ def _read_only_fault(exc: sqlite3.Error) -> bool:
     """Whether opening for writing failed because the file or its directory cannot be written."""
     text = str(exc).lower()
     return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def looks_like_a_database(path: Path) -> bool:
+    """The file starts with SQLite's header and holds whole pages of the size that header gives: what a file
+    truncated or overwritten under a running process fails (sqlite would say "file is not a database" later)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(100)
+        size = path.stat().st_size
+    except OSError:
+        return False
+    if len(head) < 100 or not head.startswith(SQLITE_HEADER):
+        return False
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    return page >= 512 and size >= page and size % page == 0
 
 
 def _check(conn: sqlite3.Connection) -> None:
@@ -72,6 +95,8 @@ class SQLiteStorage:
         self._warned: dict[str, float] = {}
         self._pruned = 0.0
         self.read_only = False  # opened read-only: the file cannot be written (see `_open_read_only`)
+        self._updates_paused_until = 0.0  # the answered-updates rows wait out a locked file (`_record_handled`)
+        self.moved_aside: Path | None = None  # where a damaged file found at open was moved (`_move_aside`)
         self._ro_mode = "ro"
 
     # ---- blocking part, run in a worker thread ----
@@ -96,6 +121,9 @@ class SQLiteStorage:
                 if not self.path.exists() or not _read_only_fault(exc):
                     raise
                 conn = self._open_read_only(exc)
+            except sqlite3.DatabaseError as exc:  # "file is not a database", a failed integrity check
+                self._move_aside(exc)
+                conn = self._open_writable()
             # mode != "wal" (e.g. a read-only directory): SQLite keeps its rollback journal, which still works
             reader = self._connect("rw" if not self.read_only else self._ro_mode)
             reader.execute("PRAGMA query_only=ON")
@@ -119,6 +147,18 @@ class SQLiteStorage:
             conn.close()
             raise
         return conn
+
+    def _move_aside(self, why: sqlite3.Error) -> None:
+        """A damaged file (truncated, overwritten, corrupt) is kept for a person to look at, under a name of its
+        own, and the bot starts on a new one: settings are lost either way, answers must not be."""
+        aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        for suffix in ("", "-wal", "-shm"):
+            part = Path(f"{self.path}{suffix}")
+            if part.exists():
+                part.replace(Path(f"{aside}{suffix}"))
+        self.moved_aside = aside
+        log.warning("settings database %s is damaged (%s): moved to %s; starting with an empty one (chat "
+                    "settings and /price prices are reset)", self.path, why, aside.name)
 
     def _open_read_only(self, why: sqlite3.Error) -> sqlite3.Connection:
         """A file this process may not write (chmod 444, a read-only mount or directory): settings are read,
@@ -149,6 +189,7 @@ class SQLiteStorage:
         conn.execute("DELETE FROM links WHERE created < ?", (now - QUESTION_TTL_S,))
         conn.execute("DELETE FROM hub_configs WHERE created < ?", (now - OK_TTL,))
         conn.execute("DELETE FROM updates WHERE created < ?", (now - UPDATES_TTL_S,))
+        conn.execute("DELETE FROM accepted WHERE created < ?", (now - UPDATES_TTL_S,))
         conn.execute("DELETE FROM updates WHERE created < (SELECT created FROM updates ORDER BY created DESC "
                      "LIMIT 1 OFFSET ?)", (MAX_UPDATES - 1,))
         self._pruned = time.monotonic()
@@ -216,6 +257,9 @@ class SQLiteStorage:
         except StorageError as exc:  # read-only, full, corrupt: say so rather than "Saved"
             self._warn("settings could not be saved", exc)
             raise StorageUnavailable(str(exc)) from None
+        if not looks_like_a_database(self.path):  # truncated or overwritten under us: the write will not last
+            self._warn("settings could not be saved", StorageError("the file is damaged"))
+            raise StorageUnavailable(f"the settings database {self.path} is damaged")
 
     def _remember(self, qid: str, data: str) -> None:
         self._recent.put(qid, data)
@@ -293,13 +337,59 @@ class SQLiteStorage:
     async def handled(self, key: str) -> None:
         """Remember that the update `key` was answered, on disk before the update is acknowledged: a process
         that dies between answering and acknowledging does not answer it again after its restart."""
-        if self.read_only:
+        if self.read_only or time.monotonic() < self._updates_paused_until:
             return
         try:
-            await asyncio.to_thread(self._execute, "INSERT INTO updates (key, created) VALUES (?, ?) "
-                                    "ON CONFLICT(key) DO UPDATE SET created = excluded.created", (key, time.time()))
+            await asyncio.to_thread(self._record_handled, key)
         except StorageError as exc:
             self._warn("an answered update could not be recorded", exc)
+
+    async def accept(self, key: str, data: str) -> None:
+        """An update taken from polling, before it is handled (`bot.inflight`): answered after a restart unless
+        it is settled."""
+        if self.read_only or time.monotonic() < self._updates_paused_until:
+            return
+        try:
+            await asyncio.to_thread(self._execute, "INSERT OR REPLACE INTO accepted (key, data, created) "
+                                    "VALUES (?, ?, ?)", (key, data, time.time()))
+        except StorageError as exc:
+            self._warn("an accepted update could not be recorded", exc)
+
+    async def settle(self, key: str) -> None:
+        if self.read_only or self._writer is None:
+            return
+        self._writes.put(("DELETE FROM accepted WHERE key = ?", (key,)))  # behind the answer: order is kept
+
+    async def unsettled(self) -> list[tuple[str, str]]:
+        try:
+            return [(str(k), str(d)) for k, d in self._read("SELECT key, data FROM accepted ORDER BY created", ())]
+        except StorageError as exc:
+            self._warn("accepted updates could not be read", exc)
+            return []
+
+    def _record_handled(self, key: str) -> None:
+        """The answered update's row, waiting `HANDLED_BUSY_MS` at most for a lock another process holds; a
+        locked file pauses the recording for `HANDLED_PAUSE_S` (the in-process record still de-duplicates), so
+        a write-locked file costs one short wait, not `busy_timeout` per update under one lock."""
+        with self._lock:
+            if time.monotonic() < self._updates_paused_until:
+                return
+            conn = self._conn
+            if conn is None:
+                raise StorageError("storage is not open")
+            try:
+                conn.execute(f"PRAGMA busy_timeout={HANDLED_BUSY_MS}")
+                conn.execute("INSERT INTO updates (key, created) VALUES (?, ?) "
+                             "ON CONFLICT(key) DO UPDATE SET created = excluded.created", (key, time.time()))
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    self._updates_paused_until = time.monotonic() + HANDLED_PAUSE_S
+                raise StorageError(f"settings database {self.path}: {exc}") from exc
+            except sqlite3.Error as exc:
+                raise StorageError(f"settings database {self.path}: {exc}") from exc
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
 
 
 class StoredConfigCache(ConfigCache):

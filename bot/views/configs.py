@@ -41,6 +41,8 @@ def error_text(lang: str, key: str) -> str:
                                   "torchtune configs, a model's config.json, and the command lines of accelerate "
                                   "launch, torchrun, deepspeed, trl, tune run, vllm serve, SGLang and llama-server."),
         "download": t(lang, "I could not download that file: please send it again."),
+        "model_out_of_range": t(lang, "That config.json describes a model far beyond any real one (its sizes are "
+                                      "out of range), so I do not estimate it."),
     }
     return texts.get(key, texts["unknown_format"])
 

@@ -13,6 +13,7 @@ a heads, kv KV heads, d head dim, V vocabulary, L layers, P parameters, N GPUs.
 
 from __future__ import annotations
 
+from engine import work
 from engine.catalog import smaller_shapes
 from engine.frameworks import profile
 from engine.memory.activations import activation_bytes_per_token_layer, checkpointed_inputs
@@ -56,6 +57,7 @@ def _targets(s: Scenario) -> LoraTargets:
 
 def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
     """The breakdown with the scenario's loss kernel, or with `kernel` instead (e.g. "fused_linear")."""
+    work.count()  # the unit of an answer's work (engine.work)
     c = constants()
     prof = profile(s.framework)
     targets = _targets(s)

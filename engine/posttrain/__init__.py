@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine import memory
+from engine.memo import by_value
 from engine.posttrain.advice import long_context_options, pick_long_context
 from engine.posttrain.models import (
     POSTTRAIN_STAGES,
@@ -37,6 +38,7 @@ def applies(request: Request) -> bool:
         or ((request.tensor_parallel or 1) > 1 and request.stage in ("sft", "pretrain"))
 
 
+@by_value()
 def breakdown_for(request: Request, *, count: int | None = None, gpu_name: str | None = None,
                   memory_gb: float | None = None) -> Breakdown:
     """The memory model's Breakdown of the policy with `total` the post-training peak, for one arrangement

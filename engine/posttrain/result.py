@@ -8,6 +8,7 @@ import math
 from engine import memory
 from engine.catalog import find_gpu
 from engine.fit import capacity
+from engine.memo import by_value
 from engine.posttrain.compose import Composed, compose
 from engine.posttrain.models import Line, PostTrainOptions, PostTrainResult, Settings
 from engine.posttrain.setup import Setup, build_setup, constants
@@ -66,6 +67,7 @@ def settings_for(setup: Setup, comp: Composed) -> Settings:
 
 
 
+@by_value()
 def posttrain_result(request: Request, options: PostTrainOptions | None = None, *, advise: bool = True,
                      steps: int | None = None) -> PostTrainResult:
     """The post-training estimate; raises engine.scenario.ScenarioError (a ValueError) when it cannot be made."""

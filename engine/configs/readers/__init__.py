@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from engine.configs.model import ReadResult
 from engine.configs.options import known
 from engine.configs.readers import cmdline, mappings, python
 from engine.configs.readers.collect import Collector
 from engine.configs.safety import ConfigInputError, check_text, load_json, load_yaml
+from engine.schema import ModelConfig
 
 DS_KEYS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "zero_allow_untested_optimizer")
 
@@ -34,6 +37,22 @@ def _yaml_flavour(data: dict[str, Any]) -> str | None:
     if keys & hf:
         return "hf-args"
     return None
+
+
+ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size", "intermediate_size")
+
+
+def _absurd_model_config(data: dict[str, Any]) -> bool:
+    """A model's config.json (its architecture keys) with sizes no real model has (hidden_size 10^15): the
+    absurd-size answer, as for "10^100B" in words, not a TrainingArguments file with keys not understood."""
+    if not {"num_hidden_layers", "hidden_size"} <= set(data):
+        return False
+    try:
+        ModelConfig.model_validate({k: data[k] for k in ARCHITECTURE_KEYS if k in data})
+    except ValidationError as exc:
+        return any(e["type"] in ("less_than_equal", "greater_than", "int_from_float", "int_parsing_size")
+                   for e in exc.errors())
+    return False
 
 
 def _read_mapping(data: dict[str, Any], flavour: str, c: Collector) -> None:
@@ -71,6 +90,8 @@ def _read(text: str, name: str) -> ReadResult:
         if not isinstance(data, dict):
             raise ConfigInputError("not_a_mapping")
         flavour = "deepspeed" if set(data) & set(DS_KEYS) else (_yaml_flavour(data) or "hf-args")
+        if flavour == "hf-args" and _absurd_model_config(data):
+            return ReadResult(format="model-config", error="model_out_of_range")
         c = Collector(flavour, FRAMEWORK[flavour])
         _read_mapping(data, flavour, c)
         return c.result()

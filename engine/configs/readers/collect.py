@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -55,6 +56,11 @@ def as_int(value: Any) -> int | None:
         if m:
             n = int(m.group(1))
             return n * {"": 1, "k": 1000, "K": 1024, "m": 1_000_000, "M": 1024 * 1024}[m.group(2)]
+        # YAML 1.1 reads 1e308 or 2.048e3 as text: a number all the same (out of range, it is said so later)
+        if re.fullmatch(r"\s*\d{1,20}(?:\.\d{0,20})?[eE][+]?\d{1,3}\s*", value):
+            number = float(value)
+            if math.isfinite(number) and number.is_integer():
+                return int(number)
     return None
 
 

@@ -50,10 +50,14 @@ def precision(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> No
 
 
 def to(field: str, convert: Callable[[Any], Any]) -> Handler:
-    """The key sets `field` to its converted value (nothing when the value does not convert)."""
+    """The key sets `field` to its converted value; a value that does not convert is named, never dropped quietly
+    (`sequence_len: 1e308x` would otherwise read as "every key understood" and an estimate at the defaults)."""
 
     def handler(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
-        c.set(field, convert(value))
+        converted = convert(value)
+        if converted is None and value is not None:
+            c.ignore(f"{key} (value not understood)")
+        c.set(field, converted)
 
     return handler
 
