@@ -82,7 +82,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         monthly=result.monthly if not result.comparison else None,
         price_date=newest_price_date(shown), old_prices=stale_prices(shown), currency=result.currency,
         rank_by=result.rank_by, tokens=result.tokens,
-        shape_reference=None if s.arch.known else shape_reference(s.arch.params),
+        shape_reference=None if s.arch.known else shape_reference(s.arch.params, s.arch.active_params),
         capacity=capacity_lines(b, asked, result),
         limits=within_limits(request, shown, prices or PriceOptions()),
     )
@@ -277,7 +277,7 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
         alternatives=result.alternatives, cheaper=cheaper, notes=result.notes, assumptions=s.assumptions,
         price_date=newest_price_date(shown), old_prices=stale_prices(shown), currency=result.currency,
         rank_by=result.rank_by,
-        tokens=result.tokens, shape_reference=None if s.arch.known else shape_reference(s.arch.params),
+        tokens=result.tokens, shape_reference=None if s.arch.known else shape_reference(s.arch.params, s.arch.active_params),
         capacity=capacity_lines(b, asked, result), posttrain=pt,
     )
 

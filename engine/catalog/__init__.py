@@ -14,6 +14,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from engine.catalog.ids import base_candidates, size_from_name
 from engine.schema import Architecture, ModelConfig, ModelRef
 
 HERE = Path(__file__).parent
@@ -196,8 +197,12 @@ def find_model(name: str | None) -> CatalogModel | None:
             return found
         shorter = _NAME_TAIL.sub("", tail)
         if shorter == tail or not shorter:
-            return None
+            break
         tail = shorter
+    for candidate in base_candidates(name):  # "unsloth/Llama-3.2-3B-Instruct-bnb-4bit" -> "Llama-3.2-3B"
+        found = _model_index().get(_key(candidate))
+        if found is not None:
+            return found
     return None
 
 
@@ -232,8 +237,45 @@ def architecture(ref: ModelRef) -> Architecture:
         return _from_config(entry.name, entry.config, params, active, known=True,
                             gated=entry.mlp_kind != "plain")
     if ref.params_b is None:
-        raise ValueError("model size unknown")
+        sized = size_from_name(ref.name)  # "Yi-1.5-34B-Chat", "Foo-48B-A3B": the size the id carries
+        if sized is None:
+            raise ValueError("model size unknown")
+        total, active = sized
+        if active is not None:
+            return representative_moe(total * 1e9, active * 1e9, ref.name)
+        return representative(total * 1e9, ref.name)
+    if ref.active_params_b is not None and ref.active_params_b < ref.params_b:
+        return representative_moe(ref.params_b * 1e9, ref.active_params_b * 1e9, ref.name)
     return representative(ref.params_b * 1e9, ref.name)
+
+
+def moe_references() -> list[CatalogModel]:
+    """The catalog's mixtures of experts with a plain GQA attention (the shapes a sized MoE id borrows)."""
+    return [m for m in models() if m.config.num_local_experts and m.active_params_b and not m.config.kv_lora_rank
+            and not m.native_format and not m.config.attention_chunk_size]
+
+
+def representative_moe(params: float, active: float, name: str | None = None) -> Architecture:
+    """A mixture of experts of `params` total and `active` per token, shaped like the nearest catalog MoE (by
+    total and active size): its layers and attention kept, the expert count scaled to the total and the experts
+    per token to the active size. A representative shape, said as such (shape_reference)."""
+    nearest = moe_reference(params, active)
+    cfg = nearest.config
+    base = _from_config(nearest.name, cfg, None, None, known=False, gated=nearest.mlp_kind != "plain")
+    mats = 3 if base.gated_mlp else 2
+    per_expert = base.layers * mats * base.hidden * base.expert_ffn
+    dense_part = base.params - base.experts * per_expert - base.shared_experts * per_expert
+    experts = max(2, round((params - dense_part) / per_expert) - base.shared_experts)
+    per_token = max(1, min(experts, round((active - dense_part) / per_expert) - base.shared_experts))
+    scaled = cfg.model_copy(update={"num_local_experts": experts, "num_experts_per_tok": per_token})
+    return _from_config(name or f"{params / 1e9:g}B-A{active / 1e9:g}B", scaled, params, active, known=False,
+                        gated=base.gated_mlp)
+
+
+def moe_reference(params: float, active: float) -> CatalogModel:
+    def distance(m: CatalogModel) -> float:
+        return abs(math.log(m.params_b * 1e9 / params)) + abs(math.log((m.active_params_b or m.params_b) * 1e9 / active))
+    return min(moe_references(), key=distance)
 
 
 def representative(params: float, name: str | None = None) -> Architecture:
@@ -268,8 +310,10 @@ def smaller_shapes(params: float) -> tuple[Architecture, ...]:
     return tuple(out)
 
 
-def shape_reference(params: float) -> str:
+def shape_reference(params: float, active: float | None = None) -> str:
     """The catalog model whose shape a bare size borrows (for the assumption line)."""
+    if active is not None and active < params * 0.999:
+        return moe_reference(params, active).name
     ladder = [m for m in models() if m.name in REFERENCE_LADDER]
     return min(ladder, key=lambda m: abs(math.log(m.params_b * 1e9 / params))).name
 

@@ -77,7 +77,7 @@ def _model_id(name: str | None, s: Scenario) -> tuple[str, list[str]]:
     if name and "/" in name:
         return name, []  # a Hub id the catalog lacks: load it as written
     if not s.arch.known:
-        ref = find_model(shape_reference(s.arch.params))
+        ref = find_model(shape_reference(s.arch.params, s.arch.active_params))
         if ref is not None and ref.hf_id:
             return ref.hf_id, [f"model_assumed:{ref.hf_id}"]
     return name or s.arch.name, []
