@@ -69,7 +69,13 @@ def _estimate_json(line: str) -> dict[str, Any]:
         return {"error": f"invalid JSON: {exc.msg}"}
     except JsonTooHostile as exc:
         return {"error": f"invalid JSON: {exc}"}
-    return estimate_request(data)
+    from bot.cli_hub import with_hub_config
+
+    data, note = with_hub_config(data)
+    out = estimate_request(data)
+    if note is not None:
+        out["model_source"] = note
+    return out
 
 
 def _plan_text(text: str) -> dict[str, Any]:

@@ -67,6 +67,9 @@ class ModelConfig(Strict):
     attention_chunk_size: int | None = Field(default=None, gt=0, le=100_000_000)  # Llama 4 chunked local attention
     kv_lora_rank: int | None = Field(default=None, gt=0, le=100_000)  # MLA (DeepSeek-V2/V3): one latent per token
     qk_rope_head_dim: int | None = Field(default=None, ge=0, le=100_000)
+    # hybrid models (Qwen3-Next / Qwen3.5 Gated DeltaNet, Nemotron-H / Jamba Mamba): the layers that keep a
+    # per-token KV cache; the others hold a fixed state per sequence. None = every layer is attention.
+    attention_layers: int | None = Field(default=None, ge=0, le=10_000)
 
 
 class ModelRef(Strict):
@@ -203,6 +206,7 @@ class Architecture(BaseModel):
     attention_chunk_size: int | None = None
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
+    attention_layers: int | None = None  # hybrid: layers with a per-token KV cache (None = all)
 
 
 def error_keys(error: str | None) -> list[str]:

@@ -363,4 +363,5 @@ def _from_config(name: str, cfg: ModelConfig, params: float | None, active: floa
         max_position_embeddings=cfg.max_position_embeddings, sliding_window=cfg.sliding_window,
         sliding_window_pattern=cfg.sliding_window_pattern, attention_chunk_size=cfg.attention_chunk_size,
         kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.qk_rope_head_dim,
+        attention_layers=cfg.attention_layers,
     )
