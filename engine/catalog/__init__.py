@@ -252,7 +252,7 @@ def architecture(ref: ModelRef) -> Architecture:
 def moe_references() -> list[CatalogModel]:
     """The catalog's mixtures of experts with a plain GQA attention (the shapes a sized MoE id borrows)."""
     return [m for m in models() if m.config.num_local_experts and m.active_params_b and not m.config.kv_lora_rank
-            and not m.native_format and not m.config.attention_chunk_size]
+            and not m.native_format and not m.config.attention_chunk_size and m.config.attention_layers is None]
 
 
 def representative_moe(params: float, active: float, name: str | None = None) -> Architecture:

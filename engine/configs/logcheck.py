@@ -18,15 +18,22 @@ COMPONENTS = (("weights_gib", "weights_gib", "weights"), ("activation_peak_gib",
               ("kv_tokens", "kv_tokens", "KV tokens"), ("max_concurrency", "max_concurrency", "max concurrency"))
 
 MECHANISM = {
-    "weights": "the rank's share of the weights in {fmt}, vocabulary padded to 64 x TP",
+    "weights": "the rank's share of the weights in {fmt} (vLLM / SGLang pad the vocabulary to 64 x TP)",
     "activation peak": {"vllm-v1": "profile run: forward of max_num_batched_tokens ({mnbt}) tokens and the sampler "
                                    "over min(max_num_seqs, max_num_batched_tokens) rows of fp32 logits",
                         "vllm-v0": "profile run: max_num_seqs ({mns}) dummy sequences through the sampler (fp32 "
                                    "logits of the vocabulary)",
+                        "llama.cpp": "compute buffer: n_ubatch (512) x vocabulary fp32 logits plus the layer work space",
                         "": "the engine's warm-up batch"},
     "non-torch memory": "NCCL / custom all-reduce buffers under TP, cuBLAS workspace",
     "CUDA graphs": "graph pool of the captured batch sizes ({graphs})",
-    "KV pool": "total x gpu_memory_utilization ({util}) minus weights, activation peak and non-torch memory",
+    "KV pool": {"vllm-v1": "total x gpu_memory_utilization ({util}) minus weights, activation peak and non-torch "
+                           "memory", "vllm-v0": "total x gpu_memory_utilization ({util}) minus weights, activation "
+                           "peak and non-torch memory",
+                "sglang": "total x mem_fraction_static minus what the process holds after loading",
+                "tgi": "free memory after the warm-up x cuda_memory_fraction x 0.90 (TGI_WIGGLE_ROOM)",
+                "llama.cpp": "n_ctx x layers x K+V bytes, allocated whole at start (not paged)",
+                "": "the KV cache the engine allocates"},
     "KV tokens": "pool / (bytes per token: {bpt} B), in blocks of 16",
     "max concurrency": "KV tokens / blocks one max_model_len ({mml}) request needs",
 }

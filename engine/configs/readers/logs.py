@@ -65,7 +65,7 @@ def detect(text: str) -> str | None:
 
 def looks_like_log(text: str) -> bool:
     """A start-up log or a memory printout (not a command line or a config file)."""
-    if text.lstrip().startswith(("{", "[")) and "INFO" not in text[:2000]:
+    if re.match(r"\s*(?:\{|\[\s*[\[{\"\]])", text):  # JSON, not "[2025-03-02 09:11:04] ..."
         return False
     kind = detect(text)
     if kind is None:
@@ -141,6 +141,7 @@ def _vllm(text: str, r: LogReading) -> None:
         s["vllm_use_v1"] = True
     _settings_from(_dict_args(text), s)
     _settings_from(_kv_args(text, "with config: "), s)
+    _settings_from(_kv_args(text, "Namespace("), s)
     if (g := _search(r"Model loading took " + _NUM + r"\s*Gi?B", text)) or \
             (g := _search(r"Loading model weights took " + _NUM + r"\s*Gi?B", text)):
         m["weights_gib"] = _f(g.group(1))
@@ -163,6 +164,13 @@ def _vllm(text: str, r: LogReading) -> None:
         s.setdefault("max_model_len", int(_f(g.group(1))))
     if g := _search(r"Graph capturing finished in [\d.]+ secs?, took " + _NUM + r"\s*GiB", text):
         m["cuda_graph_gib"] = _f(g.group(1))
+    if g := _search(r"Memory profiling results: total_gpu_memory=" + _NUM + r"GiB.*?peak_torch_memory=" + _NUM +
+                    r"GiB.*?non_torch_memory=" + _NUM + r"GiB kv_cache_size=" + _NUM + r"GiB", text):
+        # vLLM 0.6.3-0.6.4 (worker/worker.py determine_num_available_blocks): peak_torch_memory includes the weights
+        s["gpu_total_gib"] = _f(g.group(1))
+        if "weights_gib" in m:
+            m["activation_peak_gib"] = round(_f(g.group(2)) - m["weights_gib"], 3)
+        m["non_torch_gib"], m["kv_cache_gib"] = _f(g.group(3)), _f(g.group(4))
     if g := _search(r"total_gpu_memory \(" + _NUM + r"\s*GiB\)", text) or \
             _search(r"total_memory=" + _NUM + r"\s*GiB", text):
         s["gpu_total_gib"] = _f(g.group(1))
@@ -228,8 +236,9 @@ def _llama_cpp(text: str, r: LogReading) -> None:
         r.version = "b" + v.group(1)
     if g := _search(r"general\.name\s+str\s+=\s+(.+)", text):
         s["model"] = safe_model(g.group(1))
-    if g := _search(r"file type\s+=\s+(\S+)", text):
-        s["quantization"] = "gguf:" + g.group(1).lower()
+    if g := _search(r"file type\s+=\s+(\S+)(?: - (Small|Medium|Large))?", text):
+        size = {"Small": "_s", "Medium": "_m", "Large": "_l"}.get(g.group(2) or "", "")
+        s["quantization"] = "gguf:" + g.group(1).lower() + size
     if g := _search(r"n_ctx\s+=\s+(\d+)", text):
         s["max_model_len"] = int(g.group(1))
     if g := _search(r"n_seq_max\s+=\s+(\d+)", text):
