@@ -277,7 +277,8 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
         alternatives=result.alternatives, cheaper=cheaper, notes=result.notes, assumptions=s.assumptions,
         price_date=newest_price_date(shown), old_prices=stale_prices(shown), currency=result.currency,
         rank_by=result.rank_by,
-        tokens=result.tokens, shape_reference=None if s.arch.known else shape_reference(s.arch.params, s.arch.active_params),
+        tokens=result.tokens,
+        shape_reference=None if s.arch.known else shape_reference(s.arch.params, s.arch.active_params),
         capacity=capacity_lines(b, asked, result), posttrain=pt,
     )
 

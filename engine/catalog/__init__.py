@@ -274,7 +274,8 @@ def representative_moe(params: float, active: float, name: str | None = None) ->
 
 def moe_reference(params: float, active: float) -> CatalogModel:
     def distance(m: CatalogModel) -> float:
-        return abs(math.log(m.params_b * 1e9 / params)) + abs(math.log((m.active_params_b or m.params_b) * 1e9 / active))
+        used = (m.active_params_b or m.params_b) * 1e9
+        return abs(math.log(m.params_b * 1e9 / params)) + abs(math.log(used / active))
     return min(moe_references(), key=distance)
 
 

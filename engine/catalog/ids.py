@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import re
 
-# Repository owners that republish other labs' models (quantized or converted): the owner says nothing of the
-# architecture. Listed for the docs; any owner is dropped from the lookup anyway.
-MIRROR_OWNERS = ("unsloth", "hugging-quants", "neuralmagic", "redhatai", "bartowski", "thebloke", "mlx-community",
-                 "lmstudio-community", "casperhansen", "intel", "modelcloud", "nm-testing", "turboderp",
-                 "mradermacher", "qwen", "meta-llama", "google", "mistralai", "nvidia", "amd")
+# The owner is dropped from the lookup: mirrors that republish other labs' models (unsloth, hugging-quants,
+# neuralmagic, RedHatAI, bartowski, TheBloke, mlx-community, lmstudio-community, Intel, ...) say nothing of the
+# architecture, and the labs' own ids resolve by their model name.
 
 # GGUF quant types in file and repo names ("Q4_K_M", "IQ3_XXS", "Q8_0", "BF16" inside a -GGUF name)
 _GGUF_TYPE = re.compile(r"(?<![a-z0-9])(i?q[1-8](?:_[a-z0-9]+){0,2})(?![a-z0-9])", re.IGNORECASE)
@@ -38,9 +36,10 @@ _FORMAT_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 # words of a derivative's name that do not change the architecture (chat/instruct tunes, formats, stages)
 _DROP = frozenset({
-    "instruct", "chat", "it", "hf", "base", "pt", "sft", "dpo", "orpo", "rlhf", "grpo", "distill", "qat", "abliterated",
-    "uncensored", "merged", "lora", "awq", "gptq", "int4", "int8", "w4a16", "w8a8", "w8a16", "w4a4", "fp8", "fp16",
-    "bf16", "fp4", "nvfp4", "mxfp4", "nf4", "bnb", "4bit", "8bit", "dynamic", "static", "gguf", "quantized", "autoround",
+    "instruct", "chat", "it", "hf", "base", "pt", "sft", "dpo", "orpo", "rlhf", "grpo", "distill", "qat",
+    "abliterated", "uncensored", "merged", "lora", "awq", "gptq", "int4", "int8", "w4a16", "w8a8", "w8a16", "w4a4",
+    "fp8", "fp16", "bf16", "fp4", "nvfp4", "mxfp4", "nf4", "bnb", "4bit", "8bit", "dynamic", "static", "gguf",
+    "quantized", "autoround",
     "auto", "round", "exl2", "mlx", "marlin", "unsloth", "turbo", "fast", "online", "sym", "asym", "g128", "gs128",
     "channelwise", "block", "kv", "thinking", "reasoning", "latest",
 })

@@ -17,13 +17,14 @@ COMPONENTS = (("weights_gib", "weights_gib", "weights"), ("activation_peak_gib",
               ("cuda_graph_gib", "cuda_graph_gib", "CUDA graphs"), ("kv_cache_gib", "kv_pool_gib", "KV pool"),
               ("kv_tokens", "kv_tokens", "KV tokens"), ("max_concurrency", "max_concurrency", "max concurrency"))
 
-MECHANISM = {
+MECHANISM: dict[str, str | dict[str, str]] = {
     "weights": "the rank's share of the weights in {fmt} (vLLM / SGLang pad the vocabulary to 64 x TP)",
     "activation peak": {"vllm-v1": "profile run: forward of max_num_batched_tokens ({mnbt}) tokens and the sampler "
                                    "over min(max_num_seqs, max_num_batched_tokens) rows of fp32 logits",
                         "vllm-v0": "profile run: max_num_seqs ({mns}) dummy sequences through the sampler (fp32 "
                                    "logits of the vocabulary)",
-                        "llama.cpp": "compute buffer: n_ubatch (512) x vocabulary fp32 logits plus the layer work space",
+                        "llama.cpp": "compute buffer: n_ubatch (512) x vocabulary fp32 logits plus the layer work "
+                                     "space",
                         "": "the engine's warm-up batch"},
     "non-torch memory": "NCCL / custom all-reduce buffers under TP, cuBLAS workspace",
     "CUDA graphs": "graph pool of the captured batch sizes ({graphs})",
@@ -41,9 +42,8 @@ CLOSE = 0.05  # within 5 %: no reason needed beyond the mechanism
 
 
 def _mechanism(label: str, s: dict[str, Any]) -> str:
-    text = MECHANISM[label]
-    if isinstance(text, dict):
-        text = text.get(s.get("engine_family") or "", text[""])
+    entry = MECHANISM[label]
+    text = entry if isinstance(entry, str) else entry.get(s.get("engine_family") or "", entry[""])
     graphs = "counted inside the budget" if s.get("cuda_graphs_in_budget") else "taken after the KV pool, outside it"
     return text.format(fmt=s.get("weight_format"), mnbt=s.get("max_num_batched_tokens"), mns=s.get("max_num_seqs"),
                        util=s.get("gpu_memory_utilization"), bpt=s.get("kv_bytes_per_token"),

@@ -12,6 +12,7 @@ The patterns are the engines' own log lines (cited at each).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,7 +111,7 @@ def _settings_from(args: dict[str, str], s: dict[str, Any]) -> None:
              "chunked_prefill_size": "max_num_batched_tokens", "enforce_eager": "enforce_eager"}
     for key, value in args.items():
         target = names.get(key)
-        if target is None or value in ("None", "", "auto") and target not in ("kv_cache_dtype",):
+        if target is None or (value in ("None", "", "auto") and target != "kv_cache_dtype"):
             continue
         if target == "model":
             s.setdefault("model", safe_model(value))
@@ -118,10 +119,8 @@ def _settings_from(args: dict[str, str], s: dict[str, Any]) -> None:
             if re.fullmatch(r"\d+", value):
                 s.setdefault(target, int(value))
         elif target in ("gpu_memory_utilization", "mem_fraction_static"):
-            try:
+            with contextlib.suppress(ValueError):
                 s.setdefault(target, float(value))
-            except ValueError:
-                pass
         elif target == "dtype":
             s.setdefault("dtype", _DTYPE.get(value, value))
         else:
