@@ -99,6 +99,9 @@ class EngineOptions(Strict):
     max_num_batched_tokens: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN)
     max_model_len: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN)
     engine_version: str | None = Field(default=None, max_length=40)
+    # vLLM 0.7-0.10: VLLM_USE_V1=1 / =0 picks the engine (V1 opt-in on 0.7, default from 0.8); None = the version's
+    # default (engine/catalog/serving.toml [vllm] v1_from)
+    vllm_use_v1: bool | None = None
 
 
 class Rollout(Strict):

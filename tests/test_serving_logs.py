@@ -168,3 +168,25 @@ def test_cli_estimate_offline_says_so(capsys: pytest.CaptureFixture[str], monkey
     assert main(["estimate", "--json", "--request"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert "offline" in out["model_source"] and out["serving"]["weights_gib"] > 15
+
+
+def test_vllm_use_v1_on_0_7_is_profiled_as_v1() -> None:
+    def block(opts: dict[str, object]) -> dict[str, object]:
+        out = estimate_request({"model": {"name": "Qwen/Qwen2.5-7B-Instruct"}, "method": "inference",
+                                "serving_engine": "vllm", "gpus": [{"name": "H100", "count": 1}],
+                                "engine_options": {"engine_version": "0.7.3", "max_model_len": 8192, **opts}})
+        return dict(out["serving"])
+    assert block({})["engine_family"] == "vllm-v0"
+    v1 = block({"vllm_use_v1": True})
+    assert v1["engine_family"] == "vllm-v1"
+    assert block({"vllm_use_v1": False, "engine_version": "0.8.5"})["engine_family"] == "vllm-v0"
+    assert v1["activation_peak_gib"] != block({})["activation_peak_gib"]
+
+
+def test_a_v1_log_of_0_7_carries_the_switch_into_the_request() -> None:
+    text = ("INFO 02-10 10:00:00 [core.py:50] Initializing a V1 LLM engine (v0.7.2) with config: "
+            "model='Qwen/Qwen2.5-7B-Instruct', dtype=torch.bfloat16, max_seq_len=8192, tensor_parallel_size=1\n"
+            "INFO 02-10 10:00:30 [gpu_model_runner.py:900] Model loading took 14.25 GiB and 20.1 seconds\n")
+    out = check(text)
+    assert out["request"]["engine_options"]["vllm_use_v1"] is True
+    assert out["request"]["engine_options"]["engine_version"].startswith("0.7.2")

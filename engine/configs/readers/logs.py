@@ -138,6 +138,8 @@ def _vllm(text: str, r: LogReading) -> None:
     r.version = r.version.strip() or None
     if engine_v1 and not engine_v0:
         s["vllm_use_v1"] = True
+    elif engine_v0 and not engine_v1:
+        s["vllm_use_v1"] = False
     _settings_from(_dict_args(text), s)
     _settings_from(_kv_args(text, "with config: "), s)
     _settings_from(_kv_args(text, "Namespace("), s)
@@ -306,6 +308,8 @@ def request_data(r: LogReading, gpu: str | None = None) -> dict[str, Any] | None
             if s.get(k)}
     if r.version:
         opts["engine_version"] = r.version[:40]
+    if r.kind == "vllm" and "vllm_use_v1" in s:
+        opts["vllm_use_v1"] = bool(s["vllm_use_v1"])
     q: dict[str, Any] = {"model": {"name": s["model"]}, "method": "inference", "serving_engine": ENGINE[r.kind],
                          "tensor_parallel": tp, "pipeline_parallel": pp, "engine_options": opts}
     if ref.get("name") or ref.get("memory_gb"):
