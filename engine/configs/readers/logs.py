@@ -163,6 +163,12 @@ def _vllm(text: str, r: LogReading) -> None:
     if g := _search(r"Maximum concurrency for " + _NUM + r" tokens per request: " + _NUM + "x", text):
         m["max_concurrency"] = _f(g.group(2))
         s.setdefault("max_model_len", int(_f(g.group(1))))
+    if g := _search(r"Actual usage is " + _NUM + r" GiB for weight, " + _NUM + r" GiB for peak activation, " + _NUM +
+                    r" GiB for non-torch memory, and " + _NUM + r" GiB for CUDAGraph memory", text):
+        # vllm/v1/worker/gpu_worker.py compile_or_warm_up_model: the --kv-cache-memory suggestion line
+        for key, value in zip(("weights_gib", "activation_peak_gib", "non_torch_gib", "cuda_graph_gib"), g.groups(),
+                              strict=True):
+            m.setdefault(key, _f(value))
     if g := _search(r"Graph capturing finished in [\d.]+ secs?, took " + _NUM + r"\s*GiB", text):
         m["cuda_graph_gib"] = _f(g.group(1))
     if g := _search(r"Memory profiling results: total_gpu_memory=" + _NUM + r"GiB.*?peak_torch_memory=" + _NUM +
