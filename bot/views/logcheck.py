@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
+
+from bot.views.messages import t
 
 
 def _num(v: Any) -> str:
@@ -33,3 +36,11 @@ def log_summary(out: dict[str, Any]) -> str:
     if out.get("error"):
         lines.append(f"error: {out['error']}")
     return "\n".join(lines)
+
+
+def log_reply_html(lang: str, out: dict[str, Any]) -> str:
+    """The bot's reply: a translated heading, then the table as preformatted text (secrets and paths already gone)."""
+    kind = out.get("format", "log:?").split(":", 1)[1]
+    head = "🔎 <b>" + t(lang, "Start-up log of %(engine)s read back: our estimate beside the measured figures",
+                        engine=html.escape(kind)) + "</b>"
+    return head + "\n<pre>" + html.escape(log_summary(out)) + "</pre>"
