@@ -69,7 +69,7 @@ def _estimate_json(line: str) -> dict[str, Any]:
         return {"error": f"invalid JSON: {exc.msg}"}
     except JsonTooHostile as exc:
         return {"error": f"invalid JSON: {exc}"}
-    from bot.cli_hub import with_hub_config
+    from bot.hub.cli import with_hub_config
 
     data, note = with_hub_config(data)
     out = estimate_request(data)

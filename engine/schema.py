@@ -210,6 +210,7 @@ class Architecture(BaseModel):
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
     attention_layers: int | None = None  # hybrid: layers with a per-token KV cache (None = all)
+    reference: str | None = None  # an assumed shape: the catalog model it is borrowed from (None = by size)
 
 
 def error_keys(error: str | None) -> list[str]:

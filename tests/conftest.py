@@ -13,7 +13,7 @@ from bot_harness import Harness, harness
 from fake_botapi import FakeBotAPI
 from redis_server import RedisServer
 
-# Tests never reach the internet: the CLI's Hub look-up (bot/cli_hub.py) stays offline unless a test points
+# Tests never reach the internet: the CLI's Hub look-up (bot/hub/cli.py) stays offline unless a test points
 # HF_ENDPOINT at the fake Hub and clears this.
 os.environ.setdefault("GPU_ADVISOR_OFFLINE", "1")
 

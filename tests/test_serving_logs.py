@@ -59,8 +59,8 @@ def test_size_from_name(name: str, sized: tuple[float, float | None] | None) -> 
 
 
 def test_sized_ids_are_answered_as_that_size_with_an_assumed_shape() -> None:
-    dense = architecture(ModelRef(name="01-ai/Yi-1.5-34B-Chat"))
-    assert not dense.known and abs(dense.params / 1e9 - 34) < 0.01
+    dense = architecture(ModelRef(name="someorg/Brand-New-34B-Chat"))
+    assert not dense.known and abs(dense.params / 1e9 - 34) < 0.01 and dense.reference is None
     moe = architecture(ModelRef(name="foo/Bar-48B-A3B-Instruct"))
     assert moe.experts > 0 and abs(moe.params / 1e9 - 48) < 0.01 and 2 < moe.active_params / 1e9 < 4.5
     out = estimate_request({"model": {"name": "foo/Bar-48B-A3B-Instruct"}, "method": "inference",
@@ -190,3 +190,19 @@ def test_a_v1_log_of_0_7_carries_the_switch_into_the_request() -> None:
     out = check(text)
     assert out["request"]["engine_options"]["vllm_use_v1"] is True
     assert out["request"]["engine_options"]["engine_version"].startswith("0.7.2")
+
+
+@pytest.mark.parametrize(("name", "reference", "scaled"), [
+    ("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen2.5-7B", False),  # 7B names a 7.6B model: that member as it is
+    ("01-ai/Yi-1.5-34B-Chat", "Yi-34B", False),
+    ("meta-llama/Llama-3.2-11B-Vision-Instruct", "Llama-3.1-8B", True),  # nearest version, then size; layers scaled
+])
+def test_a_sized_id_of_a_known_family_borrows_that_family(name: str, reference: str, scaled: bool) -> None:
+    arch = architecture(ModelRef(name=name))
+    ref = find_model(reference)
+    assert ref is not None and not arch.known and arch.reference == reference
+    assert (arch.layers != ref.config.num_hidden_layers) == scaled
+    assert arch.kv_heads == (ref.config.num_key_value_heads or ref.config.num_attention_heads)
+    out = estimate_request({"model": {"name": name}, "method": "inference", "serving_engine": "vllm",
+                            "gpus": [{"name": "H100", "count": 1}]})
+    assert f"architecture=like {reference}" in out["serving"]["assumptions"]

@@ -37,7 +37,6 @@ from bot.handlers.filters import InLoop
 from bot.hub.ids import MAX_PASTE
 from bot.storage import ChatSettings, Storage
 from bot.views.configs import check_header, config_caption, config_failed, error_text
-from bot.views.logcheck import log_reply_html
 from bot.views.keyboards import (
     CODE_FORMATS,
     CODE_METHODS,
@@ -48,6 +47,7 @@ from bot.views.keyboards import (
     pack_config,
     pack_serving_config,
 )
+from bot.views.logcheck import log_reply_html
 from bot.views.messages import t
 from engine.configs import ReadResult, Target, config_for, read_config
 from engine.configs.bridge import default_target, is_serving

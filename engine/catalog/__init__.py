@@ -241,12 +241,74 @@ def architecture(ref: ModelRef) -> Architecture:
         if sized is None:
             raise ValueError("model size unknown")
         total, active = sized
+        family = family_reference(ref.name, total, active)
+        if family is not None:
+            return family
         if active is not None:
             return representative_moe(total * 1e9, active * 1e9, ref.name)
         return representative(total * 1e9, ref.name)
     if ref.active_params_b is not None and ref.active_params_b < ref.params_b:
         return representative_moe(ref.params_b * 1e9, ref.active_params_b * 1e9, ref.name)
     return representative(ref.params_b * 1e9, ref.name)
+
+
+_FAMILY = re.compile(r"([A-Za-z]+)[-_ ]?(\d+(?:\.\d+)?)?(?=[-_ .]|$|[A-Za-z])")
+# a named size within this factor of a family member is that member, as it is: names round their size (Qwen2.5-7B
+# has 7.6B, Qwen2.5-14B 14.8B, Gemma-3-4B 4.3B: within 9 %)
+SAME_SHAPE = 1.12
+FAMILY_SPAN = 2.0  # beyond this factor a family member is no reference for the size
+
+
+def _family_key(text: str) -> tuple[str, float | None] | None:
+    """("qwen", 2.5) for "Qwen2.5-VL-7B", ("llama", 3.2) for "Llama-3.2-11B-Vision", ("yi", 1.5) for "Yi-1.5-34B"."""
+    m = _FAMILY.match(text)
+    if not m or len(m.group(1)) < 2:
+        return None
+    return m.group(1).lower(), float(m.group(2)) if m.group(2) else None
+
+
+def family_reference(name: str | None, total: float, active: float | None) -> Architecture | None:
+    """A sized id of a family the catalog knows ("Qwen2.5-VL-7B", "Yi-1.5-34B-Chat") is shaped like that family's
+    member nearest in version, then size (dense for dense, MoE for MoE; natively quantized and hybrid rows left
+    out): its own shape when the size is within SAME_SHAPE of it, its layers scaled otherwise. Said as
+    `architecture=like <member>` (Architecture.reference)."""
+    bases = base_candidates(name)
+    key = _family_key(bases[-1]) if bases else None
+    if key is None:
+        return None
+    word, version = key
+    pool = []
+    for m in models():
+        mk = _family_key(m.name)
+        if mk is None or mk[0] != word or m.native_format or m.config.attention_layers is not None:
+            continue
+        if bool(m.active_params_b) != (active is not None):
+            continue
+        if abs(math.log(m.params_b / total)) > math.log(FAMILY_SPAN):
+            continue
+        gap = abs(version - mk[1]) if version is not None and mk[1] is not None else 0.0 if version is None else 9.0
+        pool.append((gap, abs(math.log(m.params_b / total)), m))
+    if not pool:
+        return None
+    _, distance, ref = min(pool, key=lambda x: (x[0], x[1]))
+    gated = ref.mlp_kind != "plain"
+    if active is not None and distance > math.log(SAME_SHAPE):
+        return None  # another total: representative_moe scales the nearest MoE's experts
+    if distance <= math.log(SAME_SHAPE):
+        arch = _from_config(name or ref.name, ref.config, ref.params_b * 1e9,
+                            ref.active_params_b * 1e9 if ref.active_params_b else None, known=False, gated=gated)
+        return arch.model_copy(update={"reference": ref.name})
+    base = _from_config(ref.name, ref.config, None, None, known=False, gated=gated)
+    per_layer = base.linear_params / base.layers
+    layers = max(1, round((total * 1e9 - base.embedding_params) / per_layer))
+    scaled = ref.config.model_copy(update={"num_hidden_layers": layers})
+    arch = _from_config(name or ref.name, scaled, total * 1e9, None, known=False, gated=gated)
+    return arch.model_copy(update={"reference": ref.name})
+
+
+def reference_of(arch: Architecture) -> str:
+    """The catalog model an assumed architecture borrows its shape from (for the assumption line)."""
+    return arch.reference or shape_reference(arch.params, arch.active_params)
 
 
 def moe_references() -> list[CatalogModel]:

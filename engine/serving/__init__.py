@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.catalog import architecture, find_gpu, find_model, gpus, shape_reference
+from engine.catalog import architecture, find_gpu, find_model, gpus, reference_of
 from engine.catalog.ids import name_format
 from engine.schema import Architecture, GpuRef, Request
 
@@ -141,7 +141,7 @@ def serve(request: Request) -> ServingResult:
         return _fail(name, [Issue(key="serving.error.unknown_model", params={"model": name})], assumptions)
     name = arch.name
     if not arch.known:
-        assumptions.append(f"architecture=like {shape_reference(arch.params, arch.active_params)}")
+        assumptions.append(f"architecture=like {reference_of(arch)}")
     native = _native_format(request, engine) or _named_format(request, engine)
     fmt = native or weight_format(request.quantization, request.bits, engine)
     if fmt is None:
