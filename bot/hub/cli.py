@@ -18,6 +18,9 @@ from typing import Any
 from bot.hub.fetch import DEFAULT_ENDPOINT, ConfigCache
 
 TIMEOUT_S = 3.0
+# once the Hub is unreachable or silent in this process, the other ids of a batch are not tried (one process answers
+# a whole `estimate --request` batch: a firewalled machine must not wait TIMEOUT_S for every row)
+_unreachable: list[str] = []
 
 
 class FileConfigCache(ConfigCache):
@@ -76,7 +79,7 @@ def with_hub_config(data: Any) -> tuple[Any, str | None]:
     model_id = needs_lookup(data)
     if model_id is None:
         return data, None
-    if offline():
+    if offline() or _unreachable:
         return data, f"offline: {model_id} not looked up on the Hugging Face Hub; answered from its name"
     from bot.hub.fetch import fetch_config
 
@@ -86,7 +89,10 @@ def with_hub_config(data: Any) -> tuple[Any, str | None]:
         result = asyncio.run(fetch_config(model_id, endpoint=endpoint, token=token, timeout=TIMEOUT_S,
                                           cache=FileConfigCache(cache_folder())))
     except Exception:
+        _unreachable.append(model_id)
         return data, f"the Hugging Face Hub did not answer for {model_id}; answered from its name"
+    if result.reason in ("offline", "timeout"):
+        _unreachable.append(model_id)
     if result.config is None:
         return data, f"no config.json of {model_id} on the Hugging Face Hub ({result.reason}); answered from its name"
     model = {**data["model"], "config": result.config.model_dump(exclude_none=True)}
