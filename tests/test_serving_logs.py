@@ -248,3 +248,9 @@ async def test_cli_hub_lookup_uses_the_fake_hub_and_stops_after_an_unreachable_h
     assert down is not None and "answered from its name" in down
     _, skipped = await asyncio.to_thread(hub_cli.with_hub_config, {**request, "model": {"name": "someorg/Third-1B"}})
     assert skipped is not None and skipped.startswith("offline")
+
+
+def test_questions_naming_engines_or_torch_calls_are_not_logs() -> None:
+    assert not looks_like_log("why does max_memory_allocated say so much for Llama 8B on vllm?")
+    assert not looks_like_log("How many users can vLLM serve with Qwen2.5-7B on an L4?")
+    assert looks_like_log("torch.cuda.max_memory_allocated() = 18.42 GiB")

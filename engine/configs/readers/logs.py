@@ -53,7 +53,7 @@ _MARKERS = {
     "tgi": re.compile(r"text_generation_launcher|text_generation_router|max_batch_total_tokens|Args \{"),
     "llama.cpp": re.compile(r"llama_model_loader|llama_context|llama_kv_cache|load_tensors:|llama_new_context"),
     "nvidia-smi": re.compile(r"NVIDIA-SMI \d|\|\s*\d+MiB\s*/\s*\d+MiB"),
-    "torch": re.compile(r"max_memory_(?:allocated|reserved)"),
+    "torch": re.compile(r"max_memory_(?:allocated|reserved)(?:\(\))?\s*(?:[:=]|is)?\s*\d"),
 }
 
 
