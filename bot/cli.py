@@ -69,7 +69,13 @@ def _estimate_json(line: str) -> dict[str, Any]:
         return {"error": f"invalid JSON: {exc.msg}"}
     except JsonTooHostile as exc:
         return {"error": f"invalid JSON: {exc}"}
-    return estimate_request(data)
+    from bot.hub.cli import with_hub_config
+
+    data, note = with_hub_config(data)
+    out = estimate_request(data)
+    if note is not None:
+        out["model_source"] = note
+    return out
 
 
 def _plan_text(text: str) -> dict[str, Any]:
@@ -208,14 +214,29 @@ def _check(args: argparse.Namespace) -> int:
             out = {"request": None, "estimate": None, "changes": [], "ignored": [], "no_effect": [],
                    "error": f"cannot read {path}: {exc.strerror or type(exc).__name__}"}
             break
+    if out is None and args.gpu and len(files) == 1:  # a log that does not name its GPU
+        from engine.configs.logcheck import check_log
+        from engine.configs.readers.logs import looks_like_log
+
+        raw = files[0][1]
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        if looks_like_log(text):
+            out = check_log(text, args.gpu)
     if out is None:
         try:
             out = check_files(files)
         except Exception as exc:  # one answer whatever happens
             out = {"request": None, "estimate": None, "changes": [], "ignored": [], "no_effect": [],
                    "error": f"internal error: {type(exc).__name__}"}
+    if args.record and out.get("calibration"):
+        with open(args.record, "a", encoding="utf-8") as fh:  # one calibration row per log, appended
+            fh.write(json.dumps(out["calibration"], ensure_ascii=False) + "\n")
     if args.json:
         _emit(out)
+    elif (out.get("format") or "").startswith("log:"):
+        from bot.views.logcheck import log_summary
+
+        sys.stdout.write(log_summary(out) + "\n")
     else:
         sys.stdout.write(_check_summary(out) + "\n")
     return 0
@@ -271,6 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     cf.add_argument("text", nargs="*")
     ck = sub.add_parser("check", help="estimate the job a config file or command line describes")
     ck.add_argument("--json", action="store_true")
+    ck.add_argument("--gpu", default=None, help="the GPU a start-up log ran on, when the log does not say")
+    ck.add_argument("--record", default=None, metavar="FILE",
+                    help="append the figures a start-up log measured, with its settings, as a calibration row")
     ck.add_argument("file", metavar="FILE", nargs="+",
                     help="the config file, or - for standard input; several files of one job are read together")
     sub.add_parser("run", help="start the Telegram bot")

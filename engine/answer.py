@@ -6,7 +6,7 @@ The verdict is decided here, once, with the fit rule of `engine.fit`; views only
 from __future__ import annotations
 
 from engine import posttrain, pricing, speed
-from engine.catalog import find_gpu, shape_reference
+from engine.catalog import find_gpu, reference_of
 from engine.fit import NO_HEADROOM, capacity, fits, need_gb, tight
 from engine.memory import fused_loss_alternative
 from engine.plan import plan
@@ -82,7 +82,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         monthly=result.monthly if not result.comparison else None,
         price_date=newest_price_date(shown), old_prices=stale_prices(shown), currency=result.currency,
         rank_by=result.rank_by, tokens=result.tokens,
-        shape_reference=None if s.arch.known else shape_reference(s.arch.params),
+        shape_reference=None if s.arch.known else reference_of(s.arch),
         capacity=capacity_lines(b, asked, result),
         limits=within_limits(request, shown, prices or PriceOptions()),
     )
@@ -277,7 +277,8 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
         alternatives=result.alternatives, cheaper=cheaper, notes=result.notes, assumptions=s.assumptions,
         price_date=newest_price_date(shown), old_prices=stale_prices(shown), currency=result.currency,
         rank_by=result.rank_by,
-        tokens=result.tokens, shape_reference=None if s.arch.known else shape_reference(s.arch.params),
+        tokens=result.tokens,
+        shape_reference=None if s.arch.known else reference_of(s.arch),
         capacity=capacity_lines(b, asked, result), posttrain=pt,
     )
 

@@ -19,7 +19,7 @@ from engine.catalog import (
     architecture,
     find_gpu,
     find_model,
-    shape_reference,
+    reference_of,
     unified_memory,
     usable_memory_gib,
 )
@@ -72,7 +72,7 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
         raise ScenarioError(f"unknown model {request.model.name!r} and no size given", "unknown_model",
                             model=request.model.name or "") from exc
     if not arch.known:
-        assumptions.append(Assumption(key="architecture", value=shape_reference(arch.params)))
+        assumptions.append(Assumption(key="architecture", value=reference_of(arch)))
 
     method: Method = pick("method", request.method, DEFAULT_METHOD)
     training = method != "inference"

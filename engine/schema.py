@@ -67,6 +67,9 @@ class ModelConfig(Strict):
     attention_chunk_size: int | None = Field(default=None, gt=0, le=100_000_000)  # Llama 4 chunked local attention
     kv_lora_rank: int | None = Field(default=None, gt=0, le=100_000)  # MLA (DeepSeek-V2/V3): one latent per token
     qk_rope_head_dim: int | None = Field(default=None, ge=0, le=100_000)
+    # hybrid models (Qwen3-Next / Qwen3.5 Gated DeltaNet, Nemotron-H / Jamba Mamba): the layers that keep a
+    # per-token KV cache; the others hold a fixed state per sequence. None = every layer is attention.
+    attention_layers: int | None = Field(default=None, ge=0, le=10_000)
 
 
 class ModelRef(Strict):
@@ -96,6 +99,9 @@ class EngineOptions(Strict):
     max_num_batched_tokens: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN)
     max_model_len: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN)
     engine_version: str | None = Field(default=None, max_length=40)
+    # vLLM 0.7-0.10: VLLM_USE_V1=1 / =0 picks the engine (V1 opt-in on 0.7, default from 0.8); None = the version's
+    # default (engine/catalog/serving.toml [vllm] v1_from)
+    vllm_use_v1: bool | None = None
 
 
 class Rollout(Strict):
@@ -203,6 +209,8 @@ class Architecture(BaseModel):
     attention_chunk_size: int | None = None
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
+    attention_layers: int | None = None  # hybrid: layers with a per-token KV cache (None = all)
+    reference: str | None = None  # an assumed shape: the catalog model it is borrowed from (None = by size)
 
 
 def error_keys(error: str | None) -> list[str]:

@@ -3,6 +3,7 @@ test command installs it)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -11,6 +12,10 @@ import pytest
 from bot_harness import Harness, harness
 from fake_botapi import FakeBotAPI
 from redis_server import RedisServer
+
+# Tests never reach the internet: the CLI's Hub look-up (bot/hub/cli.py) stays offline unless a test points
+# HF_ENDPOINT at the fake Hub and clears this.
+os.environ.setdefault("GPU_ADVISOR_OFFLINE", "1")
 
 
 @pytest.fixture

@@ -81,7 +81,7 @@ def test_each_arrangement_is_a_bar_of_its_parts_against_its_card() -> None:
     legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
     m = r.memory
     assert not m.cuda_graphs_in_budget  # the latest vLLM V1 captures the graphs beyond gpu_memory_utilization
-    assert legend[:5] == [f"CUDA graphs (beyond the engine's share): {round(m.cuda_graph_gib, 1)}", "KV pool: 100.7",
+    assert legend[:5] == [f"CUDA graphs (beyond the engine's share): {round(m.cuda_graph_gib, 1)}", "KV pool: 103.1",
                           f"non-torch memory: {round(m.non_torch_gib, 1)}", "activation peak: 1.9", "weights: 65.7"]
     assert legend[-1] == "0.9 × card memory (gpu_memory_utilization)"
     stacked = [p for p in fig.axes[0].patches if isinstance(p, Rectangle) and p.get_facecolor()[:3] != (1, 1, 1)]

@@ -77,6 +77,9 @@ def test_sglang_static_fraction_covers_weights_and_kv():
             gpus=[{"name": "H100 SXM", "count": 4}])
     assert r.settings.gpu_memory_utilization == 0.85  # server_args.py default at TP 4
     m = r.memory
+    # profile_max_num_token: (free before loading) x mem_fraction_static - weights; what the process held before
+    # loading (CUDA context, NCCL) is not in the fraction's base
+    assert m.budget_gib == pytest.approx(m.non_torch_gib + (r.gpu.total_gib - m.non_torch_gib) * 0.85)
     assert m.kv_pool_gib == pytest.approx(m.budget_gib - m.weights_gib - m.non_torch_gib)
     assert r.command[:3] == ["python", "-m", "sglang.launch_server"]
 

@@ -47,11 +47,13 @@ from bot.views.keyboards import (
     pack_config,
     pack_serving_config,
 )
+from bot.views.logcheck import log_reply_html
 from bot.views.messages import t
 from engine.configs import ReadResult, Target, config_for, read_config
 from engine.configs.bridge import default_target, is_serving
 from engine.configs.common import made_for
 from engine.configs.readers.cmdline import looks_like_command
+from engine.configs.readers.logs import looks_like_log
 from engine.parse import parse
 from engine.scenario import ScenarioError
 from engine.schema import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN, Language, Request
@@ -59,7 +61,7 @@ from engine.schema import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN, Language, Request
 log = logging.getLogger(__name__)
 
 MAX_CONFIG_BYTES = MAX_PASTE  # one limit for uploaded and pasted configs (256 KB); media's config.json uses it too
-CONFIG_SUFFIXES = (".yaml", ".yml", ".py", ".sh", ".txt", ".cfg", ".toml")
+CONFIG_SUFFIXES = (".yaml", ".yml", ".py", ".sh", ".txt", ".cfg", ".toml", ".log")
 CONFIG_MIME = ("application/x-yaml", "application/yaml", "text/yaml", "text/x-yaml", "text/x-python",
                "application/x-python-code", "text/x-sh", "application/x-sh", "text/plain")
 HOSTILE = ("too_deep", "huge_number", "yaml_bomb")  # errors of a text that is surely meant as a config
@@ -107,13 +109,31 @@ async def _pasted(message: Message, bot: Bot) -> dict[str, Any] | bool:
 
     if not message.text or not is_addressed(message, bot):
         return False
+    if looks_like_log(message.text):  # a serving engine's start-up log, nvidia-smi, torch memory printout
+        return {"pasted": message.text}
     read = pasted_config(message.text)
     return {"pasted": read} if read is not None else False
 
 
-async def pasted(message: Message, pasted: ReadResult, settings: ChatSettings, store: Storage,
+async def pasted(message: Message, pasted: ReadResult | str, settings: ChatSettings, store: Storage,
                  config: BotConfig) -> None:
+    if isinstance(pasted, str):
+        await answer_log(message, pasted, settings=settings, config=config)
+        return
     await answer_check(message, pasted, None, settings=settings, store=store, config=config)
+
+
+async def answer_log(message: Message, text: str, *, settings: ChatSettings, config: BotConfig) -> None:
+    """A start-up log read back: the settings it shows, ours beside theirs per component (engine.configs.check)."""
+    from engine.configs.logcheck import check_log
+
+    lang = chat_language(settings, message.from_user, config)
+    gpu = parse(message.caption[:MAX_QUESTION_CHARS]).gpus if message.caption else []
+    out = await asyncio.to_thread(check_log, text, gpu[0].name if gpu else None)
+    if out is None:
+        await send(message, error_text(lang, "unknown_format"))
+        return
+    await send(message, log_reply_html(lang, out)[:TELEGRAM_LIMIT])
 
 
 async def config_document(message: Message, settings: ChatSettings, store: Storage, config: BotConfig,
@@ -149,6 +169,10 @@ async def download_document(message: Message, bot: Bot, lang: str) -> bytes | No
 async def check_file(message: Message, data: bytes, filename: str | None, *, settings: ChatSettings,
                      store: Storage, config: BotConfig) -> None:
     """Check a downloaded file (also a config.json that is not a model's architecture, from `media`)."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    if looks_like_log(text):
+        await answer_log(message, text, settings=settings, config=config)
+        return
     read = await asyncio.to_thread(read_config, data, filename)
     if read.request is not None and message.caption:
         read = read.model_copy(update={"request": with_caption_gpu(read.request, message.caption)})

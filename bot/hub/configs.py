@@ -91,6 +91,7 @@ def _fields(data: Mapping[str, Any]) -> dict[str, Any] | None:
     if shared is None and experts and shared_ffn and moe_ffn:  # Qwen-MoE: one wide shared expert
         shared = max(1, round(shared_ffn / moe_ffn))
     return {
+        **_attention_fields(d, layers),
         "num_hidden_layers": layers, "hidden_size": hidden, "intermediate_size": ffn,
         "num_attention_heads": heads, "num_key_value_heads": kv, "head_dim": head_dim, "vocab_size": vocab,
         "tie_word_embeddings": tied, "num_local_experts": experts,
@@ -133,6 +134,39 @@ def kept_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     scalars = {k: v for k, v in d.items() if v is None or isinstance(v, bool | int | float)
                or (isinstance(v, str) and len(v) <= _MAX_TEXT)}
     return dict(list(scalars.items())[:512])
+
+_LINEAR_KINDS = ("linear_attention", "mamba", "mamba2", "gated_deltanet", "linear")
+
+
+def _attention_fields(d: Mapping[str, Any], layers: int) -> dict[str, Any]:
+    """Hybrid and local attention: the layers that keep a per-token KV cache (Qwen3-Next / Qwen3.5
+    `layer_types` or `full_attention_interval`, Nemotron-H `hybrid_override_pattern` '*'), the sliding window
+    and how many layers use it (Gemma 2/3, gpt-oss `layer_types`)."""
+    out: dict[str, Any] = {}
+    kinds = d.get("layer_types")
+    if isinstance(kinds, list) and kinds and all(isinstance(k, str) for k in kinds):
+        linear = sum(1 for k in kinds if k.lower() in _LINEAR_KINDS)
+        if linear:
+            out["attention_layers"] = len(kinds) - linear
+        sliding = sum(1 for k in kinds if "sliding" in k.lower())
+        full = sum(1 for k in kinds if k.lower() in ("full_attention", "attention", "global"))
+        if sliding and full and not linear:
+            out["sliding_window_pattern"] = max(1, round(len(kinds) / full))
+    interval = _int(d, ("full_attention_interval",))
+    if "attention_layers" not in out and interval and interval > 1:
+        out["attention_layers"] = layers // interval
+    pattern = d.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and "M" in pattern:
+        out["attention_layers"] = pattern.count("*")
+    window = _int(d, ("sliding_window",))
+    if window and (out.get("sliding_window_pattern") or _int(d, ("sliding_window_pattern",))):
+        out["sliding_window"] = window
+        out.setdefault("sliding_window_pattern", _int(d, ("sliding_window_pattern",)))
+    for key in ("kv_lora_rank", "qk_rope_head_dim", "attention_chunk_size", "max_position_embeddings"):
+        value = _int(d, (key,))
+        if value:
+            out[key] = value
+    return out
 
 
 def config_from_json(data: object) -> ModelConfig | None:

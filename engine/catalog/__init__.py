@@ -14,6 +14,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from engine.catalog.ids import base_candidates, size_from_name
 from engine.schema import Architecture, ModelConfig, ModelRef
 
 HERE = Path(__file__).parent
@@ -196,8 +197,12 @@ def find_model(name: str | None) -> CatalogModel | None:
             return found
         shorter = _NAME_TAIL.sub("", tail)
         if shorter == tail or not shorter:
-            return None
+            break
         tail = shorter
+    for candidate in base_candidates(name):  # "unsloth/Llama-3.2-3B-Instruct-bnb-4bit" -> "Llama-3.2-3B"
+        found = _model_index().get(_key(candidate))
+        if found is not None:
+            return found
     return None
 
 
@@ -232,8 +237,108 @@ def architecture(ref: ModelRef) -> Architecture:
         return _from_config(entry.name, entry.config, params, active, known=True,
                             gated=entry.mlp_kind != "plain")
     if ref.params_b is None:
-        raise ValueError("model size unknown")
+        sized = size_from_name(ref.name)  # "Yi-1.5-34B-Chat", "Foo-48B-A3B": the size the id carries
+        if sized is None:
+            raise ValueError("model size unknown")
+        total, active = sized
+        family = family_reference(ref.name, total, active)
+        if family is not None:
+            return family
+        if active is not None:
+            return representative_moe(total * 1e9, active * 1e9, ref.name)
+        return representative(total * 1e9, ref.name)
+    if ref.active_params_b is not None and ref.active_params_b < ref.params_b:
+        return representative_moe(ref.params_b * 1e9, ref.active_params_b * 1e9, ref.name)
     return representative(ref.params_b * 1e9, ref.name)
+
+
+_FAMILY = re.compile(r"([A-Za-z]+)[-_ ]?(\d+(?:\.\d+)?)?(?=[-_ .]|$|[A-Za-z])")
+# a named size within this factor of a family member is that member, as it is: names round their size (Qwen2.5-7B
+# has 7.6B, Qwen2.5-14B 14.8B, Gemma-3-4B 4.3B: within 9 %)
+SAME_SHAPE = 1.12
+FAMILY_SPAN = 2.0  # beyond this factor a family member is no reference for the size
+
+
+def _family_key(text: str) -> tuple[str, float | None] | None:
+    """("qwen", 2.5) for "Qwen2.5-VL-7B", ("llama", 3.2) for "Llama-3.2-11B-Vision", ("yi", 1.5) for "Yi-1.5-34B"."""
+    m = _FAMILY.match(text)
+    if not m or len(m.group(1)) < 2:
+        return None
+    return m.group(1).lower(), float(m.group(2)) if m.group(2) else None
+
+
+def family_reference(name: str | None, total: float, active: float | None) -> Architecture | None:
+    """A sized id of a family the catalog knows ("Qwen2.5-VL-7B", "Yi-1.5-34B-Chat") is shaped like that family's
+    member nearest in version, then size (dense for dense, MoE for MoE; natively quantized and hybrid rows left
+    out): its own shape when the size is within SAME_SHAPE of it, its layers scaled otherwise. Said as
+    `architecture=like <member>` (Architecture.reference)."""
+    bases = base_candidates(name)
+    key = _family_key(bases[-1]) if bases else None
+    if key is None:
+        return None
+    word, version = key
+    pool = []
+    for m in models():
+        mk = _family_key(m.name)
+        if mk is None or mk[0] != word or m.native_format or m.config.attention_layers is not None:
+            continue
+        if bool(m.active_params_b) != (active is not None):
+            continue
+        if abs(math.log(m.params_b / total)) > math.log(FAMILY_SPAN):
+            continue
+        gap = abs(version - mk[1]) if version is not None and mk[1] is not None else 0.0 if version is None else 9.0
+        pool.append((gap, abs(math.log(m.params_b / total)), m))
+    if not pool:
+        return None
+    _, distance, ref = min(pool, key=lambda x: (x[0], x[1]))
+    gated = ref.mlp_kind != "plain"
+    if active is not None and distance > math.log(SAME_SHAPE):
+        return None  # another total: representative_moe scales the nearest MoE's experts
+    if distance <= math.log(SAME_SHAPE):
+        arch = _from_config(name or ref.name, ref.config, ref.params_b * 1e9,
+                            ref.active_params_b * 1e9 if ref.active_params_b else None, known=False, gated=gated)
+        return arch.model_copy(update={"reference": ref.name})
+    base = _from_config(ref.name, ref.config, None, None, known=False, gated=gated)
+    per_layer = base.linear_params / base.layers
+    layers = max(1, round((total * 1e9 - base.embedding_params) / per_layer))
+    scaled = ref.config.model_copy(update={"num_hidden_layers": layers})
+    arch = _from_config(name or ref.name, scaled, total * 1e9, None, known=False, gated=gated)
+    return arch.model_copy(update={"reference": ref.name})
+
+
+def reference_of(arch: Architecture) -> str:
+    """The catalog model an assumed architecture borrows its shape from (for the assumption line)."""
+    return arch.reference or shape_reference(arch.params, arch.active_params)
+
+
+def moe_references() -> list[CatalogModel]:
+    """The catalog's mixtures of experts with a plain GQA attention (the shapes a sized MoE id borrows)."""
+    return [m for m in models() if m.config.num_local_experts and m.active_params_b and not m.config.kv_lora_rank
+            and not m.native_format and not m.config.attention_chunk_size and m.config.attention_layers is None]
+
+
+def representative_moe(params: float, active: float, name: str | None = None) -> Architecture:
+    """A mixture of experts of `params` total and `active` per token, shaped like the nearest catalog MoE (by
+    total and active size): its layers and attention kept, the expert count scaled to the total and the experts
+    per token to the active size. A representative shape, said as such (shape_reference)."""
+    nearest = moe_reference(params, active)
+    cfg = nearest.config
+    base = _from_config(nearest.name, cfg, None, None, known=False, gated=nearest.mlp_kind != "plain")
+    mats = 3 if base.gated_mlp else 2
+    per_expert = base.layers * mats * base.hidden * base.expert_ffn
+    dense_part = base.params - base.experts * per_expert - base.shared_experts * per_expert
+    experts = max(2, round((params - dense_part) / per_expert) - base.shared_experts)
+    per_token = max(1, min(experts, round((active - dense_part) / per_expert) - base.shared_experts))
+    scaled = cfg.model_copy(update={"num_local_experts": experts, "num_experts_per_tok": per_token})
+    return _from_config(name or f"{params / 1e9:g}B-A{active / 1e9:g}B", scaled, params, active, known=False,
+                        gated=base.gated_mlp)
+
+
+def moe_reference(params: float, active: float) -> CatalogModel:
+    def distance(m: CatalogModel) -> float:
+        used = (m.active_params_b or m.params_b) * 1e9
+        return abs(math.log(m.params_b * 1e9 / params)) + abs(math.log(used / active))
+    return min(moe_references(), key=distance)
 
 
 def representative(params: float, name: str | None = None) -> Architecture:
@@ -268,8 +373,10 @@ def smaller_shapes(params: float) -> tuple[Architecture, ...]:
     return tuple(out)
 
 
-def shape_reference(params: float) -> str:
+def shape_reference(params: float, active: float | None = None) -> str:
     """The catalog model whose shape a bare size borrows (for the assumption line)."""
+    if active is not None and active < params * 0.999:
+        return moe_reference(params, active).name
     ladder = [m for m in models() if m.name in REFERENCE_LADDER]
     return min(ladder, key=lambda m: abs(math.log(m.params_b * 1e9 / params))).name
 
@@ -319,4 +426,5 @@ def _from_config(name: str, cfg: ModelConfig, params: float | None, active: floa
         max_position_embeddings=cfg.max_position_embeddings, sliding_window=cfg.sliding_window,
         sliding_window_pattern=cfg.sliding_window_pattern, attention_chunk_size=cfg.attention_chunk_size,
         kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.qk_rope_head_dim,
+        attention_layers=cfg.attention_layers,
     )

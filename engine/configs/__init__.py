@@ -42,6 +42,18 @@ def config_for(request: Any, target: Target | None = None) -> ConfigOutput:
 def check(text: str | bytes, name: str | None = None) -> dict[str, Any]:
     """`check --json`: {"request", "estimate", "changes", "ignored", "no_effect"} (+ "format", "error" when it could
     not be read); `no_effect`: keys read and left out because they do not change memory (logging, saving, ...)."""
+    from engine.configs.logcheck import check_log
+    from engine.configs.readers.logs import looks_like_log
+    from engine.configs.safety import ConfigInputError, check_text
+
+    try:
+        plain = check_text(text)
+    except ConfigInputError:
+        plain = None
+    if plain is not None and looks_like_log(plain):  # a start-up log or a memory printout
+        logged = check_log(plain)
+        if logged is not None:
+            return logged
     return checked(read_config(text, name))
 
 

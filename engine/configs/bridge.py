@@ -69,7 +69,7 @@ def _scenario_of(result: Any, request: Request) -> tuple[Scenario, Any]:
 
 def _model_id(name: str | None, s: Scenario) -> tuple[str, list[str]]:
     """The Hub id to load, and a note when it is the reference model a bare size ("8B") was estimated as."""
-    from engine.catalog import find_model, shape_reference
+    from engine.catalog import find_model, reference_of
 
     m = find_model(name) if name else None
     if m is not None and m.hf_id:
@@ -77,7 +77,7 @@ def _model_id(name: str | None, s: Scenario) -> tuple[str, list[str]]:
     if name and "/" in name:
         return name, []  # a Hub id the catalog lacks: load it as written
     if not s.arch.known:
-        ref = find_model(shape_reference(s.arch.params))
+        ref = find_model(reference_of(s.arch))
         if ref is not None and ref.hf_id:
             return ref.hf_id, [f"model_assumed:{ref.hf_id}"]
     return name or s.arch.name, []

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.catalog import architecture, find_gpu, find_model, gpus, shape_reference
+from engine.catalog import architecture, find_gpu, find_model, gpus, reference_of
+from engine.catalog.ids import name_format
 from engine.schema import Architecture, GpuRef, Request
 
 from .advice import changes
@@ -79,6 +80,17 @@ def _native_format(request: Request, engine: str) -> str | None:
     return fmt if fmt and supports(engine, fmt) else None
 
 
+def _named_format(request: Request, engine: str) -> str | None:
+    """The format a repository id says ("…-AWQ", "…-GPTQ-Int4", "…-FP8-Dynamic", "…-bnb-4bit"), when the request
+    names none: the engine reads it from the checkpoint's quantization_config, not from a flag."""
+    if request.quantization or request.bits or request.model is None:
+        return None
+    fmt = name_format(request.model.name)
+    if fmt is None or (engine in ("llama.cpp", "ollama") and not fmt.startswith("gguf:")):
+        return None
+    return fmt if supports(engine, fmt) else None
+
+
 def native_format_of(request: Request) -> str | None:
     """A plain inference question (no engine, no format) about a model that ships quantized: its native format."""
     if request.model is None or request.quantization or request.bits:
@@ -129,8 +141,8 @@ def serve(request: Request) -> ServingResult:
         return _fail(name, [Issue(key="serving.error.unknown_model", params={"model": name})], assumptions)
     name = arch.name
     if not arch.known:
-        assumptions.append(f"architecture=like {shape_reference(arch.params)}")
-    native = _native_format(request, engine)
+        assumptions.append(f"architecture=like {reference_of(arch)}")
+    native = _native_format(request, engine) or _named_format(request, engine)
     fmt = native or weight_format(request.quantization, request.bits, engine)
     if fmt is None:
         return _fail(name, [Issue(key="serving.error.unknown_format", params={"quantization": request.quantization})],

@@ -82,8 +82,12 @@ def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights
     weights = [w.first] + [w.per_layer * n for n in layers[1:-1]] + ([w.last] if pp > 1 else [])
     graphs = [cuda_graphs(n) for n in layers]
     if s.family == "sglang":
-        budget = total * s.gpu_memory_utilization
+        # model_runner_kv_cache_mixin.py profile_max_num_token: rest = free after loading - free before loading x
+        # (1 - mem_fraction_static); free before loading = total - what the process already holds (CUDA context,
+        # NCCL / custom all-reduce under TP), so the pool is (total - held) x mem_fraction_static - weights; the
+        # engine's share of the card is what it held before loading plus that fraction of the rest
         held = data()["sglang"]["held_at_load_gib"] * GIB + (non_torch(s, gpu) if s.tensor_parallel > 1 else 0.0)
+        budget = held + (total - held) * s.gpu_memory_utilization
         pools = tuple(budget - wt - held for wt in weights)
         act = forward_bytes(arch, s.max_num_batched_tokens, s.tensor_parallel) + moe_workspace(
             arch, s.max_num_batched_tokens, s.tensor_parallel)

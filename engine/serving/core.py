@@ -63,7 +63,7 @@ def settings_for(request: Request, engine: str, fmt: str, kv_dtype: str, gpu: Gp
                  max_model_len: int, assumptions: list[str] | None = None) -> Settings:
     opts = request.engine_options
     version = opts.engine_version if opts else None
-    fam = family(engine, version, gpu.compute_capability)
+    fam = family(engine, version, gpu.compute_capability, opts.vllm_use_v1 if opts else None)
     paged = fam not in ("llama.cpp", "ollama", "hf")
     note = assumptions.append if assumptions is not None and paged else (lambda _x: None)
     mnbt_default, seqs_default = batch_defaults(fam, gpu.total_gib, gpu.name, max_model_len)

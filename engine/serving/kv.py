@@ -32,7 +32,11 @@ def token_layer_bytes(arch: Architecture, tp: int, element_bytes: float) -> floa
 
 
 def layer_kinds(arch: Architecture, layers: int) -> list[LayerKind]:
-    """Layer kinds on a rank holding `layers` of the model's layers (in the model's proportions)."""
+    """Layer kinds on a rank holding `layers` of the model's layers (in the model's proportions). A hybrid
+    model's linear-attention / Mamba layers keep a fixed state per sequence, not a per-token KV: only its
+    attention layers are counted (vllm/v1/kv_cache_interface.py MambaSpec vs FullAttentionSpec)."""
+    if arch.attention_layers is not None and arch.layers:
+        return [LayerKind("full", max(1, round(layers * arch.attention_layers / arch.layers)), 0)]
     local = arch.sliding_window or arch.attention_chunk_size
     if not local:
         return [LayerKind("full", layers, 0)]
@@ -78,6 +82,7 @@ def capacity(arch: Architecture, family: EngineFamily, pool_bytes: float, tp: in
             return sum(n * _blocks_per_request(k, length, mnbt, block) for k, n in groups)
     else:
         n_groups = 1
+        layers = sum(k.count for k in kinds)
         blocks = int(pool // (per_layer * block * layers)) if layers else 0
         tokens = blocks * block
         kind = kinds[0] if uniform_local else LayerKind("full", layers, 0)
@@ -105,5 +110,6 @@ def capacity(arch: Architecture, family: EngineFamily, pool_bytes: float, tp: in
 
 
 def plain_bytes_per_token(arch: Architecture, tp: int, layers: int, element_bytes: float) -> float:
-    """Every layer holding every token (the HF / llama.cpp cache, and the figure for one full-attention request)."""
-    return token_layer_bytes(arch, tp, element_bytes) * layers
+    """Every layer holding every token (the HF / llama.cpp cache, and the figure for one full-attention request);
+    a hybrid model's attention layers only."""
+    return token_layer_bytes(arch, tp, element_bytes) * sum(k.count for k in layer_kinds(arch, layers))

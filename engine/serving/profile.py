@@ -32,9 +32,14 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.groups() if x is not None)
 
 
-def family(engine: str, version: str | None, compute_capability: float | None = None) -> EngineFamily:
+def family(engine: str, version: str | None, compute_capability: float | None = None,
+           use_v1: bool | None = None) -> EngineFamily:
     if engine == "vllm":
         v = version_tuple(version)
+        removed_v0 = v is not None and v >= (0, 11)
+        if use_v1 is not None and not removed_v0 and (use_v1 is False or compute_capability is None
+                                                      or compute_capability >= 8.0):
+            return "vllm-v1" if use_v1 else "vllm-v0"  # VLLM_USE_V1 (vllm/envs.py) as the log or request says
         if compute_capability is not None and compute_capability < 8.0 and (v is None or v < (0, 11)):
             return "vllm-v0"  # V1 needs sm80+ until V0's removal (arg_utils _is_v1_supported_oracle falls back)
         if version and re.search(r"\bV0\b", version):
