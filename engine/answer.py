@@ -22,6 +22,7 @@ from engine.schema import (
     Breakdown,
     Change,
     GpuLine,
+    Limits,
     LineRole,
     Note,
     Plan,
@@ -84,8 +85,27 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         rank_by=result.rank_by, tokens=result.tokens,
         shape_reference=None if s.arch.known else shape_reference(s.arch.params),
         capacity=capacity_lines(b, asked, result),
-        limits=within_limits(request, shown, prices or PriceOptions()),
+        limits=limits_with_faster(request, shown, prices or PriceOptions()),
     )
+
+
+def limits_with_faster(request: Request, shown: list[Plan], prices: PriceOptions) -> Limits | None:
+    """The budget and deadline check; when no plan shown (the cheapest) meets the deadline, the plans ranked by
+    time are checked too, so that "за сутки" finds the 2×H100 that does it instead of saying none does."""
+    limits = within_limits(request, shown, prices)
+    if limits is None or limits.meeting or limits.unchecked or request.deadline_hours is None:
+        return limits
+    try:
+        fast = plan(request.model_copy(update={"rank_by": "time"}), prices.model_copy(update={"rank_by": "time"}))
+    except ScenarioError:
+        return limits
+    again = within_limits(request, fast.plans, prices)
+    if again is not None and again.meeting:
+        return again
+    if again is not None and again.fastest is not None and limits.fastest is not None \
+            and (again.fastest.hours or 0.0) < (limits.fastest.hours or 0.0):
+        limits.fastest = again.fastest
+    return limits
 
 
 def asks_a_price(request: Request) -> bool:
@@ -155,7 +175,7 @@ def with_said(a: Answer, request: Request, prices: PriceOptions | None) -> Answe
 # Request.assumed entries the parser filled from what the question implied, as the answer's assumptions (Request field
 # → assumption key); "model" and "gpus" are said as notes (said_notes)
 PARSED_DEFAULTS = {"quantization": "quantization", "context_parallel": "context_parallel",
-                   "budget.currency": "budget_currency"}
+                   "budget.currency": "budget_currency", "deadline_hours": "deadline_weekday"}
 
 
 def parsed_assumptions(request: Request) -> list[Assumption]:

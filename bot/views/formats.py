@@ -134,6 +134,12 @@ def _two_figures(value: float) -> tuple[float, int]:
     return float(round(value, places)), max(0, places)
 
 
+def money_typical(lang: str, value: float, currency: str) -> str:
+    """"≈$90": a typical estimate at two significant figures."""
+    shown, places = _two_figures(value)
+    return "≈" + _with_symbol(lang, decimal(lang, shown, places, keep_zeros=places > 0), currency)
+
+
 def money_range(lang: str, low: float, high: float, currency: str) -> str:
     """"$57–140" / "57–140 $": an estimate's range at two significant figures (not cents), the symbol once;
     one value when the ends meet."""

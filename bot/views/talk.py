@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import context_text, date_text, decimal, gpus_text, hours_text, money, money_range
+from bot.views.formats import (context_text, date_text, decimal, gpus_text, hours_text, money, money_range,
+                               money_typical)
 from bot.views.words import gpu_name, method_label
 from engine.schema import Answer, Limits, Plan, Scenario
 
@@ -93,6 +94,35 @@ def _plan_line(lang: str, p: Plan) -> str:
     v = plan_view(lang, p)
     shown = ", ".join(x for x in (v["time"], v["money"]) if x)
     return f"{p.count}×{v['gpu']}" + (f" ({shown})" if shown else "")
+
+
+def _plan_brief(lang: str, p: Plan) -> str:
+    """"1×H100 SXM, 21 h, ≈70 $": an arrangement, its hours and its typical cost."""
+    parts = [f"{p.count}×{gpu_name(lang, p.gpu)}"]
+    if p.hours is not None:
+        parts.append(hours_text(lang, p.hours))
+    if p.cost:
+        parts.append(money_typical(lang, p.cost["typical"], p.currency))
+    return ", ".join(parts)
+
+
+def limits_lead(lang: str, lim: Limits | None) -> str:
+    """The first line of a question with a budget or a deadline: does the cheapest plan within them exist, and
+    with what; when none is, what the cheapest and the fastest give. Empty when the check cannot be made
+    (the lines below say why)."""
+    if lim is None or lim.unchecked is not None:
+        return ""
+    label = limits_label(lang, lim)
+    if lim.meeting:
+        best = min(lim.meeting, key=lambda p: (p.cost or {}).get("typical", 0.0))
+        return "✅ " + _(lang, "Within %(limits)s: %(plan)s") % {"limits": label, "plan": _plan_brief(lang, best)}
+    if lim.cheapest is None or lim.fastest is None:
+        return ""
+    text = "❌ " + _(lang, "Not within %(limits)s: the cheapest is %(plan)s") % {
+        "limits": label, "plan": _plan_brief(lang, lim.cheapest)}
+    if lim.fastest is not lim.cheapest and lim.deadline_hours is not None:
+        text += "; " + _(lang, "the fastest %(plan)s") % {"plan": _plan_brief(lang, lim.fastest)}
+    return text
 
 
 def limits_lines(lang: str, lim: Limits, shown: list[Plan] | None = None) -> list[str]:

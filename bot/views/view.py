@@ -18,11 +18,12 @@ from bot.views.formats import (
     hours_text,
     money,
     money_range,
+    money_typical,
     num,
     pct,
     tokens_amount,
 )
-from bot.views.talk import limits_lines
+from bot.views.talk import limits_lead, limits_lines
 from bot.views.words import (
     COMPONENTS,
     assumption_text,
@@ -152,12 +153,11 @@ def lead_line(lang: str, a: Answer, lead: str) -> str:
     p = a.plans[0]
     params = {"gpus": f"{p.count}×{gpu_name(lang, p.gpu)}", "tokens": tokens_amount(lang, a.tokens or 0)}
     if a.tokens and p.hours is not None:
-        spend = money_range(lang, p.cost["min"], p.cost["max"], p.currency) if p.cost else ""
+        spend = typical_then_range(lang, p.cost, p.currency)
         hours = hours_text(lang, p.hours)
         yours = True
     elif p.hours_per_100m_tokens is not None:
-        spend = money_range(lang, p.cost_per_100m["min"], p.cost_per_100m["max"], p.currency) \
-            if p.cost_per_100m else ""
+        spend = typical_then_range(lang, p.cost_per_100m, p.currency)
         hours = hours_text(lang, p.hours_per_100m_tokens)
         yours = False
     else:
@@ -169,6 +169,17 @@ def lead_line(lang: str, a: Answer, lead: str) -> str:
     text = _(lang, "%(hours)s on %(gpus)s for your %(tokens)s tokens%(money)s") if yours else \
         _(lang, "%(hours)s on %(gpus)s per 100M tokens%(money)s")
     return "⏱ " + text % {**params, "hours": hours, "money": f" ({spend})" if spend else ""}
+
+
+def typical_then_range(lang: str, cost: dict[str, float] | None, currency: str) -> str:
+    """"≈90 $ (71–110 $ across providers)": the typical price leads, the providers' spread sets the range."""
+    if not cost:
+        return ""
+    spread = money_range(lang, cost["min"], cost["max"], currency)
+    typical = money_typical(lang, cost["typical"], currency)
+    if spread.replace("≈", "") == typical.replace("≈", ""):
+        return typical
+    return _(lang, "%(typical)s (%(range)s across providers)") % {"typical": typical, "range": spread}
 
 
 def comparison_line(lang: str, c: Comparison) -> str:
@@ -307,7 +318,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
     lead = lead_of(a)
     model = {
         "error": False, "verdict": a.verdict or "estimate", "headline": title, "summary": line,
-        "lead": lead_line(lang, a, lead), "per_card": per_card(lang, a), "fused_note": fused_note(lang, a),
+        "lead": limits_lead(lang, a.limits) or lead_line(lang, a, lead), "per_card": per_card(lang, a), "fused_note": fused_note(lang, a),
         "model_note": model_note(lang, a),
         "table": memory_table(lang, b, a.need_gb),
         "shape_note": b.shape_margin >= 0.05,  # a bare size whose smaller neighbours' shape needs more
@@ -335,7 +346,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
 
         title, line = posttrain.apply(lang, a, model)
         return AnswerView(model, title, line)
-    return AnswerView(model, title, line, answer_line(lang, a, lead_line(lang, a, lead)))
+    return AnswerView(model, title, line, answer_line(lang, a, model["lead"]))
 
 
 def best_plan(a: Answer) -> Plan | None:

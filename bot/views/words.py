@@ -188,6 +188,9 @@ def assumption_text(lang: str, item: Assumption) -> str:
             return _(lang, "weights in %(v)s") % {"v": str(value).removeprefix("gguf:").upper()}
         case "context_parallel":
             return _(lang, "context parallel ×%(v)s over all GPUs of the job") % {"v": value}
+        case "deadline_weekday":
+            return _(lang, "a deadline by a weekday taken as %(v)s h (I do not count calendar days)") % {
+                "v": number_or_text(lang, value)}
         case "budget_currency":
             return _(lang, "budget in roubles") if value == "RUB" else _(lang, "budget in dollars")
         case "lora_rank":
