@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import (context_text, date_text, decimal, gpus_text, hours_text, money, money_range,
-                               money_typical)
+from bot.views.formats import context_text, date_text, decimal, gpus_text, hours_text, money, money_range, money_typical
 from bot.views.words import gpu_name, method_label
 from engine.schema import Answer, Limits, Plan, Scenario
 

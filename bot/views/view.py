@@ -318,7 +318,8 @@ def view_model(lang: str, a: Answer) -> AnswerView:
     lead = lead_of(a)
     model = {
         "error": False, "verdict": a.verdict or "estimate", "headline": title, "summary": line,
-        "lead": limits_lead(lang, a.limits) or lead_line(lang, a, lead), "per_card": per_card(lang, a), "fused_note": fused_note(lang, a),
+        "lead": limits_lead(lang, a.limits) or lead_line(lang, a, lead), "per_card": per_card(lang, a),
+        "fused_note": fused_note(lang, a),
         "model_note": model_note(lang, a),
         "table": memory_table(lang, b, a.need_gb),
         "shape_note": b.shape_margin >= 0.05,  # a bare size whose smaller neighbours' shape needs more

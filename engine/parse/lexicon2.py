@@ -108,8 +108,9 @@ CURRENCY_WORDS: dict[str, str] = {
 CURRENCY_SYMBOLS = frozenset({"$", "€", "₽"})
 IN_CURRENCY = frozenset({"в", "in", "во"})  # "в рублях", "in euros"
 BUDGET_WORDS = frozenset({"budget", "бюджет", "бюджета", "бюджетом", "бюджете", "бюджетик", "spend", "потратить",
-                          "уложиться", "afford", "have", "есть", "limit", "лимит", "лимитом", "потрачу", "уложусь", "уложимся",
-                          "cap", "максимум", "max", "не", "under", "below", "within", "до", "up"})
+                          "уложиться", "afford", "have", "есть", "limit", "лимит", "лимитом", "потрачу",
+                          "уложусь", "уложимся", "cap", "максимум", "max", "не", "under", "below", "within", "до",
+                          "up"})
 PER_TIME = frozenset({"час", "hour", "hr", "h", "ч", "month", "месяц", "мес", "day", "день", "сутки", "hours",
                       "hourly", "час.", "gpu"})
 

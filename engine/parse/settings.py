@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.parse.gpus import gpu_index
 from engine.parse.lexicon import (
     BATCH_WORDS,
     CONTEXT_WORDS,
@@ -13,7 +14,6 @@ from engine.parse.lexicon import (
     RANK_WORDS,
     TOKEN_WORDS,
 )
-from engine.parse.gpus import gpu_index
 from engine.parse.lexicon2 import PARALLEL_NOUNS
 from engine.parse.normalize import NUM, WORD
 from engine.parse.numbers import whole
