@@ -347,6 +347,7 @@ class Plan(BaseModel):
     pcie_gb_per_step: float = 0.0  # what the offload moves over each GPU's host link per optimizer step, GB
     nodes: int = 1  # machines the plan spans
     network_slowdown: float = 1.0  # the inter-node network against in-node links (engine.speed.multi_node_cost)
+    timed_as: str | None = None  # a GPU given only by its memory: the typical card whose hours these are
 
 
 class Change(BaseModel):

@@ -126,6 +126,8 @@ def plan_figures(lang: str, p: Plan, tokens: float | None, lead: str) -> str:
         pair = [spend, hours] if lead == "money" else [hours, spend]
         parts.append(_(lang, "your %(tokens)s tokens: %(what)s") % {
             "tokens": tokens_amount(lang, tokens), "what": ", ".join(x for x in pair if x)})
+    if p.timed_as and parts:
+        parts[-1] += timed_note(lang, p)
     if not parts:
         return ", ".join(x for x in (plan_time(lang, p), plan_money(lang, p)) if x)
     if p.per_hour is not None:
@@ -160,6 +162,9 @@ def lead_line(lang: str, a: Answer, lead: str) -> str:
         spend = typical_then_range(lang, p.cost_per_100m, p.currency)
         hours = hours_text(lang, p.hours_per_100m_tokens)
         yours = False
+    elif lead == "time":
+        return "⏱ " + _(lang, "Hours on %(gpu)s cannot be counted: the catalog has no speed figures for it") % {
+            "gpu": gpu_name(lang, p.gpu)}
     else:
         return ""
     if lead == "money" and spend:
@@ -168,7 +173,15 @@ def lead_line(lang: str, a: Answer, lead: str) -> str:
         return "💰 " + text % {**params, "money": spend, "hours": hours}
     text = _(lang, "%(hours)s on %(gpus)s for your %(tokens)s tokens%(money)s") if yours else \
         _(lang, "%(hours)s on %(gpus)s per 100M tokens%(money)s")
-    return "⏱ " + text % {**params, "hours": hours, "money": f" ({spend})" if spend else ""}
+    return "⏱ " + text % {**params, "hours": hours, "money": f", {spend}" if spend else ""} + timed_note(lang, p)
+
+
+def timed_note(lang: str, p: Plan) -> str:
+    """A GPU given only by its memory: whose hours these are, said as the assumption it is."""
+    if not p.timed_as:
+        return ""
+    return " " + _(lang, "(hours as on an %(gpu)s, the most rented card of %(gb)s)") % {
+        "gpu": gpu_name(lang, p.timed_as), "gb": gb(lang, p.memory_gb)}
 
 
 def typical_then_range(lang: str, cost: dict[str, float] | None, currency: str) -> str:
