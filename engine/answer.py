@@ -28,6 +28,7 @@ from engine.schema import (
     Plan,
     PlanResult,
     PriceOptions,
+    Rental,
     Request,
     Verdict,
     error_keys,
@@ -110,7 +111,8 @@ def limits_with_faster(request: Request, shown: list[Plan], prices: PriceOptions
 
 def asks_a_price(request: Request) -> bool:
     """"сколько стоит H100", "how much is an A100 per hour?": one named GPU, no model, money asked."""
-    return (request.model is None and "money" in request.asks and len(request.gpus) == 1
+    return (request.model is None and ("money" in request.asks or request.rent_hours is not None)
+            and len(request.gpus) == 1
             and request.gpus[0].name is not None)
 
 
@@ -134,7 +136,25 @@ def market_answer(request: Request, prices: PriceOptions | None) -> Answer | Non
     if currency == options.currency:
         own = next((v for k, v in options.overrides.items() if find_gpu(k) == gpu), None)
     return Answer(request=request, market=found.model_copy(deep=True), own_price=own, currency=found.currency,
-                  notes=said_notes(request, "", gpu.name, found.currency))
+                  notes=said_notes(request, "", gpu.name, found.currency),
+                  rental=rental_cost(request, found, currency))
+
+
+def rental_cost(request: Request, found: pricing.PriceRange, currency: str) -> Rental | None:
+    """"неделя 8xh100", "месяц a100", "100 часов в месяц h100": the period at the hourly market prices for all the
+    GPUs, and, for a month, the cheapest monthly offer per GPU against hourly at the stated use."""
+    hours = request.rent_hours
+    if hours is None:
+        return None
+    count = request.gpus[0].count
+    cost = {k: round(getattr(found, k) * count * hours, 2) for k in ("min", "typical", "max")}
+    monthly = None
+    if request.rent_monthly and hours <= 744:
+        try:
+            monthly = pricing.monthly_vs_hourly(found.gpu, hours, currency=currency)  # type: ignore[arg-type]
+        except (LookupError, ValueError):
+            monthly = None
+    return Rental(count=count, hours=hours, cost=cost, monthly=monthly)
 
 
 def model_errors(request: Request) -> list[Note]:

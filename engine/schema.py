@@ -160,6 +160,10 @@ class Request(Strict):
     assumed: list[str] = Field(default_factory=list, max_length=16)  # "model": a family's default; "gpus": Colab's T4
     smalltalk: Literal["greeting", "thanks", "capabilities"] | None = None
     asks: list[Literal["money", "time", "latency", "throughput"]] = Field(default_factory=list, max_length=4)
+    # a rental priced for a period ("сколько стоит неделя 8xh100", "100 часов в месяц h100"): hours of use in it,
+    # and whether it is a month (then the monthly rental is compared with hourly at that use)
+    rent_hours: float | None = Field(default=None, gt=0, le=1e6)
+    rent_monthly: bool | None = None
 
 
 PARSE_FIELDS = (
@@ -170,7 +174,7 @@ PARSE_FIELDS = (
     "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel", "currency", "budget",
     "deadline_hours", "unsupported",
     # beyond CONTRACT.md ("everything not named here is free"): the parser's signals for the answer
-    "fused_loss", "assumed", "smalltalk", "asks",
+    "fused_loss", "assumed", "smalltalk", "asks", "rent_hours", "rent_monthly",
 )
 
 
@@ -475,10 +479,21 @@ class Answer(BaseModel):
     # figures /price shows, engine.pricing.market_range) and the chat's own price for it, in the answer's currency
     market: PriceRange | None = None
     own_price: float | None = None
+    rental: Rental | None = None  # the market answer for a period: its cost, and monthly against hourly
+
+
+class Rental(BaseModel):
+    """A GPU rented for a period at the market's hourly prices, all GPUs together, in the answer's currency."""
+
+    count: int
+    hours: float  # hours of use in the period
+    cost: dict[str, float]  # min / typical / max
+    monthly: MonthlyVsHourly | None = None  # per GPU, at the stated use per month
 
 
 # engine.posttrain imports this module: its result type comes in once every model here is defined
 from engine.posttrain.models import PostTrainResult  # noqa: E402
-from engine.pricing import PriceRange  # noqa: E402
+from engine.pricing import MonthlyVsHourly, PriceRange  # noqa: E402
 
-Answer.model_rebuild(_types_namespace={"PostTrainResult": PostTrainResult, "PriceRange": PriceRange})
+Rental.model_rebuild(_types_namespace={"MonthlyVsHourly": MonthlyVsHourly})
+Answer.model_rebuild(_types_namespace={"PostTrainResult": PostTrainResult, "PriceRange": PriceRange, "Rental": Rental})

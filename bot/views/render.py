@@ -16,7 +16,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from bot.views.catalogs import _, translations
 from bot.views.formats import money, num
 from bot.views.serving_view import serving_view
-from bot.views.talk import market_price_text
+from bot.views.talk import market_price_text, rental_lines
 from bot.views.view import view_model
 from bot.views.words import error_lines
 from engine.schema import Answer
@@ -81,6 +81,9 @@ def _market(lang: str, a: Answer) -> RenderedAnswer:
     assert a.market is not None
     own = money(lang, a.own_price, a.currency) + _(lang, "/h") if a.own_price is not None else None
     body = market_price_text(lang, a.market.model_dump(), own)
+    if a.rental is not None:
+        body = "\n".join([*rental_lines(lang, a.rental, a.market.gpu, a.currency, bool(a.request.rent_monthly)),
+                          body])
     line = plain(body.split("\n", 1)[0])
     return RenderedAnswer(lang, body, line, line, a)
 

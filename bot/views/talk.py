@@ -7,7 +7,7 @@ from typing import Any
 from bot.views.catalogs import _, _n
 from bot.views.formats import context_text, date_text, decimal, gpus_text, hours_text, money, money_range, money_typical
 from bot.views.words import gpu_name, method_label
-from engine.schema import Answer, Limits, Plan, Scenario
+from engine.schema import Answer, Limits, Plan, Rental, Scenario
 
 EXAMPLE = {"en": "70B QLoRA on H100?", "ru": "70B QLoRA на H100?"}
 
@@ -168,5 +168,37 @@ def market_price_text(lang: str, r: dict[str, Any], own: str | None) -> str:
         lines.append(_(lang, "Converted from dollars at %(rate)s ₽ per $.") % {"rate": decimal(lang, r["rate"], 2)})
     if own:
         lines.append(_(lang, "This chat's own price: %(price)s.") % {"price": own})
-    lines.append(_(lang, "Set your own: <code>/price %(gpu)s 2.5</code>.") % {"gpu": r["gpu"].split()[0]})
+    lines.append(_(lang, "Set your own: <code>/price %(gpu)s 2.5</code>.") % {"gpu": price_hint_name(r["gpu"])})
     return "\n".join(lines)
+
+
+FORM_FACTORS = frozenset({"SXM", "PCIe", "NVL"})
+
+
+def price_hint_name(gpu: str) -> str:
+    """The name /price reads back for a catalog GPU: "H100 SXM" → "H100", "RTX 4090" stays whole."""
+    words = gpu.split()
+    return " ".join(words[:-1]) if len(words) > 1 and words[-1] in FORM_FACTORS else gpu
+
+
+def rental_lines(lang: str, r: Rental, gpu: str, currency: str, monthly_asked: bool) -> list[str]:
+    """"неделя 8xh100": the period's cost at the typical hourly price first, the providers' range second; for a
+    month, the cheapest monthly offer against hourly at the stated use."""
+    lines = ["💰 " + _(lang, "%(gpus)s for %(hours)s: %(typical)s at the typical hourly price (%(range)s across "
+                             "providers)") % {
+        "gpus": f"{r.count}×{gpu}", "hours": hours_text(lang, r.hours),
+        "typical": money_typical(lang, r.cost["typical"], currency),
+        "range": money_range(lang, r.cost["min"], r.cost["max"], currency)}]
+    m = r.monthly
+    if m is not None:
+        cheaper = _(lang, "the monthly rental") if m.cheaper == "monthly" else _(lang, "hourly")
+        lines.append("📅 " + _(lang, "By the month: %(month)s per GPU a month; at %(use)s of use a month that is "
+                                     "%(effective)s per hour against %(hourly)s by the hour, so %(cheaper)s is cheaper "
+                                     "(monthly pays off from %(even)s a month)") % {
+            "month": money(lang, m.monthly_price, currency), "use": hours_text(lang, m.hours_per_month),
+            "effective": money(lang, m.effective_hourly, currency), "hourly": money(lang, m.hourly_price, currency),
+            "cheaper": cheaper, "even": hours_text(lang, round(m.break_even_hours))})
+    elif monthly_asked:
+        lines.append("📅 " + _(lang, "No monthly offers for %(gpu)s in the catalog: only hourly prices.") % {
+            "gpu": gpu})
+    return lines

@@ -115,6 +115,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     serving.lengths(s)  # before context: "prompt length 2k"
     money.budget(s)  # before sizes: "1 млн рублей" is no model
     money.deadline(s)
+    money.rental(s)
     settings.context(s)
     settings.epochs(s)
     settings.data(s)
@@ -199,6 +200,7 @@ def _request(s: Scan, errors: list[str]) -> Request:
     fields: dict[str, Any] = {k: said.get(k) for k in (
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
         "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
+        "rent_hours", "rent_monthly",
         *V2_FIELDS)}
     asked = money.asks(s) + talk.serving_asks(s)
     kind = intent(s)

@@ -223,3 +223,34 @@ def asks(s: Scan) -> list[str]:
     if s.said.get("deadline_hours") is not None and not any(k == "time" for _, k in found):
         found.append((s.n, "time"))
     return [k for _, k in sorted(found)]
+
+
+MONTH_WORDS = frozenset({"месяц", "месяца", "месяцев", "month", "months", "monthly", "помесячная", "помесячно",
+                         "помесячную", "помесячной", "помесячный", "ежемесячно", "мес"})
+WEEK_WORDS = frozenset({"неделя", "неделю", "недели", "недель", "week", "weeks"})
+HOUR_UNITS = frozenset(k for k, v in HOURS_PER.items() if v == 1.0)
+HOURS_PER_MONTH = 730.0  # engine.pricing's month: 8 760 h / 12
+
+
+def rental(s: Scan) -> None:
+    """A rental priced for a period: "неделя 8xh100" (168 h), "месяц a100" (a month, compared with the monthly
+    offers), "100 часов в месяц" (that use per month). Runs after the deadline, on what it left."""
+    if s.words.isdisjoint(MONTH_WORDS | WEEK_WORDS):
+        return
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind == NUM:
+            continue
+        if t.text in MONTH_WORDS:
+            s.set("rent_monthly", True)
+            k = s.skip(i - 1, frozenset({"в", "per", "a", "/", "за"}), 1, -1)  # "100 часов в месяц"
+            if k < i and s.word(k) in HOUR_UNITS and s.num(k - 1) and 0 < s.toks[k - 1].val <= 744:
+                s.set("rent_hours", s.toks[k - 1].val)
+                s.use(k - 1, i)
+            else:
+                s.use(i, i)
+        elif t.text in WEEK_WORDS:
+            n = s.toks[i - 1].val if s.num(i - 1) and 0 < s.toks[i - 1].val <= 52 else 1.0
+            s.set("rent_hours", n * 168.0)
+            s.use(i - 1 if n != 1.0 or s.num(i - 1) else i, i)
+    if s.said.get("rent_monthly") and s.said.get("rent_hours") is None:
+        s.set("rent_hours", HOURS_PER_MONTH)
