@@ -78,6 +78,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         need_gb=need_gb(b), cluster_gb=need_gb(b) * s.gpu_count,
         cpu_ram_gb=b.cpu_ram * min(s.gpu_count, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
+        comparison_fix=result.comparison_fix,
         alternatives=[] if cheaper else result.alternatives, cheaper=cheaper,
         notes=[*result.notes, *said_notes(request, s.arch.name, asked.gpu if asked else None, result.currency)],
         assumptions=[*s.assumptions, *parsed_assumptions(request)],

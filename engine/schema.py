@@ -375,6 +375,7 @@ class Comparison(BaseModel):
     need_gb: float  # per GPU, with the CUDA context
     memory_gb: float
     plan: Plan | None  # the cheapest arrangement of this GPU at this count that fits
+    providers: int = 0  # market offers its price rests on (engine.pricing): too few and it does not rank
 
 
 class Monthly(BaseModel):
@@ -402,6 +403,7 @@ class PlanResult(BaseModel):
     currency: str = "USD"
     rank_by: RankBy = "cost"
     comparison: list[Comparison] = Field(default_factory=list)  # two or more GPUs named
+    comparison_fix: list[Comparison] = Field(default_factory=list)  # none fits: the same GPUs with QLoRA
     alternatives: list[Plan] = Field(default_factory=list)  # catalog plans: the named GPU fails, or a cheaper one
     notes: list[Note] = Field(default_factory=list)
     monthly: Monthly | None = None
@@ -452,6 +454,7 @@ class Answer(BaseModel):
     plans: list[Plan] = Field(default_factory=list)
     changes: list[Change] = Field(default_factory=list)  # what to change when the asked GPU does not fit
     comparison: list[Comparison] = Field(default_factory=list)
+    comparison_fix: list[Comparison] = Field(default_factory=list)  # none fits as asked: with QLoRA
     alternatives: list[Plan] = Field(default_factory=list)  # other GPUs: the named one never fits, or none named
     cheaper: Plan | None = None  # a cheaper GPU that fits too, when the asked one is mostly idle
     notes: list[Note] = Field(default_factory=list)

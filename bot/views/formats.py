@@ -111,7 +111,7 @@ def tokens_amount(lang: str, tokens: float) -> str:
 
 
 def _money_places(value: float) -> int:
-    return 0 if value >= 100 else (2 if value >= 0.1 else 3)
+    return 0 if value >= 100 else (2 if round(value, 2) >= 0.1 else 3)  # 0.0999 is "0.10", never "0.100"
 
 
 def _with_symbol(lang: str, digits: str, currency: str) -> str:

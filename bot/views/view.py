@@ -91,9 +91,13 @@ def techniques_text(lang: str, p: Plan) -> str:
     if p.offload_slowdown >= 1.05:
         x = round(p.offload_slowdown, 1)
         n = int(x) if x.is_integer() else 2  # "в 2,8 раза": a fraction takes the form of 2
-        details.append(_n(lang, "%(gb)s over PCIe per step, %(x)s× slower",
-                          "%(gb)s over PCIe per step, %(x)s× slower", n) % {
-            "gb": gb(lang, p.pcie_gb_per_step), "x": num(lang, x)})
+        details.append(_n(lang, "%(x)s× slower: the optimizer state travels to the CPU and back every step",
+                          "%(x)s× slower: the optimizer state travels to the CPU and back every step", n) % {
+            "x": num(lang, x)})
+    elif p.techniques and p.slowdown >= 1.5:  # "на 415 %" reads as jargon: a big slowdown is "в 5,2 раза"
+        x = round(p.slowdown, 1)
+        n = int(x) if x.is_integer() else 2
+        details.append(_n(lang, "%(x)s× slower", "%(x)s× slower", n) % {"x": num(lang, x)})
     elif p.techniques and p.slowdown >= 1.05:
         details.append(_(lang, "%(pct)s slower") % {"pct": pct(lang, round((p.slowdown - 1) * 100))})
     if p.nodes > 1:
@@ -212,6 +216,53 @@ def comparison_line(lang: str, c: Comparison) -> str:
     return f"✅ {name}: " + " · ".join(parts)
 
 
+FEW_PROVIDERS = 3  # a price from fewer market offers is said as such and does not rank a comparison
+
+
+def _speed_of(c: Comparison) -> float | None:
+    return c.plan.hours_per_100m_tokens if c.plan is not None else None
+
+
+def comparison_headline(lang: str, a: Answer) -> str:
+    """Two or more GPUs named: which one to take and why (faster; cheaper only on prices from enough
+    providers); when none holds the job as asked, the way forward (QLoRA) and the winner with it."""
+    names = {(c.gpu, c.count): f"{c.count}×{gpu_name(lang, c.gpu)}" for c in a.comparison}
+    listed = (" " + _(lang, "vs") + " ").join(names.values())
+    pool, fix = [c for c in a.comparison if c.fits], ""
+    if not pool and a.comparison_fix:
+        pool = [c for c in a.comparison_fix if c.fits]
+        fix = "qlora" if pool else ""
+    if not pool:
+        need = max(c.need_gb for c in a.comparison)
+        return _(lang, "%(gpus)s: neither holds it as asked (needs %(need)s per GPU)") % {
+            "gpus": listed, "need": gb(lang, need)}
+    timed = [c for c in pool if _speed_of(c)]
+    winner = min(timed, key=lambda c: _speed_of(c) or 0.0) if timed else pool[0]
+    name = names[(winner.gpu, winner.count)]
+    if len(pool) == 1:
+        text = (_(lang, "As asked neither holds it; with QLoRA only %(gpu)s does") if fix else
+                _(lang, "Only %(gpu)s holds it")) % {"gpu": name}
+    else:
+        both = len(pool) == 2
+        if fix:
+            text = _(lang, "As asked neither holds it; with QLoRA both do, take %(gpu)s") if both else \
+                _(lang, "As asked none holds it; with QLoRA all do, take %(gpu)s")
+        else:
+            text = _(lang, "Both hold it; take %(gpu)s") if both else _(lang, "All hold it; take %(gpu)s")
+        text %= {"gpu": name}
+        slowest = max(timed, key=lambda c: _speed_of(c) or 0.0) if timed else None
+        fast, slow = _speed_of(winner), _speed_of(slowest) if slowest else None
+        if fast and slow and slow / fast >= 1.1:
+            text += ": " + _(lang, "%(ratio)s× faster (%(fast)s against %(slow)s per 100M tokens)") % {
+                "ratio": decimal(lang, slow / fast, 1), "fast": hours_text(lang, fast),
+                "slow": hours_text(lang, slow)}
+    few = [names[(c.gpu, c.count)] for c in a.comparison if 0 < c.providers < FEW_PROVIDERS]
+    if few:
+        text += "; " + _(lang, "the price of %(gpus)s rests on too few providers to compare") % {
+            "gpus": ", ".join(few)}
+    return text
+
+
 def fused_note(lang: str, a: Answer) -> str:
     """No framework named: what a fused linear cross-entropy (Unsloth, Liger) would make of the total."""
     if a.fused_loss_gb is None:
@@ -325,7 +376,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
     assert s is not None and b is not None
     asked = a.asked
     gpu_label = f"{asked.count}×{gpu_name(lang, asked.gpu)}" if asked else ""
-    compared = (" " + _(lang, "vs") + " ").join(f"{c.count}×{gpu_name(lang, c.gpu)}" for c in a.comparison)
+    compared = comparison_headline(lang, a) if a.comparison else ""
     title = headline(lang, a, gpu_label, compared)
     line = summary(lang, s)
     lead = lead_of(a)
@@ -347,7 +398,8 @@ def view_model(lang: str, a: Answer) -> AnswerView:
             for gpu, day in a.old_prices.items() if day != a.price_date)) if a.price_date else "",
         "rank_by": a.rank_by, "named": asked is not None,
         "asked_gpu": gpu_name(lang, asked.gpu) if asked else "",
-        "comparison": [comparison_line(lang, c) for c in a.comparison],
+        "comparison": [comparison_line(lang, c) for c in a.comparison]
+        + [comparison_line(lang, c) + " (QLoRA)" for c in a.comparison_fix if c.fits],
         "alternatives": [plan_view(lang, p, a.tokens, lead) for p in a.alternatives],
         "cheaper": plan_view(lang, a.cheaper, a.tokens, lead) if a.cheaper else None,
         "notes": [note_text(lang, n, s) for n in a.notes]
