@@ -188,6 +188,27 @@ def timed_note(lang: str, p: Plan) -> str:
         "gpu": gpu_name(lang, p.timed_as), "gb": gb(lang, p.memory_gb)}
 
 
+def count_lead(lang: str, a: Answer) -> str:
+    """"сколько нод h100", "скока надо гпу": the fewest of the GPU asked (else the cheapest plan) that holds the job,
+    as the engine's own plans count them, with the nodes they span and the techniques they need."""
+    if "count" not in a.request.asks or not a.plans:
+        return ""
+    named = a.asked.gpu if a.asked is not None else None
+    pool = [p for p in a.plans if p.gpu == named] if named else a.plans[:1]
+    if not pool:
+        return "🔢 " + _(lang, "No count of %(gpu)s holds it up to %(n)s GPUs") % {
+            "gpu": gpu_name(lang, named or ""), "n": 256}
+    online = [x for x in pool if "cpu_offload" not in x.techniques] or pool  # offload is the last resort
+    p = min(online, key=lambda x: x.count)
+    gpus = f"{p.count}×{gpu_name(lang, p.gpu)}"
+    if p.nodes > 1:
+        gpus += " (" + _n(lang, "%(n)s node of %(per)s", "%(n)s nodes of %(per)s", p.nodes) % {
+            "n": p.nodes, "per": p.count // p.nodes} + ")"
+    if p.techniques:
+        gpus += " + " + " + ".join(technique_label(lang, t) for t in p.techniques)
+    return "🔢 " + _(lang, "It takes %(gpus)s") % {"gpus": gpus}
+
+
 def typical_then_range(lang: str, cost: dict[str, float] | None, currency: str) -> str:
     """"≈90 $ (71–110 $ across providers)": the typical price leads, the providers' spread sets the range."""
     if not cost:
@@ -350,6 +371,8 @@ def headline(lang: str, a: Answer, gpu_label: str, compared: str) -> str:
                 "gpu": gpu_label, "why": _(lang, CONFLICTS.get(a.conflicts[0], a.conflicts[0]))}
         case "no_fit" | "fits_with_changes":
             return _(lang, "Does not fit on %(gpu)s: needs %(used)s GB, %(avail)s GB available of %(total)s") % p
+    if a.scenario is not None and a.scenario.gpu_count == 1:  # no GPU named: all of it, as on one card
+        return _(lang, "Needs %(used)s GB of GPU memory in all") % {"used": num(lang, a.need_gb)}
     return _(lang, "Needs %(used)s GB per GPU") % {"used": num(lang, a.need_gb)}
 
 
@@ -382,7 +405,8 @@ def view_model(lang: str, a: Answer) -> AnswerView:
     lead = lead_of(a)
     model = {
         "error": False, "verdict": a.verdict or "estimate", "headline": title, "summary": line,
-        "lead": limits_lead(lang, a.limits) or lead_line(lang, a, lead), "per_card": per_card(lang, a),
+        "lead": limits_lead(lang, a.limits) or count_lead(lang, a) or lead_line(lang, a, lead),
+        "per_card": per_card(lang, a),
         "fused_note": fused_note(lang, a),
         "model_note": model_note(lang, a),
         "table": memory_table(lang, b, a.need_gb),

@@ -105,6 +105,8 @@ UNSUPPORTED_TEXTS = {  # what a question asked that the engine does not model ye
     "vision": N_("image inputs are not counted yet: the estimate is for text only"),
     "audio": N_("audio inputs are not counted yet: the estimate is for text only"),
     "diffusion": N_("diffusion models are not modelled: the estimate is for a language model"),
+    "mixed_gpus": N_("a mix of GPUs in one job is counted as the weakest of them for all: each card holds the same "
+                     "share and waits for the slowest"),
     "disk": N_("disk space for checkpoints is not estimated yet: only GPU memory is"),
     "distillation": N_("distillation is not modelled yet: the student alone is estimated, without the teacher"),
     "lmdeploy": N_("LMDeploy is not modelled yet: the estimate is not specific to it"),

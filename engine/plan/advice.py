@@ -77,7 +77,10 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
 
     out: list[Change] = []
     singles: list[Single] = []
+    kept_method = request is not None and (request.method == "full" or request.stage == "pretrain")
     for key, params, update in _single_changes(base):
+        if key == "method" and kept_method:
+            continue  # full fine-tuning or pretraining asked: LoRA / QLoRA is another job, never its fix
         if not runnable(None, base.model_copy(update=update), gpu):
             continue
         b = estimate(update)

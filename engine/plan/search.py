@@ -19,7 +19,7 @@ from engine.scenario import for_gpu, hardware_conflicts
 from engine.schema import Arrangement, Breakdown, Plan, Request, Scenario, Sharding
 
 COUNTS = (1, 2, 4, 8)
-NODE_COUNTS = (16, 32, 64)  # across nodes, when nothing fits on one node without offloading to CPU RAM
+NODE_COUNTS = (16, 32, 64, 128, 256)  # across nodes, when nothing fits on one node without offloading to CPU RAM
 MAX_PLANS = 8
 
 # Time cost of each technique (seed claim S12: checkpointing +20–30 %; 8-bit Adam ~free;
