@@ -42,6 +42,9 @@ COUNTED = frozenset({"нод", "ноды", "нода", "узлов", "узла",
                      "карты", "видеокарт", "видюх", "серверов", "servers", "machines", "машин", "штук"})
 
 
+NEED = frozenset({"нужно", "надо", "нужен", "нужны", "потребуется", "понадобится", "do", "would"})
+
+
 def count_asked(s: Scan) -> bool:
     """"сколько нод h100", "скока надо гпу", "how many H100s": the number of GPUs (or nodes) is the question."""
     for i, t in enumerate(s.toks):
@@ -49,8 +52,9 @@ def count_asked(s: Scan) -> bool:
             ahead = s.toks[i + 1:i + 5]
             if any(x.text in COUNTED or x.text.rstrip("s") in COUNTED for x in ahead):
                 return True
-            if any(g[0] in range(i + 1, i + 5) for g in s.gpus):
-                return True  # "сколько h100 нужно"
+            k = i + 1 + (i + 1 < s.n and s.toks[i + 1].text in NEED)
+            if any(g[0] == k for g in s.gpus):
+                return True  # "сколько h100 нужно", "сколько надо h100" ("сколько стоит H100" is a price)
     return False
 
 
