@@ -64,10 +64,11 @@ def test_a_weekday_deadline_is_said_as_assumed() -> None:
     assert "календарные дни не считаю" in ask_text("лора 8б на 1B токенов к понедельнику")
 
 
-def test_full_training_and_pretraining_never_get_lora_as_a_fix() -> None:
-    for q in ("фулл 405б на h100", "цена pretrain 7b 1T токенов на h100", "full fine-tune 70b on one h100"):
-        text = ask_text(q)
-        assert "QLoRA" not in text and "LoRA" not in text, (q, text)
+def test_pretraining_never_gets_an_adapter_and_full_fine_tuning_never_qlora_as_a_fix() -> None:
+    for q in ("цена pretrain 7b 1T токенов на h100", "pretrain 1b from scratch on one 4090 on 20B tokens"):
+        assert "LoRA" not in ask_text(q), q
+    for q in ("фулл 405б на h100", "full fine-tune 70b on one h100", "фулл 8б на 4090"):
+        assert "QLoRA" not in ask_text(q), q
 
 
 def test_a_comparison_with_enough_providers_ranks_by_speed_and_names_the_way_forward() -> None:

@@ -241,7 +241,7 @@ FEW_PROVIDERS = 3  # a price from fewer market offers is said as such and does n
 
 
 def _speed_of(c: Comparison) -> float | None:
-    return c.plan.hours_per_100m_tokens if c.plan is not None else None
+    return (c.plan.hours or c.plan.hours_per_100m_tokens) if c.plan is not None else None  # the job's, else 100M
 
 
 def comparison_headline(lang: str, a: Answer) -> str:
@@ -265,7 +265,11 @@ def comparison_headline(lang: str, a: Answer) -> str:
                 _(lang, "Only %(gpu)s holds it")) % {"gpu": name}
     else:
         both = len(pool) == 2
-        if fix:
+        if len(pool) < len(a.comparison):  # some of the named hold it
+            some = ", ".join(names[(c.gpu, c.count)] for c in pool)
+            text = (_(lang, "As asked none holds it; with QLoRA %(some)s do, take %(gpu)s") if fix else
+                    _(lang, "%(some)s hold it; take %(gpu)s")) % {"some": some, "gpu": "%(gpu)s"}
+        elif fix:
             text = _(lang, "As asked neither holds it; with QLoRA both do, take %(gpu)s") if both else \
                 _(lang, "As asked none holds it; with QLoRA all do, take %(gpu)s")
         else:
@@ -274,7 +278,7 @@ def comparison_headline(lang: str, a: Answer) -> str:
         slowest = max(timed, key=lambda c: _speed_of(c) or 0.0) if timed else None
         fast, slow = _speed_of(winner), _speed_of(slowest) if slowest else None
         if fast and slow and slow / fast >= 1.1:
-            text += ": " + _(lang, "%(ratio)s× faster (%(fast)s against %(slow)s per 100M tokens)") % {
+            text += ": " + _(lang, "%(ratio)s× faster (%(fast)s against %(slow)s)") % {
                 "ratio": decimal(lang, slow / fast, 1), "fast": hours_text(lang, fast),
                 "slow": hours_text(lang, slow)}
     few = [names[(c.gpu, c.count)] for c in a.comparison if 0 < c.providers < FEW_PROVIDERS]
@@ -372,7 +376,7 @@ def headline(lang: str, a: Answer, gpu_label: str, compared: str) -> str:
         case "no_fit" | "fits_with_changes":
             return _(lang, "Does not fit on %(gpu)s: needs %(used)s GB, %(avail)s GB available of %(total)s") % p
     if a.scenario is not None and a.scenario.gpu_count == 1:  # no GPU named: all of it, as on one card
-        return _(lang, "Needs %(used)s GB of GPU memory in all") % {"used": num(lang, a.need_gb)}
+        return _(lang, "Needs %(gb)s of GPU memory in all") % {"gb": gb(lang, a.need_gb)}
     return _(lang, "Needs %(used)s GB per GPU") % {"used": num(lang, a.need_gb)}
 
 

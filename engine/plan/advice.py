@@ -77,10 +77,11 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
 
     out: list[Change] = []
     singles: list[Single] = []
-    kept_method = request is not None and (request.method == "full" or request.stage == "pretrain")
+    pretraining = request is not None and request.stage == "pretrain"
+    full_asked = request is not None and request.method == "full"
     for key, params, update in _single_changes(base):
-        if key == "method" and kept_method:
-            continue  # full fine-tuning or pretraining asked: LoRA / QLoRA is another job, never its fix
+        if key == "method" and (pretraining or (full_asked and params.get("to") == "qlora")):
+            continue  # pretraining is no adapter job; full fine-tuning asked may drop to LoRA, never to 4-bit QLoRA
         if not runnable(None, base.model_copy(update=update), gpu):
             continue
         b = estimate(update)
