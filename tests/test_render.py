@@ -91,7 +91,8 @@ def test_several_gpus_are_said_per_card_and_in_total() -> None:
 
 def test_a_comparison_is_shown_side_by_side_with_cost_per_million_tokens() -> None:
     text = text_of(fx.comparison())
-    assert text.startswith("⚖️ 1×A100 80GB SXM, 1×H100 SXM hold it; take 1×H100 SXM: 2.4× faster (17\u00a0h against 40\u00a0h)")
+    assert text.startswith("⚖️ 1×A100 80GB SXM, 1×H100 SXM hold it; take 1×H100 SXM: "
+                           "2.4× faster (17\u00a0h against 40\u00a0h)")
     block = text.split("Side by side\n")[1].split("\n\n")[0].splitlines()
     assert block[0] == "✅ 1×A100 80GB SXM: 40.1\u00a0GB free · 40\u00a0h · $0.51 per 1M tokens"
     assert block[2] == "❌ 1×RTX 3060: needs 38\u00a0GB of 12\u00a0GB"
