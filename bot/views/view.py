@@ -407,9 +407,10 @@ def view_model(lang: str, a: Answer) -> AnswerView:
     title = headline(lang, a, gpu_label, compared)
     line = summary(lang, s)
     lead = lead_of(a)
+    first = limits_lead(lang, a.limits) or count_lead(lang, a) or lead_line(lang, a, lead)
     model = {
         "error": False, "verdict": a.verdict or "estimate", "headline": title, "summary": line,
-        "lead": limits_lead(lang, a.limits) or count_lead(lang, a) or lead_line(lang, a, lead),
+        "lead": first,
         "per_card": per_card(lang, a),
         "fused_note": fused_note(lang, a),
         "model_note": model_note(lang, a),
@@ -440,7 +441,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
 
         title, line = posttrain.apply(lang, a, model)
         return AnswerView(model, title, line)
-    return AnswerView(model, title, line, answer_line(lang, a, model["lead"]))
+    return AnswerView(model, title, line, answer_line(lang, a, first))
 
 
 def best_plan(a: Answer) -> Plan | None:
