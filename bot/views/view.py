@@ -91,8 +91,8 @@ def techniques_text(lang: str, p: Plan) -> str:
     if p.offload_slowdown >= 1.05:
         x = round(p.offload_slowdown, 1)
         n = int(x) if x.is_integer() else 2  # "в 2,8 раза": a fraction takes the form of 2
-        details.append(_n(lang, "%(x)s× slower: the optimizer state travels to the CPU and back every step",
-                          "%(x)s× slower: the optimizer state travels to the CPU and back every step", n) % {
+        details.append(_n(lang, "%(x)s× slower (the optimizer state travels to the CPU and back every step)",
+                          "%(x)s× slower (the optimizer state travels to the CPU and back every step)", n) % {
             "x": num(lang, x)})
     elif p.techniques and p.slowdown >= 1.5:  # "на 415 %" reads as jargon: a big slowdown is "в 5,2 раза"
         x = round(p.slowdown, 1)
@@ -186,6 +186,14 @@ def timed_note(lang: str, p: Plan) -> str:
         return ""
     return " " + _(lang, "(hours as on %(gpu)s, the most rented card with %(gb)s)") % {
         "gpu": gpu_name(lang, p.timed_as), "gb": gb(lang, p.memory_gb)}
+
+
+OLD_PRICES = "2024"  # engine.answer.PRICE_WINDOW_START: a newest figure older than this is said as old
+
+
+def old_price_note(lang: str, day: str) -> str:
+    """T4 and A10G rest on one AWS spot price of 2021-12: the date alone does not warn."""
+    return " — " + _(lang, "old figures, nothing newer in the catalog") if day < OLD_PRICES else ""
 
 
 def count_lead(lang: str, a: Answer) -> str:
@@ -422,7 +430,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
         "cpu_ram": _(lang, "CPU RAM for the CPU offload: %(gb)s") % {"gb": gb(lang, a.cpu_ram_gb)}
         if a.cpu_ram_gb else "",
         "assumptions": "; ".join(assumption_text(lang, x) for x in a.assumptions) or "—",
-        "price_date": (date_text(lang, a.price_date) + "".join(
+        "price_date": (date_text(lang, a.price_date) + old_price_note(lang, a.price_date) + "".join(
             "; " + _(lang, "for %(gpu)s as of %(date)s, no newer figure") % {"gpu": gpu, "date": date_text(lang, day)}
             for gpu, day in a.old_prices.items() if day != a.price_date)) if a.price_date else "",
         "rank_by": a.rank_by, "named": asked is not None,
