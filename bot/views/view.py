@@ -133,7 +133,8 @@ def plan_figures(lang: str, p: Plan, tokens: float | None, lead: str) -> str:
     if p.timed_as and parts:
         parts[-1] += timed_note(lang, p)
     if not parts:
-        return ", ".join(x for x in (plan_time(lang, p), plan_money(lang, p)) if x)
+        return ", ".join(x for x in (plan_time(lang, p), plan_money(lang, p)) if x) or \
+            _(lang, "no speed or price figures for this card in the catalog")
     if p.per_hour is not None:
         return "; ".join(parts) + f" ({money(lang, p.per_hour, p.currency)}{_(lang, '/h')})"
     return "; ".join(parts)
