@@ -287,9 +287,11 @@ def comparison_headline(lang: str, a: Answer) -> str:
         slowest = max(timed, key=lambda c: _speed_of(c) or 0.0) if timed else None
         fast, slow = _speed_of(winner), _speed_of(slowest) if slowest else None
         if fast and slow and slow / fast >= 1.1:
-            text += ": " + _(lang, "%(ratio)s× faster (%(fast)s against %(slow)s)") % {
-                "ratio": decimal(lang, slow / fast, 1), "fast": hours_text(lang, fast),
-                "slow": hours_text(lang, slow)}
+            x = round(slow / fast, 1)
+            n = int(x) if x.is_integer() else 2  # "в 2,4 раза", "в 5 раз"
+            text += ": " + _n(lang, "%(ratio)s× faster (%(fast)s against %(slow)s)",
+                              "%(ratio)s× faster (%(fast)s against %(slow)s)", n) % {
+                "ratio": num(lang, x), "fast": hours_text(lang, fast), "slow": hours_text(lang, slow)}
     few = [names[(c.gpu, c.count)] for c in a.comparison if 0 < c.providers < FEW_PROVIDERS]
     if few:
         text += "; " + _(lang, "the price of %(gpus)s rests on too few providers to compare") % {
