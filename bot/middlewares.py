@@ -277,8 +277,11 @@ class Throttle(BaseMiddleware):
         elif notify:
             from bot.views.messages import tn
 
-            await event.answer(tn(lang, "Too many questions at once: I will take the next one in %(n)s second.",
-                                  "Too many questions at once: I will take the next one in %(n)s seconds.", seconds))
+            # one notice per burst: it says that what comes before the next token is skipped, not queued
+            await event.answer(tn(lang, "Too many questions at once: I will take the next one in %(n)s second; "
+                                        "until then I skip them, so send it again.",
+                                  "Too many questions at once: I will take the next one in %(n)s seconds; "
+                                  "until then I skip them, so send it again.", seconds))
         return None
 
 

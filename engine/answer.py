@@ -22,11 +22,13 @@ from engine.schema import (
     Breakdown,
     Change,
     GpuLine,
+    Limits,
     LineRole,
     Note,
     Plan,
     PlanResult,
     PriceOptions,
+    Rental,
     Request,
     Verdict,
     error_keys,
@@ -76,6 +78,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         need_gb=need_gb(b), cluster_gb=need_gb(b) * s.gpu_count,
         cpu_ram_gb=b.cpu_ram * min(s.gpu_count, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
+        comparison_fix=result.comparison_fix,
         alternatives=[] if cheaper else result.alternatives, cheaper=cheaper,
         notes=[*result.notes, *said_notes(request, s.arch.name, asked.gpu if asked else None, result.currency)],
         assumptions=[*s.assumptions, *parsed_assumptions(request)],
@@ -84,13 +87,33 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         rank_by=result.rank_by, tokens=result.tokens,
         shape_reference=None if s.arch.known else reference_of(s.arch),
         capacity=capacity_lines(b, asked, result),
-        limits=within_limits(request, shown, prices or PriceOptions()),
+        limits=limits_with_faster(request, shown, prices or PriceOptions()),
     )
+
+
+def limits_with_faster(request: Request, shown: list[Plan], prices: PriceOptions) -> Limits | None:
+    """The budget and deadline check; when no plan shown (the cheapest) meets the deadline, the plans ranked by
+    time are checked too, so that "за сутки" finds the 2×H100 that does it instead of saying none does."""
+    limits = within_limits(request, shown, prices)
+    if limits is None or limits.meeting or limits.unchecked or request.deadline_hours is None:
+        return limits
+    try:
+        fast = plan(request.model_copy(update={"rank_by": "time"}), prices.model_copy(update={"rank_by": "time"}))
+    except ScenarioError:
+        return limits
+    again = within_limits(request, fast.plans, prices)
+    if again is not None and again.meeting:
+        return again
+    if again is not None and again.fastest is not None and limits.fastest is not None \
+            and (again.fastest.hours or 0.0) < (limits.fastest.hours or 0.0):
+        limits.fastest = again.fastest
+    return limits
 
 
 def asks_a_price(request: Request) -> bool:
     """"сколько стоит H100", "how much is an A100 per hour?": one named GPU, no model, money asked."""
-    return (request.model is None and "money" in request.asks and len(request.gpus) == 1
+    return (request.model is None and ("money" in request.asks or request.rent_hours is not None)
+            and len(request.gpus) == 1
             and request.gpus[0].name is not None)
 
 
@@ -114,7 +137,25 @@ def market_answer(request: Request, prices: PriceOptions | None) -> Answer | Non
     if currency == options.currency:
         own = next((v for k, v in options.overrides.items() if find_gpu(k) == gpu), None)
     return Answer(request=request, market=found.model_copy(deep=True), own_price=own, currency=found.currency,
-                  notes=said_notes(request, "", gpu.name, found.currency))
+                  notes=said_notes(request, "", gpu.name, found.currency),
+                  rental=rental_cost(request, found, currency))
+
+
+def rental_cost(request: Request, found: pricing.PriceRange, currency: str) -> Rental | None:
+    """"неделя 8xh100", "месяц a100", "100 часов в месяц h100": the period at the hourly market prices for all the
+    GPUs, and, for a month, the cheapest monthly offer per GPU against hourly at the stated use."""
+    hours = request.rent_hours
+    if hours is None:
+        return None
+    count = request.gpus[0].count
+    cost = {k: round(getattr(found, k) * count * hours, 2) for k in ("min", "typical", "max")}
+    monthly = None
+    if request.rent_monthly and hours <= 744:
+        try:
+            monthly = pricing.monthly_vs_hourly(found.gpu, hours, currency=currency)  # type: ignore[arg-type]
+        except (LookupError, ValueError):
+            monthly = None
+    return Rental(count=count, hours=hours, cost=cost, monthly=monthly)
 
 
 def model_errors(request: Request) -> list[Note]:
@@ -155,7 +196,7 @@ def with_said(a: Answer, request: Request, prices: PriceOptions | None) -> Answe
 # Request.assumed entries the parser filled from what the question implied, as the answer's assumptions (Request field
 # → assumption key); "model" and "gpus" are said as notes (said_notes)
 PARSED_DEFAULTS = {"quantization": "quantization", "context_parallel": "context_parallel",
-                   "budget.currency": "budget_currency"}
+                   "budget.currency": "budget_currency", "deadline_hours": "deadline_weekday"}
 
 
 def parsed_assumptions(request: Request) -> list[Assumption]:

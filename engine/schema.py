@@ -165,7 +165,11 @@ class Request(Strict):
     # what a cost question asks for first ("how long and how much" → ["time", "money"])
     assumed: list[str] = Field(default_factory=list, max_length=16)  # "model": a family's default; "gpus": Colab's T4
     smalltalk: Literal["greeting", "thanks", "capabilities"] | None = None
-    asks: list[Literal["money", "time", "latency", "throughput"]] = Field(default_factory=list, max_length=4)
+    asks: list[Literal["money", "time", "latency", "throughput", "count"]] = Field(default_factory=list, max_length=5)
+    # a rental priced for a period ("сколько стоит неделя 8xh100", "100 часов в месяц h100"): hours of use in it,
+    # and whether it is a month (then the monthly rental is compared with hourly at that use)
+    rent_hours: float | None = Field(default=None, gt=0, le=1e6)
+    rent_monthly: bool | None = None
 
 
 PARSE_FIELDS = (
@@ -176,7 +180,7 @@ PARSE_FIELDS = (
     "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel", "currency", "budget",
     "deadline_hours", "unsupported",
     # beyond CONTRACT.md ("everything not named here is free"): the parser's signals for the answer
-    "fused_loss", "assumed", "smalltalk", "asks",
+    "fused_loss", "assumed", "smalltalk", "asks", "rent_hours", "rent_monthly",
 )
 
 
@@ -355,6 +359,7 @@ class Plan(BaseModel):
     pcie_gb_per_step: float = 0.0  # what the offload moves over each GPU's host link per optimizer step, GB
     nodes: int = 1  # machines the plan spans
     network_slowdown: float = 1.0  # the inter-node network against in-node links (engine.speed.multi_node_cost)
+    timed_as: str | None = None  # a GPU given only by its memory: the typical card whose hours these are
 
 
 class Change(BaseModel):
@@ -378,6 +383,7 @@ class Comparison(BaseModel):
     need_gb: float  # per GPU, with the CUDA context
     memory_gb: float
     plan: Plan | None  # the cheapest arrangement of this GPU at this count that fits
+    providers: int = 0  # market offers its price rests on (engine.pricing): too few and it does not rank
 
 
 class Monthly(BaseModel):
@@ -405,6 +411,7 @@ class PlanResult(BaseModel):
     currency: str = "USD"
     rank_by: RankBy = "cost"
     comparison: list[Comparison] = Field(default_factory=list)  # two or more GPUs named
+    comparison_fix: list[Comparison] = Field(default_factory=list)  # none fits: the same GPUs with QLoRA
     alternatives: list[Plan] = Field(default_factory=list)  # catalog plans: the named GPU fails, or a cheaper one
     notes: list[Note] = Field(default_factory=list)
     monthly: Monthly | None = None
@@ -455,6 +462,7 @@ class Answer(BaseModel):
     plans: list[Plan] = Field(default_factory=list)
     changes: list[Change] = Field(default_factory=list)  # what to change when the asked GPU does not fit
     comparison: list[Comparison] = Field(default_factory=list)
+    comparison_fix: list[Comparison] = Field(default_factory=list)  # none fits as asked: with QLoRA
     alternatives: list[Plan] = Field(default_factory=list)  # other GPUs: the named one never fits, or none named
     cheaper: Plan | None = None  # a cheaper GPU that fits too, when the asked one is mostly idle
     notes: list[Note] = Field(default_factory=list)
@@ -482,10 +490,21 @@ class Answer(BaseModel):
     # figures /price shows, engine.pricing.market_range) and the chat's own price for it, in the answer's currency
     market: PriceRange | None = None
     own_price: float | None = None
+    rental: Rental | None = None  # the market answer for a period: its cost, and monthly against hourly
+
+
+class Rental(BaseModel):
+    """A GPU rented for a period at the market's hourly prices, all GPUs together, in the answer's currency."""
+
+    count: int
+    hours: float  # hours of use in the period
+    cost: dict[str, float]  # min / typical / max
+    monthly: MonthlyVsHourly | None = None  # per GPU, at the stated use per month
 
 
 # engine.posttrain imports this module: its result type comes in once every model here is defined
 from engine.posttrain.models import PostTrainResult  # noqa: E402
-from engine.pricing import PriceRange  # noqa: E402
+from engine.pricing import MonthlyVsHourly, PriceRange  # noqa: E402
 
-Answer.model_rebuild(_types_namespace={"PostTrainResult": PostTrainResult, "PriceRange": PriceRange})
+Rental.model_rebuild(_types_namespace={"MonthlyVsHourly": MonthlyVsHourly})
+Answer.model_rebuild(_types_namespace={"PostTrainResult": PostTrainResult, "PriceRange": PriceRange, "Rental": Rental})

@@ -76,7 +76,8 @@ async def test_throttle_allows_a_burst_of_five_then_one_a_second(h: Harness, api
     sent = texts(api, 2001)
     assert len(sent) == 6  # five answers and one notice; the seventh is dropped silently
     assert all(s.startswith("✅") for s in sent[:5])
-    assert sent[5] == "Too many questions at once: I will take the next one in 1 second."
+    assert sent[5] == ("Too many questions at once: I will take the next one in 1 second; until then I skip them, "
+                       "so send it again.")
     clock.now += 1.0
     await h.feed(message("70B QLoRA on H100?", user_id=2001))
     assert texts(api, 2001)[-1].startswith("✅")
@@ -89,7 +90,8 @@ async def test_throttle_notice_is_russian_with_plural_forms(tmp_path: Path, api:
     async with harness(tmp_path, api, bucket=TokenBucket(rate=0.2, burst=1, clock=clock)) as slow:  # 5 s apart
         await slow.feed(message("70B на H100?", user_id=2003, language_code="ru"))
         await slow.feed(message("70B на H100?", user_id=2003, language_code="ru"))
-        assert texts(api, 2003)[-1] == "Слишком много вопросов сразу: следующий приму через 5\u00a0секунд."
+        assert texts(api, 2003)[-1] == ("Слишком много вопросов сразу: следующий приму через 5\u00a0секунд, "
+                                        "а до тех пор пропускаю — отправьте его ещё раз.")
         clock.now += 3.0
         answer = await slow.feed(callback("a:0123456789ab:l:2048:1:ru:r", user_id=2003, language_code="ru"))
         assert answer is None and toasts(api)[-1] == "Слишком быстро: подождите 2\u00a0секунды."

@@ -42,7 +42,7 @@ def test_a_fit_in_russian_has_a_narrow_table_and_the_verdict_as_title() -> None:
     ("fits", "✅", "Fits on 1×H100 SXM: 58.9\u00a0GB, 79.2 of 80\u00a0GB available"),
     ("tight", "⚠️", "Fits on 1×H100 SXM, but tightly: 58.9\u00a0GB, 79.2 of 80\u00a0GB available"),
     ("no_fit", "❌", "Does not fit on 1×H100 SXM: needs 58.9\u00a0GB, 79.2 of 80\u00a0GB available"),
-    (None, "🧮", "Needs 58.9\u00a0GB per GPU"),
+    (None, "🧮", "Needs 58.9\u00a0GB of GPU memory in all"),  # no GPU named: the whole job, never "per GPU"
 ])
 def test_each_verdict_has_its_headline(verdict: str | None, emoji: str, headline: str) -> None:
     rendered = render(fx.answer(verdict=verdict, asked=None if verdict is None else fx.answer().asked), "en")
@@ -91,13 +91,14 @@ def test_several_gpus_are_said_per_card_and_in_total() -> None:
 
 def test_a_comparison_is_shown_side_by_side_with_cost_per_million_tokens() -> None:
     text = text_of(fx.comparison())
-    assert text.startswith("⚖️ 1×A100 80GB SXM vs 1×H100 SXM vs 1×RTX 3060")
+    assert text.startswith("⚖️ 1×A100 80GB SXM, 1×H100 SXM hold it; take 1×H100 SXM: "
+                           "2.4× faster (17\u00a0h against 40\u00a0h)")
     block = text.split("Side by side\n")[1].split("\n\n")[0].splitlines()
     assert block[0] == "✅ 1×A100 80GB SXM: 40.1\u00a0GB free · 40\u00a0h · $0.51 per 1M tokens"
     assert block[2] == "❌ 1×RTX 3060: needs 38\u00a0GB of 12\u00a0GB"
     ru = plain(render(fx.comparison(), "ru").html)
-    assert ru.startswith("⚖️ 1×A100 80GB SXM или 1×H100 SXM или 1×RTX 3060")
-    assert "медленнее на 80\u00a0%" in ru and "за 1\u00a0млн токенов" in ru  # the offload's time cost
+    assert ru.startswith("⚖️ Помещается на 1×A100 80GB SXM, 1×H100 SXM, берите 1×H100 SXM: быстрее в 2,4 раза")
+    assert "медленнее в 1,8 раза" in ru and "за 1\u00a0млн токенов" in ru  # the offload's time cost
 
 
 def test_notes_say_what_was_used_instead_in_both_languages() -> None:

@@ -115,6 +115,8 @@ def note_text(lang: str, note: str) -> str:
             return t(lang, "Changed for this framework: %(what)s", what=code)
         case "no_plan_fits":
             return t(lang, "Nothing fits yet: written for the settings asked, see the answer's changes.")
+        case "model_assumed":
+            return t(lang, "Checkpoint picked for you, change it if you train another: %(what)s", what=code)
         case "gguf_type_assumed":
             return t(lang, "GGUF type assumed: %(what)s", what=code)
         case "no_writer":

@@ -111,7 +111,7 @@ def tokens_amount(lang: str, tokens: float) -> str:
 
 
 def _money_places(value: float) -> int:
-    return 0 if value >= 100 else (2 if value >= 0.1 else 3)
+    return 0 if value >= 100 else (2 if round(value, 2) >= 0.1 else 3)  # 0.0999 is "0.10", never "0.100"
 
 
 def _with_symbol(lang: str, digits: str, currency: str) -> str:
@@ -132,6 +132,12 @@ def _two_figures(value: float) -> tuple[float, int]:
         return 0.0, 0
     places = 1 - math.floor(math.log10(value))  # negative: round to tens, hundreds, ...
     return float(round(value, places)), max(0, places)
+
+
+def money_typical(lang: str, value: float, currency: str) -> str:
+    """"≈$90": a typical estimate at two significant figures."""
+    shown, places = _two_figures(value)
+    return "≈" + _with_symbol(lang, decimal(lang, shown, places, keep_zeros=places > 0), currency)
 
 
 def money_range(lang: str, low: float, high: float, currency: str) -> str:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from bot.views.catalogs import _, translations
+from bot.views.catalogs import N_, _, translations
 from bot.views.formats import money, num
 from bot.views.serving_view import serving_view
-from bot.views.talk import market_price_text
+from bot.views.talk import market_price_text, rental_lines
 from bot.views.view import view_model
 from bot.views.words import error_lines
 from engine.schema import Answer
@@ -81,6 +81,9 @@ def _market(lang: str, a: Answer) -> RenderedAnswer:
     assert a.market is not None
     own = money(lang, a.own_price, a.currency) + _(lang, "/h") if a.own_price is not None else None
     body = market_price_text(lang, a.market.model_dump(), own)
+    if a.rental is not None:
+        body = "\n".join([*rental_lines(lang, a.rental, a.market.gpu, a.currency, bool(a.request.rent_monthly)),
+                          body])
     line = plain(body.split("\n", 1)[0])
     return RenderedAnswer(lang, body, line, line, a)
 
@@ -90,8 +93,20 @@ def _not_understood(lang: str, a: Answer) -> RenderedAnswer:
     when the model size is what is missing."""
     reasons = [f"⚠️ {html.escape(line, quote=False)}" for line in error_lines(lang, a.errors)]
     missing = any(n.key == "no_model" or n.params.get("why") in ("no_model_size", "") for n in a.errors)
+    other = next((k for k in a.request.unsupported if k in NOT_LANGUAGE_MODELS), None) if missing else None
+    if other is not None:  # "sdxl лора", "whisper на t4": not a language model, said so instead of "no size"
+        line = "🚫 " + _(lang, NOT_LANGUAGE_MODELS[other])
+        return RenderedAnswer(lang, "\n".join([*reasons, line]), _(lang, "Not supported"), plain(line), a)
     body = "\n".join([*reasons, *([_not_understood_html(lang)] if missing or not reasons else [])])
     return RenderedAnswer(lang, body, _(lang, "Not understood"), "", a)
+
+
+NOT_LANGUAGE_MODELS = {
+    "diffusion": N_("Image generators (SDXL, FLUX, Stable Diffusion) are not language models: I count memory and "
+                    "time for language models only. Ask, for example, “LoRA Llama 3.1 8B on a 4090”."),
+    "audio": N_("Speech models (Whisper, TTS) are not supported: I count memory and time for language models only. "
+                "Ask, for example, “LoRA Llama 3.1 8B on a 4090”."),
+}
 
 
 @cache

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import context_text, date_text, decimal, gpus_text, hours_text, money, money_range
+from bot.views.formats import context_text, date_text, decimal, gpus_text, hours_text, money, money_range, money_typical
 from bot.views.words import gpu_name, method_label
-from engine.schema import Answer, Limits, Plan, Scenario
+from engine.schema import Answer, Limits, Plan, Rental, Scenario
 
 EXAMPLE = {"en": "70B QLoRA on H100?", "ru": "70B QLoRA на H100?"}
 
@@ -95,6 +95,35 @@ def _plan_line(lang: str, p: Plan) -> str:
     return f"{p.count}×{v['gpu']}" + (f" ({shown})" if shown else "")
 
 
+def _plan_brief(lang: str, p: Plan) -> str:
+    """"1×H100 SXM, 21 h, ≈70 $": an arrangement, its hours and its typical cost."""
+    parts = [f"{p.count}×{gpu_name(lang, p.gpu)}"]
+    if p.hours is not None:
+        parts.append(hours_text(lang, p.hours))
+    if p.cost:
+        parts.append(money_typical(lang, p.cost["typical"], p.currency))
+    return ", ".join(parts)
+
+
+def limits_lead(lang: str, lim: Limits | None) -> str:
+    """The first line of a question with a budget or a deadline: does the cheapest plan within them exist, and
+    with what; when none is, what the cheapest and the fastest give. Empty when the check cannot be made
+    (the lines below say why)."""
+    if lim is None or lim.unchecked is not None:
+        return ""
+    label = limits_label(lang, lim)
+    if lim.meeting:
+        best = min(lim.meeting, key=lambda p: (p.cost or {}).get("typical", 0.0))
+        return "✅ " + _(lang, "Within %(limits)s: %(plan)s") % {"limits": label, "plan": _plan_brief(lang, best)}
+    if lim.cheapest is None or lim.fastest is None:
+        return ""
+    text = "❌ " + _(lang, "Not within %(limits)s: the cheapest is %(plan)s") % {
+        "limits": label, "plan": _plan_brief(lang, lim.cheapest)}
+    if lim.fastest is not lim.cheapest and lim.deadline_hours is not None:
+        text += "; " + _(lang, "the fastest %(plan)s") % {"plan": _plan_brief(lang, lim.fastest)}
+    return text
+
+
 def limits_lines(lang: str, lim: Limits, shown: list[Plan] | None = None) -> list[str]:
     """The budget / deadline check of an answer in one to three lines (`shown`: the plans listed above)."""
     label = limits_label(lang, lim)
@@ -139,5 +168,37 @@ def market_price_text(lang: str, r: dict[str, Any], own: str | None) -> str:
         lines.append(_(lang, "Converted from dollars at %(rate)s ₽ per $.") % {"rate": decimal(lang, r["rate"], 2)})
     if own:
         lines.append(_(lang, "This chat's own price: %(price)s.") % {"price": own})
-    lines.append(_(lang, "Set your own: <code>/price %(gpu)s 2.5</code>.") % {"gpu": r["gpu"].split()[0]})
+    lines.append(_(lang, "Set your own: <code>/price %(gpu)s 2.5</code>.") % {"gpu": price_hint_name(r["gpu"])})
     return "\n".join(lines)
+
+
+FORM_FACTORS = frozenset({"SXM", "PCIe", "NVL"})
+
+
+def price_hint_name(gpu: str) -> str:
+    """The name /price reads back for a catalog GPU: "H100 SXM" → "H100", "RTX 4090" stays whole."""
+    words = gpu.split()
+    return " ".join(words[:-1]) if len(words) > 1 and words[-1] in FORM_FACTORS else gpu
+
+
+def rental_lines(lang: str, r: Rental, gpu: str, currency: str, monthly_asked: bool) -> list[str]:
+    """"неделя 8xh100": the period's cost at the typical hourly price first, the providers' range second; for a
+    month, the cheapest monthly offer against hourly at the stated use."""
+    lines = ["💰 " + _(lang, "%(gpus)s for %(hours)s: %(typical)s at the typical hourly price (%(range)s across "
+                             "providers)") % {
+        "gpus": f"{r.count}×{gpu}", "hours": hours_text(lang, r.hours),
+        "typical": money_typical(lang, r.cost["typical"], currency),
+        "range": money_range(lang, r.cost["min"], r.cost["max"], currency)}]
+    m = r.monthly
+    if m is not None:
+        cheaper = _(lang, "the monthly rental") if m.cheaper == "monthly" else _(lang, "hourly")
+        lines.append("📅 " + _(lang, "By the month: %(month)s per GPU a month; at %(use)s of use a month that is "
+                                     "%(effective)s per hour against %(hourly)s by the hour, so %(cheaper)s is cheaper "
+                                     "(monthly pays off from %(even)s a month)") % {
+            "month": money(lang, m.monthly_price, currency), "use": hours_text(lang, m.hours_per_month),
+            "effective": money(lang, m.effective_hourly, currency), "hourly": money(lang, m.hourly_price, currency),
+            "cheaper": cheaper, "even": hours_text(lang, round(m.break_even_hours))})
+    elif monthly_asked:
+        lines.append("📅 " + _(lang, "No monthly offers for %(gpu)s in the catalog: only hourly prices.") % {
+            "gpu": gpu})
+    return lines

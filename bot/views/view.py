@@ -18,11 +18,12 @@ from bot.views.formats import (
     hours_text,
     money,
     money_range,
+    money_typical,
     num,
     pct,
     tokens_amount,
 )
-from bot.views.talk import limits_lines
+from bot.views.talk import limits_lead, limits_lines
 from bot.views.words import (
     COMPONENTS,
     assumption_text,
@@ -90,9 +91,13 @@ def techniques_text(lang: str, p: Plan) -> str:
     if p.offload_slowdown >= 1.05:
         x = round(p.offload_slowdown, 1)
         n = int(x) if x.is_integer() else 2  # "в 2,8 раза": a fraction takes the form of 2
-        details.append(_n(lang, "%(gb)s over PCIe per step, %(x)s× slower",
-                          "%(gb)s over PCIe per step, %(x)s× slower", n) % {
-            "gb": gb(lang, p.pcie_gb_per_step), "x": num(lang, x)})
+        details.append(_n(lang, "%(x)s× slower (the optimizer state travels to the CPU and back every step)",
+                          "%(x)s× slower (the optimizer state travels to the CPU and back every step)", n) % {
+            "x": num(lang, x)})
+    elif p.techniques and p.slowdown >= 1.5:  # "на 415 %" reads as jargon: a big slowdown is "в 5,2 раза"
+        x = round(p.slowdown, 1)
+        n = int(x) if x.is_integer() else 2
+        details.append(_n(lang, "%(x)s× slower", "%(x)s× slower", n) % {"x": num(lang, x)})
     elif p.techniques and p.slowdown >= 1.05:
         details.append(_(lang, "%(pct)s slower") % {"pct": pct(lang, round((p.slowdown - 1) * 100))})
     if p.nodes > 1:
@@ -125,8 +130,11 @@ def plan_figures(lang: str, p: Plan, tokens: float | None, lead: str) -> str:
         pair = [spend, hours] if lead == "money" else [hours, spend]
         parts.append(_(lang, "your %(tokens)s tokens: %(what)s") % {
             "tokens": tokens_amount(lang, tokens), "what": ", ".join(x for x in pair if x)})
+    if p.timed_as and parts:
+        parts[-1] += timed_note(lang, p)
     if not parts:
-        return ", ".join(x for x in (plan_time(lang, p), plan_money(lang, p)) if x)
+        return ", ".join(x for x in (plan_time(lang, p), plan_money(lang, p)) if x) or \
+            _(lang, "no speed or price figures for this card in the catalog")
     if p.per_hour is not None:
         return "; ".join(parts) + f" ({money(lang, p.per_hour, p.currency)}{_(lang, '/h')})"
     return "; ".join(parts)
@@ -152,14 +160,16 @@ def lead_line(lang: str, a: Answer, lead: str) -> str:
     p = a.plans[0]
     params = {"gpus": f"{p.count}×{gpu_name(lang, p.gpu)}", "tokens": tokens_amount(lang, a.tokens or 0)}
     if a.tokens and p.hours is not None:
-        spend = money_range(lang, p.cost["min"], p.cost["max"], p.currency) if p.cost else ""
+        spend = typical_then_range(lang, p.cost, p.currency)
         hours = hours_text(lang, p.hours)
         yours = True
     elif p.hours_per_100m_tokens is not None:
-        spend = money_range(lang, p.cost_per_100m["min"], p.cost_per_100m["max"], p.currency) \
-            if p.cost_per_100m else ""
+        spend = typical_then_range(lang, p.cost_per_100m, p.currency)
         hours = hours_text(lang, p.hours_per_100m_tokens)
         yours = False
+    elif lead == "time":
+        return "⏱ " + _(lang, "Hours on %(gpu)s cannot be counted: the catalog has no speed figures for it") % {
+            "gpu": gpu_name(lang, p.gpu)}
     else:
         return ""
     if lead == "money" and spend:
@@ -168,7 +178,55 @@ def lead_line(lang: str, a: Answer, lead: str) -> str:
         return "💰 " + text % {**params, "money": spend, "hours": hours}
     text = _(lang, "%(hours)s on %(gpus)s for your %(tokens)s tokens%(money)s") if yours else \
         _(lang, "%(hours)s on %(gpus)s per 100M tokens%(money)s")
-    return "⏱ " + text % {**params, "hours": hours, "money": f" ({spend})" if spend else ""}
+    return "⏱ " + text % {**params, "hours": hours, "money": f", {spend}" if spend else ""} + timed_note(lang, p)
+
+
+def timed_note(lang: str, p: Plan) -> str:
+    """A GPU given only by its memory: whose hours these are, said as the assumption it is."""
+    if not p.timed_as:
+        return ""
+    return " " + _(lang, "(hours as on %(gpu)s, the most rented card with %(gb)s)") % {
+        "gpu": gpu_name(lang, p.timed_as), "gb": gb(lang, p.memory_gb)}
+
+
+OLD_PRICES = "2024"  # engine.answer.PRICE_WINDOW_START: a newest figure older than this is said as old
+
+
+def old_price_note(lang: str, day: str) -> str:
+    """T4 and A10G rest on one AWS spot price of 2021-12: the date alone does not warn."""
+    return " — " + _(lang, "old figures, nothing newer in the catalog") if day < OLD_PRICES else ""
+
+
+def count_lead(lang: str, a: Answer) -> str:
+    """"сколько нод h100", "скока надо гпу": the fewest of the GPU asked (else the cheapest plan) that holds the job,
+    as the engine's own plans count them, with the nodes they span and the techniques they need."""
+    if "count" not in a.request.asks or not a.plans:
+        return ""
+    named = a.asked.gpu if a.asked is not None else None
+    pool = [p for p in a.plans if p.gpu == named] if named else a.plans[:1]
+    if not pool:
+        return "🔢 " + _(lang, "No count of %(gpu)s holds it up to %(n)s GPUs") % {
+            "gpu": gpu_name(lang, named or ""), "n": 256}
+    online = [x for x in pool if "cpu_offload" not in x.techniques] or pool  # offload is the last resort
+    p = min(online, key=lambda x: x.count)
+    gpus = f"{p.count}×{gpu_name(lang, p.gpu)}"
+    if p.nodes > 1:
+        gpus += " (" + _n(lang, "%(n)s node of %(per)s", "%(n)s nodes of %(per)s", p.nodes) % {
+            "n": p.nodes, "per": p.count // p.nodes} + ")"
+    if p.techniques:
+        gpus += " + " + " + ".join(technique_label(lang, t) for t in p.techniques)
+    return "🔢 " + _(lang, "It takes %(gpus)s") % {"gpus": gpus}
+
+
+def typical_then_range(lang: str, cost: dict[str, float] | None, currency: str) -> str:
+    """"≈90 $ (71–110 $ across providers)": the typical price leads, the providers' spread sets the range."""
+    if not cost:
+        return ""
+    spread = money_range(lang, cost["min"], cost["max"], currency)
+    typical = money_typical(lang, cost["typical"], currency)
+    if spread.replace("≈", "") == typical.replace("≈", ""):
+        return typical
+    return _(lang, "%(typical)s (%(range)s across providers)") % {"typical": typical, "range": spread}
 
 
 def comparison_line(lang: str, c: Comparison) -> str:
@@ -186,6 +244,59 @@ def comparison_line(lang: str, c: Comparison) -> str:
     if p.cost_per_1m_tokens is not None:
         parts.append(_(lang, "%(money)s per 1M tokens") % {"money": money(lang, p.cost_per_1m_tokens, p.currency)})
     return f"✅ {name}: " + " · ".join(parts)
+
+
+FEW_PROVIDERS = 3  # a price from fewer market offers is said as such and does not rank a comparison
+
+
+def _speed_of(c: Comparison) -> float | None:
+    return (c.plan.hours or c.plan.hours_per_100m_tokens) if c.plan is not None else None  # the job's, else 100M
+
+
+def comparison_headline(lang: str, a: Answer) -> str:
+    """Two or more GPUs named: which one to take and why (faster; cheaper only on prices from enough
+    providers); when none holds the job as asked, the way forward (QLoRA) and the winner with it."""
+    names = {(c.gpu, c.count): f"{c.count}×{gpu_name(lang, c.gpu)}" for c in a.comparison}
+    listed = (" " + _(lang, "vs") + " ").join(names.values())
+    pool, fix = [c for c in a.comparison if c.fits], ""
+    if not pool and a.comparison_fix:
+        pool = [c for c in a.comparison_fix if c.fits]
+        fix = "qlora" if pool else ""
+    if not pool:
+        need = max(c.need_gb for c in a.comparison)
+        return _(lang, "%(gpus)s: neither holds it as asked (needs %(need)s per GPU)") % {
+            "gpus": listed, "need": gb(lang, need)}
+    timed = [c for c in pool if _speed_of(c)]
+    winner = min(timed, key=lambda c: _speed_of(c) or 0.0) if timed else pool[0]
+    name = names[(winner.gpu, winner.count)]
+    if len(pool) == 1:
+        text = (_(lang, "As asked neither holds it; with QLoRA only %(gpu)s does") if fix else
+                _(lang, "Only %(gpu)s holds it")) % {"gpu": name}
+    else:
+        both = len(pool) == 2
+        if len(pool) < len(a.comparison):  # some of the named hold it
+            some = ", ".join(names[(c.gpu, c.count)] for c in pool)
+            text = (_(lang, "As asked none holds it; with QLoRA %(some)s do, take %(gpu)s") if fix else
+                    _(lang, "%(some)s hold it; take %(gpu)s")) % {"some": some, "gpu": "%(gpu)s"}
+        elif fix:
+            text = _(lang, "As asked neither holds it; with QLoRA both do, take %(gpu)s") if both else \
+                _(lang, "As asked none holds it; with QLoRA all do, take %(gpu)s")
+        else:
+            text = _(lang, "Both hold it; take %(gpu)s") if both else _(lang, "All hold it; take %(gpu)s")
+        text %= {"gpu": name}
+        slowest = max(timed, key=lambda c: _speed_of(c) or 0.0) if timed else None
+        fast, slow = _speed_of(winner), _speed_of(slowest) if slowest else None
+        if fast and slow and slow / fast >= 1.1:
+            x = round(slow / fast, 1)
+            n = int(x) if x.is_integer() else 2  # "в 2,4 раза", "в 5 раз"
+            text += ": " + _n(lang, "%(ratio)s× faster (%(fast)s against %(slow)s)",
+                              "%(ratio)s× faster (%(fast)s against %(slow)s)", n) % {
+                "ratio": num(lang, x), "fast": hours_text(lang, fast), "slow": hours_text(lang, slow)}
+    few = [names[(c.gpu, c.count)] for c in a.comparison if 0 < c.providers < FEW_PROVIDERS]
+    if few:
+        text += "; " + _(lang, "the price of %(gpus)s rests on too few providers to compare") % {
+            "gpus": ", ".join(few)}
+    return text
 
 
 def fused_note(lang: str, a: Answer) -> str:
@@ -275,6 +386,8 @@ def headline(lang: str, a: Answer, gpu_label: str, compared: str) -> str:
                 "gpu": gpu_label, "why": _(lang, CONFLICTS.get(a.conflicts[0], a.conflicts[0]))}
         case "no_fit" | "fits_with_changes":
             return _(lang, "Does not fit on %(gpu)s: needs %(used)s GB, %(avail)s GB available of %(total)s") % p
+    if a.scenario is not None and a.scenario.gpu_count == 1:  # no GPU named: all of it, as on one card
+        return _(lang, "Needs %(gb)s of GPU memory in all") % {"gb": gb(lang, a.need_gb)}
     return _(lang, "Needs %(used)s GB per GPU") % {"used": num(lang, a.need_gb)}
 
 
@@ -301,13 +414,16 @@ def view_model(lang: str, a: Answer) -> AnswerView:
     assert s is not None and b is not None
     asked = a.asked
     gpu_label = f"{asked.count}×{gpu_name(lang, asked.gpu)}" if asked else ""
-    compared = (" " + _(lang, "vs") + " ").join(f"{c.count}×{gpu_name(lang, c.gpu)}" for c in a.comparison)
+    compared = comparison_headline(lang, a) if a.comparison else ""
     title = headline(lang, a, gpu_label, compared)
     line = summary(lang, s)
     lead = lead_of(a)
+    first = limits_lead(lang, a.limits) or count_lead(lang, a) or lead_line(lang, a, lead)
     model = {
         "error": False, "verdict": a.verdict or "estimate", "headline": title, "summary": line,
-        "lead": lead_line(lang, a, lead), "per_card": per_card(lang, a), "fused_note": fused_note(lang, a),
+        "lead": first,
+        "per_card": per_card(lang, a),
+        "fused_note": fused_note(lang, a),
         "model_note": model_note(lang, a),
         "table": memory_table(lang, b, a.need_gb),
         "shape_note": b.shape_margin >= 0.05,  # a bare size whose smaller neighbours' shape needs more
@@ -317,12 +433,13 @@ def view_model(lang: str, a: Answer) -> AnswerView:
         "cpu_ram": _(lang, "CPU RAM for the CPU offload: %(gb)s") % {"gb": gb(lang, a.cpu_ram_gb)}
         if a.cpu_ram_gb else "",
         "assumptions": "; ".join(assumption_text(lang, x) for x in a.assumptions) or "—",
-        "price_date": (date_text(lang, a.price_date) + "".join(
+        "price_date": (date_text(lang, a.price_date) + old_price_note(lang, a.price_date) + "".join(
             "; " + _(lang, "for %(gpu)s as of %(date)s, no newer figure") % {"gpu": gpu, "date": date_text(lang, day)}
             for gpu, day in a.old_prices.items() if day != a.price_date)) if a.price_date else "",
         "rank_by": a.rank_by, "named": asked is not None,
         "asked_gpu": gpu_name(lang, asked.gpu) if asked else "",
-        "comparison": [comparison_line(lang, c) for c in a.comparison],
+        "comparison": [comparison_line(lang, c) for c in a.comparison]
+        + [comparison_line(lang, c) + " (QLoRA)" for c in a.comparison_fix if c.fits],
         "alternatives": [plan_view(lang, p, a.tokens, lead) for p in a.alternatives],
         "cheaper": plan_view(lang, a.cheaper, a.tokens, lead) if a.cheaper else None,
         "notes": [note_text(lang, n, s) for n in a.notes]
@@ -335,7 +452,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
 
         title, line = posttrain.apply(lang, a, model)
         return AnswerView(model, title, line)
-    return AnswerView(model, title, line, answer_line(lang, a, lead_line(lang, a, lead)))
+    return AnswerView(model, title, line, answer_line(lang, a, first))
 
 
 def best_plan(a: Answer) -> Plan | None:

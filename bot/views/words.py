@@ -105,6 +105,8 @@ UNSUPPORTED_TEXTS = {  # what a question asked that the engine does not model ye
     "vision": N_("image inputs are not counted yet: the estimate is for text only"),
     "audio": N_("audio inputs are not counted yet: the estimate is for text only"),
     "diffusion": N_("diffusion models are not modelled: the estimate is for a language model"),
+    "mixed_gpus": N_("a mix of GPUs in one job is counted as the weakest of them for all: each card holds the same "
+                     "share and waits for the slowest"),
     "disk": N_("disk space for checkpoints is not estimated yet: only GPU memory is"),
     "distillation": N_("distillation is not modelled yet: the student alone is estimated, without the teacher"),
     "lmdeploy": N_("LMDeploy is not modelled yet: the estimate is not specific to it"),
@@ -188,6 +190,9 @@ def assumption_text(lang: str, item: Assumption) -> str:
             return _(lang, "weights in %(v)s") % {"v": str(value).removeprefix("gguf:").upper()}
         case "context_parallel":
             return _(lang, "context parallel ×%(v)s over all GPUs of the job") % {"v": value}
+        case "deadline_weekday":
+            return _(lang, "a deadline by a weekday taken as %(v)s h (I do not count calendar days)") % {
+                "v": number_or_text(lang, value)}
         case "budget_currency":
             return _(lang, "budget in roubles") if value == "RUB" else _(lang, "budget in dollars")
         case "lora_rank":

@@ -115,6 +115,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     serving.lengths(s)  # before context: "prompt length 2k"
     money.budget(s)  # before sizes: "1 млн рублей" is no model
     money.deadline(s)
+    money.rental(s)
     settings.context(s)
     settings.epochs(s)
     settings.data(s)
@@ -130,6 +131,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     hardware.bare_memory(s)
     hardware.generic_count(s)
     serving.cp_from_gpus(s)
+    _mixed_set(s)
     stack.colab(s)
     _leftover_context(s)
     stack.stage(s)
@@ -180,6 +182,26 @@ def _leftover_context(s: Scan) -> None:
             s.use(i, i + 1)
 
 
+TOGETHER = frozenset({"вместе", "together", "mixed", "смешанные", "одновременно", "combined", "совместно"})
+
+
+def _mixed_set(s: Scan) -> None:
+    """"4090 и 3090 вместе": one job on a mixed set, not a comparison. Each card holds the same share and waits for
+    the slowest, so the set is counted as the weaker card times all of them, said as unsupported ("mixed_gpus")."""
+    named = [g for g in s.gpus if g[1].get("name")]
+    if len(named) < 2 or s.words.isdisjoint(TOGETHER) or len({g[1]["name"] for g in named}) < 2:
+        return
+
+    def strength(entry: dict[str, Any]) -> tuple[float, float]:
+        gpu = find_gpu(entry["name"], entry.get("memory_gb"))
+        return (float(entry.get("memory_gb") or 0), gpu.bf16_tflops if gpu is not None else 0.0)
+
+    weakest = min(named, key=lambda g: strength(g[1]))
+    total = sum(int(g[1].get("count") or 1) for g in named)
+    s.gpus = [(weakest[0], {**weakest[1], "count": total}, True)]
+    s.unsupported.append("mixed_gpus")
+
+
 def _apple(name: str | None) -> bool:
     gpu = find_gpu(name)
     return gpu is not None and gpu.vendor == "Apple"
@@ -199,6 +221,7 @@ def _request(s: Scan, errors: list[str]) -> Request:
     fields: dict[str, Any] = {k: said.get(k) for k in (
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
         "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
+        "rent_hours", "rent_monthly",
         *V2_FIELDS)}
     asked = money.asks(s) + talk.serving_asks(s)
     kind = intent(s)
@@ -210,5 +233,5 @@ def _request(s: Scan, errors: list[str]) -> Request:
         unsupported = [u for u in unsupported if u != "apple"]
     return Request(language=s.language, intent=kind, gpus=gpus, rank_by=rank_by(s),
                    error="; ".join(dict.fromkeys(errors)) or None, unsupported=unsupported[:32],
-                   assumed=list(dict.fromkeys(s.assumed)), smalltalk=chat, asks=list(dict.fromkeys(asked))[:4],
+                   assumed=list(dict.fromkeys(s.assumed)), smalltalk=chat, asks=list(dict.fromkeys(asked))[:5],
                    **fields)

@@ -109,7 +109,8 @@ CURRENCY_SYMBOLS = frozenset({"$", "€", "₽"})
 IN_CURRENCY = frozenset({"в", "in", "во"})  # "в рублях", "in euros"
 BUDGET_WORDS = frozenset({"budget", "бюджет", "бюджета", "бюджетом", "бюджете", "бюджетик", "spend", "потратить",
                           "уложиться", "afford", "have", "есть", "limit", "лимит", "лимитом", "потрачу",
-                          "cap", "максимум", "max", "не", "under", "below", "within", "до", "up"})
+                          "уложусь", "уложимся", "cap", "максимум", "max", "не", "under", "below", "within", "до",
+                          "up"})
 PER_TIME = frozenset({"час", "hour", "hr", "h", "ч", "month", "месяц", "мес", "day", "день", "сутки", "hours",
                       "hourly", "час.", "gpu"})
 
@@ -124,7 +125,7 @@ HOURS_PER: dict[str, float] = {
 DEADLINE_LEADS = frozenset({"за", "in", "within", "under", "by", "до", "не", "дольше", "больше", "than",
                             "deadline", "дедлайн", "дедлайном", "успеть", "уложиться", "finish", "done",
                             "max", "максимум", "менее", "меньше", "less", "at", "most", "чем", "успею", "ready",
-                            "готово", "the"})
+                            "готово", "the", "срок", "сроком", "срока", "уложусь", "уложимся"})
 DEADLINE_NOT = frozenset({"gpu", "гпу", "gpus", "node", "нод", "аренды", "аренду", "rental", "rent"})
 NAMED_SPANS: dict[tuple[str, ...], float] = {
     ("за", "сутки"): 24, ("за", "день"): 24, ("за", "неделю"): 168, ("за", "ночь"): 12, ("за", "час"): 1,

@@ -61,9 +61,11 @@ def per_time_after(s: Scan, j: int) -> int | None:
     """"/час", "в час", "per hour", "an hour", "/h", "в месяц": the last index of a rate after a price."""
     k = j + 1
     w = s.word(k)
-    if w in ("/", "per", "в", "за", "an", "a", "each") and s.word(k + 1) in PER_TIME | frozenset(HOURS_PER):
-        last = k + 1
-        return last
+    unit = s.word(k + 1)
+    if w == "за" and HOURS_PER.get(unit, 1.0) > 1.0:
+        return None  # "500$ за сутки" is a budget and a deadline; "2$ за час" is a price
+    if w in ("/", "per", "в", "за", "an", "a", "each") and unit in PER_TIME | frozenset(HOURS_PER):
+        return k + 1
     if w in ("hourly", "почасово", "/h", "/hr"):
         return k
     return None
@@ -160,6 +162,10 @@ MONEY = Phrases(MONEY_ASKS)
 TIME = Phrases(TIME_ASKS)
 
 
+BARE_SPAN_LEADS = frozenset({"срок", "сроком", "срока", "дедлайн", "дедлайном", "deadline"})
+WEEKDAY_SPANS = frozenset({("к", "понедельнику"), ("by", "monday")})
+
+
 def deadline(s: Scan) -> None:
     """"за сутки" = 24, "by tomorrow" ≈ 24, "in 3 days" = 72, "за 10 часов", "within 48h", "дедлайн 2 дня"."""
     if s.words.isdisjoint(TIME_TRIGGERS):
@@ -171,12 +177,16 @@ def deadline(s: Scan) -> None:
         span = SPANS.at(s.texts, i)
         if span is not None and not any(toks[k].used for k in range(i, i + len(span))):
             _put_hours(s, NAMED_SPANS[span])
+            if span in WEEKDAY_SPANS:
+                s.assumed.append("deadline_hours")  # a weekday is not counted on a calendar: the answer says so
             s.use(i, i + len(span) - 1)
             continue
         if t.text not in DEADLINE_LEADS:
             continue
-        j = s.skip(i + 1, DEADLINE_LEADS | frozenset({"a", "an", "чем", "the"}), 3)
+        j = s.skip(i + 1, DEADLINE_LEADS | frozenset({"a", "an", "чем", "the", "-", ":", "—"}), 3)
         got = _span_value(s, j)
+        if got is None and t.text in BARE_SPAN_LEADS and s.word(j) in HOURS_PER and len(s.word(j)) > 2:
+            got = HOURS_PER[s.word(j)], j  # "срок сутки", "дедлайн неделя"
         if got:
             _put_hours(s, got[0])
             s.use(i, got[1])
@@ -213,3 +223,34 @@ def asks(s: Scan) -> list[str]:
     if s.said.get("deadline_hours") is not None and not any(k == "time" for _, k in found):
         found.append((s.n, "time"))
     return [k for _, k in sorted(found)]
+
+
+MONTH_WORDS = frozenset({"месяц", "месяца", "месяцев", "month", "months", "monthly", "помесячная", "помесячно",
+                         "помесячную", "помесячной", "помесячный", "ежемесячно", "мес"})
+WEEK_WORDS = frozenset({"неделя", "неделю", "недели", "недель", "week", "weeks"})
+HOUR_UNITS = frozenset(k for k, v in HOURS_PER.items() if v == 1.0)
+HOURS_PER_MONTH = 730.0  # engine.pricing's month: 8 760 h / 12
+
+
+def rental(s: Scan) -> None:
+    """A rental priced for a period: "неделя 8xh100" (168 h), "месяц a100" (a month, compared with the monthly
+    offers), "100 часов в месяц" (that use per month). Runs after the deadline, on what it left."""
+    if s.words.isdisjoint(MONTH_WORDS | WEEK_WORDS):
+        return
+    for i, t in enumerate(s.toks):
+        if t.used or t.kind == NUM:
+            continue
+        if t.text in MONTH_WORDS:
+            s.set("rent_monthly", True)
+            k = s.skip(i - 1, frozenset({"в", "per", "a", "/", "за"}), 1, -1)  # "100 часов в месяц"
+            if k < i and s.word(k) in HOUR_UNITS and s.num(k - 1) and 0 < s.toks[k - 1].val <= 744:
+                s.set("rent_hours", s.toks[k - 1].val)
+                s.use(k - 1, i)
+            else:
+                s.use(i, i)
+        elif t.text in WEEK_WORDS:
+            n = s.toks[i - 1].val if s.num(i - 1) and 0 < s.toks[i - 1].val <= 52 else 1.0
+            s.set("rent_hours", n * 168.0)
+            s.use(i - 1 if n != 1.0 or s.num(i - 1) else i, i)
+    if s.said.get("rent_monthly") and s.said.get("rent_hours") is None:
+        s.set("rent_hours", HOURS_PER_MONTH)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.parse.gpus import gpu_index
 from engine.parse.lexicon import (
     BATCH_WORDS,
     CONTEXT_WORDS,
@@ -13,6 +14,7 @@ from engine.parse.lexicon import (
     RANK_WORDS,
     TOKEN_WORDS,
 )
+from engine.parse.lexicon2 import PARALLEL_NOUNS
 from engine.parse.normalize import NUM, WORD
 from engine.parse.numbers import whole
 from engine.parse.scan import Scan
@@ -24,6 +26,8 @@ BEFORE_CONTEXT = HYPHEN | TOKEN_WORDS  # "4096-token context", "8k tokens contex
 GLOBAL_BATCH = frozenset({"global", "total", "effective", "эффективный", "эффективного", "общий", "глобальный",
                           "глобального", "общего", "эффективным", "глобальным"})
 KIB_UNITS = frozenset({"k", "к", "m", "м"})
+# "128k контекст на 8xh100", "контекст на 4090": after a preposition a number starts what the context is ON
+PREPOSITIONS = frozenset({"на", "on", "в", "in", "with", "с", "со", "per"})
 MAX_RANK = 65_536
 MAX_EPOCHS = 10_000
 MAX_TOKENS = 1e15
@@ -49,8 +53,10 @@ def context(s: Scan) -> None:
     for i, t in enumerate(s.toks):
         if t.kind != WORD or t.used or t.text not in CONTEXT_WORDS:
             continue
+        if s.word(s.skip(i + 1, HYPHEN, 1)) in PARALLEL_NOUNS:
+            continue  # "context parallel" is a parallelism, not a length keyword
         j = s.skip(i + 1, FILLERS | CONTEXT_WORDS)
-        if s.num(j):
+        if s.num(j) and not _names_hardware(s, i + 1, j):
             value, end = length_value(s, j)
             if value >= 0:  # 0 is said and reported; a negative value is "not a length"
                 end = s.skip(end + 1, TOKEN_WORDS, 1) - 1
@@ -59,11 +65,20 @@ def context(s: Scan) -> None:
                 continue
         j = s.skip(i - 1, BEFORE_CONTEXT, 3, -1)
         k = j - 1 if s.word(j) in KIB_UNITS and s.num(j - 1) else j
-        if s.num(k):
+        if s.num(k) and not (s.glued(k) and s.toks[k - 1].kind == WORD):  # "h100 context" is a name
             value, _ = length_value(s, k)
             if value > 0:
                 put_seq_len(s, value)
                 s.use(k, i)
+
+
+def _names_hardware(s: Scan, start: int, j: int) -> bool:
+    """The number at j, after a preposition between start and j, is a GPU ("на 4090", "on 8xH100", "на 2х3090")."""
+    if not any(s.toks[k].text in PREPOSITIONS for k in range(start, j)):
+        return False
+    if s.word(j + 1) in ("x", "х", "×", "*"):
+        return True  # "8x", "2х": a GPU count
+    return gpu_index().match(s.toks, j) is not None
 
 
 def _count_at(s: Scan, j: int) -> tuple[float, int] | None:

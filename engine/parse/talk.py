@@ -37,9 +37,30 @@ def smalltalk(s: Scan) -> str | None:
     return None
 
 
+HOW_MANY = frozenset({"сколько", "скока", "скоко", "скольких", "many"})
+COUNTED = frozenset({"нод", "ноды", "нода", "узлов", "узла", "node", "nodes", "гпу", "gpu", "gpus", "карт",
+                     "карты", "видеокарт", "видюх", "серверов", "servers", "machines", "машин", "штук"})
+
+
+NEED = frozenset({"нужно", "надо", "нужен", "нужны", "потребуется", "понадобится", "do", "would"})
+
+
+def count_asked(s: Scan) -> bool:
+    """"сколько нод h100", "скока надо гпу", "how many H100s": the number of GPUs (or nodes) is the question."""
+    for i, t in enumerate(s.toks):
+        if t.text in HOW_MANY and (t.text != "many" or (i > 0 and s.toks[i - 1].text == "how")):
+            ahead = s.toks[i + 1:i + 5]
+            if any(x.text in COUNTED or x.text.rstrip("s") in COUNTED for x in ahead):
+                return True
+            k = i + 1 + (i + 1 < s.n and s.toks[i + 1].text in NEED)
+            if any(g[0] == k for g in s.gpus):
+                return True  # "сколько h100 нужно", "сколько надо h100" ("сколько стоит H100" is a price)
+    return False
+
+
 def serving_asks(s: Scan) -> list[str]:
     texts = s.texts
-    out = []
+    out = ["count"] if count_asked(s) else []
     if LAT.first(texts, s.words) is not None:
         out.append("latency")
     if THRU.first(texts, s.words) is not None:

@@ -75,8 +75,14 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     changes: list[Change] = []
     alternatives: list[Plan] = []
     comparison: list[Comparison] = []
+    comparison_fix: list[Comparison] = []
     if len(named) > 1:
         comparison = [compare(job, g) for g in named]
+        if not any(c.fits for c in comparison) and base.method == "lora":
+            # none holds LoRA as asked: QLoRA is the way forward a comparison names (never for full training)
+            qlora = base.model_copy(update={"method": "qlora", "bits": 4, "optimizer": "paged_adamw"})
+            comparison_fix = [compare(Job(base=qlora, tokens=job.tokens, prices=prices, rank_by=rank_by,
+                                          request=request), g) for g in named]
     elif named:
         gpu = find_gpu(named[0].gpu, named[0].memory_gb)
         runs = gpu is None or not hardware_conflicts(base, gpu, request)
@@ -91,6 +97,7 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
                 alternatives = [cheaper]
     result = PlanResult(scenario=base, breakdown=b0, plans=plans, changes=changes, asked_fits=asked_fits,
                         tokens=job.tokens, currency=prices.currency, rank_by=rank_by, comparison=comparison,
+                        comparison_fix=comparison_fix,
                         alternatives=alternatives, notes=notes)
     result.monthly = monthly(result, prices)
     return result

@@ -77,7 +77,11 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
 
     out: list[Change] = []
     singles: list[Single] = []
+    pretraining = request is not None and request.stage == "pretrain"
+    full_asked = request is not None and request.method == "full"
     for key, params, update in _single_changes(base):
+        if key == "method" and (pretraining or (full_asked and params.get("to") == "qlora")):
+            continue  # pretraining is no adapter job; full fine-tuning asked may drop to LoRA, never to 4-bit QLoRA
         if not runnable(None, base.model_copy(update=update), gpu):
             continue
         b = estimate(update)
@@ -220,7 +224,14 @@ def compare(job: Job, named: Arrangement) -> Comparison:
     plain = on_gpu(at_count(job.base, count), gpu, adapted, (count,))
     first = breakdown(plain.model_copy(update={"capacity_gib": room}) if gpu is not None else plain)
     return Comparison(gpu=named.gpu, count=count, fits=best is not None, need_gb=round(need_gb(first), 2),
-                      memory_gb=named.memory_gb, plan=best)
+                      memory_gb=named.memory_gb, plan=best, providers=_providers(named.gpu))
+
+
+def _providers(gpu: str) -> int:
+    try:
+        return len(pricing.market_range(gpu).providers)
+    except (LookupError, ValueError):
+        return 0
 
 
 def cheaper_gpu(job: Job, b0: Breakdown, named: Arrangement, plans: list[Plan]) -> Plan | None:

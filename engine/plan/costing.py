@@ -80,6 +80,10 @@ def cost_plan(job: Job, o: Option) -> Plan:
     usd = usd_per_hour = cost = per_hour = per_1m = per_100m = None
     price_date = None
     own = False
+    timed = gpu or stand_in(o.gpu, o.memory)
+    if gpu is None and timed is not None and o.scenario.method != "inference":
+        per100 = speed.training_time(o.scenario, timed, o.count).hours  # a bare "24 GB": a typical card's hours
+        hours = per100 * job.tokens / speed.TOKENS_100M if job.tokens else None
     if gpu is not None:
         if o.scenario.method != "inference":
             per100 = speed.training_time(o.scenario, gpu, o.count).hours
@@ -118,7 +122,29 @@ def cost_plan(job: Job, o: Option) -> Plan:
                 price_date=price_date, slowdown=1.0, currency=prices.currency, cost=cost,
                 per_hour=_round(per_hour), cost_per_1m_tokens=_round(per_1m, 4), tokens_per_second=_round(tps, 1),
                 own_price=own, cpu_ram_gb=round(o.b.cpu_ram * min(o.count, speed.gpus_per_node()), 1),
-                cost_per_100m=per_100m)
+                cost_per_100m=per_100m, timed_as=timed.name if gpu is None and timed is not None and per100 else None)
+
+
+def bare_name(memory_gb: float | None) -> str:
+    """The name an arrangement given only by its memory goes by ("24 GB GPU")."""
+    return f"{memory_gb or 0:g} GB GPU"
+
+
+@cache
+def stand_in(name: str, memory_gb: float) -> Gpu | None:
+    """The card whose hours a GPU given only by its memory ("LoRA 8B on 24 GB") gets, said as assumed: of the
+    catalog's NVIDIA cards with that memory, the one the most providers rent (engine.pricing). None for a named
+    card the catalog lacks: another card's speed would be a guess."""
+    if name != bare_name(memory_gb):
+        return None
+    same = [g for g in gpus() if g.vendor == "NVIDIA" and g.memory_gb == memory_gb]
+    ranked = []
+    for g in same:
+        try:
+            ranked.append((len(pricing.market_range(g.name).providers), g.name, g))
+        except (LookupError, ValueError):
+            continue
+    return max(ranked, key=lambda x: (x[0], x[1]))[2] if ranked else None
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:

@@ -14,12 +14,12 @@ from engine import speed
 from engine.catalog import Gpu, find_gpu, gpus, unified_memory
 from engine.fit import HEADROOM, capacity, fits
 from engine.memory import breakdown
-from engine.plan.costing import Job, Option, cost_plan, priced_gpus, rank_key, with_slowdown
+from engine.plan.costing import Job, Option, bare_name, cost_plan, priced_gpus, rank_key, with_slowdown
 from engine.scenario import for_gpu, hardware_conflicts
 from engine.schema import Arrangement, Breakdown, Plan, Request, Scenario, Sharding
 
 COUNTS = (1, 2, 4, 8)
-NODE_COUNTS = (16, 32, 64)  # across nodes, when nothing fits on one node without offloading to CPU RAM
+NODE_COUNTS = (16, 32, 64, 128, 256)  # across nodes, when nothing fits on one node without offloading to CPU RAM
 MAX_PLANS = 8
 
 # Time cost of each technique (seed claim S12: checkpointing +20–30 %; 8-bit Adam ~free;
@@ -41,7 +41,7 @@ def asked_arrangements(request: Request) -> list[Arrangement]:
     out: list[Arrangement] = []
     for ref in request.gpus:
         gpu = find_gpu(ref.name, ref.memory_gb)
-        name = gpu.name if gpu else (ref.name or f"{ref.memory_gb or 0:g} GB GPU")
+        name = gpu.name if gpu else (ref.name or bare_name(ref.memory_gb))
         memory = ref.memory_gb or (gpu.memory_gb if gpu else None)
         if memory is not None:
             out.append(Arrangement(gpu=name, memory_gb=float(memory), count=ref.count))

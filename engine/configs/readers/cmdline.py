@@ -65,12 +65,23 @@ def program(argv: list[str]) -> tuple[list[str], list[str]]:
     return argv[:i], argv[i:]
 
 
+FLAG = re.compile(r"^--?[A-Za-z]")
+CYRILLIC = re.compile("[а-яё]", re.I)
+FILE = re.compile(r"\.(py|ya?ml|json|gguf|sh|toml|safetensors)$", re.I)
+
+
 def looks_like_command(text: str) -> bool:
     argv = split(text)
     if not argv:
         return False
     _, rest = program(argv)
-    return bool(rest) and rest[0].rsplit("/", 1)[-1] in PROGRAMS
+    if not rest or rest[0].rsplit("/", 1)[-1] not in PROGRAMS:
+        return False
+    # a launch line carries flags or a model path; "vllm qwen2.5-32b на l40s 16 пользователей" is a question
+    args = rest[1:]
+    if any(FLAG.match(a) or FILE.search(a) for a in args):
+        return True
+    return any("/" in a for a in args) and not any(CYRILLIC.search(a) and "/" not in a for a in args)
 
 
 def _secrets(env: list[str], c: Collector) -> None:
