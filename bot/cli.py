@@ -240,8 +240,20 @@ def _config_targets() -> tuple[str, ...]:
     return TARGETS
 
 
+def version() -> str:
+    """The installed distribution's version (a checkout that was never installed says so)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("gpu-advisor")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="gpu-advisor", description="What GPU do I need, and what will it cost?")
+    ap.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("parse", help="what the question says, as JSON")
     p.add_argument("--json", action="store_true", help="JSON output (the default and only format)")
