@@ -251,9 +251,19 @@ def version() -> str:
         return "(not installed)"
 
 
+class VersionAction(argparse.Action):
+    """`--version`: the version looked up only when asked (importlib.metadata costs every start otherwise)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit", **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        parser.exit(message=f"{parser.prog} {version()}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="gpu-advisor", description="What GPU do I need, and what will it cost?")
-    ap.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    ap.add_argument("--version", action=VersionAction)
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("parse", help="what the question says, as JSON")
     p.add_argument("--json", action="store_true", help="JSON output (the default and only format)")
