@@ -258,7 +258,8 @@ class VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="show the version and exit", **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        parser.exit(message=f"{parser.prog} {version()}\n")
+        sys.stdout.write(f"{parser.prog} {version()}\n")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
