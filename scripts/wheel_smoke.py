@@ -140,7 +140,7 @@ async def check_bot(installed: str, checkout: Path) -> None:
                         fail("ready, but the webhook is not registered")
                 else:
                     api.push(message("70B QLoRA на H100?", user_id=5001))
-                    await wait_until("a polling answer", lambda: bool(api.of("sendMessage")), proc, log)
+                    await wait_until("a polling answer", lambda a=api: bool(a.of("sendMessage")), proc, log)
             finally:
                 if proc.poll() is None:
                     await stop(proc, api, mode)
