@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiogram import BaseMiddleware
 from aiogram.client.session.middlewares.base import BaseRequestMiddleware, NextRequestMiddlewareType
-from aiogram.exceptions import TelegramAPIError, TelegramNetworkError, TelegramRetryAfter, TelegramServerError
+from aiogram.exceptions import (
+    TelegramAPIError,
+    TelegramForbiddenError,
+    TelegramNetworkError,
+    TelegramRetryAfter,
+    TelegramServerError,
+)
 from aiogram.methods import GetUpdates, Response, TelegramMethod
 from aiogram.methods.base import TelegramType
 from aiogram.types import CallbackQuery, Message, TelegramObject, Update, User
@@ -100,6 +106,10 @@ class ErrorGuard(BaseMiddleware):
             if isinstance(event, Update):
                 await self._apologize(event, data, lambda lang: t(lang, "I cannot save settings right now: please "
                                                                         "try again in a minute."))
+            return None
+        except TelegramForbiddenError as exc:  # blocked by the user, or out of the chat: nobody to apologise to
+            log.info("update %s: the chat refused the bot (%s); nothing sent", getattr(event, "update_id", "?"),
+                     type(exc).__name__)
             return None
         except Exception as exc:
             self.metrics.errors += 1

@@ -35,11 +35,15 @@ from typing import Any
 
 from aiogram import Bot, Dispatcher
 from aiogram.exceptions import AiogramError, TelegramAPIError, TelegramUnauthorizedError
+from aiogram.types import Update
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
+from pydantic import ValidationError
 
 from bot import safe_calls
 from bot.config import BotConfig
+from bot.dedup import AlreadyInProgress
+from bot.logs import quiet_expected
 from bot.metrics import Metrics
 from bot.startup import StartupError, essential, reason
 from bot.storage import KEY_PREFIX
@@ -155,14 +159,49 @@ def _healthz(app: web.Application, registration: Registration | None) -> None:
 
 
 class SecretCheckedHandler(SimpleRequestHandler):
-    """aiogram's handler, comparing the secret header as bytes: `secrets.compare_digest` raises TypeError
-    for a non-ASCII str (a 500 and a traceback for every such request)."""
+    """aiogram's handler, comparing the secret header as bytes (`secrets.compare_digest` raises TypeError for a
+    non-ASCII str: a 500 and a traceback for every such request), and acknowledging a body that is no update
+    (not UTF-8, not JSON, nested past the parser's depth, a number past Python's digit limit, `{}`, `[1, 2]`)
+    with one log line: a 500 would make Telegram deliver it again forever."""
+
+    async def _handle_request(self, bot: Bot, request: web.Request) -> web.Response:
+        update = poison_or_update(await request.read(), bot)
+        if isinstance(update, str):
+            log.warning("webhook: a body that is no update (%s); acknowledged and dropped", update)
+            return web.json_response({})
+        result = await self.dispatcher.feed_webhook_update(bot, update, **self.data)
+        return web.Response(body=self._build_response_writer(bot=bot, result=result))
 
     def verify_secret(self, telegram_secret_token: str, bot: Bot) -> bool:
         if not self.secret_token:
             return True
         given = telegram_secret_token.encode("utf-8", "surrogateescape")
         return secrets.compare_digest(given, self.secret_token.encode())
+
+
+def poison_or_update(body: bytes, bot: Bot) -> Update | str:
+    """The update a webhook body holds, or why it holds none (a short reason for the log, never the body)."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not UTF-8"
+    except RecursionError:
+        return "JSON nested too deep"
+    except ValueError as exc:  # JSONDecodeError, or an integer past sys.get_int_max_str_digits()
+        return "not JSON" if isinstance(exc, json.JSONDecodeError) else "a number too long"
+    if not isinstance(data, dict):
+        return f"JSON {type(data).__name__}, not an object"
+    try:
+        return Update.model_validate(data, context={"bot": bot})
+    except ValidationError as exc:
+        fields = sorted({".".join(str(x) for x in e["loc"][:2]) or "update" for e in exc.errors()})[:3]
+        return "not a Telegram update: " + ", ".join(fields)
+    except (RecursionError, ValueError, TypeError) as exc:
+        return f"not a Telegram update ({type(exc).__name__})"
+
+
+# Raised through the webhook on purpose (Telegram delivers the update again); already logged where they arise.
+EXPECTED = (AlreadyInProgress, TelegramAPIError, AiogramError)
 
 
 @web.middleware
@@ -184,13 +223,15 @@ async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
     except web.HTTPException:
         raise
     except Exception as exc:
-        log.warning("%s %s: %s; answered 500", request.method, request.path, reason(exc))
+        level = logging.DEBUG if isinstance(exc, EXPECTED) else logging.WARNING  # one line per problem
+        log.log(level, "%s %s: %s; answered 500", request.method, request.path, reason(exc))
         return web.Response(status=500, text="not handled, deliver again\n")
 
 
 def webhook_app(bot: Bot, dp: Dispatcher, config: BotConfig) -> web.Application:
     from aiogram.webhook.aiohttp_server import setup_application
 
+    quiet_expected()
     app = web.Application(client_max_size=1024 * 1024, middlewares=[guard])
     registration = Registration()
     app[REGISTRATION] = registration
@@ -225,6 +266,7 @@ def probes_app(metrics: Metrics) -> web.Application:
         return web.Response(text=metrics.prometheus(), content_type="text/plain", charset="utf-8",
                             headers={"X-Content-Type-Options": "nosniff"})
 
+    quiet_expected()
     app = web.Application(middlewares=[guard])
     _healthz(app, None)
     app.router.add_get("/metrics", metrics_view)
