@@ -35,6 +35,7 @@ from typing import Any
 
 from aiogram import Bot, Dispatcher
 from aiogram.exceptions import AiogramError, TelegramAPIError, TelegramUnauthorizedError
+from aiogram.methods import TelegramMethod
 from aiogram.types import Update
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
@@ -169,7 +170,7 @@ class SecretCheckedHandler(SimpleRequestHandler):
         if isinstance(update, str):
             log.warning("webhook: a body that is no update (%s); acknowledged and dropped", update)
             return web.json_response({})
-        result = await self.dispatcher.feed_webhook_update(bot, update, **self.data)
+        result: TelegramMethod[Any] | None = await self.dispatcher.feed_webhook_update(bot, update, **self.data)
         return web.Response(body=self._build_response_writer(bot=bot, result=result))
 
     def verify_secret(self, telegram_secret_token: str, bot: Bot) -> bool:
