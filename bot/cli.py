@@ -261,8 +261,31 @@ def _config_targets() -> tuple[str, ...]:
     return TARGETS
 
 
+def version() -> str:
+    """The installed distribution's version (a checkout that was never installed says so)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("gpu-advisor")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+class VersionAction(argparse.Action):
+    """`--version`: the version looked up only when asked (importlib.metadata costs every start otherwise)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit", **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        sys.stdout.write(f"{parser.prog} {version()}\n")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="gpu-advisor", description="What GPU do I need, and what will it cost?")
+    ap.add_argument("--version", action=VersionAction)
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("parse", help="what the question says, as JSON")
     p.add_argument("--json", action="store_true", help="JSON output (the default and only format)")

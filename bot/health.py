@@ -1,6 +1,7 @@
 """`python -m bot.health`: the container's health check; exit 0 when the bot is alive.
 
-Webhook mode: GET /healthz on the local webhook server (200 once the webhook is registered).
+Webhook mode: GET /healthz on the local webhook server (200 as soon as it listens; /readyz says whether the
+webhook is registered yet, bot/webhook.py).
 Polling mode: the heartbeat file, touched after each successful Bot API call (getUpdates returns at
 least every polling timeout), must be fresher than MAX_AGE_S.
 """

@@ -1,11 +1,12 @@
 """The gettext catalogs: `python -m bot.i18n extract|update|check|compile`.
 
-- `extract` writes locales/messages.pot with Babel from the code (`_(lang, msg)`, `_n(lang, one, many, n)`,
+- `extract` writes bot/locales/messages.pot with Babel from the code (`_(lang, msg)`, `_n(lang, one, many, n)`,
   `t(lang, msg)`, `tn(lang, one, many, n)`, `N_(msg)` for messages chosen at run time) and the jinja2
   templates (`_()`, `ngettext()`).
-- `update` merges the template into locales/{en,ru}/LC_MESSAGES/messages.po, keeping translations.
+- `update` merges the template into bot/locales/{en,ru}/LC_MESSAGES/messages.po, keeping translations.
 - `check` exits 1 when a message has no Russian translation (or misses a plural form).
-- `compile` writes the .mo files (run by the build and by CI; they are build outputs, never committed).
+- `compile` writes the .mo files (the wheel build does it too, build_catalogs.py; they are build outputs,
+  never committed).
 
 At run time a missing .mo is compiled from its .po in memory (bot/views/catalogs.py), so a checkout
 works before `compile` too.
@@ -21,9 +22,10 @@ from babel.messages.extract import extract_from_file
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
-from bot.views.catalogs import LANGUAGES, LOCALES
+from bot.views.catalogs import LANGUAGES
 
 SOURCES = Path(__file__).resolve().parent
+LOCALES = SOURCES / "locales"  # the checkout's catalogs, which these tools write
 # The language comes first in our helpers, so the message is the second argument.
 CODE_KEYWORDS: dict[str, tuple[int, ...] | None] = {"_": (2,), "_n": (2, 3), "t": (2,), "tn": (2, 3), "N_": (1,)}
 TEMPLATE_KEYWORDS: dict[str, tuple[int, ...] | None] = {"_": None, "gettext": None, "ngettext": (1, 2)}

@@ -91,3 +91,34 @@ def setup_logging(token: str, level: int, fmt: str, secrets: Iterable[str] = ())
     root.handlers[:] = [handler]
     root.setLevel(level)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+class _AlreadySaid(logging.Filter):
+    """aiogram's "Cause exception while process update" (ERROR, with the stack) for an exception the webhook
+    raises on purpose: the error guard or the de-duplication logged it in one line already."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Cause exception while process update")
+
+
+class _BadRequestLine(logging.Filter):
+    """aiohttp's "Error handling request" with a stack for a request it could not parse (a header holding
+    `\x00`, a broken request line): a client's mistake, answered 400; one INFO line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError) and (exc.code or 400) < 500:
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg, record.args = "refused a malformed HTTP request (%s %s)", (exc.code, type(exc).__name__)
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def quiet_expected() -> None:
+    """Install the two filters above (once) on aiogram's event logger and aiohttp's server logger."""
+    for name, kind in (("aiogram.event", _AlreadySaid), ("aiohttp.server", _BadRequestLine)):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, kind) for f in logger.filters):
+            logger.addFilter(kind())

@@ -34,6 +34,7 @@ from aiogram.client.session.middlewares.base import BaseRequestMiddleware, NextR
 from aiogram.exceptions import (
     TelegramAPIError,
     TelegramBadRequest,
+    TelegramForbiddenError,
     TelegramMigrateToChat,
     TelegramNetworkError,
     TelegramRetryAfter,
@@ -125,6 +126,10 @@ class ErrorGuard(BaseMiddleware):
             if isinstance(event, Update):
                 await self._apologize(event, data, lambda lang: t(lang, "I cannot save settings right now: please "
                                                                         "try again in a minute."))
+            return None
+        except TelegramForbiddenError as exc:  # blocked by the user, or out of the chat: nobody to apologise to
+            log.info("update %s: the chat refused the bot (%s); nothing sent", getattr(event, "update_id", "?"),
+                     type(exc).__name__)
             return None
         except Exception as exc:
             if isinstance(exc, TelegramNetworkError) and MAYBE_SENT.get():

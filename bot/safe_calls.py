@@ -70,6 +70,14 @@ def spawn(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
     return task
 
 
+async def cancel_named(name: str) -> None:
+    """Cancel the running background tasks called `name` and wait for them."""
+    tasks = [task for task in _tasks if task.get_name() == name]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def cancel_all() -> None:
     tasks = list(_tasks)
     for task in tasks:

@@ -6,8 +6,9 @@ twentieth of an answer's time. Uploads (the chart) still go as multipart, throug
 
 Replies that are not the Bot API's (an HTML 502 page from a proxy, `{}`, `{"ok": true, "result":
 "garbage"}`, bytes that are not text) make aiogram raise `ClientDecodeError`, which is no
-`TelegramAPIError`, so nothing that handles API failures caught it. Here every such reply becomes a
-`BadReply`, a `TelegramServerError`: retried like a 5xx and handled wherever API errors are. An HTML 404
+`TelegramAPIError`, so nothing that handles API failures caught it; `{"ok": true}` without a result aiogram
+takes as a success (a message "sent" that was not; a `None` its polling loop died on). Here every such reply
+becomes a `BadReply`, a `TelegramServerError`: retried like a 5xx and handled wherever API errors are. An HTML 404
 (a server that lacks the method) becomes `MethodMissing`, a `TelegramNotFound`: not retried. A
 well-formed error with a code Telegram does not use (418, `ok: false` with 200) is a `BadReply` too.
 """
@@ -50,7 +51,7 @@ class JsonSession(AiohttpSession):
     def check_response(self, bot: Bot, method: TelegramMethod[TelegramType], status_code: int,
                        content: str) -> Response[TelegramType]:
         try:
-            return super().check_response(bot=bot, method=method, status_code=status_code, content=content)
+            response = super().check_response(bot=bot, method=method, status_code=status_code, content=content)
         except ClientDecodeError:
             what = f"HTTP {status_code}, not a Bot API reply: {_what(content, bot.token)}"
             if status_code == HTTPStatus.NOT_FOUND:
@@ -62,6 +63,9 @@ class JsonSession(AiohttpSession):
             if type(exc) is TelegramAPIError:  # a code Telegram does not use, or ok:false with a 2xx status
                 raise BadReply(method=method, message=f"HTTP {status_code}: {exc.message}") from None
             raise
+        if response.result is None:  # `{"ok": true}`: every method returns something (True at least)
+            raise BadReply(method=method, message=f"HTTP {status_code}: ok without a result")
+        return response
 
     async def make_request(self, bot: Bot, method: TelegramMethod[TelegramType],
                            timeout: int | None = None) -> TelegramType:

@@ -9,7 +9,13 @@ is never deleted on shutdown: a replica going away must not stop the others' tra
 retried with backoff (`bot.startup.essential`); getWebhookInfo failing (a server that lacks it) only
 means setting the webhook again.
 
-The server: the webhook path and `/healthz` only (`/metrics` is served on `BOT_METRICS_PORT`, on
+Start-up. The server listens as soon as its routes are set up: registering the webhook (with its retries) runs
+in the background, like the profile calls (setMyCommands …). `/healthz` is liveness: 200 while the process
+serves, its body says whether the webhook is registered yet; `/readyz` is readiness: 200 once it is, 503 before.
+A registration that fails for good (past `BOT_STARTUP_RETRY_S`, a method the server lacks, a rejected token)
+stops the server, and `gpu-advisor run` exits 1 with the one-line reason, as before it listened.
+
+The server: the webhook path, `/healthz` and `/readyz` only (`/metrics` is served on `BOT_METRICS_PORT`, on
 loopback unless `BOT_METRICS_HOST` says otherwise); a secret header that is not ASCII is a 401 like any
 wrong one; a request body must arrive within `READ_TIMEOUT_S` (else 408) and a connection that sends
 nothing is closed after `IDLE_TIMEOUT_S`; a failure while handling is one log line and a 500.
@@ -29,12 +35,18 @@ from typing import Any
 
 from aiogram import Bot, Dispatcher
 from aiogram.exceptions import AiogramError, TelegramAPIError, TelegramUnauthorizedError
+from aiogram.methods import TelegramMethod
+from aiogram.types import Update
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler
 from aiohttp import web
+from pydantic import ValidationError
 
+from bot import safe_calls
 from bot.config import BotConfig
+from bot.dedup import AlreadyInProgress
+from bot.logs import quiet_expected
 from bot.metrics import Metrics
-from bot.startup import essential, reason
+from bot.startup import StartupError, essential, reason
 from bot.storage import KEY_PREFIX
 
 log = logging.getLogger(__name__)
@@ -118,22 +130,79 @@ async def register_once(bot: Bot, config: BotConfig, dp: Dispatcher, redis: Any 
         await ensure_webhook(bot, config, dp)
 
 
-def _healthz(app: web.Application, ready: dict[str, bool]) -> None:
+class Registration:
+    """Where registering the webhook stands: `done` once Telegram has it; `failed` when it failed for good."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.failed: BaseException | None = None
+        self.stop = asyncio.Event()  # set when the server must stop (the registration failed for good)
+
+    def state(self) -> str:
+        return "registered" if self.done else "failed" if self.failed is not None else "registering"
+
+
+REGISTRATION = web.AppKey("registration", Registration)
+
+
+def _healthz(app: web.Application, registration: Registration | None) -> None:
+    """/healthz (alive: 200 while serving) and, with a webhook to register, /readyz (200 once registered)."""
     async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok\n" if ready["ok"] else "starting\n", status=200 if ready["ok"] else 503)
+        return web.Response(text="ok\n" if registration is None else f"ok, webhook {registration.state()}\n")
+
+    async def readyz(_: web.Request) -> web.Response:
+        assert registration is not None
+        return web.Response(text=f"webhook {registration.state()}\n", status=200 if registration.done else 503)
 
     app.router.add_get("/healthz", healthz)
+    if registration is not None:
+        app.router.add_get("/readyz", readyz)
 
 
 class SecretCheckedHandler(SimpleRequestHandler):
-    """aiogram's handler, comparing the secret header as bytes: `secrets.compare_digest` raises TypeError
-    for a non-ASCII str (a 500 and a traceback for every such request)."""
+    """aiogram's handler, comparing the secret header as bytes (`secrets.compare_digest` raises TypeError for a
+    non-ASCII str: a 500 and a traceback for every such request), and acknowledging a body that is no update
+    (not UTF-8, not JSON, nested past the parser's depth, a number past Python's digit limit, `{}`, `[1, 2]`)
+    with one log line: a 500 would make Telegram deliver it again forever."""
+
+    async def _handle_request(self, bot: Bot, request: web.Request) -> web.Response:
+        update = poison_or_update(await request.read(), bot)
+        if isinstance(update, str):
+            log.warning("webhook: a body that is no update (%s); acknowledged and dropped", update)
+            return web.json_response({})
+        result: TelegramMethod[Any] | None = await self.dispatcher.feed_webhook_update(bot, update, **self.data)
+        return web.Response(body=self._build_response_writer(bot=bot, result=result))
 
     def verify_secret(self, telegram_secret_token: str, bot: Bot) -> bool:
         if not self.secret_token:
             return True
         given = telegram_secret_token.encode("utf-8", "surrogateescape")
         return secrets.compare_digest(given, self.secret_token.encode())
+
+
+def poison_or_update(body: bytes, bot: Bot) -> Update | str:
+    """The update a webhook body holds, or why it holds none (a short reason for the log, never the body)."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not UTF-8"
+    except RecursionError:
+        return "JSON nested too deep"
+    except ValueError as exc:  # JSONDecodeError, or an integer past sys.get_int_max_str_digits()
+        return "not JSON" if isinstance(exc, json.JSONDecodeError) else "a number too long"
+    if not isinstance(data, dict):
+        return f"JSON {type(data).__name__}, not an object"
+    try:
+        return Update.model_validate(data, context={"bot": bot})
+    except ValidationError as exc:
+        fields = sorted({".".join(str(x) for x in e["loc"][:2]) or "update" for e in exc.errors()})[:3]
+        return "not a Telegram update: " + ", ".join(fields)
+    except (RecursionError, ValueError, TypeError) as exc:
+        return f"not a Telegram update ({type(exc).__name__})"
+
+
+# Raised through the webhook on purpose (Telegram delivers the update again); already logged where they arise.
+EXPECTED = (AlreadyInProgress, TelegramAPIError, AiogramError)
 
 
 @web.middleware
@@ -155,20 +224,32 @@ async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
     except web.HTTPException:
         raise
     except Exception as exc:
-        log.warning("%s %s: %s; answered 500", request.method, request.path, reason(exc))
+        level = logging.DEBUG if isinstance(exc, EXPECTED) else logging.WARNING  # one line per problem
+        log.log(level, "%s %s: %s; answered 500", request.method, request.path, reason(exc))
         return web.Response(status=500, text="not handled, deliver again\n")
 
 
 def webhook_app(bot: Bot, dp: Dispatcher, config: BotConfig) -> web.Application:
     from aiogram.webhook.aiohttp_server import setup_application
 
+    quiet_expected()
     app = web.Application(client_max_size=1024 * 1024, middlewares=[guard])
-    ready = {"ok": False}
-    _healthz(app, ready)
+    registration = Registration()
+    app[REGISTRATION] = registration
+    _healthz(app, registration)
+
+    async def register_in_background() -> None:
+        try:
+            await register_once(bot, config, dp, getattr(dp["store"], "redis", None))
+        except (StartupError, TelegramUnauthorizedError) as exc:
+            registration.failed = exc
+            log.error("%s; stopping", exc if isinstance(exc, StartupError) else "Telegram rejected BOT_TOKEN")
+            registration.stop.set()
+            return
+        registration.done = True
 
     async def register(_: web.Application) -> None:
-        await register_once(bot, config, dp, getattr(dp["store"], "redis", None))
-        ready["ok"] = True
+        safe_calls.spawn(register_in_background(), "register_webhook")
 
     # handle_in_background=False: Telegram gets its 200 only after the update was handled
     secret = config.webhook_secret.get_secret_value() if config.webhook_secret else None
@@ -176,6 +257,7 @@ def webhook_app(bot: Bot, dp: Dispatcher, config: BotConfig) -> web.Application:
         app, path=config.webhook_path)
     setup_application(app, dp, bot=bot)
     app.on_startup.append(register)  # after the dispatcher's own start-up; the webhook is never deleted
+    app.on_cleanup.append(lambda _: safe_calls.cancel_named("register_webhook"))
     return app
 
 
@@ -185,8 +267,9 @@ def probes_app(metrics: Metrics) -> web.Application:
         return web.Response(text=metrics.prometheus(), content_type="text/plain", charset="utf-8",
                             headers={"X-Content-Type-Options": "nosniff"})
 
+    quiet_expected()
     app = web.Application(middlewares=[guard])
-    _healthz(app, {"ok": True})
+    _healthz(app, None)
     app.router.add_get("/metrics", metrics_view)
     return app
 
@@ -212,7 +295,17 @@ async def serve_app(app: web.Application, host: str, port: int, stop: asyncio.Ev
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+        registration = app.get(REGISTRATION)
+        waits = [asyncio.ensure_future(stop.wait())]
+        if registration is not None:
+            waits.append(asyncio.ensure_future(registration.stop.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        if registration is not None and registration.failed is not None:
+            raise registration.failed
     finally:
         if side is not None:
             await side.cleanup()
@@ -220,7 +313,7 @@ async def serve_app(app: web.Application, host: str, port: int, stop: asyncio.Ev
 
 
 async def run_webhook(bot: Bot, dp: Dispatcher, config: BotConfig) -> None:
-    log.info("webhook server on %s:%s%s (registering first)", config.webhook_host, config.webhook_port,
-             config.webhook_path)
+    log.info("webhook server on %s:%s%s (registering the webhook in the background)", config.webhook_host,
+             config.webhook_port, config.webhook_path)
     await serve_app(webhook_app(bot, dp, config), config.webhook_host, config.webhook_port, metrics=dp["metrics"],
                     config=config)

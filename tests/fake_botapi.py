@@ -52,7 +52,7 @@ class Failure:
 
 # What a reply can be besides a Bot API one (see `FakeBotAPI.misbehave`).
 KINDS = ("non_json", "no_ok", "odd_code", "no_description", "ok_false_200", "garbage", "not_found", "html_502",
-         "binary", "hang")
+         "binary", "hang", "ok_no_result")
 
 
 @dataclass
@@ -305,7 +305,7 @@ class FakeBotAPI:
 
     async def _misbehave(self, call: Call, request: web.Request, kind: str) -> web.Response:
         statuses = {"non_json": 200, "no_ok": 200, "odd_code": 418, "no_description": 500, "ok_false_200": 200,
-                    "garbage": 200, "not_found": 404, "html_502": 502, "binary": 200}
+                    "garbage": 200, "not_found": 404, "html_502": 502, "binary": 200, "ok_no_result": 200}
         call.misbehaved = kind
         if kind == "hang":
             call.status = 102
@@ -327,6 +327,8 @@ class FakeBotAPI:
             return web.json_response({"ok": False})
         if kind == "garbage":
             return web.json_response({"ok": True, "result": "garbage"})
+        if kind == "ok_no_result":  # "success" without the result the method returns
+            return web.json_response({"ok": True})
         if kind == "not_found":
             return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
         if kind == "binary":

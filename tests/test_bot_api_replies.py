@@ -30,7 +30,7 @@ async def test_send_message_reply_that_does_not_decode_is_retried(h: Harness, ap
     assert h.metrics.retries == 1 and h.metrics.errors == 0
 
 
-@pytest.mark.parametrize("kind", ["non_json", "html_502", "garbage", "hang"])
+@pytest.mark.parametrize("kind", ["non_json", "html_502", "garbage", "hang", "ok_no_result"])
 async def test_long_polling_through_bad_replies_to_getupdates(h: Harness, api: FakeBotAPI, kind: str,
                                                                caplog: pytest.LogCaptureFixture) -> None:
     h.bot.session.timeout = 0.3

@@ -106,6 +106,7 @@ async def test_webhook_registration_is_retried_without_redis(tmp_path: Path, api
             update = {"update_id": 1, **message("70B QLoRA on H100?", user_id=4101)}
             ok = await client.post("/tg/hook", json=update, headers={"X-Telegram-Bot-Api-Secret-Token": SECRET})
             assert ok.status == 200
+            assert await _ready(client) == "webhook registered"  # registered in the background, retries and all
         assert api.webhook_url == "https://bot.example/tg/hook"
         assert [c.params["text"][:1] for c in api.of("sendMessage")] == ["✅"]
     finally:
@@ -220,3 +221,64 @@ async def test_gpu_advisor_run_that_cannot_start_says_why_in_one_line(tmp_path: 
     last = log.strip().splitlines()[-1]
     assert last.startswith("gpu-advisor run: getMe failed")
     assert ("MethodMissing: HTTP 404" if failure == "lacking" else "BadReply: HTTP 502") in last
+
+
+async def _ready(client: TestClient) -> str:
+    """Poll /readyz until it answers 200 (registration done) or the server says it failed."""
+    for _ in range(500):
+        reply = await client.get("/readyz")
+        text = await reply.text()
+        if reply.status == 200 or "failed" in text:
+            return text.strip()
+        await asyncio.sleep(0.02)
+    raise AssertionError("never ready")
+
+
+async def test_webhook_server_answers_healthz_while_registration_and_profile_calls_are_pending(
+        tmp_path: Path, api: FakeBotAPI) -> None:
+    api.lacking = {"setMyCommands", "setMyDescription", "setMyShortDescription"}  # a third-party emulator
+    release = asyncio.Event()
+    real_set_webhook = api.api_setWebhook
+
+    async def held_set_webhook(params: dict[str, object], files: dict[str, bytes]) -> object:
+        await release.wait()  # registration cannot finish until the test says so
+        return await real_set_webhook(params, files)  # type: ignore[arg-type]
+
+    api.api_setWebhook = held_set_webhook  # type: ignore[method-assign]
+    config = _webhook_config(api, tmp_path)
+    store = SQLiteStorage(tmp_path / "w.db")
+    await store.open()
+    bot = build_bot(config, retry=RetryRequests(attempts=2, backoff_s=0.01))
+    dp = build_dispatcher(config, store)
+    try:
+        async with TestClient(TestServer(webhook_app(bot, dp, config))) as client:
+            health = await client.get("/healthz")
+            assert health.status == 200 and "registering" in await health.text()
+            ready = await client.get("/readyz")
+            assert ready.status == 503 and api.webhook_url == ""
+            update = {"update_id": 7, **message("70B QLoRA on H100?", user_id=4201)}  # served before registration
+            ok = await client.post("/tg/hook", json=update, headers={"X-Telegram-Bot-Api-Secret-Token": SECRET})
+            assert ok.status == 200 and api.of("sendMessage")
+            release.set()
+            assert await _ready(client) == "webhook registered"
+            assert "registered" in await (await client.get("/healthz")).text()
+        assert api.webhook_url == "https://bot.example/tg/hook"
+    finally:
+        await bot.session.close()
+        await store.close()
+
+
+async def test_a_registration_that_fails_for_good_stops_the_server_with_one_line(
+        tmp_path: Path, api: FakeBotAPI) -> None:
+    api.lacking = {"setWebhook"}
+    config = _webhook_config(api, tmp_path)
+    store = SQLiteStorage(tmp_path / "w.db")
+    await store.open()
+    bot = build_bot(config, retry=RetryRequests(attempts=1))
+    dp = build_dispatcher(config, store)
+    try:
+        with pytest.raises(StartupError, match=r"^setWebhook failed: MethodMissing"):
+            await webhook.serve_app(webhook_app(bot, dp, config), "127.0.0.1", free_port())
+    finally:
+        await bot.session.close()
+        await store.close()

@@ -1,4 +1,4 @@
-"""The gettext catalogs: compiled .mo files when the build made them, else the .po compiled in memory.
+"""The gettext catalogs (bot/locales): compiled .mo files when the build made them, else the .po compiled in memory.
 
 `_`, `_n` translate in a given language; `N_` marks a message chosen at run time for extraction (bot/i18n.py).
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 import gettext
 import io
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 
-LOCALES = Path(__file__).resolve().parents[2] / "locales"
+LOCALES = files("bot") / "locales"  # inside the package: a checkout and an installed wheel alike
 LANGUAGES = ("en", "ru")
 
 
@@ -19,11 +19,11 @@ def translations(lang: str) -> gettext.NullTranslations:
     """The compiled catalog when the build made one, else compiled from the .po in memory."""
     base = LOCALES / lang / "LC_MESSAGES"
     mo = base / "messages.mo"
-    if mo.exists():
+    if mo.is_file():
         with mo.open("rb") as f:
             return gettext.GNUTranslations(f)
     po = base / "messages.po"
-    if not po.exists():
+    if not po.is_file():
         return gettext.NullTranslations()
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po

@@ -9,9 +9,8 @@ import html
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from bot.views.catalogs import N_, _, translations
 from bot.views.formats import money, num
@@ -21,14 +20,14 @@ from bot.views.view import view_model
 from bot.views.words import error_lines
 from engine.schema import Answer
 
-TEMPLATES = Path(__file__).parent / "templates"
 MESSAGE_LIMIT = 4096  # Telegram's
 TAG = re.compile(r"<[^>]{1,40}>")
 
 
 @cache
 def environment(lang: str) -> Environment:
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, auto_reload=False,
+    env = Environment(loader=PackageLoader("bot.views", "templates"), autoescape=True, undefined=StrictUndefined,
+                      auto_reload=False,
                       extensions=["jinja2.ext.i18n"], trim_blocks=False, lstrip_blocks=False)
     env.install_gettext_translations(translations(lang), newstyle=False)  # type: ignore[attr-defined]
     env.globals["num"] = lambda x: num(lang, x)

@@ -11,13 +11,13 @@ import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from pathlib import Path
+from importlib.resources import files
 from typing import Any
 
 from engine.catalog.ids import base_candidates, size_from_name
 from engine.schema import Architecture, ModelConfig, ModelRef
 
-HERE = Path(__file__).parent
+HERE = files(__name__)  # the catalogs, in a checkout or an installed wheel alike
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,29 @@ from __future__ import annotations
 from typing import Any
 
 from engine.configs.model import TARGETS, ConfigFile, ConfigJob, ConfigOutput, ReadResult, Target
-from engine.configs.readers import read_bundle, read_config
-from engine.configs.writers import WRITERS
+
+# The readers and writers (with their YAML and option lists) are imported on first use: importing this package,
+# e.g. for TARGETS, costs a CLI start that writes no config nothing.
 
 
 def write_config(job: ConfigJob, target: Target) -> ConfigOutput:
+    from engine.configs.writers import WRITERS
+
     return WRITERS[target](job)
+
+
+def read_config(data: str | bytes, name: str | None = None) -> ReadResult:
+    """One file or pasted command line (engine.configs.readers.read_config); never raises for bad input."""
+    from engine.configs.readers import read_config as read
+
+    return read(data, name)
+
+
+def read_bundle(files: list[tuple[str, str | bytes]]) -> ReadResult:
+    """Several files of one job (engine.configs.readers.read_bundle)."""
+    from engine.configs.readers import read_bundle as read
+
+    return read(files)
 
 
 def config_for(request: Any, target: Target | None = None) -> ConfigOutput:

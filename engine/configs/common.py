@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Any
 
 from engine.configs.model import ConfigJob
 from engine.schema import Optimizer
@@ -108,4 +110,39 @@ def quant_word(job: ConfigJob) -> str | None:
         return q
     if q in ("nf4", "int8") or (job.bits in (4, 8) and not q):
         return "bitsandbytes"
+    return None
+
+
+# Numbers from YAML/CLI text, shared by the readers and the serving flag tables (engine/configs/serving_flags.py).
+def as_int(value: Any) -> int | None:
+    """An int from YAML/CLI text: 8, "8", "32k" (vLLM's human-readable ints), never bool."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d{1,12})\s*([kKmM]?)\s*", value)
+        if m:
+            n = int(m.group(1))
+            return n * {"": 1, "k": 1000, "K": 1024, "m": 1_000_000, "M": 1024 * 1024}[m.group(2)]
+        # YAML 1.1 reads 1e308 or 2.048e3 as text: a number all the same (out of range, it is said so later)
+        if re.fullmatch(r"\s*\d{1,20}(?:\.\d{0,20})?[eE][+]?\d{1,3}\s*", value):
+            number = float(value)
+            if math.isfinite(number) and number.is_integer():
+                return int(number)
+    return None
+
+
+def as_float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
     return None

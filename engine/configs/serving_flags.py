@@ -10,9 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.configs.common import quant_word
+from engine.configs.common import as_float, as_int, quant_word
 from engine.configs.model import ConfigJob
-from engine.configs.readers.collect import as_float, as_int
 
 BAD = object()  # a reader's value it does not understand: the flag is listed as not understood
 UNSAID = object()  # a job's setting the engine has no value for: the writer notes `not_expressible:<field>=<value>`

@@ -11,10 +11,10 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 from typing import Any
 
-HERE = Path(__file__).parent
+HERE = files(__name__)
 DEFAULT = "trl"
 
 # loss kernels the memory model knows (engine/memory/loss.py says what each keeps alive)
@@ -87,9 +87,10 @@ def _parse(name: str, data: dict[str, Any]) -> Profile:
 def profiles() -> dict[str, Profile]:
     """Every profile, by its CONTRACT.md name (the file name: engine/frameworks/<name>.toml)."""
     out: dict[str, Profile] = {}
-    for path in sorted(HERE.glob("*.toml")):
+    for path in sorted((p for p in HERE.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name):
+        name = path.name.removesuffix(".toml")
         with path.open("rb") as f:
-            out[path.stem] = _parse(path.stem, tomllib.load(f))
+            out[name] = _parse(name, tomllib.load(f))
     return out
 
 

@@ -7,15 +7,14 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
-from engine.catalog import CatalogModel, models
+from engine.catalog import HERE, CatalogModel, models
 from engine.parse.models import chunk_bounds, model_index
 from engine.parse.normalize import PUNCT, WORD
 from engine.parse.scan import Scan
 from engine.parse.serving import GLUE
 
-FILE = Path(__file__).resolve().parents[1] / "catalog" / "families.toml"
+FILE = HERE / "families.toml"
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ readers understand. `known(tool)` gives the keys of one list, without its header
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 
-HERE = Path(__file__).parent
+HERE = files(__name__)
 TOOLS = ("peft", "axolotl", "llama_factory", "trl", "transformers", "torchtune", "deepspeed", "accelerate", "unsloth",
          "vllm", "sglang", "llama_cpp", "torchrun")
 

@@ -7,9 +7,9 @@ import re
 import shlex
 from typing import Any
 
-from engine.configs.common import target_tokens, targets_from_tokens
+from engine.configs.common import as_int, target_tokens, targets_from_tokens
 from engine.configs.options import known
-from engine.configs.readers.collect import Collector, as_bool, as_int
+from engine.configs.readers.collect import Collector, as_bool
 from engine.configs.readers.flags import flags
 from engine.configs.readers.mappings import hf_args
 from engine.configs.readers.serving import _llama_server, _sglang, _vllm

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -43,27 +42,6 @@ NO_MEMORY_SECTIONS = ("tokenizer.", "checkpointer.", "metric_logger.", "profiler
                       "comms_logger.")
 
 
-def as_int(value: Any) -> int | None:
-    """An int from YAML/CLI text: 8, "8", "32k" (vLLM's human-readable ints), never bool."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        m = re.fullmatch(r"\s*(\d{1,12})\s*([kKmM]?)\s*", value)
-        if m:
-            n = int(m.group(1))
-            return n * {"": 1, "k": 1000, "K": 1024, "m": 1_000_000, "M": 1024 * 1024}[m.group(2)]
-        # YAML 1.1 reads 1e308 or 2.048e3 as text: a number all the same (out of range, it is said so later)
-        if re.fullmatch(r"\s*\d{1,20}(?:\.\d{0,20})?[eE][+]?\d{1,3}\s*", value):
-            number = float(value)
-            if math.isfinite(number) and number.is_integer():
-                return int(number)
-    return None
-
-
 def as_bool(value: Any) -> bool | None:
     if isinstance(value, bool):
         return value
@@ -75,19 +53,6 @@ def as_bool(value: Any) -> bool | None:
             return False
     if isinstance(value, int):
         return bool(value)
-    return None
-
-
-def as_float(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
     return None
 
 

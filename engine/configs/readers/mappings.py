@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.configs.common import as_float, as_int
 from engine.configs.options import known
-from engine.configs.readers.collect import Collector, as_bool, as_float, as_int, set_method, zero_from_path
+from engine.configs.readers.collect import Collector, as_bool, set_method, zero_from_path
 from engine.configs.readers.keys import (
     Handler,
     apply,

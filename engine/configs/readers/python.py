@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from engine.configs.readers.collect import Collector, as_bool, as_int, set_method
+from engine.configs.common import as_int
+from engine.configs.readers.collect import Collector, as_bool, set_method
 from engine.configs.readers.mappings import _hf_key
 from engine.configs.safety import ConfigInputError
 
