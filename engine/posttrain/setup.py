@@ -76,6 +76,10 @@ def heads_divide(heads: int, kv_heads: int, degree: int) -> bool:
 
 def build_setup(request: Request, options: PostTrainOptions | None = None) -> Setup:
     opts = options or PostTrainOptions()
+    # CONTRACT v2.1: the request's own ALST switches (activation-checkpoint offload, TiledMLP) turn the options on
+    said = {k: True for k in ("activation_offload", "tiled_mlp") if getattr(request, k)}
+    if said:
+        opts = opts.model_copy(update=said)
     c = constants()["defaults"]
     stage = request.stage or "sft"
     extra: list[str] = []
@@ -144,7 +148,12 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
     elif stage in REFERENCE_FREE:
         reference = None
 
-    sequences = scenario.batch_size * (2 if stage in ("dpo", "orpo", "simpo", "rm") else 1)
+    # a pair is two sequences through the policy (trl/trainer/dpo_trainer.py concatenated_inputs stacks chosen over
+    # rejected); padding-free / packing flattens them into one row (TRL v0.24.0, 04fd1203 dpo_trainer.py
+    # concatenated_forward: `input_ids = input_ids[attention_mask.bool()].unsqueeze(0)`; ms-swift --packing packs
+    # pairs into rows of max_length), so the row the request states is the whole micro-step: seq_len x batch, no 2x
+    pairs = stage in ("dpo", "orpo", "simpo", "rm") and not request.padding_free
+    sequences = scenario.batch_size * (2 if pairs else 1)
     tokens = scenario.seq_len
 
     if stage in ("grpo", "ppo") and "grad_accum" not in opts.model_fields_set:
