@@ -12,6 +12,7 @@ from functools import cache
 from typing import Any
 
 from engine.catalog import HERE, find_gpu
+from engine.frameworks import profile
 from engine.posttrain.models import PREFERENCE_STAGES, REFERENCE_FREE, CpKind, PostTrainOptions
 from engine.scenario import ScenarioError, build_scenario
 from engine.schema import Request, Scenario
@@ -111,8 +112,13 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
         if request.num_generations is None:
             extra.append(f"num_generations={generations}")
         if request.batch_size is None:
-            updates["batch_size"] = generations
-            extra.append(f"batch_size={generations}")
+            rows = generations
+            budget = profile(request.framework).constant("rl_micro_batch_tokens", 0.0)
+            if budget:
+                # the stack cuts the generations into micro-batches of a token budget (profile source)
+                rows = max(1, min(generations, int(budget // max(1, prompt + completion))))
+            updates["batch_size"] = rows
+            extra.append(f"batch_size={rows}")
 
     if (request.context_parallel or 1) > 1 and request.sharding is None:
         # sequence parallelism runs with model states sharded over all ranks (ALST: ZeRO-3; 360-LLaMA-Factory,
