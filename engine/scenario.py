@@ -74,7 +74,8 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
     if not arch.known:
         assumptions.append(Assumption(key="architecture", value=shape_reference(arch.params)))
 
-    method: Method = pick("method", request.method, DEFAULT_METHOD)
+    pretraining = bool(request.pretraining) or request.stage == "pretrain"
+    method: Method = pick("method", request.method, "full" if pretraining else DEFAULT_METHOD)
     training = method != "inference"
     peft = method in ("lora", "qlora")
     bits = pick("bits", request.bits, DEFAULT_BITS[method])
@@ -114,7 +115,9 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
         sharding=sharding, offload=bool(request.offload), gpu_count=n, assumptions=assumptions,
         framework=framework, framework_assumed=request.framework is None, model_family=family,
         loss_kernel=kernel if training else "",
-        expert_parallel=request.expert_parallel or 1,
+        expert_parallel=request.expert_parallel or 1, pretraining=pretraining and training,
+        train_precision="fp8" if (training and request.quantization == "fp8"
+                                  and prof.constant("published_mfu", 0.0)) else "bf16",
     )
     hardware = request_gpu(request)
     if hardware is not None:
@@ -194,6 +197,16 @@ def for_gpu(s: Scenario, gpu: Gpu, said: Request | None = None) -> Scenario:
         update["attention"] = kind
         update["flash_attention"] = False
         notes.append(Assumption(key="flash_attention", value="off"))
+    if s.train_precision == "fp8" and not gpu.fp8_tflops:
+        update["train_precision"] = "bf16"  # no FP8 tensor cores: Transformer Engine runs the bf16 recipe
+        notes.append(Assumption(key="train_precision", value="bf16"))
+    adapted = s.model_copy(update=update)
+    if adapted.method != "inference":
+        from engine.speed.training import assumed_speed  # the time model reads the scenario: imported late
+
+        speed = assumed_speed(adapted, gpu)
+        if speed is not None:  # timed at a published MFU: the answer says which and for which stack
+            notes.append(Assumption(key="training_speed", value=speed))
     return s.model_copy(update={**update, "assumptions": replaced(s.assumptions, notes)})
 
 

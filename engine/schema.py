@@ -264,6 +264,8 @@ class Scenario(BaseModel):
     capacity_gib: float | None = None  # usable memory of the GPU it runs on (engine.catalog.usable_memory_gib)
     half_dtype: Literal["bf16", "fp16"] = "bf16"  # the 16-bit type autocast runs in: fp16 where the GPU has no bf16
     expert_parallel: int = 1  # CONTRACT.md v2.1: the routed experts are split over this many GPUs (MoE only)
+    pretraining: bool = False  # training from scratch: timed at a published end-to-end MFU (engine/speed/training.py)
+    train_precision: Literal["bf16", "fp8"] = "bf16"  # the matmuls' precision (FP8: Transformer Engine, NeMo)
 
 
 class Breakdown(BaseModel):

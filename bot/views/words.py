@@ -202,6 +202,8 @@ def assumption_text(lang: str, item: Assumption) -> str:
             return _(lang, "micro-batch %(v)s") % {"v": value}
         case "sharding":
             return _(lang, "%(v)s across the GPUs") % {"v": str(value).upper().replace("ZERO", "ZeRO-")}
+        case "training_speed":
+            return _(lang, "time from model FLOPs at %(v)s, as published runs reach") % {"v": value}
     return str(item)
 
 
