@@ -94,7 +94,11 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
     framework = request.framework or DEFAULT_FRAMEWORK
     prof = profile(framework)
     family = _model_family(request)
-    kernel = loss_kernel(framework, family, request.fused_loss)
+    # Megatron-Core (NeMo, Megatron-SWIFT: the stacks with tensor parallelism) fuses the vocab-parallel cross-entropy
+    # over logits it still materialises (megatron/core/fusions/fused_cross_entropy.py
+    # fused_vocab_parallel_cross_entropy takes vocab_parallel_logits): its "fused" is the chunked reading, not Liger's
+    megatron = framework == "nemo" or (request.tensor_parallel or 1) > 1 or (request.pipeline_parallel or 1) > 1
+    kernel = loss_kernel(framework, family, request.fused_loss, materialised=megatron)
     if training and request.fused_loss is None:
         assumptions.append(Assumption(key="fused_loss", value="on" if kernel in FUSED_OR_CHUNKED else "off"))
     precision_default = prof.default_mixed_precision if request.framework else "amp"
@@ -136,7 +140,7 @@ def _model_family(request: Request) -> str:
     return entry.arch_family if entry else ""
 
 
-def loss_kernel(framework: str, family: str, fused: bool | None) -> str:
+def loss_kernel(framework: str, family: str, fused: bool | None, materialised: bool = False) -> str:
     """The loss kernel the scenario runs: the stack's, unless the request says fused (or not).
 
     fused=True on a stack whose loss is plain cross-entropy means a fused linear cross-entropy: what the
@@ -144,13 +148,14 @@ def loss_kernel(framework: str, family: str, fused: bool | None) -> str:
     LigerForCausalLMLoss → liger_kernel/ops/fused_linear_cross_entropy.py, which walks the rows in chunks and
     writes the input gradient in the forward: no whole logits, no fp32 copy; axolotl/Unsloth cut_cross_entropy:
     apple/ml-cross-entropy cut_cross_entropy/linear_cross_entropy.py computes the loss blockwise from the
-    embeddings and the classifier, the logits never in global memory);
+    embeddings and the classifier, the logits never in global memory); `materialised` (Megatron-Core's fused
+    vocab-parallel cross-entropy, which runs over the logits) keeps the chunked reading;
     fused=False on a chunked/fused stack means the plain transformers loss. Model code that computes
     cross-entropy on 16-bit logits (memory.toml [loss.model_code]) replaces the transformers kernels.
     """
     kernel = profile(framework).loss_kernel
     if fused is True and kernel not in FUSED_OR_CHUNKED:
-        kernel = "fused_linear"
+        kernel = "chunked" if materialised else "fused_linear"
     elif fused is False and kernel in FUSED_OR_CHUNKED:
         kernel = "hf"
     if kernel in ("hf", "hf_legacy") and family in constants()["loss"]["model_code"]["bf16_families"]:
