@@ -123,6 +123,10 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
         train_precision="fp8" if (training and request.quantization == "fp8"
                                   and prof.constant("published_mfu", 0.0)) else "bf16",
     )
+    if training and (scenario.pretraining or prof.constant("published_mfu", 0.0)):
+        # the time comes from a published MFU (engine/speed/training.py); for_gpu says which for the GPU it runs on
+        scenario.assumptions.append(Assumption(key="training_speed",
+                                               value=f"published MFU {scenario.train_precision} ({prof.label})"))
     hardware = request_gpu(request)
     if hardware is not None:
         return for_gpu(scenario, hardware, said=request)
