@@ -74,7 +74,8 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
     if not arch.known:
         assumptions.append(Assumption(key="architecture", value=reference_of(arch)))
 
-    method: Method = pick("method", request.method, DEFAULT_METHOD)
+    pretraining = bool(request.pretraining) or request.stage == "pretrain"
+    method: Method = pick("method", request.method, "full" if pretraining else DEFAULT_METHOD)
     training = method != "inference"
     peft = method in ("lora", "qlora")
     bits = pick("bits", request.bits, DEFAULT_BITS[method])
@@ -87,10 +88,17 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
     elif n > 1 and training:
         sharding = pick("sharding", None, "zero3" if method == "full" else "ddp")
 
+    if (request.expert_parallel or 1) > n:
+        raise ScenarioError(f"expert parallel degree {request.expert_parallel} needs at least as many GPUs, {n} given",
+                            "ep_needs_gpus", ep=request.expert_parallel, gpus=n)
     framework = request.framework or DEFAULT_FRAMEWORK
     prof = profile(framework)
     family = _model_family(request)
-    kernel = loss_kernel(framework, family, request.fused_loss)
+    # Megatron-Core (NeMo, Megatron-SWIFT: the stacks with tensor parallelism) fuses the vocab-parallel cross-entropy
+    # over logits it still materialises (megatron/core/fusions/fused_cross_entropy.py
+    # fused_vocab_parallel_cross_entropy takes vocab_parallel_logits): its "fused" is the chunked reading, not Liger's
+    megatron = framework == "nemo" or (request.tensor_parallel or 1) > 1 or (request.pipeline_parallel or 1) > 1
+    kernel = loss_kernel(framework, family, request.fused_loss, materialised=megatron)
     if training and request.fused_loss is None:
         assumptions.append(Assumption(key="fused_loss", value="on" if kernel in FUSED_OR_CHUNKED else "off"))
     precision_default = prof.default_mixed_precision if request.framework else "amp"
@@ -111,7 +119,14 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
         sharding=sharding, offload=bool(request.offload), gpu_count=n, assumptions=assumptions,
         framework=framework, framework_assumed=request.framework is None, model_family=family,
         loss_kernel=kernel if training else "",
+        expert_parallel=request.expert_parallel or 1, pretraining=pretraining and training,
+        train_precision="fp8" if (training and request.quantization == "fp8"
+                                  and prof.constant("published_mfu", 0.0)) else "bf16",
     )
+    if training and (scenario.pretraining or prof.constant("published_mfu", 0.0)):
+        # the time comes from a published MFU (engine/speed/training.py); for_gpu says which for the GPU it runs on
+        scenario.assumptions.append(Assumption(key="training_speed",
+                                               value=f"published MFU {scenario.train_precision} ({prof.label})"))
     hardware = request_gpu(request)
     if hardware is not None:
         return for_gpu(scenario, hardware, said=request)
@@ -129,17 +144,22 @@ def _model_family(request: Request) -> str:
     return entry.arch_family if entry else ""
 
 
-def loss_kernel(framework: str, family: str, fused: bool | None) -> str:
+def loss_kernel(framework: str, family: str, fused: bool | None, materialised: bool = False) -> str:
     """The loss kernel the scenario runs: the stack's, unless the request says fused (or not).
 
-    fused=True on a stack whose loss is plain cross-entropy means a chunked loss (the conservative
-    reading of "fused"; Liger's fused linear CE is lower, see engine.memory.fused_loss_alternative);
+    fused=True on a stack whose loss is plain cross-entropy means a fused linear cross-entropy: what the
+    switches people set run (transformers `use_liger_kernel` patches the causal-LM forward with Liger's
+    LigerForCausalLMLoss → liger_kernel/ops/fused_linear_cross_entropy.py, which walks the rows in chunks and
+    writes the input gradient in the forward: no whole logits, no fp32 copy; axolotl/Unsloth cut_cross_entropy:
+    apple/ml-cross-entropy cut_cross_entropy/linear_cross_entropy.py computes the loss blockwise from the
+    embeddings and the classifier, the logits never in global memory); `materialised` (Megatron-Core's fused
+    vocab-parallel cross-entropy, which runs over the logits) keeps the chunked reading;
     fused=False on a chunked/fused stack means the plain transformers loss. Model code that computes
     cross-entropy on 16-bit logits (memory.toml [loss.model_code]) replaces the transformers kernels.
     """
     kernel = profile(framework).loss_kernel
     if fused is True and kernel not in FUSED_OR_CHUNKED:
-        kernel = "chunked"
+        kernel = "chunked" if materialised else "fused_linear"
     elif fused is False and kernel in FUSED_OR_CHUNKED:
         kernel = "hf"
     if kernel in ("hf", "hf_legacy") and family in constants()["loss"]["model_code"]["bf16_families"]:
@@ -186,6 +206,16 @@ def for_gpu(s: Scenario, gpu: Gpu, said: Request | None = None) -> Scenario:
         update["attention"] = kind
         update["flash_attention"] = False
         notes.append(Assumption(key="flash_attention", value="off"))
+    if s.train_precision == "fp8" and not gpu.fp8_tflops:
+        update["train_precision"] = "bf16"  # no FP8 tensor cores: Transformer Engine runs the bf16 recipe
+        notes.append(Assumption(key="train_precision", value="bf16"))
+    adapted = s.model_copy(update=update)
+    if adapted.method != "inference":
+        from engine.speed.training import assumed_speed  # the time model reads the scenario: imported late
+
+        speed = assumed_speed(adapted, gpu)
+        if speed is not None:  # timed at a published MFU: the answer says which and for which stack
+            notes.append(Assumption(key="training_speed", value=speed))
     return s.model_copy(update={**update, "assumptions": replaced(s.assumptions, notes)})
 
 
@@ -205,7 +235,10 @@ def hardware_conflicts(s: Scenario, gpu: Gpu, said: Request | None = None) -> li
 
     - "qlora_needs_bitsandbytes": a 4/8-bit base through bitsandbytes where bitsandbytes has no backend
       (Apple Silicon; catalog `bitsandbytes`), unless the stack quantizes without it (torchtune);
-    - "flash_attention_unsupported": the request asked for FlashAttention on a GPU without FlashAttention-2;
+    - "flash_attention_unsupported": the request asked for FlashAttention where no memory-efficient attention kernel
+      trains (Apple MPS: PyTorch's SDPA takes the math path). CONTRACT.md's `flash_attention` covers PyTorch SDPA,
+      whose memory-efficient kernel (torch/nn/attention: SDPBackend.EFFICIENT_ATTENTION, xFormers' cutlass kernel,
+      sm50+) runs on T4 and V100 without FlashAttention-2: there for_gpu counts SDPA (no s² matrix), not a conflict;
     - "bf16_unsupported": the request asked for pure bf16 on a GPU without bf16 (T4, V100, M1).
     for_gpu replaces what was only a default; these are what the user said, for the answer to say.
     """
@@ -213,7 +246,7 @@ def hardware_conflicts(s: Scenario, gpu: Gpu, said: Request | None = None) -> li
     quantized_training = s.method == "qlora" or (s.method != "inference" and s.bits < 16)
     if quantized_training and not gpu.bitsandbytes and s.framework not in NO_BITSANDBYTES_QLORA:
         out.append("qlora_needs_bitsandbytes")
-    if said is not None and said.flash_attention and not gpu.flash_attention_2:
+    if said is not None and said.flash_attention and not gpu.flash_attention_2 and unified_memory(gpu):
         out.append("flash_attention_unsupported")
     if said is not None and said.mixed_precision == "pure_bf16" and not gpu.bf16:
         out.append("bf16_unsupported")

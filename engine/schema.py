@@ -161,6 +161,12 @@ class Request(Strict):
     rollout: Rollout | None = None
     reference_model: bool | None = None
     padding_free: bool | None = None
+    # CONTRACT.md v2.1: ALST's activation-checkpoint offload to CPU, ALST TiledMLP, the expert-parallel degree (MoE),
+    # and training from scratch (pretraining: every parameter trained, the time from 6·N·D at a published MFU)
+    activation_offload: bool | None = None
+    tiled_mlp: bool | None = None
+    expert_parallel: int | None = Field(default=None, ge=1, le=1024)
+    pretraining: bool | None = None
     # Parser signals beyond CONTRACT.md (engine/parse): what was implied rather than said, small talk, and
     # what a cost question asks for first ("how long and how much" → ["time", "money"])
     assumed: list[str] = Field(default_factory=list, max_length=16)  # "model": a family's default; "gpus": Colab's T4
@@ -179,6 +185,8 @@ PARSE_FIELDS = (
     "stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len", "output_len",
     "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel", "currency", "budget",
     "deadline_hours", "unsupported",
+    # v2.1
+    "activation_offload", "tiled_mlp", "expert_parallel",
     # beyond CONTRACT.md ("everything not named here is free"): the parser's signals for the answer
     "fused_loss", "assumed", "smalltalk", "asks", "rent_hours", "rent_monthly",
 )
@@ -267,6 +275,9 @@ class Scenario(BaseModel):
     model_family: str = ""
     capacity_gib: float | None = None  # usable memory of the GPU it runs on (engine.catalog.usable_memory_gib)
     half_dtype: Literal["bf16", "fp16"] = "bf16"  # the 16-bit type autocast runs in: fp16 where the GPU has no bf16
+    expert_parallel: int = 1  # CONTRACT.md v2.1: the routed experts are split over this many GPUs (MoE only)
+    pretraining: bool = False  # training from scratch: timed at a published end-to-end MFU (engine/speed/training.py)
+    train_precision: Literal["bf16", "fp8"] = "bf16"  # the matmuls' precision (FP8: Transformer Engine, NeMo)
 
 
 class Breakdown(BaseModel):

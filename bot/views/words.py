@@ -77,6 +77,7 @@ NO_ESTIMATE_TEXTS = {
                         "attention or another degree."),
     "sequence_under_cp": N_("The sequence is shorter than the context parallel degree."),
     "tp_heads": N_("Tensor parallel ×%(tp)s needs the %(heads)s attention heads to divide by it."),
+    "ep_needs_gpus": N_("Expert parallel ×%(ep)s needs at least %(ep)s GPUs, and the question gives %(gpus)s."),
     "cp_tp_needs_gpus": N_("Context parallel ×%(cp)s with tensor parallel ×%(tp)s needs %(needs)s GPUs, and the "
                            "question gives %(gpus)s."),
 }
@@ -206,6 +207,8 @@ def assumption_text(lang: str, item: Assumption) -> str:
             return _(lang, "micro-batch %(v)s") % {"v": value}
         case "sharding":
             return _(lang, "%(v)s across the GPUs") % {"v": str(value).upper().replace("ZERO", "ZeRO-")}
+        case "training_speed":
+            return _(lang, "time from model FLOPs at %(v)s, as published runs reach") % {"v": value}
     return str(item)
 
 

@@ -69,6 +69,29 @@ def kbit_upcast_bytes(s: Scenario, prof: Profile | None = None) -> float:
     return (s.arch.embedding_params - lm_head) * 2.0
 
 
+def expert_fraction(s: Scenario) -> float:
+    """The share of the parameters in routed experts (0 for a dense model)."""
+    arch = s.arch
+    if not arch.experts or arch.params <= 0:
+        return 0.0
+    routed = arch.layers * arch.experts * (3 if arch.gated_mlp else 2) * arch.hidden * arch.expert_ffn
+    return min(1.0, routed / arch.params)
+
+
+def expert_parallel_scale(s: Scenario, shard: int) -> float:
+    """Per-GPU bytes of a state sharded `shard` ways, against the same state without expert parallelism.
+
+    Expert parallelism (CONTRACT v2.1 `expert_parallel`; Megatron-Core moe/experts.py: each EP rank holds
+    num_experts / ep local experts; DeepSpeed MoE deepspeed/moe/layer.py the same) puts 1/ep of the routed experts on
+    each GPU; ZeRO / the distributed optimizer then shards the experts over the expert-data-parallel group (n / ep
+    ranks), so an expert's share per GPU is 1/max(ep, shard) and the dense part stays 1/shard."""
+    ep = max(1, s.expert_parallel)
+    frac = expert_fraction(s)
+    if ep <= 1 or not frac:
+        return 1.0
+    return ((1 - frac) / shard + frac / max(ep, shard)) * shard
+
+
 def training_state(s: Scenario, targets: LoraTargets) -> State:
     arch = s.arch
     n = s.gpu_count
@@ -88,9 +111,9 @@ def training_state(s: Scenario, targets: LoraTargets) -> State:
         w_bytes = 2.0 if pure or s.sharding not in ("none", "ddp") else 4.0
         g_bytes = 2.0 if pure else 4.0
         master = 0.0 if pure or w_bytes == 4.0 else float(constants()["optimizer"]["master_fp32"])
-        weights = trainable * w_bytes / shard_w
-        gradients = trainable * g_bytes / shard_g
-        optimizer = trainable * (opt_bytes + master) / shard_o
+        weights = trainable * w_bytes / shard_w * expert_parallel_scale(s, shard_w)
+        gradients = trainable * g_bytes / shard_g * expert_parallel_scale(s, shard_g)
+        optimizer = trainable * (opt_bytes + master) / shard_o * expert_parallel_scale(s, shard_o)
         cpu = 0.0
         if s.offload and prof.state_offload:
             cpu = optimizer + gradients * (shard_g > 1)
@@ -104,10 +127,10 @@ def training_state(s: Scenario, targets: LoraTargets) -> State:
     base = frozen_base_bytes(s)
     trainable = lora_parameters(arch, targets, s.lora_rank)
     p_bytes = 2.0 if s.mixed_precision == "pure_bf16" else 4.0
-    weights = base / shard_w
-    adapters = trainable * p_bytes / shard_w
-    gradients = trainable * p_bytes / shard_g
-    optimizer = trainable * opt_bytes / shard_o
+    weights = base / shard_w * expert_parallel_scale(s, shard_w)
+    adapters = trainable * p_bytes / shard_w * expert_parallel_scale(s, shard_w)
+    gradients = trainable * p_bytes / shard_g * expert_parallel_scale(s, shard_g)
+    optimizer = trainable * opt_bytes / shard_o * expert_parallel_scale(s, shard_o)
     upcast = kbit_upcast_bytes(s) / shard_w
     cpu = 0.0
     if s.offload and prof.state_offload:

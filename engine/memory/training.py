@@ -84,9 +84,7 @@ def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
     gathered = 0.0
     sharded = s.sharding in ("fsdp", "zero3") and s.gpu_count > 1
     if sharded:
-        # the unit being computed and the one prefetched are gathered whole
-        unit_bytes = 2.0 if prof.fsdp_gather_bits >= 16 or s.bits >= 16 else weight_bytes_per_param(s.bits, prof)
-        gathered = 2 * (arch.linear_params / arch.layers) * unit_bytes
+        gathered = gathered_bytes(s, prof)
     resident = 0.0
     if prof.fsdp_full_state_dict_load and sharded:
         # every rank holds the whole unsharded model beside its own shard (profile source)
@@ -98,3 +96,26 @@ def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
     step = static + st.gradients + st.optimizer * step_temp
     return Phases(stored=stored, layer=layer, loss=loss, held=held, dequant=dequant, gathered=gathered + resident,
                   autocast=autocast, backward=backward, step=step, cpu_extra=cpu_extra)
+
+
+def gathered_bytes(s: Scenario, prof: Profile) -> float:
+    """What FSDP / ZeRO-3 hold gathered on every rank at the peak beside the shards (catalog memory.toml [sharding]).
+
+    Both gather the layer being computed and prefetch the next one. ZeRO-3 keeps what is reused within
+    stage3_max_reuse_distance parameters: at the turn from forward to backward, lm_head and the last layers. FSDP
+    keeps its root unit (embeddings, untied lm_head) unsharded from forward to backward. Embeddings stay 16-bit;
+    the layers' units are 16-bit, or 4-bit where the stack gathers quantized storage (profile fsdp_gather_bits)."""
+    c = constants()["sharding"]
+    arch = s.arch
+    unit_bytes = 2.0 if prof.fsdp_gather_bits >= 16 or s.bits >= 16 else weight_bytes_per_param(s.bits, prof)
+    layer = arch.linear_params / arch.layers
+    working = 2 * layer * unit_bytes  # the unit being computed and the one prefetched
+    head = arch.embedding_params if arch.tied else arch.embedding_params / 2  # lm_head (the embedding when tied)
+    if s.sharding == "zero3":
+        reuse = float(c["zero3_max_reuse_numel"])
+        later = max(0.0, reuse - head) // (2 * layer)  # the last layers whose reuse falls inside the distance
+        kept = head * 2.0 + min(arch.layers, 1 + later) * layer * unit_bytes
+        prefetch = float(c["zero3_prefetch_bucket_numel"]) * unit_bytes
+        return max(working, kept + prefetch)
+    root = arch.embedding_params * 2.0 if prof.constant("fsdp_root_unsharded", c["fsdp_root_unsharded"]) else 0.0
+    return working + root

@@ -139,6 +139,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     training.method(s)
     stack.framework(s)  # "transformers" is the serving engine once the method is inference
     training.checkpointing(s)
+    training.alst(s)  # before offload: "offload activations" is ALST's, not the optimizer's
     training.offload(s)
     training.flash_attention(s)
     training.sharding(s)
@@ -222,7 +223,7 @@ def _request(s: Scan, errors: list[str]) -> Request:
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
         "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
         "rent_hours", "rent_monthly",
-        *V2_FIELDS)}
+        *V2_FIELDS, "activation_offload", "tiled_mlp", "expert_parallel")}
     asked = money.asks(s) + talk.serving_asks(s)
     kind = intent(s)
     if kind == "estimate" and any(a in ("money", "time") for a in asked):

@@ -94,6 +94,7 @@ PP_WORDS = frozenset({"pp", "pipeline", "конвейерный", "конвей�
                       "пайплайнового", "конвейерным"})
 CP_WORDS = frozenset({"cp", "context", "sequence", "ulysses", "ring", "sp", "контекстный", "контекстного",
                       "последовательностей", "улисс"})
+EP_WORDS = frozenset({"ep", "expert", "экспертный", "экспертного", "экспертным"})  # CONTRACT v2.1 expert_parallel
 PARALLEL_NOUNS = frozenset({"parallel", "parallelism", "параллелизм", "параллелизма", "параллелизмом",
                             "параллельность", "size", "degree", "параллель", "way", "attention"})
 

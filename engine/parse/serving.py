@@ -18,6 +18,7 @@ from engine.parse.lexicon2 import (
     CONCURRENCY_HEADS,
     COUNTED,
     CP_WORDS,
+    EP_WORDS,
     GENERATION_HEADS,
     GENERATION_WORDS,
     GGUF,
@@ -58,7 +59,7 @@ SECOND = frozenset({"s", "sec", "second", "секунду", "сек", "с", "day
 CONCURRENT_WORDS = USER_NOUNS | CONCURRENCY_ADJ | CONCURRENCY_NOUNS
 QUANT_TRIGGERS = frozenset({"awq", "gptq", "nf", "fp", "int", "mxfp", "nvfp", "w", "e", "bnb", "q", "iq"}) | GGUF
 LENGTH_TRIGGERS = PROMPT_WORDS | OUTPUT_WORDS | {"new"}
-PARALLEL_TRIGGERS = TP_WORDS | PP_WORDS | CP_WORDS
+PARALLEL_TRIGGERS = TP_WORDS | PP_WORDS | CP_WORDS | EP_WORDS
 MAX_PARALLEL = 1024
 HEAD_FIRSTS = frozenset({"num", "numgenerations", "group", "groupsize", "g", "rollout", "n", "nsamples"})
 MAX_GENERATIONS = 4096
@@ -357,9 +358,11 @@ def parallelism(s: Scan) -> None:
             field = "pipeline_parallel"
         elif t.text in CP_WORDS:
             field = "context_parallel"
+        elif t.text in EP_WORDS:
+            field = "expert_parallel"
         if field is None:
             continue
-        short = t.text in ("tp", "pp", "cp", "sp", "ulysses", "улисс")
+        short = t.text in ("tp", "pp", "cp", "sp", "ep", "ulysses", "улисс")
         nxt = s.skip(i + 1, GLUE, 1)
         if not short and s.word(nxt) not in PARALLEL_NOUNS:
             continue  # "tensor cores", "context 8k", "pipeline of data"

@@ -169,9 +169,30 @@ def flash_attention(s: Scan) -> None:
         return
 
 
+ACTIVATION_WORDS = frozenset({"activation", "activations", "активаций", "активации", "активациями",
+                              "checkpoints", "чекпоинтов"})
+
+
+def alst(s: Scan) -> None:
+    """CONTRACT v2.1: ALST's "activation offload" («с оффлоадом активаций», "offload activations to CPU") and
+    TiledMLP ("tiled mlp", "TiledMLP"). The offload head it takes is not the optimizer offload `offload` reads."""
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD:
+            continue
+        if t.text in OFFLOAD_HEADS and not t.used:
+            near = [j for j in (i - 2, i - 1, i + 1, i + 2) if 0 <= j < s.n and s.word(j) in ACTIVATION_WORDS]
+            if near:
+                s.set("activation_offload", _switch(s, max(i, *near), min(i, *near)))
+                s.use(min(i, *near), max(i, *near))
+        elif t.text == "tiledmlp" or (t.text == "tiled" and s.word(s.skip(i + 1, HYPHENS, 1)) == "mlp"):
+            last = i if t.text == "tiledmlp" else s.skip(i + 1, HYPHENS, 1)
+            s.set("tiled_mlp", _switch(s, last, i))
+            s.use(i, last)
+
+
 def offload(s: Scan) -> None:
     for i, t in enumerate(s.toks):
-        if t.kind == WORD and t.text in OFFLOAD_HEADS:
+        if t.kind == WORD and t.text in OFFLOAD_HEADS and not t.used:
             s.set("offload", _switch(s, i, i))
             return
 

@@ -35,7 +35,8 @@ from engine.schema import Breakdown, GpuRef, Request
 def applies(request: Request) -> bool:
     """Post-training stages, context parallelism, or tensor parallelism of a training stage."""
     return request.stage in POSTTRAIN_STAGES or (request.context_parallel or 1) > 1 \
-        or ((request.tensor_parallel or 1) > 1 and request.stage in ("sft", "pretrain"))
+        or ((request.tensor_parallel or 1) > 1 and request.stage in ("sft", "pretrain")) \
+        or bool(request.activation_offload) or bool(request.tiled_mlp)  # CONTRACT v2.1: ALST's switches
 
 
 @by_value()

@@ -113,6 +113,12 @@ def logits_override(setup: Setup, s: Scenario) -> float | None:
             # the stack computes the completion log-probs from the hidden states chunk by chunk (profile source)
             tokens = max(1, math.ceil(setup.completion_len / setup.cp))
             return memory.with_loss_kernel(s.model_copy(update={"seq_len": tokens}), "fused_linear").logits
+        prof = profile(s.framework)
+        packed_bytes = prof.constant("rl_logprob_bytes", 0.0)
+        if packed_bytes and not s.fused_loss:
+            # the stack's own log-prob kernel over the micro-batch's packed tokens (profile source)
+            length = setup.tokens if prof.constant("rl_logprob_all_tokens", 0.0) else setup.completion_len
+            return setup.sequences * math.ceil(length / setup.cp) * vocab * packed_bytes / GIB
         if s.fused_loss:
             return memory.breakdown(s.model_copy(update={"seq_len": max(1, math.ceil(setup.completion_len /
                                                                                      setup.cp))})).logits

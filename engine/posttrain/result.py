@@ -95,13 +95,6 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
         steps = steps_for_tokens(setup, request.tokens * (request.epochs or 1))
     if setup.stage in ("grpo", "ppo") and comp.phase == "generate":
         notes.append("posttrain.note.generation_peak")
-    if setup.stage in ("dpo", "orpo", "kto", "simpo", "rm") and request.padding_free:
-        if request.framework in (None, "trl", "hf"):
-            notes.append("posttrain.note.padding_free_disabled_trl")  # trl/trainer/dpo_trainer.py lines 706-713
-        else:
-            # the estimate is at max_length samples, where padded and padding-free batches hold the same tokens;
-            # padding-free saves the padding of shorter samples (2 x batch x (max - mean) tokens)
-            notes.append("posttrain.note.padding_free_same_peak")
     if pol.logits >= max(pol.activations, pol.static):
         notes.append("posttrain.note.logits_largest")
     elif pol.activations >= pol.static:

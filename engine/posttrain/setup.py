@@ -12,6 +12,7 @@ from functools import cache
 from typing import Any
 
 from engine.catalog import HERE, find_gpu
+from engine.frameworks import profile
 from engine.posttrain.models import PREFERENCE_STAGES, REFERENCE_FREE, CpKind, PostTrainOptions
 from engine.scenario import ScenarioError, build_scenario
 from engine.schema import Request, Scenario
@@ -76,6 +77,10 @@ def heads_divide(heads: int, kv_heads: int, degree: int) -> bool:
 
 def build_setup(request: Request, options: PostTrainOptions | None = None) -> Setup:
     opts = options or PostTrainOptions()
+    # CONTRACT v2.1: the request's own ALST switches (activation-checkpoint offload, TiledMLP) turn the options on
+    said = {k: True for k in ("activation_offload", "tiled_mlp") if getattr(request, k)}
+    if said:
+        opts = opts.model_copy(update=said)
     c = constants()["defaults"]
     stage = request.stage or "sft"
     extra: list[str] = []
@@ -107,8 +112,13 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
         if request.num_generations is None:
             extra.append(f"num_generations={generations}")
         if request.batch_size is None:
-            updates["batch_size"] = generations
-            extra.append(f"batch_size={generations}")
+            rows = generations
+            budget = profile(request.framework).constant("rl_micro_batch_tokens", 0.0)
+            if budget:
+                # the stack cuts the generations into micro-batches of a token budget (profile source)
+                rows = max(1, min(generations, int(budget // max(1, prompt + completion))))
+            updates["batch_size"] = rows
+            extra.append(f"batch_size={rows}")
 
     if (request.context_parallel or 1) > 1 and request.sharding is None:
         # sequence parallelism runs with model states sharded over all ranks (ALST: ZeRO-3; 360-LLaMA-Factory,
@@ -144,7 +154,12 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
     elif stage in REFERENCE_FREE:
         reference = None
 
-    sequences = scenario.batch_size * (2 if stage in ("dpo", "orpo", "simpo", "rm") else 1)
+    # a pair is two sequences through the policy (trl/trainer/dpo_trainer.py concatenated_inputs stacks chosen over
+    # rejected); padding-free / packing flattens them into one row (TRL v0.24.0, 04fd1203 dpo_trainer.py
+    # concatenated_forward: `input_ids = input_ids[attention_mask.bool()].unsqueeze(0)`; ms-swift --packing packs
+    # pairs into rows of max_length), so the row the request states is the whole micro-step: seq_len x batch, no 2x
+    pairs = stage in ("dpo", "orpo", "simpo", "rm") and not request.padding_free
+    sequences = scenario.batch_size * (2 if pairs else 1)
     tokens = scenario.seq_len
 
     if stage in ("grpo", "ppo") and "grad_accum" not in opts.model_fields_set:

@@ -29,6 +29,7 @@ import math
 from pydantic import BaseModel
 
 from engine.catalog import Gpu
+from engine.frameworks import profile
 from engine.memory import LoraTargets, lora_parameters
 from engine.schema import Scenario
 from engine.speed import hardware
@@ -126,10 +127,39 @@ def training_flops_per_token(scenario: Scenario) -> tuple[float, float]:
 # ---- utilisation ------------------------------------------------------------------------------------------
 
 
+def published_mfu(scenario: Scenario, gpu: Gpu) -> tuple[float, float, float] | None:
+    """The end-to-end MFU published runs reached (typical, low, high) when the scenario is timed by it: training from
+    scratch, or a stack whose profile says so (NeMo / Megatron); None for the fine-tuning step model."""
+    if not (scenario.pretraining or profile(scenario.framework).constant("published_mfu", 0.0)):
+        return None
+    table = hardware.calibration()["published_mfu"]
+    key = "fp8" if scenario.train_precision == "fp8" else f"{hardware.gpu_class(gpu)}_bf16"
+    band = table.get(key, table["hopper_bf16"])
+    return float(band["typical"]), float(band["low"]), float(band["high"])
+
+
+def peak_flops(scenario: Scenario, gpu: Gpu) -> float:
+    """The dense peak of the precision the matmuls run in, FLOP/s."""
+    if scenario.train_precision == "fp8" and gpu.fp8_tflops:
+        return float(gpu.fp8_tflops) * 1e12
+    return gpu.bf16_tflops * 1e12
+
+
+def assumed_speed(scenario: Scenario, gpu: Gpu) -> str | None:
+    """What the time assumed, for the answer to say: "40% MFU bf16 (NVIDIA NeMo)"; None for the step model."""
+    mfu = published_mfu(scenario, gpu)
+    if mfu is None:
+        return None
+    return f"{mfu[0]:.0%} MFU {scenario.train_precision} ({profile(scenario.framework).label})"
+
+
 def utilisation(scenario: Scenario, gpu: Gpu) -> tuple[float, float, float]:
     """Utilisation of the dense BF16 peak by the matmuls (typical, low, high) on this GPU. The same for every
     method: LoRA runs the base model's matmuls (4 · P instead of 6 · P); what its adapters add is a separate
-    memory-bound term."""
+    memory-bound term. Timed at a published MFU (published_mfu): that MFU."""
+    mfu = published_mfu(scenario, gpu)
+    if mfu is not None:
+        return mfu
     cal = hardware.calibration()
     band = by_class(cal["utilisation"], gpu)
     factor = float(cal["gpu_factor"].get(gpu.name, 1.0))
@@ -201,6 +231,14 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
     accum = accumulation if accumulation is not None else default_accumulation(scenario, n)
     m = scenario.batch_size * scenario.seq_len
     util = u if u is not None else utilisation(scenario, g)[0]
+    if published_mfu(scenario, g) is not None:
+        # an end-to-end MFU: model FLOPs (no recompute) at that share of the peak, everything else inside it
+        busy = accum * m * training_flops_per_token(scenario)[1] / (peak_flops(scenario, g) * util)
+        return StepTime.model_construct(
+            tokens=float(accum * m * n), micro_batches=accum, compute=busy, elementwise=0.0, adapters=0.0,
+            dequantisation=0.0, dispatch=0.0, busy=busy, communication=0.0, network=0.0, latency=0.0,
+            offload_transfer=0.0, exposed=0.0, optimizer=0.0, offload_serial=0.0, total=busy, collective_bytes=0.0,
+            pcie_bytes=0.0)
     bandwidth = g.bandwidth_tbs * 1e12
     compute = m * training_flops_per_token(scenario)[0] / (g.bf16_tflops * 1e12 * util)
     act = cal["activations"]

@@ -1,0 +1,124 @@
+"""The training mechanisms read from framework code (docs/training.md): packing, fused losses, sharded gathers,
+SDPA on cards without FlashAttention-2, verl's packed log-probs, the CONTRACT v2.1 fields and published-MFU time."""
+
+from __future__ import annotations
+
+from engine.catalog import find_gpu
+from engine.contract import estimate_request
+from engine.memory import breakdown
+from engine.posttrain import posttrain_result
+from engine.scenario import build_scenario, for_gpu
+from engine.schema import Request
+from engine.speed import training_time
+
+GIB = float(2**30)
+
+
+def _total(request: dict[str, object]) -> float:
+    out = estimate_request(request)
+    assert "error" not in out, out
+    return float(out["per_gpu"]["total"])
+
+
+def test_padding_free_dpo_does_not_double_the_packed_row() -> None:
+    base = {"model": {"name": "Qwen2.5-7B"}, "method": "lora", "stage": "dpo", "seq_len": 8192,
+            "framework": "trl", "gpus": [{"name": "H100 SXM"}]}
+    padded = posttrain_result(Request.model_validate(base))
+    packed = posttrain_result(Request.model_validate({**base, "padding_free": True}))
+    assert padded.sequences_per_micro_step == 2 and packed.sequences_per_micro_step == 1
+    assert packed.policy["logits"] < 0.6 * padded.policy["logits"]
+    assert packed.per_gpu_total < padded.per_gpu_total
+
+
+def test_a_fused_loss_leaves_no_whole_logits() -> None:
+    base = {"model": {"name": "Llama-3.1-8B"}, "method": "qlora", "seq_len": 8192, "framework": "trl"}
+    plain = estimate_request(base)["per_gpu"]
+    fused = estimate_request({**base, "fused_loss": True})["per_gpu"]
+    tokens_vocab = 8192 * 128256
+    assert plain["logits"] * GIB >= 8 * tokens_vocab  # fp32 upcast and its gradient
+    assert fused["logits"] * GIB < 0.5 * tokens_vocab  # under a byte per logit: never materialised whole
+    assert fused["total"] < plain["total"] - 5
+
+
+def test_zero3_on_four_gpus_holds_the_gathered_lm_head_and_layers() -> None:
+    request = Request.model_validate({"model": {"name": "Llama-3.1-8B"}, "method": "lora", "sharding": "zero3",
+                                      "seq_len": 2048, "gpus": [{"name": "H100 SXM", "count": 4}]})
+    s = build_scenario(request)
+    b = breakdown(s)
+    arch = s.arch
+    lm_head = arch.vocab * arch.hidden * 2.0 / GIB
+    layer = arch.linear_params / arch.layers * 2.0 / GIB
+    # the shards, lm_head and the last layer stay gathered at the turn from forward to backward
+    assert b.total >= b.weights + lm_head + layer
+    fsdp = breakdown(build_scenario(request.model_copy(update={"sharding": "fsdp"})))
+    assert fsdp.total >= fsdp.weights + arch.embedding_params * 2.0 / GIB + 2 * layer
+
+
+def test_t4_with_flash_attention_said_runs_sdpa_and_fits() -> None:
+    said = {"model": {"name": "Llama-3.2-3B"}, "method": "qlora", "seq_len": 2048, "flash_attention": True,
+            "gpus": [{"name": "T4"}]}
+    out = estimate_request(said)
+    assert "error" not in out and out["fits"][0]["fits"]
+    s = build_scenario(Request.model_validate(said))
+    assert s.attention == "sdpa"
+    eager = estimate_request({**said, "flash_attention": False})
+    assert out["per_gpu"]["total"] <= eager["per_gpu"]["total"]
+
+
+def test_verl_grpo_logprobs_cover_the_packed_micro_batch_in_bf16() -> None:
+    base = {"model": {"name": "Qwen2.5-3B"}, "method": "lora", "stage": "grpo", "prompt_len": 512,
+            "output_len": 3584, "num_generations": 16, "gpus": [{"name": "H100 SXM"}]}
+    verl = posttrain_result(Request.model_validate({**base, "framework": "verl"}))
+    trl = posttrain_result(Request.model_validate({**base, "framework": "trl"}))
+    # verl: micro-batches of ppo_max_token_len_per_gpu (16384) tokens, 2 bytes per packed token x vocab entry
+    assert verl.sequences_per_micro_step == 16384 // 4096
+    assert abs(verl.policy["logits"] - 4 * 4096 * 151936 * 2 / GIB) < 0.05
+    assert verl.policy["logits"] < trl.policy["logits"] / 4
+
+
+def test_v21_fields_are_taken_and_change_the_estimate() -> None:
+    long = {"model": {"name": "Llama-3.1-8B"}, "method": "full", "seq_len": 65536, "sharding": "zero3",
+            "gpus": [{"name": "H100 SXM", "count": 8}], "context_parallel": 8}
+    plain = _total(long)
+    assert _total({**long, "activation_offload": True}) < plain
+    assert _total({**long, "tiled_mlp": True}) < plain
+    moe = {"model": {"name": "Mixtral-8x7B"}, "method": "full", "sharding": "ddp",
+           "gpus": [{"name": "H100 SXM", "count": 8}]}
+    assert estimate_request({**moe, "expert_parallel": 8})["per_gpu"]["weights"] < 0.4 * estimate_request(moe)[
+        "per_gpu"]["weights"]
+    assert "error" in estimate_request({**moe, "expert_parallel": 16})
+
+
+def _hours(request: dict[str, object], gpu: str, count: int, tokens: float) -> tuple[float, list[str]]:
+    g = find_gpu(gpu)
+    assert g is not None
+    s = for_gpu(build_scenario(Request.model_validate(request)), g)
+    return training_time(s, g, count, tokens).hours, [str(a) for a in s.assumptions]
+
+
+def test_pretraining_is_timed_at_a_published_mfu_and_says_so() -> None:
+    hours, assumed = _hours({"model": {"name": "Llama-3.2-1B"}, "pretraining": True,
+                             "gpus": [{"name": "H100 SXM", "count": 8}]}, "H100 SXM", 8, 1e11)
+    assert 50 <= hours <= 80
+    assert any(a.startswith("training_speed=40% MFU bf16") for a in assumed)
+
+
+def test_nemo_fp8_lora_is_within_30_percent_of_mlperf() -> None:
+    # MLPerf Training Llama-2-70B LoRA: ~28 min on 8xH100, ~13 min on 8xB200 (NeMo, FP8; docs/training.md)
+    job = {"model": {"name": "Llama-2-70B"}, "method": "lora", "framework": "nemo", "quantization": "fp8",
+           "seq_len": 8192, "lora_rank": 16, "lora_targets": "qkvo"}
+    for gpu, minutes in (("H100 SXM", 28.0), ("B200", 13.0)):
+        hours, assumed = _hours(job, gpu, 8, 28.8e6)
+        assert abs(hours * 60 / minutes - 1) <= 0.30
+        assert any("fp8" in a and "NeMo" in a for a in assumed)
+
+
+def test_v21_fields_are_heard_in_questions() -> None:
+    from engine.parse import parse
+
+    ru = parse("full 8B 128k контекст на 8xH100 с оффлоадом активаций и tiled mlp")
+    assert ru.activation_offload is True and ru.tiled_mlp is True and ru.offload is None
+    assert parse("Qwen3-30B-A3B full на 8xH100 EP 8").expert_parallel == 8
+    assert parse("expert parallel 4 Mixtral on 4xH100").expert_parallel == 4
+    plain = parse("LoRA 8B с оффлоадом на 4090")
+    assert plain.offload is True and plain.activation_offload is None
