@@ -122,3 +122,17 @@ def test_v21_fields_are_heard_in_questions() -> None:
     assert parse("expert parallel 4 Mixtral on 4xH100").expert_parallel == 4
     plain = parse("LoRA 8B с оффлоадом на 4090")
     assert plain.offload is True and plain.activation_offload is None
+
+
+def test_pretraining_is_said_as_pretraining_and_timed_from_the_mfu() -> None:
+    import contextlib
+    import io
+
+    from bot.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["ask", "pretrain 1b с нуля на 8xh100 на 100B токенов"])
+    text = out.getvalue()
+    assert "предобучение с нуля" in text.splitlines()[2] and "полное дообучение" not in text
+    assert "MFU" in text and "QLoRA" not in text

@@ -263,4 +263,6 @@ def method_label(lang: str, s: Scenario) -> str:
         return f"LoRA r{s.lora_rank}"
     if s.method == "inference":
         return _(lang, "inference, %(bits)s") % {"bits": bits}
+    if s.pretraining:
+        return _(lang, "pretraining from scratch")
     return _(lang, "full fine-tuning")
