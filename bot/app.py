@@ -121,6 +121,7 @@ def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerC
     # every message and button costs work (settings ones a getChatMember in groups): throttled per user;
     # inline queries in a wider bucket of their own (one per pause in typing)
     throttle = Throttle(bucket or TokenBucket(rate=RATE, burst=BURST), metrics)
+    dp["question_bucket"] = throttle.bucket  # the Mini App (web/app.py) throttles its users with the same bucket
     inline = InlineThrottle(inline_bucket or (shared.inline_bucket if shared is not None else
                                               TokenBucket(rate=INLINE_RATE, burst=INLINE_BURST)), metrics)
     for router in get_routers():

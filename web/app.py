@@ -3,8 +3,8 @@ webhook server (bot/webhook.py) or served alone by `gpu-advisor web`.
 
 Every `/app/api/*` POST is refused before any engine work unless it carries a valid Telegram `initData`
 (web/initdata.py) in the `X-Telegram-Init-Data` header: 401 with a JSON error. Then the chat's own per-user
-throttle (bot/middlewares.TokenBucket at bot/app.py's RATE and BURST, or the Redis one the replicas share): 429 with `retry_after`. Bodies over MAX_BODY are
-413, a body that is not a JSON object 400. The engine runs in a worker thread so the event loop keeps serving
+throttle (bot/middlewares.TokenBucket at bot/app.py's RATE and BURST, or the Redis one the replicas share): 429
+with `retry_after`. Bodies over MAX_BODY are 413, a body that is not a JSON object 400. The engine runs in a worker thread so the event loop keeps serving
 the webhook and other users."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -33,6 +34,9 @@ STATIC = ("app.js", "app.css")
 INIT_HEADER = "X-Telegram-Init-Data"
 
 
+Sender = Callable[[str, str, str], Awaitable[None]]  # (query_id, title, Telegram HTML)
+
+
 @dataclass
 class Deps:
     token: str
@@ -41,6 +45,7 @@ class Deps:
     telegram_js: str = TELEGRAM_JS
     bot_username: str | None = None  # for t.me/<bot>?startapp=<id> share links
     dev: bool = False  # `gpu-advisor web --dev-token`: /app/api/dev-init-data signs a test initData
+    send: Sender | None = None  # answerWebAppQuery through the bot (the webhook server has one)
 
 
 DEPS = web.AppKey("webapp_deps", Deps)
@@ -196,6 +201,32 @@ async def share_route(request: web.Request) -> web.Response:
     return web.json_response({"qid": qid, "link": link})
 
 
+async def send_route(request: web.Request) -> web.Response:
+    """The MainButton "send to chat" of an app opened from an inline button or a link: the answer as the chat words
+    it, sent by the bot with answerWebAppQuery on the initData's query_id."""
+    from bot.answers import AnswerOptions, render_request
+
+    user = await authorized(request)
+    if isinstance(user, web.Response):
+        return user
+    deps = request.app[DEPS]
+    if deps.send is None or not user.query_id:
+        return error(501, "sending to the chat needs the bot's webhook server and an app opened from a button")
+    data = await body_json(request)
+    if isinstance(data, web.Response):
+        return data
+    req = await the_request(data, deps.store)
+    if isinstance(req, str):
+        return error(400, req)
+    rendered = await asyncio.to_thread(render_request, req, AnswerOptions(lang=language(data, user)))
+    try:
+        await deps.send(user.query_id, rendered.title, rendered.html)
+    except Exception as exc:  # the Bot API refused (an expired query): said, not raised
+        log.info("answerWebAppQuery failed: %s", type(exc).__name__)
+        return error(502, "Telegram did not take the message: reopen the app")
+    return web.json_response({"sent": True})
+
+
 async def dev_init_data(request: web.Request) -> web.Response:
     """Only under `--dev-token`: a signed initData for a browser outside Telegram (never with a real bot token)."""
     import json as _json
@@ -233,24 +264,25 @@ def webapp(deps: Deps) -> web.Application:
     app.router.add_post("/api/answer", answer_route)
     app.router.add_post("/api/config", config_route)
     app.router.add_post("/api/share", share_route)
+    app.router.add_post("/api/send", send_route)
     if deps.dev:
         app.router.add_get("/api/dev-init-data", dev_init_data)
     return app
 
 
-def mount(parent: web.Application, deps: Deps) -> None:
-    """The Mini App under /app on `parent` (the webhook server); /app itself redirects to /app/."""
+def mount(parent: web.Application, sub: web.Application) -> None:
+    """The Mini App `sub` under /app on `parent`; /app itself redirects to /app/."""
     async def to_slash(_: web.Request) -> web.Response:
         raise web.HTTPPermanentRedirect(PREFIX + "/")
 
     parent.router.add_get(PREFIX, to_slash)
-    parent.add_subapp(PREFIX, webapp(deps))
+    parent.add_subapp(PREFIX, sub)
 
 
 def standalone(deps: Deps) -> web.Application:
     """`gpu-advisor web`: the Mini App alone (development, tests, a polling bot's side server)."""
     app = web.Application(client_max_size=MAX_BODY * 16)
-    mount(app, deps)
+    mount(app, webapp(deps))
     return app
 
 
@@ -259,3 +291,27 @@ def default_bucket() -> Bucket:
     from bot.app import BURST, RATE
 
     return TokenBucket(rate=RATE, burst=BURST)
+
+
+def mount_for_bot(parent: web.Application, bot: Any, dp: Any, config: Any) -> None:
+    """The Mini App on the webhook server: the bot's token checks initData, the chat's storage and throttle bucket,
+    answerWebAppQuery for "send to chat", the bot's username for t.me share links."""
+    from aiogram.types import InlineQueryResultArticle, InputTextMessageContent
+
+    async def send(query_id: str, title: str, html: str) -> None:
+        await bot.answer_web_app_query(web_app_query_id=query_id, result=InlineQueryResultArticle(
+            id="answer", title=title[:256] or "GPU Advisor",
+            input_message_content=InputTextMessageContent(message_text=html, parse_mode="HTML")))
+
+    deps = Deps(token=config.token.get_secret_value(), store=dp["store"],
+                bucket=dp.workflow_data.get("question_bucket") or default_bucket(), send=send)
+    sub = webapp(deps)
+
+    async def username(_: web.Application) -> None:
+        try:
+            deps.bot_username = (await bot.me()).username
+        except Exception as exc:  # share links fall back to the page's own URL
+            log.info("getMe for the Mini App's links failed: %s", type(exc).__name__)
+
+    sub.on_startup.append(username)
+    mount(parent, sub)

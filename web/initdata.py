@@ -28,6 +28,7 @@ class WebAppUser:
     id: int
     language_code: str | None
     start_param: str | None = None
+    query_id: str | None = None  # for answerWebAppQuery: the app was opened from a button or a link
 
 
 def secret_key(bot_token: str) -> bytes:
@@ -74,4 +75,4 @@ def validate(init_data: str | None, bot_token: str, now: Callable[[], float] = t
         raise InitDataError("initData has no user")
     code = user.get("language_code")
     return WebAppUser(id=user["id"], language_code=code if isinstance(code, str) else None,
-                      start_param=fields.get("start_param"))
+                      start_param=fields.get("start_param"), query_id=fields.get("query_id"))
