@@ -4,8 +4,8 @@ webhook server (bot/webhook.py) or served alone by `gpu-advisor web`.
 Every `/app/api/*` POST is refused before any engine work unless it carries a valid Telegram `initData`
 (web/initdata.py) in the `X-Telegram-Init-Data` header: 401 with a JSON error. Then the chat's own per-user
 throttle (bot/middlewares.TokenBucket at bot/app.py's RATE and BURST, or the Redis one the replicas share): 429
-with `retry_after`. Bodies over MAX_BODY are 413, a body that is not a JSON object 400. The engine runs in a worker thread so the event loop keeps serving
-the webhook and other users."""
+with `retry_after`. Bodies over MAX_BODY are 413, a body that is not a JSON object 400. The engine runs in a
+worker thread so the event loop keeps serving the webhook and other users."""
 
 from __future__ import annotations
 
