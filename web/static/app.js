@@ -181,12 +181,14 @@
     $("verdict").textContent = v.headline;
     $("verdict").setAttribute("data-verdict", v.verdict || "");
     $("summary").textContent = v.summary || "";
+    // the components peak at different moments (the chat's table too): the bar is their shares of the peak
     var bar = v.bar, scale = Math.max(bar.total, bar.capacity, 1) * 1.02;
+    var sum = bar.segments.reduce(function (a, s) { return a + s.gib; }, 0) || 1;
     var seg = $("segments"); seg.innerHTML = "";
     var legend = $("legend"); legend.innerHTML = "";
     bar.segments.forEach(function (s) {
       var d = document.createElement("div");
-      d.style.width = (100 * s.gib / scale) + "%"; d.style.background = COLORS[s.key] || "#888";
+      d.style.width = (100 * (s.gib / sum) * bar.total / scale) + "%"; d.style.background = COLORS[s.key] || "#888";
       d.title = s.label + ": " + s.gib; d.setAttribute("data-key", s.key); seg.appendChild(d);
       var item = li(s.label + " " + fmt(s.gib)); var i = document.createElement("i"); i.style.background = d.style.background;
       item.insertBefore(i, item.firstChild); legend.appendChild(item);
