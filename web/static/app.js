@@ -50,7 +50,7 @@
   function options(select, items, label) {
     select.innerHTML = "";
     items.forEach(function (v) {
-      var o = document.createElement("option"); o.value = v[0] !== undefined ? v[0] : v; o.textContent = label ? label(v) : v;
+      var o = document.createElement("option"); o.value = v; o.textContent = label ? label(v) : v;
       select.appendChild(o);
     });
   }
