@@ -135,6 +135,7 @@ def build_dispatcher(config: BotConfig, store: Storage, *, answer_cache: AnswerC
     # every message, button and pasted or sent file costs work (settings ones a getChatMember in groups):
     # throttled per user, and charged by the CPU time of its answer (bot.compute)
     throttle = Throttle(bucket or TokenBucket(rate=RATE, burst=BURST), metrics)
+    dp["question_bucket"] = throttle.bucket  # the Mini App (web/app.py) throttles its users with the same bucket
     for router in get_routers():
         if router.name in THROTTLED:
             router.message.middleware(throttle)

@@ -321,6 +321,10 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("file", metavar="FILE", nargs="+",
                     help="the config file, or - for standard input; several files of one job are read together")
     sub.add_parser("run", help="start the Telegram bot")
+    w = sub.add_parser("web", help="serve the Telegram Mini App (the what-if calculator) alone, under /app/")
+    w.add_argument("--host", default="127.0.0.1")
+    w.add_argument("--port", type=int, default=8081)
+    w.add_argument("--dev-token", default=None, help="a made-up bot token that signs test initData (development only)")
     return ap
 
 
@@ -358,4 +362,8 @@ def _main(argv: list[str] | None) -> int:
         return _config(args)
     if args.command == "check":
         return _check(args)
+    if args.command == "web":
+        from web.serve import main as serve_web
+
+        return serve_web(args.host, args.port, args.dev_token)
     return _run_bot(args)

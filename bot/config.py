@@ -46,6 +46,8 @@ class BotConfig(BaseSettings):
     # Hugging Face Hub, for questions that name a model id (the Hub's own variable names)
     hf_endpoint: str = Field(default="https://huggingface.co", validation_alias="HF_ENDPOINT")
     hf_token: SecretStr | None = Field(default=None, validation_alias="HF_TOKEN")
+    # the Mini App's public https URL (…/app/): a "📱 Calculator" button under answers; unset: no button, no /app
+    webapp_url: str | None = None
 
     @field_validator("token")
     @classmethod
@@ -80,6 +82,16 @@ class BotConfig(BaseSettings):
         parts = urlsplit(v.strip())
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError("must be the public https URL Telegram posts to")
+        return v.strip()
+
+    @field_validator("webapp_url")
+    @classmethod
+    def _webapp_url(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        parts = urlsplit(v.strip())
+        if parts.scheme != "https" or not parts.netloc:
+            raise ValueError("must be the Mini App's public https URL (Telegram opens only https)")
         return v.strip()
 
     @field_validator("webhook_secret")

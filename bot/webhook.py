@@ -256,6 +256,10 @@ def webhook_app(bot: Bot, dp: Dispatcher, config: BotConfig) -> web.Application:
     SecretCheckedHandler(dp, bot, handle_in_background=False, secret_token=secret).register(
         app, path=config.webhook_path)
     setup_application(app, dp, bot=bot)
+    if config.webapp_url:  # the Mini App under /app on the same server (web/app.py)
+        from web.app import mount_for_bot
+
+        mount_for_bot(app, bot, dp, config)
     app.on_startup.append(register)  # after the dispatcher's own start-up; the webhook is never deleted
     app.on_cleanup.append(lambda _: safe_calls.cancel_named("register_webhook"))
     return app

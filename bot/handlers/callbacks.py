@@ -4,6 +4,7 @@ and a polite toast for anything stale or forged."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,7 @@ from aiogram.types import BufferedInputFile, CallbackQuery, InaccessibleMessage,
 from bot.answers import Reply, answer_options, apply_serving_state, apply_state, make_reply
 from bot.config import BotConfig
 from bot.conversation import remember
-from bot.handlers.common import answer_question, button_request
+from bot.handlers.common import answer_question, button_request, calculator_row, is_private
 from bot.storage import ChatSettings, Storage
 from bot.views.keyboards import CODE_FORMATS, CODE_METHODS, AnswerCb, ExampleCb, ServingCb
 from bot.views.messages import EXAMPLES, t
@@ -80,7 +81,10 @@ async def redraw(query: CallbackQuery, lang: Language, settings: ChatSettings, s
         message = query.message
         await send_chart(query, bot, reply, message.chat.id if message is not None else query.from_user.id)
         return
-    await edit_in_place(query, bot, store, reply, request)
+    chat = query.message.chat if query.message is not None else None
+    private = chat is not None and is_private(chat)
+    markup = await calculator_row(bot, config, reply.markup, reply.qid, reply.lang, private)
+    await edit_in_place(query, bot, store, dataclasses.replace(reply, markup=markup), request)
 
 
 async def edit_in_place(query: CallbackQuery, bot: Bot, store: Storage, reply: Reply, request: Request) -> None:

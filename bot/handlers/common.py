@@ -16,7 +16,7 @@ from bot.answers import MAX_QUESTION_CHARS, answer_options, question_language, r
 from bot.config import BotConfig
 from bot.conversation import FollowedUp, remember
 from bot.storage import ChatSettings, Storage, StorageError
-from bot.views.keyboards import examples_keyboard
+from bot.views.keyboards import examples_keyboard, with_calculator
 from bot.views.messages import EXAMPLES, t
 from engine.schema import Language, Request
 
@@ -63,6 +63,17 @@ async def button_request(query: CallbackQuery, store: Storage, qid: str, state: 
         return None
 
 
+async def calculator_row(bot: Bot, config: BotConfig, markup: Any, qid: str | None, lang: str, private: bool) -> Any:
+    """The answer's keyboard with the Mini App's «📱 Калькулятор» row when BOT_WEBAPP_URL is set."""
+    if not config.webapp_url or markup is None:
+        return markup
+    username = None
+    if not private:
+        with contextlib.suppress(TelegramAPIError, AiogramError):
+            username = (await bot.me()).username  # aiogram keeps the answer: asked once
+    return with_calculator(markup, qid, lang, config.webapp_url, private=private, bot_username=username)
+
+
 async def send(message: Message, text: str, **kwargs: Any) -> Message:
     """A reply: plain in a private chat, threaded to the question in a group."""
     if is_private(message.chat):
@@ -99,8 +110,8 @@ async def answer_question(message: Message, text: str, *, settings: ChatSettings
     reply = await reply_to(text, request, answer_options(settings, lang, config.default_language), store=store,
                            config=config, hub_cache=hub_cache, before_fetch=typing,
                            previous=followed.previous if followed is not None else None)
-    markup = reply.markup or examples_keyboard(reply.lang)
-    sent = await send(message, reply.html, reply_markup=markup)
+    markup = await calculator_row(bot, config, reply.markup, reply.qid, reply.lang, is_private(message.chat))
+    sent = await send(message, reply.html, reply_markup=markup or examples_keyboard(reply.lang))
     if reply.qid is not None:
         try:
             await remember(store, message.chat.id, sent.message_id, reply.qid)

@@ -220,3 +220,23 @@ def settings_keyboard(lang: str, language: str | None, currency: str, tier: str)
          button(tier_label(lang, "typical"), "tier", "typical", tier == "typical"),
          button(tier_label(lang, "premium"), "tier", "premium", tier == "premium")],
     ])
+
+
+def with_calculator(markup: InlineKeyboardMarkup | None, qid: str | None, lang: str, webapp_url: str | None, *,
+                    private: bool, bot_username: str | None = None) -> InlineKeyboardMarkup | None:
+    """The answer's keyboard with a last row «📱 Калькулятор» that opens the Mini App on the same question: a
+    `web_app` button in a private chat (the page reads `?q=<id>`), a t.me/<bot>?startapp=<id> link elsewhere
+    (web_app buttons work only in private chats). Unchanged when the Mini App is not set up (no BOT_WEBAPP_URL)."""
+    if markup is None or not qid or not webapp_url:
+        return markup
+    from aiogram.types import WebAppInfo
+
+    text = "📱 " + t(lang_of(lang), "Calculator")
+    if private:
+        joiner = "&" if "?" in webapp_url else "?"
+        button = InlineKeyboardButton(text=text, web_app=WebAppInfo(url=f"{webapp_url}{joiner}q={qid}"))
+    elif bot_username:
+        button = InlineKeyboardButton(text=text, url=f"https://t.me/{bot_username}?startapp={qid}")
+    else:
+        return markup
+    return InlineKeyboardMarkup.model_construct(inline_keyboard=[*markup.inline_keyboard, [button]])
