@@ -197,3 +197,32 @@ async def test_every_door_gives_the_same_answer(h: Harness, api: FakeBotAPI,
             assert said == est["verdict"], (q, asked[:80])
         _rows, total = table(asked)
         assert total == pytest.approx(est["per_gpu"]["total"] + est["per_gpu"]["cuda_context"], abs=0.06), q
+
+
+# ---- a config file: the CLI's check and the bot read it alike --------------------------------------------------
+
+
+def test_check_judges_fit_against_the_driver_reported_capacity(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    from test_configs_readers import TRL_YAML
+
+    from engine.fit import capacity
+
+    path = tmp_path / "sft.yaml"
+    path.write_text(TRL_YAML, encoding="utf-8")
+    est = cli_json(capsys, "check", "--json", str(path))["estimate"]
+    need = est["per_gpu"]["total"] + est["per_gpu"]["cuda_context"]
+    for f in est["fits"]:  # a 32 GB RTX 5090 holds what its driver reports, not its label
+        room = capacity(f["gpu"], f["memory_gb"])
+        assert f["headroom_gb"] == pytest.approx(room - need, abs=0.011), f
+        assert f["fits"] == (need <= room), f
+
+
+async def test_the_bot_sizes_a_config_file_by_its_model_id_as_check_does(h: Harness, api: FakeBotAPI) -> None:
+    from test_configs_readers import TRL_YAML
+
+    api.add_file("sft", TRL_YAML.encode(), path="documents/sft.yaml")
+    doc = {"file_id": "sft", "file_unique_id": "usft", "file_name": "sft.yaml"}
+    await h.feed(message(None, user_id=5101, document=doc, caption="on H100"))
+    [text] = [c.params["text"] for c in api.of("sendMessage") if int(c.params["chat_id"]) == 5101]
+    assert "gives no size" not in text and "typical 0.5B" in text, text  # the size the model id says
+    assert verdict_of_headline(text.split("\n\n", 1)[1]) in ("fits", "tight"), text  # 0.5B on an H100
