@@ -91,7 +91,7 @@ def serving_estimate_json(a: Answer) -> dict[str, Any]:
     assert r is not None
     if r.memory is None or r.gpu is None:
         first = r.errors[0] if r.errors else None
-        return {"error": first.key if first else NO_MODEL, "serving": serving_block(r), "verdict": a.verdict}
+        raise ScenarioError(first.key if first else NO_MODEL)
     m, g = r.memory, r.gpu
     kv_pool = max(0.0, m.kv_pool_gib)
     total = m.weights_gib + m.activation_peak_gib + kv_pool + m.cuda_graph_gib
@@ -112,8 +112,13 @@ def serving_estimate_json(a: Answer) -> dict[str, Any]:
         "cpu_ram_gb": round(m.host_ram_gib, 2),
         "trainable_params": 0,
         "gpu_count": g.count,
+        # the GPUs it was sized on (the verdict's), then the arrangements that serve the asked users
         "fits": [Fit(gpu=g.name, memory_gb=g.total_gib, count=g.count, fits=asked_ok,
-                     headroom_gb=round(headroom, 2)).model_dump()],
+                     headroom_gb=round(headroom, 2)).model_dump(),
+                 *(Fit(gpu=x.gpu, memory_gb=x.total_gib, count=x.count, fits=True,
+                       headroom_gb=round(x.total_gib - x.weights_gib - x.activation_peak_gib - x.non_torch_gib
+                                         - max(0.0, x.kv_pool_gib), 2)).model_dump()
+                   for x in (r.arrangement, *r.alternatives) if x is not None)],
         "cluster_total_gib": round((total + m.non_torch_gib) * g.count, 3),
         "serving": serving_block(r),
         "verdict": a.verdict,

@@ -128,7 +128,7 @@ def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[s
         return None, [], str(exc)
     if sized:
         answer["assumptions"] = [*answer.get("assumptions", []), sized]
-    if not named:  # a config names how many GPUs, rarely which: check the catalog at that count
+    if not named and "serving" not in answer:  # a config names how many GPUs, rarely which: check the catalog
         answer["fits"] = _catalog_fits(answer, request.gpus[0].count if request.gpus else 1)
     changes: list[dict[str, Any]] = []
     if named and answer["fits"] and not any(f["fits"] for f in answer["fits"]):
