@@ -90,8 +90,8 @@ def serving_estimate_json(a: Answer) -> dict[str, Any]:
     r = a.serving
     assert r is not None
     if r.memory is None or r.gpu is None:
-        first = r.errors[0] if r.errors else None
-        raise ScenarioError(first.key if first else NO_MODEL)
+        first = r.errors[0] if r.errors else None  # what the serving engine could say, beside the reason
+        return {"error": first.key if first else NO_MODEL, "serving": serving_block(r), "verdict": a.verdict}
     m, g = r.memory, r.gpu
     kv_pool = max(0.0, m.kv_pool_gib)
     total = m.weights_gib + m.activation_peak_gib + kv_pool + m.cuda_graph_gib

@@ -126,6 +126,8 @@ def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[s
         answer = estimate_json(request)
     except (ScenarioError, ValueError) as exc:
         return None, [], str(exc)
+    if "error" in answer:  # a serving question the engine could not size (its reason is a message key)
+        return None, [], str(answer["error"])
     if sized:
         answer["assumptions"] = [*answer.get("assumptions", []), sized]
     if not named and "serving" not in answer:  # a config names how many GPUs, rarely which: check the catalog
