@@ -143,8 +143,19 @@ def render_text(text: str, options: AnswerOptions | None = None) -> RenderedAnsw
 def ask_text(text: str, options: AnswerOptions | None = None, fmt: str = "text") -> str:
     """`gpu-advisor ask`: the reply as the bot would send it, as Telegram HTML or plain text."""
     request = parse(text)
-    body = smalltalk_reply(request, options or AnswerOptions()) or render_request(request, options).html
+    direct = talk_or_price(request, options or AnswerOptions())
+    body = direct[0] if direct is not None else render_request(request, options).html
     return body if fmt == "html" else plain(body)
+
+
+def talk_or_price(request: Request, options: AnswerOptions) -> tuple[str, RenderedAnswer] | None:
+    """The reply to small talk or to a price question without a model (the same for `ask` and the bot), with the
+    rendered answer it stands for; None for any other question."""
+    talk = smalltalk_reply(request, options)
+    if talk is None and not asks_a_price(request):
+        return None
+    rendered = render_request(request, options)
+    return talk or price_reply(request, rendered, options), rendered
 
 
 def answer_options(settings: ChatSettings, lang: Language, default: Language) -> AnswerOptions:
@@ -256,10 +267,9 @@ async def reply_to(text: str, request: Request | None, options: AnswerOptions, *
     note = None
     if request is None:
         request = parse(text)
-        talk = smalltalk_reply(request, options)
-        if talk is not None or asks_a_price(request):
-            rendered = await off_loop(render_request, request, options)
-            talk = talk or price_reply(request, rendered, options)
+        direct = await off_loop(talk_or_price, request, options)
+        if direct is not None:
+            talk, rendered = direct
             return Reply(talk, rendered.title, rendered.lang, None, rendered, None)
         if may_fetch(text, request):
             if before_fetch is not None:

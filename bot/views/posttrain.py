@@ -10,6 +10,7 @@ from typing import Any
 from bot.views.catalogs import N_, _, _n
 from bot.views.formats import NBSP, context_text, decimal, gb, gpus_text, hours_text, num, pct
 from bot.views.words import (
+    COMPONENTS,
     FUSED_LOSS,
     assumption_text,
     component_label,
@@ -18,12 +19,12 @@ from bot.views.words import (
     technique_label,
     tight_suffix,
 )
+from engine.parts import posttrain_parts
 from engine.posttrain import PostTrainResult
 from engine.posttrain.setup import constants
 from engine.schema import Answer, Assumption
 
 TABLE_WIDTH = 34
-POLICY_LINES = ("weights", "adapters", "gradients", "optimizer", "activations", "logits")
 STAGES = {"dpo": "DPO", "orpo": "ORPO", "kto": "KTO", "simpo": "SimPO", "ppo": "PPO", "grpo": "GRPO"}
 
 LINE_LABELS = {
@@ -148,22 +149,23 @@ def summary(lang: str, a: Answer, r: PostTrainResult) -> str:
     return line + (f" · {gpus_text(lang, s.gpu_count)}" if s.gpu_count > 1 else "")
 
 
+def line_label(lang: str, key: str) -> str:
+    return _(lang, LINE_LABELS[key]) if key in LINE_LABELS else component_label(lang, key)
+
+
 def chart_rows(lang: str, r: PostTrainResult) -> list[tuple[str, str, float, str]]:
-    """(key, label, GiB, colour) of the busiest GPU's lines: the policy's, those post-training adds, the rest (the
-    allocator's slack; none when phases take turns and the lines add up past the peak), the CUDA context."""
-    rows = [(k, component_label(lang, k), r.policy.get(k, 0.0)) for k in POLICY_LINES]
-    rows += [(x.key, _(lang, LINE_LABELS[x.key]), x.gib) for x in r.lines if x.key in LINE_LABELS]
-    rest = r.per_gpu_total - sum(v for _key, _label, v in rows)
-    rows = [row for row in rows if row[2] >= 0.05]
-    if rest >= 0.05:
-        rows.append(("overhead", component_label(lang, "overhead"), rest))
-    rows.append(("cuda_context", component_label(lang, "cuda_context"), r.cuda_context))
+    """(key, label, GiB, colour) of what the busiest GPU holds at its peak (engine.parts.posttrain_parts): the
+    policy's lines, those post-training adds, the allocator's slack, the CUDA context. What is freed before the peak
+    is a line of the table only (a bar is not drawn below zero)."""
+    rows = [(k, line_label(lang, k), v) for k, v in posttrain_parts(r).items()
+            if v >= 0.05 and k != "freed_before_peak" and (k in LINE_LABELS or k in COMPONENTS)]
     return [(k, label, v, LINE_COLOURS.get(k, "#8C8C8C")) for k, label, v in rows]
 
 
 def table(lang: str, r: PostTrainResult, need: float) -> list[str]:
-    """The busiest GPU's peak: the policy's lines, the lines post-training adds, the rest, the total."""
-    rows = [(label, v) for _key, label, v, _colour in chart_rows(lang, r)]
+    """The busiest GPU's peak: the policy's lines, the lines post-training adds, the rest, the total; the lines
+    add up to the total (engine.parts)."""
+    rows = [(line_label(lang, k), v) for k, v in posttrain_parts(r).items() if abs(v) >= 0.05]
     lines = [f"{label[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{num(lang, v):>8}" for label, v in rows]
     lines.append("─" * TABLE_WIDTH)
     lines.append(f"{_(lang, 'total, GB')[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{num(lang, need):>8}")

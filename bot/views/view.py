@@ -25,7 +25,6 @@ from bot.views.formats import (
 )
 from bot.views.talk import limits_lead, limits_lines
 from bot.views.words import (
-    COMPONENTS,
     assumption_text,
     change_text,
     component_label,
@@ -35,6 +34,7 @@ from bot.views.words import (
     technique_label,
     tight_suffix,
 )
+from engine.parts import parts
 from engine.schema import SHOWN_PLANS, Answer, Breakdown, Change, Comparison, Monthly, Plan, Scenario
 
 TABLE_WIDTH = 34
@@ -51,8 +51,9 @@ class AnswerView:
 
 
 def memory_table(lang: str, b: Breakdown, need: float) -> list[str]:
-    values = b.model_dump()
-    rows = [(component_label(lang, key), num(lang, values[key])) for key in COMPONENTS if values[key] >= 0.05]
+    """The breakdown's lines (engine.parts: they add up to the total, what is freed before the peak a line of its
+    own) and the total with the CUDA context."""
+    rows = [(component_label(lang, key), num(lang, v)) for key, v in parts(b).items() if abs(v) >= 0.05]
     rows.append((_(lang, "total, GB"), num(lang, need)))
     lines = []
     for i, (label, value) in enumerate(rows):

@@ -9,8 +9,8 @@ from bot.views.catalogs import N_, _, _n
 from bot.views.formats import context_text, gb, gpus_text, number_or_text
 from engine.schema import Assumption, Change, Note, Scenario
 
-COMPONENTS = ("weights", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache", "overhead",
-              "shape_margin", "cuda_context")
+COMPONENTS = ("weights", "upcast", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache",
+              "shape_margin", "overhead", "freed_before_peak", "cuda_context")
 
 
 def component_label(lang: str, key: str) -> str:
@@ -19,6 +19,7 @@ def component_label(lang: str, key: str) -> str:
         "optimizer": _(lang, "optimizer"), "activations": _(lang, "activations"), "logits": _(lang, "logits"),
         "kv_cache": _(lang, "KV cache"), "overhead": _(lang, "PyTorch reserve"),
         "cuda_context": _(lang, "CUDA context"), "shape_margin": _(lang, "architecture margin"),
+        "upcast": _(lang, "fp32 copies of 16-bit layers"), "freed_before_peak": _(lang, "freed before the peak"),
     }
     return labels[key]
 

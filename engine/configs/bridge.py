@@ -121,14 +121,16 @@ def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[s
     from engine.scenario import ScenarioError
 
     named = [g for g in request.gpus if g.name or g.memory_gb]
-    request, sized = _sized(request)
+    request, sized = sized_from_name(request)
     try:
         answer = estimate_json(request)
     except (ScenarioError, ValueError) as exc:
         return None, [], str(exc)
+    if "error" in answer:  # a serving question the engine could not size (its reason is a message key)
+        return None, [], str(answer["error"])
     if sized:
         answer["assumptions"] = [*answer.get("assumptions", []), sized]
-    if not named:  # a config names how many GPUs, rarely which: check the catalog at that count
+    if not named and "serving" not in answer:  # a config names how many GPUs, rarely which: check the catalog
         answer["fits"] = _catalog_fits(answer, request.gpus[0].count if request.gpus else 1)
     changes: list[dict[str, Any]] = []
     if named and answer["fits"] and not any(f["fits"] for f in answer["fits"]):
@@ -141,8 +143,9 @@ def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[s
     return answer, changes, None
 
 
-def _sized(request: Request) -> tuple[Request, str | None]:
-    """A model id the catalog does not know gets its size from the name as the parser reads it ("Qwen2-0.5B")."""
+def sized_from_name(request: Request) -> tuple[Request, str | None]:
+    """A model id the catalog does not know gets its size from the name as the parser reads it ("Qwen2-0.5B"): the
+    one step `check` and the bot's document handler both take, with the assumption it makes."""
     from engine.catalog import find_model
     from engine.parse import parse
 
@@ -157,11 +160,14 @@ def _sized(request: Request) -> tuple[Request, str | None]:
 
 
 def _catalog_fits(answer: dict[str, Any], count: int) -> list[dict[str, Any]]:
-    from engine.fit import NO_HEADROOM, fits, headroom_gb
+    from engine.fit import NO_HEADROOM, capacity, fits, headroom_gb
     from engine.plan.search import all_arrangements
     from engine.schema import Breakdown, Fit
 
     b = Breakdown(**answer["per_gpu"], cpu_ram=answer.get("cpu_ram_gb", 0.0),
                   trainable_params=answer.get("trainable_params", 0.0))
-    return [Fit(gpu=a.gpu, memory_gb=a.memory_gb, count=a.count, fits=fits(b, a.memory_gb, NO_HEADROOM),
-                headroom_gb=headroom_gb(b, a.memory_gb)).model_dump() for a in all_arrangements(count)]
+    # judged against what the driver reports (engine.fit.capacity: an RTX 5090 holds 31.35 GiB, not its 32 GB label)
+    return [Fit(gpu=a.gpu, memory_gb=a.memory_gb, count=a.count, fits=fits(b, capacity(a.gpu, a.memory_gb),
+                                                                         NO_HEADROOM),
+                headroom_gb=headroom_gb(b, capacity(a.gpu, a.memory_gb))).model_dump()
+            for a in all_arrangements(count)]

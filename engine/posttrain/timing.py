@@ -63,7 +63,7 @@ def rl_time(setup: Setup, steps: int | None = None) -> RlTime | None:
     try:
         m = pricing.cost(hours, gpu.name, gpus)
         cost = {"currency": m.currency, "min": m.min, "typical": m.typical, "max": m.max}
-    except (ValueError, KeyError):
+    except (ValueError, LookupError):  # a GPU the catalog has no price for (H20): the hours stand, no cost
         cost = None
     return RlTime(sequences_per_step=seqs_per_gpu * setup.train_gpus, generation_s=generation, training_s=train,
                   sync_s=sync, step_s=step, steps=n, hours=hours, prompts=prompts,
