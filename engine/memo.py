@@ -2,9 +2,9 @@
 
 The planner asks for the same estimate many times over (a post-training search ranks, then costs, each option
 with the same request; a bot's buttons redraw the same question): an estimate is a pure function of its request,
-so it is kept by the request's JSON. Results are pydantic models that the engine never mutates in place
-(every change is a `model_copy`), so one object can be handed out again. The cache is bounded (least recently
-used out) and per process.
+so it is kept by the request's JSON. Each caller gets its own deep copy of a kept pydantic result, so a caller
+that extends a result's lists (assumptions, notes) never changes what the next caller gets. The cache is
+bounded (least recently used out) and per process.
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ def _key_part(value: Any) -> Any:
     return value
 
 
+def _copy(value: R) -> R:
+    return value.model_copy(deep=True) if isinstance(value, BaseModel) else value
+
+
 def by_value(maxsize: int = 2048) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """A function memoised by the value of its arguments (pydantic models by their JSON); exceptions are not kept."""
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
@@ -42,7 +46,7 @@ def by_value(maxsize: int = 2048) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 pass
             else:
                 kept.move_to_end(key)
-                return found
+                return _copy(found)
             result = fn(*args, **kwargs)
             try:
                 kept[key] = result
@@ -50,7 +54,7 @@ def by_value(maxsize: int = 2048) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 return result
             if len(kept) > maxsize:
                 kept.popitem(last=False)
-            return result
+            return _copy(result)
 
         return wrapper
 
