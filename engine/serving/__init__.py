@@ -26,6 +26,7 @@ from .core import (
     settings_for,
     users_served,
 )
+from .loadplan import load_answer, load_block, machine_for
 from .profile import data, supports, weight_format
 from .speed import cost, instance_speed
 from .types import Arrangement, Issue, ServingResult
@@ -118,7 +119,7 @@ def serve(request: Request) -> ServingResult:
     engine = request.serving_engine or "vllm"
     if request.serving_engine is None:
         assumptions.append("serving_engine=vllm")
-    elif engine == "tensorrt-llm":
+    elif engine in ("tensorrt-llm", "nim"):
         assumptions.append("memory_model=vllm-v1")  # sized with vLLM V1's budget rules (no TRT-LLM profile yet)
     name = request.model.name if request.model and request.model.name else "?"
     try:
@@ -239,6 +240,10 @@ def serve(request: Request) -> ServingResult:
         speed = instance_speed(arch, s, cat, choice, p.memory, per_instance, prompt, output)
         price = cost(cat.name, choice.count, speed.total_tokens_s * replicas, request.currency or "USD")
     fits = loads(p) and (users is None or served >= users)
+    load = None
+    if cat is not None and loads(p) and s.family not in ("hf",):
+        load = load_answer(request, machine_for(request, arch, s, cat, choice, p.memory, p.kv), prompt, output,
+                           replicas, price.per_hour if price else None, request.currency or "USD")
     return ServingResult(
         model=name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), layers=arch.layers,
         settings=s, gpu=choice,
@@ -248,6 +253,7 @@ def serve(request: Request) -> ServingResult:
         changes=changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements),
         errors=errors, assumptions=assumptions,
         command=command(_model_id(request, arch), s, users, prompt, native=native is not None),
+        load=load,
     )
 
 
@@ -282,4 +288,5 @@ def serving_block(r: ServingResult) -> dict[str, Any]:
         "alternatives": [a.model_dump() for a in r.alternatives],
         "changes": [c.model_dump() for c in r.changes], "errors": errors, "assumptions": r.assumptions,
         "command": r.command,
+        "load": load_block(r.load),  # CONTRACT v2.1
     }
