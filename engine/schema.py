@@ -171,7 +171,7 @@ class Request(Strict):
     # what a cost question asks for first ("how long and how much" → ["time", "money"])
     assumed: list[str] = Field(default_factory=list, max_length=16)  # "model": a family's default; "gpus": Colab's T4
     smalltalk: Literal["greeting", "thanks", "capabilities"] | None = None
-    asks: list[Literal["money", "time", "latency", "throughput"]] = Field(default_factory=list, max_length=4)
+    asks: list[Literal["money", "time", "latency", "throughput", "users"]] = Field(default_factory=list, max_length=4)
 
 
 PARSE_FIELDS = (

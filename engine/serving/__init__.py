@@ -28,6 +28,7 @@ from .core import (
 )
 from .loadplan import load_answer, load_block, machine_for
 from .profile import data, supports, weight_format
+from .sizing import size
 from .speed import cost, instance_speed
 from .types import Arrangement, Issue, ServingResult
 
@@ -42,6 +43,9 @@ def is_serving_request(request: Request) -> bool:
     `generate` model has no MXFP4-experts / block-FP8 weights: an engine serves it in its own format)."""
     if request.method == "inference" and native_format_of(request) is not None:
         return True
+    if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
+                                          or "users" in request.asks or "throughput" in request.asks):
+        return True  # a load, a latency promise or "how many users": the serving engine's question (vLLM assumed)
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 
 
@@ -114,7 +118,8 @@ def _too_many(request: Request, arch: Architecture, engine: str, fmt: str, kv_dt
                  params={"users": users, "max_users": best, "max_gpus": most, "context": context})
 
 
-def serve(request: Request) -> ServingResult:
+def serve(request: Request, sized: bool = False) -> ServingResult:
+    """`sized`: the request is the arrangement the sizing picked (no second search)."""
     assumptions: list[str] = []
     engine = request.serving_engine or "vllm"
     if request.serving_engine is None:
@@ -244,6 +249,22 @@ def serve(request: Request) -> ServingResult:
     if cat is not None and loads(p) and s.family not in ("hf",):
         load = load_answer(request, machine_for(request, arch, s, cat, choice, p.memory, p.kv), prompt, output,
                            replicas, price.per_hour if price else None, request.currency or "USD")
+    target = request.request_rate or request.ttft_p95_ms or request.tpot_ms
+    if not sized and target and (request.request_rate or request.concurrency) and not local \
+            and (load is None or not load.point.stable or load.meets is False):
+        kinds = [cat] if request.gpus and cat is not None else _candidates(engine)
+        pick = size(request, arch, engine, fmt, kv_dtype, kinds, prompt, output, context, max_model_len)
+        if pick is not None:
+            update: dict[str, Any] = {"gpus": [GpuRef(name=pick.gpu, count=pick.count)],
+                                      "tensor_parallel": pick.tensor_parallel}
+            if pick.weight_format != fmt:
+                update["quantization"] = pick.weight_format
+            if pick.kv_cache_dtype != kv_dtype and pick.kv_cache_dtype == "fp8":
+                update["kv_cache_dtype"] = "fp8"
+            again = serve(request.model_copy(update=update), sized=True)
+            asked = f"{ref.count}x{ref.name}" if request.gpus and ref is not None else "none"
+            again.assumptions.append(f"sized_for_load={pick.count}x{pick.gpu} (asked: {asked})")
+            return again
     return ServingResult(
         model=name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), layers=arch.layers,
         settings=s, gpu=choice,

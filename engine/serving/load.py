@@ -244,7 +244,7 @@ def point(m: Machine, f: Features, w: Workload) -> LoadPoint:
                              max_concurrency=cap, output_tokens_s=cap_rate * w.output,
                              total_tokens_s=cap_rate * (w.prompt + w.output), utilisation=lam / cap_rate)
         lo, hi = 0.0, float(cap)  # the running batch that carries lam (rate_at grows with the batch)
-        for _ in range(60):
+        for _ in range(24):
             mid = (lo + hi) / 2
             if rate_at(m, f, w, max(1, round(mid)))[0] * (mid / max(1, round(mid))) < lam:
                 lo = mid
