@@ -249,7 +249,8 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
     if cat is not None and loads(p) and s.family not in ("hf",):
         load = load_answer(request, machine_for(request, arch, s, cat, choice, p.memory, p.kv), prompt, output,
                            replicas, price.per_hour if price else None, request.currency or "USD")
-    target = request.request_rate or request.ttft_p95_ms or request.tpot_ms
+    promise = request.ttft_p95_ms or request.tpot_ms
+    target = promise or (request.request_rate and not request.gpus)  # a named setup past capacity says so
     if not sized and target and (request.request_rate or request.concurrency) and not local \
             and (load is None or not load.point.stable or load.meets is False):
         kinds = [cat] if request.gpus and cat is not None else _candidates(engine)
