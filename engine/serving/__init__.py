@@ -26,7 +26,7 @@ from .core import (
     settings_for,
     users_served,
 )
-from .loadplan import load_answer, load_block, machine_for
+from .loadplan import feature_flags, load_answer, load_block, machine_for
 from .profile import data, supports, weight_format
 from .sizing import size
 from .speed import cost, instance_speed
@@ -274,7 +274,8 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
         arrangement=arrangements[0] if arrangements else None, alternatives=arrangements[1:4],
         changes=changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements),
         errors=errors, assumptions=assumptions,
-        command=command(_model_id(request, arch), s, users, prompt, native=native is not None),
+        command=command(_model_id(request, arch), s, users, prompt, native=native is not None)
+        + (feature_flags(request, engine) if engine in ("vllm", "sglang") else []),
         load=load,
     )
 

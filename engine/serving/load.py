@@ -30,7 +30,7 @@ from engine.speed.hardware import intra_node_gbs, network_gbs, node_network_gbs,
 from .profile import data as serving_data
 
 Link = Literal["nvlink", "pcie", "infiniband"]
-Z95, Z99 = 1.645, 2.326
+Z95 = 1.645
 
 
 @cache

@@ -147,3 +147,30 @@ def load_block(load: ServingLoad | None) -> dict[str, object] | None:
         "curve": [{"concurrency": c.concurrency, "output_tokens_s": c.output_tokens_s,
                    "ttft_p95_ms": c.ttft_ms.get("p95"), "tpot_ms": c.tpot_ms.get("p50")} for c in load.curve],
     }
+
+
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vllm/config/lora.py LoRAConfig max_lora_rank choices
+
+
+def feature_flags(request: Request, engine: str) -> list[str]:
+    """The launch flags of the features asked, where the engine has one that runs as pasted (vLLM: --enable-lora
+    --max-loras --max-lora-rank, --enable-expert-parallel, --enforce-eager, n-gram speculation; EAGLE / MTP / a
+    draft model need their checkpoint named, said under "what to change" instead)."""
+    out: list[str] = []
+    if engine == "vllm":
+        if request.max_loras:
+            rank = request.max_lora_rank or 16
+            rank = next((r for r in LORA_RANKS if r >= rank), LORA_RANKS[-1])
+            out += ["--enable-lora", "--max-loras", str(request.max_loras), "--max-lora-rank", str(rank)]
+        if request.expert_parallel:
+            out.append("--enable-expert-parallel")
+        if request.enforce_eager:
+            out.append("--enforce-eager")
+        if request.speculative == "ngram":
+            out += ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}']
+    elif engine == "sglang":
+        if request.enforce_eager:
+            out.append("--disable-cuda-graph")
+        if request.expert_parallel:
+            out += ["--ep-size", str(request.tensor_parallel or 1)]
+    return out
