@@ -173,3 +173,10 @@ def test_first_line_says_a_rate_past_capacity_queues_without_bound() -> None:
     first = plain(render_request(parse("Llama 3.1 70B fp8 on 2 H100 vllm, 300 rps, 2k prompt, 300 output tokens"),
                                  AnswerOptions(lang="en")).html).strip().splitlines()[0]
     assert first.startswith("❌") and "without bound" in first
+
+
+def test_tokens_per_second_of_a_70b_on_one_h100_is_answered_in_4_bit() -> None:
+    r = serve(parse("сколько токенов в секунду даст 70б на h100"))
+    assert r.speed is not None and r.speed.per_user_tokens_s > 0
+    assert r.settings is not None and r.settings.weight_format == "awq"
+    assert any(a.startswith("weight_format=awq") for a in r.assumptions)

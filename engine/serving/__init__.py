@@ -249,6 +249,13 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
     if cat is not None and loads(p) and s.family not in ("hf",):
         load = load_answer(request, machine_for(request, arch, s, cat, choice, p.memory, p.kv), prompt, output,
                            replicas, price.per_hour if price else None, request.currency or "USD")
+    if not sized and not loads(p) and "throughput" in request.asks and not (request.quantization or request.bits) \
+            and not local and supports(engine, "awq"):
+        # "how many tokens/s will a 70B give on an H100": 16-bit does not load there, 4-bit AWQ weights do
+        again = serve(request.model_copy(update={"quantization": "awq", "bits": 4}), sized=True)
+        if again.memory is not None and again.speed is not None:
+            again.assumptions.append("weight_format=awq (16-bit does not load on the GPUs asked)")
+            return again
     promise = request.ttft_p95_ms or request.tpot_ms
     target = promise or (request.request_rate and not request.gpus)  # a named setup past capacity says so
     if not sized and target and (request.request_rate or request.concurrency) and not local \
