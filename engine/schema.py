@@ -24,7 +24,7 @@ Sharding = Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"]
 Stage = Literal["sft", "dpo", "orpo", "kto", "simpo", "rm", "ppo", "grpo", "pretrain"]
 Framework = Literal["hf", "trl", "unsloth", "axolotl", "llama-factory", "torchtune", "ms-swift", "litgpt", "deepspeed",
                     "fsdp-qlora", "verl", "openrlhf", "nemo"]
-ServingEngine = Literal["vllm", "sglang", "tgi", "llama.cpp", "ollama", "tensorrt-llm", "hf"]
+ServingEngine = Literal["vllm", "sglang", "tgi", "llama.cpp", "ollama", "tensorrt-llm", "nim", "hf"]
 KvCacheDtype = Literal["fp8", "int8", "int4", "bf16"]
 AskedCurrency = Literal["USD", "RUB", "EUR"]  # what a question may ask in; prices are in Currency
 Currency = Literal["USD", "RUB"]
@@ -167,11 +167,23 @@ class Request(Strict):
     tiled_mlp: bool | None = None
     expert_parallel: int | None = Field(default=None, ge=1, le=1024)
     pretraining: bool | None = None
+    # CONTRACT v2.1 (docs/contract-serving-load.md): serving under load and the features deployments turn on
+    request_rate: float | None = Field(default=None, gt=0, le=1e6)  # requests per second arriving
+    ttft_p95_ms: float | None = Field(default=None, gt=0, le=1e7)  # the promise: time to first token, p95
+    tpot_ms: float | None = Field(default=None, gt=0, le=1e6)  # the promise: time per output token (p50)
+    prefix_cache_hit_rate: float | None = Field(default=None, ge=0, le=1)
+    speculative: Literal["eagle", "mtp", "draft", "ngram"] | None = None
+    spec_acceptance: float | None = Field(default=None, ge=0, le=1)
+    max_loras: int | None = Field(default=None, ge=1, le=100_000)
+    max_lora_rank: int | None = Field(default=None, ge=1, le=65_536)
+    enforce_eager: bool | None = None
+    interconnect: Literal["nvlink", "pcie", "infiniband"] | None = None
     # Parser signals beyond CONTRACT.md (engine/parse): what was implied rather than said, small talk, and
     # what a cost question asks for first ("how long and how much" → ["time", "money"])
     assumed: list[str] = Field(default_factory=list, max_length=16)  # "model": a family's default; "gpus": Colab's T4
     smalltalk: Literal["greeting", "thanks", "capabilities"] | None = None
-    asks: list[Literal["money", "time", "latency", "throughput", "count"]] = Field(default_factory=list, max_length=5)
+    asks: list[Literal["money", "time", "latency", "throughput", "count", "users"]] = Field(default_factory=list,
+                                                                                       max_length=6)
     # a rental priced for a period ("сколько стоит неделя 8xh100", "100 часов в месяц h100"): hours of use in it,
     # and whether it is a month (then the monthly rental is compared with hourly at that use)
     rent_hours: float | None = Field(default=None, gt=0, le=1e6)

@@ -116,6 +116,49 @@ class Arrangement(BaseModel):
     cuda_graph_gib: float = 0.0  # the graphs' part of it (outside gpu_memory_utilization on vLLM >= 0.11 V1)
 
 
+class LoadPoint(BaseModel):
+    """One instance under load (engine/serving/load.py): throughput, latencies and what binds; CONTRACT v2.1."""
+
+    stable: bool = True  # False: the arrivals exceed what the instance can serve, queues grow without bound
+    binding_limit: str = "none"  # kv_cache | max_num_seqs | memory_bandwidth | compute | near_capacity | overloaded
+    request_rate: float | None = None  # requests/s through the instance
+    concurrency: int | None = None  # requests in the system (running + queued)
+    running: int | None = None  # requests decoding at once
+    output_tokens_s: float | None = None
+    total_tokens_s: float | None = None  # prompt + output tokens per second
+    per_user_tokens_s: float | None = None
+    ttft_ms: dict[str, float] = Field(default_factory=dict)  # p50 p95 p99
+    tpot_ms: dict[str, float] = Field(default_factory=dict)  # p50 p95
+    e2e_ms: float | None = None
+    capacity_rps: float = 0.0  # the request rate at which the KV pool / max_num_seqs binds
+    max_concurrency: int = 0
+    utilisation: float | None = None  # arrivals / capacity
+    step_ms: float | None = None
+    prefill_ms: float | None = None
+    saturation_tpot_ms: float | None = None
+
+
+class ServingLoad(BaseModel):
+    """The load answer: the instance's point, the whole arrangement's figures, the promise and its margin."""
+
+    replicas: int = 1
+    point: LoadPoint
+    output_tokens_s: float | None = None  # all replicas
+    total_tokens_s: float | None = None
+    request_rate: float | None = None  # all replicas
+    capacity_rps: float = 0.0  # all replicas
+    ttft_p95_target_ms: float | None = None
+    tpot_target_ms: float | None = None
+    meets: bool | None = None  # the promise holds at the load (None when no promise was made)
+    users_within_promise: int | None = None  # concurrency the arrangement holds within the promise
+    per_million_tokens: float | None = None  # all tokens (prompt + output) at this load, typical hourly price
+    per_million_output_tokens: float | None = None
+    currency: str = "USD"
+    speculative_speedup: float | None = None  # tokens/s per user with / without speculative decoding
+    assumptions: list[str] = Field(default_factory=list)
+    curve: list[LoadPoint] = Field(default_factory=list)  # concurrency sweep for the chart
+
+
 class ServingResult(BaseModel):
     model: str
     model_known: bool = False
@@ -139,3 +182,4 @@ class ServingResult(BaseModel):
     errors: list[Issue] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)
     command: list[str] = Field(default_factory=list)  # argv of the launch command for this configuration
+    load: ServingLoad | None = None  # the load model's answer (CONTRACT v2.1), when a load or a promise is said

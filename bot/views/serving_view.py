@@ -11,6 +11,7 @@ from typing import Any
 
 from bot.views.catalogs import N_, _, _n
 from bot.views.formats import context_text, money, num
+from bot.views.serving_load_view import load_lead
 from bot.views.serving_words import (
     assumption_line,
     change_line,
@@ -60,6 +61,11 @@ def verdict(a: Answer) -> str:
 def headline(lang: str, a: Answer) -> tuple[str, str]:
     """(mark, line): the verdict's mark (the training answer's) and the serving headline, which leads with users,
     speed or time to first token as asked."""
+    r = a.serving
+    if r is not None and r.memory is not None and r.gpu is not None and r.memory.kv_pool_gib > 0:
+        led = load_lead(lang, a, gpus_label(lang, r))
+        if led is not None:
+            return led
     mark, line = _headline(lang, a)
     return verdict_mark(verdict(a)) if mark else "❌", line
 

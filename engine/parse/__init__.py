@@ -53,7 +53,7 @@ import re
 from typing import Any
 
 from engine.catalog import find_gpu
-from engine.parse import families, fuzzy, hardware, money, serving, settings, stack, talk, training
+from engine.parse import families, fuzzy, hardware, load, money, serving, settings, stack, talk, training
 from engine.parse.followup import FollowUp, merge_follow_up, read_follow_up
 from engine.parse.gpus import gpu_index
 from engine.parse.intent import intent, rank_by
@@ -113,6 +113,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     serving.parallelism(s)  # before context: "context parallel 8", "sequence parallel"
     serving.generations(s)  # before data: "8 samples per prompt"
     serving.lengths(s)  # before context: "prompt length 2k"
+    load.load(s)  # before context and concurrency: "TTFT p95 под 500 мс", "20 rps", "100 LoRA-адаптеров"
     money.budget(s)  # before sizes: "1 млн рублей" is no model
     money.deadline(s)
     money.rental(s)
@@ -224,7 +225,12 @@ def _request(s: Scan, errors: list[str]) -> Request:
         "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
         "rent_hours", "rent_monthly",
         *V2_FIELDS, "activation_offload", "tiled_mlp", "expert_parallel")}
-    asked = money.asks(s) + talk.serving_asks(s)
+    fields.update({k: said.get(k) for k in load.FIELDS})
+    if fields.get("expert_parallel") is None and said.get("expert_parallel_on"):
+        fields["expert_parallel"] = 1  # on, degree not said: the serving engine's (vLLM: TP x DP)
+    if fields.get("method") is None and any(fields.get(k) is not None for k in load.SERVING_ONLY):
+        fields["method"] = "inference"  # a request rate, a latency promise, speculative decoding: serving
+    asked = money.asks(s) + talk.serving_asks(s) + (["users"] if said.get("asks_users") else [])
     kind = intent(s)
     if kind == "estimate" and any(a in ("money", "time") for a in asked):
         kind = "cost"

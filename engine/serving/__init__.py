@@ -27,7 +27,9 @@ from .core import (
     settings_for,
     users_served,
 )
+from .loadplan import feature_flags, load_answer, load_block, machine_for
 from .profile import data, supports, weight_format
+from .sizing import size
 from .speed import cost, instance_speed
 from .types import Arrangement, Issue, ServingResult
 
@@ -42,6 +44,9 @@ def is_serving_request(request: Request) -> bool:
     `generate` model has no MXFP4-experts / block-FP8 weights: an engine serves it in its own format)."""
     if request.method == "inference" and native_format_of(request) is not None:
         return True
+    if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
+                                          or "users" in request.asks or "throughput" in request.asks):
+        return True  # a load, a latency promise or "how many users": the serving engine's question (vLLM assumed)
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 
 
@@ -125,12 +130,13 @@ def _too_many(request: Request, arch: Architecture, engine: str, fmt: str, kv_dt
                  params={"users": users, "max_users": best, "max_gpus": most, "context": context})
 
 
-def serve(request: Request) -> ServingResult:
+def serve(request: Request, sized: bool = False) -> ServingResult:
+    """`sized`: the request is the arrangement the sizing picked (no second search)."""
     assumptions: list[str] = []
     engine = request.serving_engine or "vllm"
     if request.serving_engine is None:
         assumptions.append("serving_engine=vllm")
-    elif engine == "tensorrt-llm":
+    elif engine in ("tensorrt-llm", "nim"):
         assumptions.append("memory_model=vllm-v1")  # sized with vLLM V1's budget rules (no TRT-LLM profile yet)
     name = request.model.name if request.model and request.model.name else "?"
     try:
@@ -251,6 +257,34 @@ def serve(request: Request) -> ServingResult:
         speed = instance_speed(arch, s, cat, choice, p.memory, per_instance, prompt, output)
         price = cost(cat.name, choice.count, speed.total_tokens_s * replicas, request.currency or "USD")
     fits = loads(p) and (users is None or served >= users)
+    load = None
+    if cat is not None and loads(p) and s.family not in ("hf",):
+        load = load_answer(request, machine_for(request, arch, s, cat, choice, p.memory, p.kv), prompt, output,
+                           replicas, price.per_hour if price else None, request.currency or "USD")
+    if not sized and not loads(p) and "throughput" in request.asks and not (request.quantization or request.bits) \
+            and not local and supports(engine, "awq"):
+        # "how many tokens/s will a 70B give on an H100": 16-bit does not load there, 4-bit AWQ weights do
+        again = serve(request.model_copy(update={"quantization": "awq", "bits": 4}), sized=True)
+        if again.memory is not None and again.speed is not None:
+            again.assumptions.append("weight_format=awq (16-bit does not load on the GPUs asked)")
+            return again
+    promise = request.ttft_p95_ms or request.tpot_ms
+    target = promise or (request.request_rate and not request.gpus)  # a named setup past capacity says so
+    if not sized and target and (request.request_rate or request.concurrency) and not local \
+            and (load is None or not load.point.stable or load.meets is False):
+        kinds = [cat] if request.gpus and cat is not None else _candidates(engine)
+        pick = size(request, arch, engine, fmt, kv_dtype, kinds, prompt, output, context, max_model_len)
+        if pick is not None:
+            update: dict[str, Any] = {"gpus": [GpuRef(name=pick.gpu, count=pick.count)],
+                                      "tensor_parallel": pick.tensor_parallel}
+            if pick.weight_format != fmt:
+                update["quantization"] = pick.weight_format
+            if pick.kv_cache_dtype != kv_dtype and pick.kv_cache_dtype == "fp8":
+                update["kv_cache_dtype"] = "fp8"
+            again = serve(request.model_copy(update=update), sized=True)
+            asked = f"{ref.count}x{ref.name}" if request.gpus and ref is not None else "none"
+            again.assumptions.append(f"sized_for_load={pick.count}x{pick.gpu} (asked: {asked})")
+            return again
     return ServingResult(
         model=name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), layers=arch.layers,
         settings=s, gpu=choice,
@@ -259,7 +293,9 @@ def serve(request: Request) -> ServingResult:
         arrangement=arrangements[0] if arrangements else None, alternatives=arrangements[1:4],
         changes=changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements),
         errors=errors, assumptions=assumptions,
-        command=command(_model_id(request, arch), s, users, prompt, native=native is not None),
+        command=command(_model_id(request, arch), s, users, prompt, native=native is not None)
+        + (feature_flags(request, engine) if engine in ("vllm", "sglang") else []),
+        load=load,
     )
 
 
@@ -294,4 +330,5 @@ def serving_block(r: ServingResult) -> dict[str, Any]:
         "alternatives": [a.model_dump() for a in r.alternatives],
         "changes": [c.model_dump() for c in r.changes], "errors": errors, "assumptions": r.assumptions,
         "command": r.command,
+        "load": load_block(r.load),  # CONTRACT v2.1
     }

@@ -1,0 +1,85 @@
+"""Print the load model's error against published serving benchmarks (engine/catalog/serving_load_measured.toml):
+median |estimate / measured - 1| for throughput, TTFT and TPOT per engine and GPU, on the calibration half and
+on the held-out half, and the share of runs answered. A script that prints figures, not a test.
+
+Usage: python bench/serving_load_accuracy.py [-v]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tomllib
+from collections import defaultdict
+from typing import Any
+
+from engine.catalog import HERE
+from engine.schema import MAX_BATCH, Request
+from engine.serving import serve
+
+METRICS = (("output_tokens_s", "throughput"), ("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"))
+
+
+def runs() -> list[dict[str, Any]]:
+    with (HERE / "serving_load_measured.toml").open("rb") as f:
+        return list(tomllib.load(f)["runs"])
+
+
+def request(r: dict[str, Any]) -> Request:
+    opts = {k: r[k] for k in ("max_num_seqs", "max_model_len") if k in r}
+    inf = r["concurrency"] == "inf"
+    q: dict[str, Any] = {"model": {"name": r["model"]}, "method": "inference", "serving_engine": r["engine"],
+                         "tensor_parallel": r["tp"], "gpus": [{"name": r["gpu"], "count": r["tp"]}],
+                         "prompt_len": r["prompt"], "output_len": r["output"],
+                         "concurrency": MAX_BATCH if inf else int(r["concurrency"])}
+    if r.get("quantization") and r["quantization"] != "bf16":
+        q["quantization"] = r["quantization"]
+    if r.get("kv_cache_dtype"):
+        q["kv_cache_dtype"] = r["kv_cache_dtype"]
+    if opts:
+        q["engine_options"] = opts
+    return Request.model_validate(q)
+
+
+def estimate(r: dict[str, Any]) -> dict[str, float] | None:
+    res = serve(request(r))
+    if res.load is None or not res.load.point.stable:
+        return None
+    p = res.load.point
+    return {"output_tokens_s": (p.output_tokens_s or 0.0) * res.load.replicas, "ttft_ms": p.ttft_ms.get("p50", 0.0),
+            "tpot_ms": p.tpot_ms.get("p50", 0.0)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-v", action="store_true")
+    args = ap.parse_args()
+    errors: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    answered: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in runs():
+        got = estimate(r)
+        answered[r["half"]][1] += 1
+        if got is None:
+            continue
+        answered[r["half"]][0] += 1
+        for key, label in METRICS:
+            if key in r:
+                e = got[key] / float(r[key]) - 1.0
+                errors[(r["half"], r["engine"], r["gpu"], label)].append(e)
+                errors[(r["half"], "all", "all", label)].append(e)
+                if args.v:
+                    print(f"{r['source']:22} {r['model']:15} {r['gpu']:9} c={r['concurrency']!s:>4} "
+                          f"{r['prompt']}/{r['output']} {label:10} measured {float(r[key]):10.1f} "
+                          f"ours {got[key]:10.1f} {e:+.0%}")
+    print("| half | engine | GPU | metric | runs | median abs error | median signed |")
+    print("|---|---|---|---|---|---|---|")
+    for (half, engine, gpu, label), es in sorted(errors.items()):
+        med = statistics.median(abs(x) for x in es)
+        print(f"| {half} | {engine} | {gpu} | {label} | {len(es)} | {med:.0%} | {statistics.median(es):+.0%} |")
+    for half, (ok, n) in sorted(answered.items()):
+        print(f"{half}: {ok}/{n} runs answered")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""Serving load and the features deployments turn on (CONTRACT v2.1): a request rate («20 запросов в секунду»,
+"20 rps"), the latency promise («TTFT p95 под 500 мс», "TPOT under 50 ms", "30 tok/s per user"), a prefix-cache
+hit rate («с префикс-кэшем 50 %»), speculative decoding (EAGLE, MTP, a draft model, n-gram), multi-LoRA
+(«100 LoRA-адаптеров»), expert parallelism, --enforce-eager, the interconnect, NIM as an engine, and a question
+for a number of users ("how many concurrent users", «сколько пользователей»)."""
+
+from __future__ import annotations
+
+import re
+
+from engine.parse.scan import Scan
+
+NUMBER = r"(\d+(?:[.,]\d+)?)"
+RATE = re.compile(NUMBER + r"\s*(?:rps|qps|req/s|reqs?/s|requests?\s*(?:/|per|a|an)\s*(sec(?:ond)?|s|min(?:ute)?)\b"
+                  r"|запрос\w*\s*(?:в|/|за)\s*(секунду|сек|с|минуту|мин)\b|rpm\b)")
+TTFT = re.compile(r"(?:ttft|time to first token|первого токена|первый токен)(?:\s*p\s*(\d{2}))?[^\d]{0,24}?" + NUMBER
+                  + r"\s*(мс|ms|msec|с|s|sec|сек|секунд\w*|seconds?)\b")
+TPOT = re.compile(r"(?:tpot|itl|inter[- ]token latency)(?:\s*p\s*\d{2})?[^\d]{0,20}?" + NUMBER + r"\s*(мс|ms)\b")
+PER_USER = re.compile(NUMBER + r"\s*(?:tok(?:ens)?/s|t/s|tps|ток(?:ен\w*)?/с|ток(?:ен\w*)? в секунду|tokens per second)"
+                      r"\s*(?:на|per|for each|each|/)\s*(?:пользовател\w*|юзер\w*|user|request|запрос\w*)")
+PREFIX = re.compile(r"(?:prefix[- ]?cach\w*|префикс\w*[- ]?кэш\w*|кэш\w* префикс\w*|cache hit\w*|попадани\w* в кэш)"
+                    r"[^\d%]{0,24}?" + NUMBER + r"\s*%|" + NUMBER + r"\s*%\s*(?:prefix|cache hit|попадани|префикс)")
+LORAS = re.compile(r"(\d+)\s*(?:lora|лора|лор|лоры)[- ]?(?:адаптер\w*|adapters?|-ов)|max[-_ ]loras?\s*=?\s*(\d+)"
+                   r"|(\d+)\s*(?:адаптер\w*|adapters)")
+LORA_RANK = re.compile(r"max[-_ ]lora[-_ ]rank\s*=?\s*(\d+)")
+SPEC = re.compile(r"eagle|\bmtp\b|multi[- ]token prediction|спекулятивн\w*|speculative|spec[- ]?decod\w*|draft model|"
+                  r"драфт\w*|n-?gram|нграм\w*")
+EP = re.compile(r"expert[- ]parallel\w*|\bep\s*=?\s*\d+\b|экспертн\w* параллел\w*|enable[-_]expert[-_]parallel")
+EAGER = re.compile(r"enforce[-_ ]eager|eager mode|без cuda[- ]?graph\w*|without cuda[- ]?graphs?|no cuda[- ]?graphs?")
+PCIE = re.compile(r"\bpcie\b|по pci|без nvlink|without nvlink|no nvlink")
+IB = re.compile(r"infiniband|\bib\b|two nodes|2 nodes|две ноды|2 ноды|двух нодах|2 нодах|across nodes|между нодами")
+NVLINK = re.compile(r"\bnvlink\b|nvswitch")
+NIM = re.compile(r"\bnim\b")
+USERS = re.compile(r"how many (?:concurrent |simultaneous |parallel )?(?:users|requests|clients|people)"
+                   r"|сколько (?:одновременных |параллельных )?(?:пользовател\w*|юзер\w*|запрос\w*|клиент\w*|человек)")
+
+
+FIELDS = ("request_rate", "ttft_p95_ms", "tpot_ms", "prefix_cache_hit_rate", "speculative", "max_loras",
+          "max_lora_rank", "enforce_eager", "interconnect")
+
+SERVING_ONLY = ("request_rate", "ttft_p95_ms", "tpot_ms", "prefix_cache_hit_rate", "speculative", "enforce_eager")
+
+
+def _mark(s: Scan, start: int, end: int) -> None:
+    """The tokens of a matched span are used: "500 мс" is no context, "100 адаптеров" no users."""
+    for t in s.toks:
+        if t.start >= start and t.end <= end:
+            t.used = True
+
+
+def _num(x: str) -> float:
+    return float(x.replace(",", "."))
+
+
+def load(s: Scan) -> None:
+    text = s.text
+    m = RATE.search(text)
+    if m:
+        v = _num(m.group(1))
+        unit = (m.group(2) or m.group(3) or "").lower()
+        if unit.startswith("min") or unit.startswith("мин") or "rpm" in m.group(0):
+            v /= 60.0
+        if 0 < v <= 1e6:
+            s.set("request_rate", v)
+            _mark(s, m.start(), m.end())
+    m = TTFT.search(text)
+    if m:
+        v = _num(m.group(2))
+        ms = v if m.group(3).startswith(("мс", "ms")) else v * 1000.0
+        if 0 < ms <= 1e7:
+            s.set("ttft_p95_ms", ms)  # a promise is read as the p95 unless another percentile is said
+            _mark(s, m.start(), m.end())
+    m = TPOT.search(text)
+    if m and 0 < _num(m.group(1)) <= 1e6:
+        s.set("tpot_ms", _num(m.group(1)))
+        _mark(s, m.start(), m.end())
+    m = PER_USER.search(text)
+    if m and 0 < _num(m.group(1)) <= 1e5:
+        s.set("tpot_ms", round(1000.0 / _num(m.group(1)), 2))
+        _mark(s, m.start(), m.end())
+    m = PREFIX.search(text)
+    if m:
+        v = _num(m.group(1) or m.group(2))
+        if 0 <= v <= 100:
+            s.set("prefix_cache_hit_rate", v / 100.0)
+            _mark(s, m.start(), m.end())
+    m = LORAS.search(text)
+    if m:
+        v = int(m.group(1) or m.group(2) or m.group(3))
+        if 1 <= v <= 100_000:
+            s.set("max_loras", v)
+            _mark(s, m.start(), m.end())
+    m = LORA_RANK.search(text)
+    if m:
+        s.set("max_lora_rank", int(m.group(1)))
+        _mark(s, m.start(), m.end())
+    m = SPEC.search(text)
+    if m:
+        w = m.group(0)
+        kind = "eagle" if "eagle" in text else "mtp" if ("mtp" in text or "multi" in w) else \
+            "ngram" if ("gram" in w or "грам" in w) else "draft"
+        s.set("speculative", kind)
+    if EP.search(text):  # on; the degree, when said ("EP 8"), is the expert-parallel parser's (engine.parse.serving)
+        s.set("expert_parallel_on", True)
+    if EAGER.search(text):
+        s.set("enforce_eager", True)
+    if IB.search(text):
+        s.set("interconnect", "infiniband")
+    elif PCIE.search(text):
+        s.set("interconnect", "pcie")
+    elif NVLINK.search(text):
+        s.set("interconnect", "nvlink")
+    if NIM.search(text):
+        s.set("serving_engine", "nim")
+    if USERS.search(text):
+        s.set("asks_users", True)

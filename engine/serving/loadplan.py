@@ -1,0 +1,176 @@
+"""The load answer of a serving request: the instance the memory model sized (engine.serving.core) put under the
+request's load (engine.serving.load), spread over its replicas, against the promise (TTFT p95, TPOT), with what
+it costs per 1M tokens at that load and how many users the arrangement holds within the promise."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from engine.catalog import Gpu
+from engine.schema import Architecture, Request
+from engine.schema_serving import LoadPoint, ServingLoad
+from engine.speed.hardware import gpus_per_node
+
+from .load import Features, Machine, Workload, engine_figures, point, speculation, sweep
+from .speed import format_bits
+from .types import GpuChoice, KvCapacity, RankMemory, Settings
+from .weights import rank_weights
+
+CURVE = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+def features_for(request: Request) -> Features:
+    return Features(speculative=request.speculative, acceptance=request.spec_acceptance,
+                    max_loras=request.max_loras or 0,
+                    max_lora_rank=(request.max_lora_rank or (16 if request.max_loras else 0)),
+                    expert_parallel=bool(request.expert_parallel), enforce_eager=bool(request.enforce_eager))
+
+
+def machine_for(request: Request, arch: Architecture, s: Settings, gpu: Gpu, choice: GpuChoice, memory: RankMemory,
+                kv: KvCapacity) -> Machine:
+    """The instance as the memory model found it: the rank's weights a step reads, its KV pool, the engine's caps."""
+    w = rank_weights(arch, s.weight_format, s.tensor_parallel, s.pipeline_parallel, s.engine)
+    read = memory.weights_gib * 2**30 - (w.embedding if s.family not in ("llama.cpp", "ollama") else 0.0)
+    e = engine_figures(s.engine)
+    opts = request.engine_options
+    seqs = s.max_num_seqs
+    mnbt = s.max_num_batched_tokens
+    if "max_num_seqs" in e and not (opts and opts.max_num_seqs):
+        seqs = int(e["max_num_seqs"])  # TensorRT-LLM / NIM: their own scheduler caps
+    if "max_num_batched_tokens" in e and not (opts and opts.max_num_batched_tokens):
+        mnbt = int(e["max_num_batched_tokens"])
+    link = request.interconnect or ("infiniband" if s.tensor_parallel > gpus_per_node()
+                                    else "nvlink" if choice.nvlink else "pcie")
+    return Machine(arch=arch, engine=s.engine, gpu=gpu, tp=s.tensor_parallel, pp=s.pipeline_parallel,
+                   weight_bits=format_bits(s.weight_format), weight_format=s.weight_format,
+                   weight_bytes=max(0.0, read), kv_bytes_per_token=max(1.0, kv.bytes_per_token),
+                   kv_tokens=kv.tokens, max_num_seqs=seqs, max_num_batched_tokens=mnbt, link=link)
+
+
+def workload_for(request: Request, prompt: int, output: int, replicas: int) -> Workload:
+    """Per replica: the rate split evenly (a load balancer in front), the users likewise."""
+    r = max(1, replicas)
+    rate = request.request_rate / r if request.request_rate else None
+    users = request.concurrency or (None if rate else 1)
+    return Workload(prompt=prompt, output=output, concurrency=-(-users // r) if users and not rate else None,
+                    request_rate=rate, prefix_hit=request.prefix_cache_hit_rate or 0.0)
+
+
+def meets(p: LoadPoint, ttft_ms: float | None, tpot_ms: float | None) -> bool:
+    if not p.stable:
+        return False
+    ok = True
+    if ttft_ms is not None:
+        ok = ok and p.ttft_ms.get("p95", math.inf) <= ttft_ms
+    if tpot_ms is not None:
+        ok = ok and p.tpot_ms.get("p50", math.inf) <= tpot_ms
+    return ok
+
+
+def users_within(m: Machine, f: Features, w: Workload, ttft_ms: float | None, tpot_ms: float | None) -> int:
+    """The most requests in flight one instance holds within the promise (its KV / max_num_seqs room without one)."""
+    base = replace(w, request_rate=None)
+    room = point(m, f, replace(base, concurrency=1)).max_concurrency
+    if ttft_ms is None and tpot_ms is None:
+        return room
+    if not meets(point(m, f, replace(base, concurrency=1)), ttft_ms, tpot_ms):
+        return 0
+    lo, hi = 1, max(1, room)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if meets(point(m, f, replace(base, concurrency=mid)), ttft_ms, tpot_ms):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def per_million(per_hour: float | None, tokens_s: float | None) -> float | None:
+    if per_hour is None or not tokens_s:
+        return None
+    return round(per_hour / (tokens_s * 3600.0) * 1e6, 3)
+
+
+def load_answer(request: Request, m: Machine, prompt: int, output: int, replicas: int, per_hour: float | None,
+                currency: str = "USD") -> ServingLoad:
+    f = features_for(request)
+    w = workload_for(request, prompt, output, replicas)
+    p = point(m, f, w)
+    notes = ["queueing=kingman(poisson arrivals, deterministic prefill)",
+             f"engine_figures={m.engine if m.engine in ('vllm', 'sglang', 'tensorrt-llm', 'nim') else 'vllm'}"]
+    if request.request_rate is None and not request.concurrency:
+        notes.append("concurrency=1")
+    speedup = None
+    if f.speculative:
+        k, alpha, _ = speculation(f)
+        notes.append(f"speculative={f.speculative}(k={k}, acceptance={alpha:g})")
+        plain = point(m, replace(f, speculative=None), w)
+        if plain.per_user_tokens_s and p.per_user_tokens_s:
+            speedup = round(p.per_user_tokens_s / plain.per_user_tokens_s, 2)
+    if f.max_loras:
+        notes.append(f"max_lora_rank={f.max_lora_rank}")
+    r = max(1, replicas)
+    out_s = p.output_tokens_s * r if p.output_tokens_s is not None else None
+    tot_s = p.total_tokens_s * r if p.total_tokens_s is not None else None
+    promise = request.ttft_p95_ms is not None or request.tpot_ms is not None
+    held = users_within(m, f, w, request.ttft_p95_ms, request.tpot_ms) * r
+    curve = sweep(m, f, w, [c for c in CURVE if c <= max(8, 2 * p.max_concurrency)])
+    return ServingLoad(
+        replicas=r, point=p, output_tokens_s=round(out_s, 1) if out_s is not None else None,
+        total_tokens_s=round(tot_s, 1) if tot_s is not None else None,
+        request_rate=round(p.request_rate * r, 4) if p.request_rate is not None else None,
+        capacity_rps=round(p.capacity_rps * r, 4), ttft_p95_target_ms=request.ttft_p95_ms,
+        tpot_target_ms=request.tpot_ms, meets=meets(p, request.ttft_p95_ms, request.tpot_ms) if promise else None,
+        users_within_promise=held,
+        per_million_tokens=per_million(per_hour, tot_s) if p.stable else None,
+        per_million_output_tokens=per_million(per_hour, out_s) if p.stable else None,
+        currency=currency, speculative_speedup=speedup, assumptions=notes, curve=curve)
+
+
+def load_block(load: ServingLoad | None) -> dict[str, object] | None:
+    """CONTRACT v2.1 `serving.load`."""
+    if load is None:
+        return None
+    p = load.point
+    return {
+        "throughput": {"output_tokens_s": load.output_tokens_s, "total_tokens_s": load.total_tokens_s,
+                       "request_rate": load.request_rate, "per_user_tokens_s": p.per_user_tokens_s},
+        "ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms, "e2e_ms": p.e2e_ms, "binding_limit": p.binding_limit,
+        "stable": p.stable, "capacity_rps": load.capacity_rps, "max_concurrency_per_replica": p.max_concurrency,
+        "replicas": load.replicas, "utilisation": p.utilisation,
+        "promise": {"ttft_p95_ms": load.ttft_p95_target_ms, "tpot_ms": load.tpot_target_ms, "meets": load.meets},
+        "users_within_promise": load.users_within_promise,
+        "per_million_tokens": load.per_million_tokens, "per_million_output_tokens": load.per_million_output_tokens,
+        "currency": load.currency, "speculative_speedup": load.speculative_speedup,
+        "assumptions": load.assumptions,
+        "curve": [{"concurrency": c.concurrency, "output_tokens_s": c.output_tokens_s,
+                   "ttft_p95_ms": c.ttft_ms.get("p95"), "tpot_ms": c.tpot_ms.get("p50")} for c in load.curve],
+    }
+
+
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vllm/config/lora.py LoRAConfig max_lora_rank choices
+
+
+def feature_flags(request: Request, engine: str) -> list[str]:
+    """The launch flags of the features asked, where the engine has one that runs as pasted (vLLM: --enable-lora
+    --max-loras --max-lora-rank, --enable-expert-parallel, --enforce-eager, n-gram speculation; EAGLE / MTP / a
+    draft model need their checkpoint named, said under "what to change" instead)."""
+    out: list[str] = []
+    if engine == "vllm":
+        if request.max_loras:
+            rank = request.max_lora_rank or 16
+            rank = next((r for r in LORA_RANKS if r >= rank), LORA_RANKS[-1])
+            out += ["--enable-lora", "--max-loras", str(request.max_loras), "--max-lora-rank", str(rank)]
+        if request.expert_parallel:
+            out.append("--enable-expert-parallel")
+        if request.enforce_eager:
+            out.append("--enforce-eager")
+        if request.speculative == "ngram":
+            out += ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}']
+    elif engine == "sglang":
+        if request.enforce_eager:
+            out.append("--disable-cuda-graph")
+        if request.expert_parallel:
+            out += ["--ep-size", str(request.tensor_parallel or 1)]
+    return out
