@@ -22,6 +22,17 @@ def _serving(job: ConfigJob, engine: str) -> dict[str, Any]:
     from engine.configs.serving_flags import gguf_type
 
     q = (job.quantization or "").lower()
+    if engine == "llama.cpp":
+        from engine.configs.serving_flags import gguf_file, gguf_tag
+
+        if not gguf_file(job):
+            from engine.catalog.checkpoints import gguf_weights
+
+            job = job.model_copy(update={"model": gguf_weights(job.model, gguf_tag(job))[0].partition(":")[0]})
+    else:
+        from engine.configs.writers.serving import loaded
+
+        job = loaded(job)[0]
     r: dict[str, Any] = {"model": {"name": job.model}, "method": "inference", "serving_engine": engine,
                          "seq_len": job.seq_len, "gpus": [{"name": job.gpu_name, "count": job.gpu_count}]}
     if engine == "llama.cpp":
@@ -34,7 +45,7 @@ def _serving(job: ConfigJob, engine: str) -> dict[str, Any]:
         return r
     pp = job.pipeline_parallel or 1
     r.update(tensor_parallel=job.tensor_parallel or max(1, job.gpu_count // pp),
-             pipeline_parallel=pp if pp > 1 else None, concurrency=job.concurrency,
+             pipeline_parallel=pp if pp > 1 else None,
              engine_options={"max_model_len": job.seq_len, "max_num_seqs": job.concurrency,
                              "gpu_memory_utilization": job.gpu_memory_utilization or 0.9})
     if job.kv_cache_dtype == "fp8":
