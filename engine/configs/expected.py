@@ -105,11 +105,13 @@ def expected_request(job: ConfigJob, target: str | None) -> Request:
             r["seq_len"] = None  # GRPOConfig has no prompt limit: the completion length is max_completion_length
         r["stage"] = job.stage if job.stage in TRL_STAGES else "sft"
         if t == "deepspeed" and not job.sharding.startswith("zero"):
-            r["sharding"] = "zero2"
+            r["sharding"] = "zero2" if n > 1 else "none"
         if r["sharding"] in ("none", "ddp"):
             r.update(sharding=plain, offload=False)
         elif r["sharding"] in ("zero1", "zero2"):
             r["offload"] = job.offload
+        if t == "deepspeed" and n == 1 and not job.sharding.startswith("zero"):
+            r["sharding"] = "ddp"  # one GPU: ZeRO stage 0, DeepSpeed's data-parallel engine (read as ddp)
         if job.sharding == "fsdp" and t != "deepspeed":
             r["context_parallel"] = cp
         if job.gpu_count <= 1 and job.sharding == "none" and t == "trl":

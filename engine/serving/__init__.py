@@ -247,7 +247,8 @@ def serve(request: Request) -> ServingResult:
         arrangement=arrangements[0] if arrangements else None, alternatives=arrangements[1:4],
         changes=changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements),
         errors=errors, assumptions=assumptions,
-        command=command(_model_id(request, arch), s, users, prompt, native=native is not None),
+        command=command(_model_id(request, arch), s, users, prompt, native=native is not None, layers=arch.layers,
+                        bf16=cat.bf16 if cat is not None else True),
     )
 
 

@@ -276,7 +276,7 @@ def tune_overrides(items: list[tuple[str, str]], c: Collector, peft: bool) -> No
             if value != "bf16":
                 c.ignore("dtype")
         elif key == "loss._component_":
-            c.set("fused_loss", value in (FUSED_LOSS, "torchtune.modules.loss.CEWithChunkedOutputLoss"))
+            c.set("fused_loss", value == FUSED_LOSS)  # CEWithChunkedOutputLoss: the recipes' default (chunked)
         elif key == "optimizer._component_":
             if value in back_opt:
                 c.set("optimizer", back_opt[value])

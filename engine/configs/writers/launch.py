@@ -18,7 +18,8 @@ ZERO_STAGE = {"zero1": 1, "zero2": 2, "zero3": 3}
 
 def ds_file(job: ConfigJob) -> str:
     """The DeepSpeed JSON's name says its stage and offload, so a script that names it says them too."""
-    return f"ds_zero{ZERO_STAGE.get(job.sharding, 2)}{'_offload' if job.offload else ''}.json"
+    stage = ZERO_STAGE.get(job.sharding, 2 if job.gpu_count > 1 else 0)
+    return f"ds_zero{stage}{'_offload' if job.offload and stage else ''}.json"
 
 
 def deepspeed_json(job: ConfigJob) -> dict[str, Any]:
@@ -92,9 +93,13 @@ def deepspeed(job: ConfigJob) -> ConfigOutput:
     from engine.configs.writers.hf import trl_script
 
     notes = []
-    if job.sharding not in ZERO_STAGE:
+    if job.sharding not in ZERO_STAGE and job.gpu_count > 1:
         notes.append(f"changed:sharding={job.sharding}->zero2 (DeepSpeed is ZeRO)")
         job = job.model_copy(update={"sharding": "zero2"})
+    elif job.sharding not in ZERO_STAGE:
+        # one GPU: ZeRO partitions across GPUs, so stage 2 would shard nothing (it saves memory on one GPU only
+        # with CPU offload, which the plan did not need): ZeRO stage 0, DeepSpeed's plain data-parallel engine
+        notes.append("changed:zero_optimization.stage=0 (one GPU: ZeRO has nothing to partition)")
     ds = deepspeed_json(job)
     script = trl_script(job)
     train = next(f for f in script.files if f.name == "train.py")
