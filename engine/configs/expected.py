@@ -40,6 +40,9 @@ def _serving(job: ConfigJob, engine: str) -> dict[str, Any]:
         r.update(concurrency=slots, flash_attention=job.flash_attention,
                  quantization=q if q.startswith("gguf:") else f"gguf:{gguf_type(job).lower()}",
                  engine_options={"max_model_len": job.seq_len, "max_num_seqs": slots})
+        from engine.configs.readers.serving import gguf_bits
+
+        r["bits"] = gguf_bits(r["quantization"])
         if job.kv_cache_dtype in ("int8", "int4", "bf16"):
             r["kv_cache_dtype"] = job.kv_cache_dtype
         return r

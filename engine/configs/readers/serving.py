@@ -23,6 +23,8 @@ def _apply(c: Collector, said: dict[str, Any], field: str, value: Any) -> None:
     if field == "model":
         c.model, quantization = value
         c.set("quantization", quantization)
+        if quantization and quantization.startswith("gguf:"):
+            c.set("bits", gguf_bits(quantization))
     elif field == "seq_len":
         c.set("seq_len", value)
         _engine_options(c, max_model_len=value)
@@ -76,6 +78,15 @@ def _read(engine: Engine, args: list[str], c: Collector) -> dict[str, Any]:
 
 # a repository's format (its name: -AWQ, -GPTQ-Int4, -FP8, -bnb-4bit) → (quantization, bits) of the request
 REPO_QUANT = {"awq": ("awq", 4), "gptq": ("gptq", 4), "fp8": ("fp8", 8), "bnb-4bit": ("nf4", 4), "mxfp4": ("mxfp4", 4)}
+
+
+def gguf_bits(quantization: str) -> int:
+    """The request's `bits` for a GGUF type (the estimate's bits are 4, 8 or 16): Q2-Q5 K-quants and IQ types are
+    4-bit class, Q6_K and Q8_0 8-bit class, F16/BF16 16 (the serving estimate reads the exact type itself)."""
+    t = quantization.split(":", 1)[1]
+    if t in ("f16", "bf16"):
+        return 16
+    return 8 if t.startswith(("q6", "q8")) else 4
 
 
 def _format_from_repo(c: Collector) -> None:
