@@ -118,7 +118,8 @@ def note_text(lang: str, note: str) -> str:
         case "checkpoint":
             repo, _, source = param.partition(" ")
             return t(lang, "Loads the published checkpoint %(repo)s (the Instruct variant where the name says so): "
-                     "%(source)s", repo="<code>" + html.escape(repo)[:120] + "</code>", source=html.escape(source)[:160])
+                     "%(source)s", repo="<code>" + html.escape(repo)[:120] + "</code>",
+                     source=html.escape(source)[:160])
         case "checkpoint_missing":
             return t(lang, "No published checkpoint in this format is known to us (%(what)s): replace the "
                      "your-org/… placeholder with one from the Hugging Face Hub before running.", what=code)

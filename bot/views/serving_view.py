@@ -260,8 +260,7 @@ def serving_view(lang: str, a: Answer) -> AnswerView:
         "command": command_text(r) if ready else "",
         "command_note": _(lang, "No published checkpoint in this format is known to us: replace the your-org/… "
                                 "placeholder with one from the Hugging Face Hub before running.")
-        if ready and any(a.startswith("your-org/") or ":" in a and a.split(":")[0].startswith("your-org/")
-                         for a in r.command) else "",
+        if ready and any(a.startswith("your-org/") for a in r.command) else "",
     }
     return AnswerView(model, title, line, answer_line(lang, r) if ready else "")
 

@@ -73,7 +73,8 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None, n
                 *([f"OLLAMA_KV_CACHE_TYPE={s.kv_cache_dtype}"] if s.kv_cache_dtype in ("q8_0", "q4_0") else []),
                 "ollama", "serve"]
     if s.engine == "llama.cpp":
-        model = ["-m", model_id] if model_id.lower().endswith(".gguf") else ["-hf", gguf_weights(model_id, gguf_type)[0]]
+        gguf = model_id.lower().endswith(".gguf")
+        model = ["-m", model_id] if gguf else ["-hf", gguf_weights(model_id, gguf_type)[0]]
         # -ngl counts the output layer too (n_layer + 1 offloads everything): 999 = all, a smaller number only
         # when the answer put some blocks in host RAM
         all_on_gpu = s.gpu_layers is None or s.gpu_layers >= layers
