@@ -204,6 +204,9 @@ def speed_line(lang: str, r: ServingResult) -> str:
 
 
 def _seconds(lang: str, s: float) -> str:
+    """Seconds as said: never "0" for a first token that takes a few milliseconds (≤ 0.1 s below a tenth)."""
+    if s < 0.1:
+        return "≤\u00a0" + num(lang, 0.1)
     return num(lang, round(s, 2)) if s < 10 else num(lang, round(s))
 
 
