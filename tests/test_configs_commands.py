@@ -169,3 +169,11 @@ def test_deepspeed_on_one_gpu_partitions_nothing():
     ds = json.loads(next(f.text for f in out.files if f.name.endswith(".json")))
     zero = ds["zero_optimization"]
     assert zero["stage"] in (0,) or "offload_optimizer" in zero
+
+
+def test_accelerate_config_keeps_the_context_parallel_the_answer_assumed():
+    out = _config("full 8b 64k контекст cp 4 на 8 h100", "accelerate")
+    text = next(f.text for f in out.files if f.name == "accelerate.yaml")
+    assert "distributed_type: FSDP" in text and "parallelism_config_cp_size: 4" in text
+    read = read_config(text + "\n", "accelerate.yaml")
+    assert read.request is not None

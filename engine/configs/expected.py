@@ -66,6 +66,10 @@ def expected_request(job: ConfigJob, target: str | None) -> Request:
     if target in ("vllm", "sglang", "llama.cpp") or (target is None and job.serving):
         return Request.model_validate(_serving(job, target or job.serving_engine or "vllm"))
     t = target or "trl"
+    if t in ("trl", "accelerate"):
+        from engine.configs.writers.launch import with_context_parallel
+
+        job = with_context_parallel(job)[0]
     n = job.gpu_count
     r: dict[str, Any] = {
         "model": {"name": job.model}, "method": job.method, "seq_len": job.seq_len, "batch_size": job.batch_size,

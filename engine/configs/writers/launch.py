@@ -75,10 +75,23 @@ def launcher(job: ConfigJob, script: str) -> str:
     return f"accelerate launch --config_file accelerate.yaml {script}"
 
 
+def with_context_parallel(job: ConfigJob) -> tuple[ConfigJob, list[str]]:
+    """Context parallel in accelerate runs on FSDP2 (accelerate ParallelismConfig cp_size): a ZeRO-3 plan with CP is
+    written as FSDP full sharding, which shards the same states (ZeRO-1/2 keep their stage and lose CP, said)."""
+    if not (job.context_parallel and job.context_parallel > 1) or job.sharding not in ZERO_STAGE:
+        return job, []
+    if job.sharding == "zero3":
+        return job.model_copy(update={"sharding": "fsdp"}), [
+            "changed:sharding=zero3->fsdp (accelerate's context parallel runs on FSDP2; the same states sharded)"]
+    return job, [f"not_expressible:context_parallel with {job.sharding} (accelerate runs CP on FSDP2)"]
+
+
 def accelerate(job: ConfigJob) -> ConfigOutput:
     from engine.configs.writers.hf import trl_script
 
+    job, cp_notes = with_context_parallel(job)
     out = trl_script(job)
+    out.notes = cp_notes + out.notes
     files = [f for f in out.files if f.name != "train.py"] or [
         ConfigFile(name="accelerate.yaml", text="\n".join(header(job, "accelerate")) + "\n"
                    + dump(accelerate_config(job)))]
