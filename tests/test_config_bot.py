@@ -78,7 +78,7 @@ async def test_config_button_sends_the_best_plans_config_and_another_framework(h
     names = [d[0] for d in documents(api, 3001)[1:]]
     assert names[0].startswith("ds_") and names[0].endswith(".json") and "train.py" in names
     ds = json.loads(documents(api, 3001)[1][1])
-    assert ds["zero_optimization"]["stage"] in (2, 3)
+    assert ds["zero_optimization"]["stage"] == 0  # one RTX 4090: ZeRO has nothing to partition (no offload needed)
     await h.feed(callback(button(sent, "TRL"), message_obj=sent))
     assert documents(api, 3001)[-1][0] == "train.py"
     assert "SFTConfig" in documents(api, 3001)[-1][1].decode()

@@ -76,7 +76,7 @@ def test_deepspeed_json_auto_values_and_unknown_keys():
     ("vllm serve Qwen/Qwen2.5-72B-Instruct-AWQ --tensor-parallel-size 4 --max-model-len 32768 "
      "--gpu-memory-utilization 0.92 --kv-cache-dtype fp8_e4m3 --quantization awq --max-num-seqs 64",
      {"method": "inference", "serving_engine": "vllm", "tensor_parallel": 4, "seq_len": 32768,
-      "kv_cache_dtype": "fp8", "quantization": "awq", "concurrency": 64}),
+      "kv_cache_dtype": "fp8", "quantization": "awq", "concurrency": None}),
     ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 2 --context-length 8192",
      {"serving_engine": "sglang", "tensor_parallel": 2, "seq_len": 8192}),
     ("llama-server -m models/qwen2.5-7b-instruct-q4_k_m.gguf -c 16384 -np 4 -ngl 99 -ctk q8_0 -ctv q8_0",

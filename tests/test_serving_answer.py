@@ -133,7 +133,7 @@ def test_no_gpu_named_gives_the_cheapest_arrangement() -> None:
 def test_llama_cpp_reply_has_host_ram_and_llama_server_command() -> None:
     r = serving("Llama 3.1 70B", users=1, ctx=4096, gpu="RTX 4090", serving_engine="llama.cpp")
     text = html(r)
-    assert "host RAM (layers on CPU)" in text and "llama-server -m" in text and "-ngl" in text
+    assert "host RAM (layers on CPU)" in text and "llama-server -hf" in text and "-ngl" in text
     assert "(TP" not in text.split("\n")[0]
 
 

@@ -54,7 +54,7 @@ async def test_serving_buttons_edit_the_answer_in_place(h: Harness, api: FakeBot
     await h.feed(callback(button_data(answer, "FP8"), message_obj=answer, user_id=3002))
     edited = last_bot_message(api, 3002)
     assert edited["message_id"] == answer["message_id"]
-    assert "weights fp8" in edited["text"] and "--quantization fp8" in edited["text"]
+    assert "weights fp8" in edited["text"] and "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8" in edited["text"]
     assert "✓ FP8" in labels(edited)
     await h.feed(callback(button_data(edited, "👥 128"), message_obj=edited, user_id=3002))
     edited = last_bot_message(api, 3002)

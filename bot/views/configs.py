@@ -119,6 +119,14 @@ def note_text(lang: str, note: str) -> str:
             return t(lang, "Checkpoint picked for you, change it if you train another: %(what)s", what=code)
         case "gguf_type_assumed":
             return t(lang, "GGUF type assumed: %(what)s", what=code)
+        case "checkpoint":
+            repo, _, source = param.partition(" ")
+            return t(lang, "Loads the published checkpoint %(repo)s (the Instruct variant where the name says so): "
+                     "%(source)s", repo="<code>" + html.escape(repo)[:120] + "</code>",
+                     source=html.escape(source)[:160])
+        case "checkpoint_missing":
+            return t(lang, "No published checkpoint in this format is known to us (%(what)s): replace the "
+                     "your-org/… placeholder with one from the Hugging Face Hub before running.", what=code)
         case "no_writer":
             return t(lang, "No config writer for %(what)s: written for the default framework instead.", what=code)
     return "<code>" + html.escape(note)[:160] + "</code>"

@@ -210,6 +210,9 @@ def speed_line(lang: str, r: ServingResult) -> str:
 
 
 def _seconds(lang: str, s: float) -> str:
+    """Seconds as said: never "0" for a first token that takes a few milliseconds (≤ 0.1 s below a tenth)."""
+    if s < 0.1:
+        return "≤\u00a0" + num(lang, 0.1)
     return num(lang, round(s, 2)) if s < 10 else num(lang, round(s))
 
 
@@ -264,6 +267,9 @@ def serving_view(lang: str, a: Answer) -> AnswerView:
         # the one place the unit is said: the table's GB are the training table's, 2^30 bytes (vLLM logs GiB)
         "units": _(lang, "GB here are 2^30 bytes (GiB, as vLLM's start-up log counts them)") if ready else "",
         "command": command_text(r) if ready else "",
+        "command_note": _(lang, "No published checkpoint in this format is known to us: replace the your-org/… "
+                                "placeholder with one from the Hugging Face Hub before running.")
+        if ready and any(a.startswith("your-org/") for a in r.command) else "",
     }
     return AnswerView(model, title, line, answer_line(lang, r) if ready else "")
 

@@ -22,6 +22,17 @@ def _serving(job: ConfigJob, engine: str) -> dict[str, Any]:
     from engine.configs.serving_flags import gguf_type
 
     q = (job.quantization or "").lower()
+    if engine == "llama.cpp":
+        from engine.configs.serving_flags import gguf_file, gguf_tag
+
+        if not gguf_file(job):
+            from engine.catalog.checkpoints import gguf_weights
+
+            job = job.model_copy(update={"model": gguf_weights(job.model, gguf_tag(job))[0].partition(":")[0]})
+    else:
+        from engine.configs.writers.serving import loaded
+
+        job = loaded(job)[0]
     r: dict[str, Any] = {"model": {"name": job.model}, "method": "inference", "serving_engine": engine,
                          "seq_len": job.seq_len, "gpus": [{"name": job.gpu_name, "count": job.gpu_count}]}
     if engine == "llama.cpp":
@@ -29,12 +40,15 @@ def _serving(job: ConfigJob, engine: str) -> dict[str, Any]:
         r.update(concurrency=slots, flash_attention=job.flash_attention,
                  quantization=q if q.startswith("gguf:") else f"gguf:{gguf_type(job).lower()}",
                  engine_options={"max_model_len": job.seq_len, "max_num_seqs": slots})
+        from engine.configs.readers.serving import gguf_bits
+
+        r["bits"] = gguf_bits(r["quantization"])
         if job.kv_cache_dtype in ("int8", "int4", "bf16"):
             r["kv_cache_dtype"] = job.kv_cache_dtype
         return r
     pp = job.pipeline_parallel or 1
     r.update(tensor_parallel=job.tensor_parallel or max(1, job.gpu_count // pp),
-             pipeline_parallel=pp if pp > 1 else None, concurrency=job.concurrency,
+             pipeline_parallel=pp if pp > 1 else None,
              engine_options={"max_model_len": job.seq_len, "max_num_seqs": job.concurrency,
                              "gpu_memory_utilization": job.gpu_memory_utilization or 0.9})
     if job.kv_cache_dtype == "fp8":
@@ -52,6 +66,10 @@ def expected_request(job: ConfigJob, target: str | None) -> Request:
     if target in ("vllm", "sglang", "llama.cpp") or (target is None and job.serving):
         return Request.model_validate(_serving(job, target or job.serving_engine or "vllm"))
     t = target or "trl"
+    if t in ("trl", "accelerate"):
+        from engine.configs.writers.launch import with_context_parallel
+
+        job = with_context_parallel(job)[0]
     n = job.gpu_count
     r: dict[str, Any] = {
         "model": {"name": job.model}, "method": job.method, "seq_len": job.seq_len, "batch_size": job.batch_size,
@@ -94,11 +112,13 @@ def expected_request(job: ConfigJob, target: str | None) -> Request:
             r["seq_len"] = None  # GRPOConfig has no prompt limit: the completion length is max_completion_length
         r["stage"] = job.stage if job.stage in TRL_STAGES else "sft"
         if t == "deepspeed" and not job.sharding.startswith("zero"):
-            r["sharding"] = "zero2"
+            r["sharding"] = "zero2" if n > 1 else "none"
         if r["sharding"] in ("none", "ddp"):
             r.update(sharding=plain, offload=False)
         elif r["sharding"] in ("zero1", "zero2"):
             r["offload"] = job.offload
+        if t == "deepspeed" and n == 1 and not job.sharding.startswith("zero"):
+            r["sharding"] = "ddp"  # one GPU: ZeRO stage 0, DeepSpeed's data-parallel engine (read as ddp)
         if job.sharding == "fsdp" and t != "deepspeed":
             r["context_parallel"] = cp
         if job.gpu_count <= 1 and job.sharding == "none" and t == "trl":

@@ -70,6 +70,23 @@ def _model(v: str) -> tuple[str, str | None]:
     return v, None
 
 
+def _quant_write(job: ConfigJob) -> str | None:
+    """--quantization only where the engine quantizes bf16 weights on load (FP8, bitsandbytes): a repository that
+    holds AWQ/GPTQ/FP8/bnb weights says so in its config.json, and `--quantization awq` would only turn off the
+    faster awq_marlin kernels (vLLM's quantization override check)."""
+    from engine.catalog.checkpoints import format_of_repo
+
+    return None if format_of_repo(job.model) else quant_word(job)
+
+
+def _dtype(job: ConfigJob) -> str | None:
+    """--dtype half on GPUs without bf16 (T4, V100: gpus.toml `bf16`); vLLM refuses bf16 weights there."""
+    from engine.catalog import find_gpu
+
+    gpu = find_gpu(job.gpu_name) if job.gpu_name else None
+    return "half" if gpu is not None and not gpu.bf16 else None
+
+
 def _quant_read(v: str) -> Any:
     """vLLM's and SGLang's --quantization → (quantization, bits)."""
     q = v.lower()
@@ -113,7 +130,8 @@ def _common(model: Flag, tp_: tuple[str, ...], pp_: tuple[str, ...], seq: str, c
         Flag((conc,), "concurrency", as_int, _concurrency),
         Flag((memory,), "gpu_memory_utilization", as_float, _memory),
         Flag(("--kv-cache-dtype",), "kv_cache_dtype", *kv),
-        Flag(quant, "quantization", _quant_read, quant_word, report="--quantization"),
+        Flag(quant, "quantization", _quant_read, _quant_write, report="--quantization"),
+        Flag(("--dtype",), None, write=_dtype),  # half and bf16 weigh the same: read and dropped
     )
 
 
@@ -124,7 +142,7 @@ VLLM = Engine("vllm", "vllm", ("vllm", "serve"), "vllm_serve.sh", _common(
 
 SGLANG = Engine("sglang", "sglang", ("python", "-m", "sglang.launch_server"), "sglang_serve.sh", _common(
     Flag(("--model-path", "--model"), "model", _model, lambda job: job.model),
-    ("--tp-size", "--tensor-parallel-size"), ("--pp-size", "--pipeline-parallel-size"), "--context-length",
+    ("--tp-size", "--tensor-parallel-size", "--tp"), ("--pp-size", "--pipeline-parallel-size"), "--context-length",
     "--max-running-requests", "--mem-fraction-static", SGLANG_KV, ("--quantization",)), snake=True)
 
 
@@ -183,7 +201,7 @@ def _many(job: ConfigJob, text: str) -> str | None:
 LLAMA_SERVER = Engine("llama.cpp", "llama_cpp", ("llama-server",), "llama_server.sh", (
     Flag(("-m", "--model"), "model", _file_read, gguf_file),
     Flag(("-hf", "-hfr", "--hf-repo"), "model", _repo_read,
-         lambda job: None if gguf_file(job) else f"{job.model}:{gguf_tag(job)}"),
+         lambda job: None if gguf_file(job) else job.model),  # the writer resolves repo:TYPE
     Flag(("-c", "--ctx-size"), "ctx", as_int, lambda job: str(job.seq_len * _slots(job))),
     Flag(("-np", "--parallel"), "slots", _int_or_one, lambda job: str(_slots(job))),
     Flag(("-ngl", "--gpu-layers", "--n-gpu-layers"), None, write=lambda job: "999"),

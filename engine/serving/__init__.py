@@ -293,7 +293,8 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
         arrangement=arrangements[0] if arrangements else None, alternatives=arrangements[1:4],
         changes=changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements),
         errors=errors, assumptions=assumptions,
-        command=command(_model_id(request, arch), s, users, prompt, native=native is not None)
+        command=command(_model_id(request, arch), s, users, prompt, native=native is not None, layers=arch.layers,
+                        bf16=cat.bf16 if cat is not None else True)
         + (feature_flags(request, engine) if engine in ("vllm", "sglang") else []),
         load=load,
     )

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+from engine.catalog.checkpoints import gguf_weights, serving_weights
+
 from .types import Settings
+
+# the serving format → the checkpoint format that holds it (engine/catalog/checkpoints.toml)
+CHECKPOINT_FORMAT = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "bitsandbytes": "bnb-4bit"}
 
 
 def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def command(model_id: str, s: Settings, users: int | None, prompt: int | None, native: bool = False) -> list[str]:
-    """`native`: the checkpoint ships in the format (config.json quantization_config): no --quantization flag."""
+def command(model_id: str, s: Settings, users: int | None, prompt: int | None, native: bool = False,
+            layers: int = 0, bf16: bool = True) -> list[str]:
+    """`native`: the checkpoint ships in the format (config.json quantization_config): no --quantization flag.
+    The repository is one that holds the weight format (a catalog checkpoint, or a your-org/… placeholder when none
+    is known); `layers`: the model's blocks (llama.cpp -ngl offloads all with 999); `bf16`: the GPU computes in bf16
+    (T4, V100 do not: --dtype half)."""
     tp, pp = s.tensor_parallel, s.pipeline_parallel
+    quant_flag = False
+    if s.engine in ("vllm", "sglang") and not native:
+        weights = serving_weights(model_id, CHECKPOINT_FORMAT.get(s.weight_format))
+        model_id, quant_flag = weights.repo, weights.flag
+    dtype = [] if bf16 or s.engine not in ("vllm", "sglang") else ["--dtype", "half"]
     if s.engine == "tensorrt-llm":
         return ["trtllm-serve", model_id, "--tp_size", str(tp), "--pp_size", str(pp),
                 "--max_seq_len", str(s.max_model_len),
@@ -25,11 +39,11 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None, n
         argv += ["--max-model-len", str(s.max_model_len), "--gpu-memory-utilization", _fmt(s.gpu_memory_utilization),
                  "--max-num-seqs", str(min(s.max_num_seqs, users) if users else s.max_num_seqs),
                  "--max-num-batched-tokens", str(s.max_num_batched_tokens)]
-        if s.weight_format == "fp8" and not native and "fp8" not in model_id.lower():
-            argv += ["--quantization", "fp8"]
+        if quant_flag:
+            argv += ["--quantization", "fp8" if s.weight_format == "fp8" else "bitsandbytes"]
         if s.kv_cache_dtype == "fp8":
             argv += ["--kv-cache-dtype", "fp8"]
-        return argv
+        return argv + dtype
     if s.engine == "sglang":
         argv = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp", str(tp)]
         if pp > 1:
@@ -38,11 +52,11 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None, n
                  "--chunked-prefill-size", str(s.max_num_batched_tokens)]
         if users:
             argv += ["--max-running-requests", str(users)]
-        if s.weight_format == "fp8" and not native and "fp8" not in model_id.lower():
-            argv += ["--quantization", "fp8"]
+        if quant_flag:
+            argv += ["--quantization", "fp8" if s.weight_format == "fp8" else "bitsandbytes"]
         if s.kv_cache_dtype == "fp8":
             argv += ["--kv-cache-dtype", "fp8_e4m3"]
-        return argv
+        return argv + dtype
     if s.engine == "tgi":
         argv = ["text-generation-launcher", "--model-id", model_id, "--num-shard", str(tp),
                 "--max-total-tokens", str(s.max_model_len),
@@ -59,9 +73,13 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None, n
                 *([f"OLLAMA_KV_CACHE_TYPE={s.kv_cache_dtype}"] if s.kv_cache_dtype in ("q8_0", "q4_0") else []),
                 "ollama", "serve"]
     if s.engine == "llama.cpp":
-        argv = ["llama-server", "-m", f"{model_id.split('/')[-1]}-{gguf_type}.gguf",
-                "-c", str(s.max_model_len * slots), "-np", str(slots),
-                "-ngl", str(s.gpu_layers if s.gpu_layers is not None else 999)]
+        gguf = model_id.lower().endswith(".gguf")
+        model = ["-m", model_id] if gguf else ["-hf", gguf_weights(model_id, gguf_type)[0]]
+        # -ngl counts the output layer too (n_layer + 1 offloads everything): 999 = all, a smaller number only
+        # when the answer put some blocks in host RAM
+        all_on_gpu = s.gpu_layers is None or s.gpu_layers >= layers
+        argv = ["llama-server", *model, "-c", str(s.max_model_len * slots), "-np", str(slots),
+                "-ngl", "999" if all_on_gpu else str(s.gpu_layers)]
         if s.kv_cache_dtype in ("q8_0", "q4_0"):
             argv += ["-fa", "on", "-ctk", s.kv_cache_dtype, "-ctv", s.kv_cache_dtype]
         return argv

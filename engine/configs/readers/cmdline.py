@@ -249,6 +249,8 @@ def _tune(args: list[str], c: Collector) -> None:
         if f"config:{config}" not in names:
             c.ignore("--config (the file it names was not sent)")
     c.gpu_count = per
+    if config and not c.model:
+        c.model = tune_model(config)
     kind = config.rsplit("/", 1)[-1]
     peft = "lora" in recipe
     c.set("method", ("qlora" if "qlora" in kind else "lora") if peft else "full")
@@ -270,6 +272,24 @@ def _tune(args: list[str], c: Collector) -> None:
     tune_overrides(items, c, peft)
 
 
+# torchtune config folders (recipes/configs/<folder>/) → the model family's catalog name prefix
+TUNE_FAMILIES = {"llama3_3": "Llama-3.3", "llama3_2": "Llama-3.2", "llama3_1": "Llama-3.1", "llama3": "Llama-3",
+                 "llama2": "Llama-2", "qwen2_5": "Qwen2.5", "qwen3": "Qwen3", "qwen2": "Qwen2", "gemma2": "Gemma-2",
+                 "gemma": "Gemma", "mistral": "Mistral-7B-v0.1", "phi4": "Phi-4", "phi3": "Phi-3-mini-4k"}
+
+
+def tune_model(config: str) -> str | None:
+    """The model a built-in config trains: `llama3_1/8B_lora` is Llama-3.1-8B (its folder and size)."""
+    folder, _, name = config.partition("/")
+    family = TUNE_FAMILIES.get(folder)
+    size = re.match(r"(\d+(?:\.\d+)?B)_", name)
+    if family is None:
+        return None
+    if family.startswith(("Mistral", "Phi")):
+        return family
+    return f"{family}-{size.group(1)}" if size else None
+
+
 def tune_overrides(items: list[tuple[str, str]], c: Collector, peft: bool) -> None:
     """torchtune config keys (dotted) and their values as text, from `tune run` overrides or a config YAML."""
     names = known("torchtune")
@@ -287,7 +307,7 @@ def tune_overrides(items: list[tuple[str, str]], c: Collector, peft: bool) -> No
             if value != "bf16":
                 c.ignore("dtype")
         elif key == "loss._component_":
-            c.set("fused_loss", value in (FUSED_LOSS, "torchtune.modules.loss.CEWithChunkedOutputLoss"))
+            c.set("fused_loss", value == FUSED_LOSS)  # CEWithChunkedOutputLoss: the recipes' default (chunked)
         elif key == "optimizer._component_":
             if value in back_opt:
                 c.set("optimizer", back_opt[value])

@@ -31,7 +31,7 @@ NO_MEMORY = re.compile(
     r"overlap_comm|contiguous_gradients|stage3_gather_16bit_weights_on_model_save|pin_memory|"
     r"bnb_4bit_quant_type|bnb_4bit_compute_dtype|bnb_4bit_quant_storage|dtype|torch_dtype|quantization_method|finetuning_type|host|port|"
     r"use_vllm|vllm_mode|plugins|stage|parallelism_config_dp_shard_size|gpu_layers|split_mode|tensor_split|"
-    r"steps_per_print|wall_clock_breakdown|dump_state|prescale_gradients|gradient_predivide_factor)$")
+    r"hf_use_auth_token|use_auth_token|steps_per_print|wall_clock_breakdown|dump_state|prescale_gradients|gradient_predivide_factor)$")
 
 
 # Prefixes with no bearing on memory: torchtune config sections, evaluation, logging, saving, the Hub
@@ -90,12 +90,18 @@ class Collector:
             self.ignored.append(name)
 
     def secret(self, key: str, value: Any) -> bool:
-        """True (and the value dropped) when the key or its value is a secret."""
+        """True (and the value dropped) when the key or its value is a secret. A switch is never one:
+        `hf_use_auth_token: true` says to use the stored login, it carries no token."""
+        if isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in ("true", "false")):
+            return is_secret_value(str(key)) and self._drop(key)
         if is_secret_key(str(key)) or is_secret_value(value) or is_secret_value(str(key)):
-            self.secrets += 1
-            self.ignore(f"{redact(str(key)) if not is_secret_value(str(key)) else REDACTED} (secret, not read)")
-            return True
+            return self._drop(key)
         return False
+
+    def _drop(self, key: str) -> bool:
+        self.secrets += 1
+        self.ignore(f"{redact(str(key)) if not is_secret_value(str(key)) else REDACTED} (secret, not read)")
+        return True
 
     def other(self, key: str, value: Any) -> None:
         """A key outside the tool's option list: a secret (dropped) or listed as not understood."""

@@ -23,11 +23,15 @@ def _apply(c: Collector, said: dict[str, Any], field: str, value: Any) -> None:
     if field == "model":
         c.model, quantization = value
         c.set("quantization", quantization)
+        if quantization and quantization.startswith("gguf:"):
+            c.set("bits", gguf_bits(quantization))
     elif field == "seq_len":
         c.set("seq_len", value)
         _engine_options(c, max_model_len=value)
     elif field == "concurrency":
-        c.set("concurrency", value)
+        # vLLM's --max-num-seqs / SGLang's --max-running-requests cap the batch; the engine reserves no KV for them
+        # (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory: the pool must hold ONE request of
+        # max_model_len to start): how many run at once is what the pool holds, said in the answer
         _engine_options(c, max_num_seqs=value)
     elif field == "gpu_memory_utilization":
         _engine_options(c, gpu_memory_utilization=value)
@@ -68,7 +72,31 @@ def _read(engine: Engine, args: list[str], c: Collector) -> dict[str, Any]:
                 c.ignore(flag.report or key)
             else:
                 _apply(c, said, flag.field, got)
+    _format_from_repo(c)
     return said
+
+
+# a repository's format (its name: -AWQ, -GPTQ-Int4, -FP8, -bnb-4bit) → (quantization, bits) of the request
+REPO_QUANT = {"awq": ("awq", 4), "gptq": ("gptq", 4), "fp8": ("fp8", 8), "bnb-4bit": ("nf4", 4), "mxfp4": ("mxfp4", 4)}
+
+
+def gguf_bits(quantization: str) -> int:
+    """The request's `bits` for a GGUF type (the estimate's bits are 4, 8 or 16): Q2-Q5 K-quants and IQ types are
+    4-bit class, Q6_K and Q8_0 8-bit class, F16/BF16 16 (the serving estimate reads the exact type itself)."""
+    t = quantization.split(":", 1)[1]
+    if t in ("f16", "bf16"):
+        return 16
+    return 8 if t.startswith(("q6", "q8")) else 4
+
+
+def _format_from_repo(c: Collector) -> None:
+    """The weights a repository holds, when no flag said the format: `Qwen/Qwen2.5-72B-Instruct-AWQ` is AWQ 4-bit."""
+    from engine.catalog.checkpoints import format_of_repo
+
+    fmt = format_of_repo(c.model) if isinstance(c.model, str) else None
+    if "quantization" not in c.fields and fmt in REPO_QUANT:
+        c.set("quantization", REPO_QUANT[fmt][0])
+        c.set("bits", REPO_QUANT[fmt][1])
 
 
 def _parallel(engine: Engine, args: list[str], c: Collector) -> None:

@@ -6,14 +6,16 @@ from collections.abc import Callable
 
 from engine.configs.model import ConfigJob, ConfigOutput, Target
 from engine.configs.writers.hf import trl_command, trl_script, unsloth
-from engine.configs.writers.launch import accelerate, deepspeed
+from engine.configs.writers.launch import accelerate, deepspeed, with_context_parallel
 from engine.configs.writers.serving import llama_cpp, sglang, vllm
 from engine.configs.writers.torchtune import torchtune
 from engine.configs.writers.yaml_tools import axolotl, llama_factory
 
 
 def _trl(job: ConfigJob) -> ConfigOutput:
+    job, cp_notes = with_context_parallel(job)
     out = trl_script(job)
+    out.notes = cp_notes + out.notes
     if job.gpu_count <= 1 and job.sharding == "none":
         out.command = trl_command(job)  # the same settings without the script; the script is in files
     return out

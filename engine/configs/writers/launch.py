@@ -18,7 +18,8 @@ ZERO_STAGE = {"zero1": 1, "zero2": 2, "zero3": 3}
 
 def ds_file(job: ConfigJob) -> str:
     """The DeepSpeed JSON's name says its stage and offload, so a script that names it says them too."""
-    return f"ds_zero{ZERO_STAGE.get(job.sharding, 2)}{'_offload' if job.offload else ''}.json"
+    stage = ZERO_STAGE.get(job.sharding, 2 if job.gpu_count > 1 else 0)
+    return f"ds_zero{stage}{'_offload' if job.offload and stage else ''}.json"
 
 
 def deepspeed_json(job: ConfigJob) -> dict[str, Any]:
@@ -74,10 +75,23 @@ def launcher(job: ConfigJob, script: str) -> str:
     return f"accelerate launch --config_file accelerate.yaml {script}"
 
 
+def with_context_parallel(job: ConfigJob) -> tuple[ConfigJob, list[str]]:
+    """Context parallel in accelerate runs on FSDP2 (accelerate ParallelismConfig cp_size): a ZeRO-3 plan with CP is
+    written as FSDP full sharding, which shards the same states (ZeRO-1/2 keep their stage and lose CP, said)."""
+    if not (job.context_parallel and job.context_parallel > 1) or job.sharding not in ZERO_STAGE:
+        return job, []
+    if job.sharding == "zero3":
+        return job.model_copy(update={"sharding": "fsdp"}), [
+            "changed:sharding=zero3->fsdp (accelerate's context parallel runs on FSDP2; the same states sharded)"]
+    return job, [f"not_expressible:context_parallel with {job.sharding} (accelerate runs CP on FSDP2)"]
+
+
 def accelerate(job: ConfigJob) -> ConfigOutput:
     from engine.configs.writers.hf import trl_script
 
+    job, cp_notes = with_context_parallel(job)
     out = trl_script(job)
+    out.notes = cp_notes + out.notes
     files = [f for f in out.files if f.name != "train.py"] or [
         ConfigFile(name="accelerate.yaml", text="\n".join(header(job, "accelerate")) + "\n"
                    + dump(accelerate_config(job)))]
@@ -92,9 +106,13 @@ def deepspeed(job: ConfigJob) -> ConfigOutput:
     from engine.configs.writers.hf import trl_script
 
     notes = []
-    if job.sharding not in ZERO_STAGE:
+    if job.sharding not in ZERO_STAGE and job.gpu_count > 1:
         notes.append(f"changed:sharding={job.sharding}->zero2 (DeepSpeed is ZeRO)")
         job = job.model_copy(update={"sharding": "zero2"})
+    elif job.sharding not in ZERO_STAGE:
+        # one GPU: ZeRO partitions across GPUs, so stage 2 would shard nothing (it saves memory on one GPU only
+        # with CPU offload, which the plan did not need): ZeRO stage 0, DeepSpeed's plain data-parallel engine
+        notes.append("changed:zero_optimization.stage=0 (one GPU: ZeRO has nothing to partition)")
     ds = deepspeed_json(job)
     script = trl_script(job)
     train = next(f for f in script.files if f.name == "train.py")

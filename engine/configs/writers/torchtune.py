@@ -16,7 +16,9 @@ OPTIMIZERS = {"adamw": "torch.optim.AdamW", "adamw_8bit": "bitsandbytes.optim.Ad
               "paged_adamw": "bitsandbytes.optim.PagedAdamW", "paged_adamw_8bit": "bitsandbytes.optim.PagedAdamW8bit",
               "sgd": "torch.optim.SGD", "lion": "bitsandbytes.optim.Lion"}
 FUSED_LOSS = "torchtune.modules.loss.LinearCrossEntropyLoss"
-PLAIN_LOSS = "torch.nn.CrossEntropyLoss"
+# the recipes' own loss (recipes/configs/*: loss._component_), the chunked cross-entropy the estimate assumes for
+# torchtune (engine/frameworks/torchtune.toml loss_kernel); plain torch.nn.CrossEntropyLoss upcasts every logit
+CHUNKED_LOSS = "torchtune.modules.loss.CEWithChunkedOutputLoss"
 ATTN = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "output_proj"}
 
 
@@ -54,7 +56,7 @@ def recipe_and_config(job: ConfigJob) -> tuple[str, str | None]:
 def overrides(job: ConfigJob, recipe: str, config: str | None, notes: list[str]) -> list[str]:
     o = [f"batch_size={job.batch_size}", f"gradient_accumulation_steps={job.grad_accum}",
          f"tokenizer.max_seq_len={job.seq_len}", f"enable_activation_checkpointing={job.gradient_checkpointing}",
-         "dtype=bf16", f"loss._component_={FUSED_LOSS if job.fused_loss else PLAIN_LOSS}"]
+         "dtype=bf16", f"loss._component_={FUSED_LOSS if job.fused_loss else CHUNKED_LOSS}"]
     if job.mixed_precision == "amp":
         notes.append("not_expressible:mixed_precision=amp (torchtune trains in pure bf16)")
     if job.optimizer in OPTIMIZERS:

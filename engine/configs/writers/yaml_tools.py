@@ -19,6 +19,22 @@ LF_DS = {("zero2", False): "examples/deepspeed/ds_z2_config.json",
          ("zero3", False): "examples/deepspeed/ds_z3_config.json",
          ("zero3", True): "examples/deepspeed/ds_z3_offload_config.json"}
 LF_STAGES = {"sft": "sft", "dpo": "dpo", "kto": "kto", "rm": "rm", "ppo": "ppo", "pretrain": "pt"}
+# LLaMA-Factory chat templates by model family (src/llamafactory/data/template.py register_template names); the
+# first fragment the Hub id contains wins ("default" is a generic template none of these models was trained on)
+LF_TEMPLATES = (("llama-3", "llama3"), ("llama3", "llama3"), ("llama-2", "llama2"), ("qwen3", "qwen3"),
+                ("qwq", "qwen"), ("qwen", "qwen"), ("deepseek-r1", "deepseekr1"), ("mistral", "mistral"),
+                ("mixtral", "mistral"), ("gemma-3", "gemma3"), ("gemma", "gemma"), ("phi-4", "phi4"),
+                ("phi", "phi"), ("yi-", "yi"), ("chatglm3", "chatglm3"), ("baichuan2", "baichuan2"),
+                ("gpt-oss", "gpt"))
+# LLaMA-Factory's demo datasets (data/dataset_info.json): preference pairs for DPO/RM, KTO labels for KTO
+LF_DATASETS = {"dpo": "dpo_en_demo", "rm": "dpo_en_demo", "kto": "kto_en_demo", "pretrain": "c4_demo"}
+
+
+def lf_template(model: str) -> str:
+    name = model.lower().replace("meta-llama-3", "llama-3")
+    return next((template for fragment, template in LF_TEMPLATES if fragment in name), "default")
+
+
 AXOLOTL_RL = {"dpo": "dpo", "orpo": "orpo", "kto": "kto", "simpo": "simpo", "grpo": "grpo"}
 
 
@@ -123,8 +139,10 @@ def llama_factory(job: ConfigJob) -> ConfigOutput:
     if job.method == "qlora":
         c["quantization_bit"] = job.bits
         c["quantization_method"] = "bnb"
-    c["dataset"] = "alpaca_en_demo"
-    c["template"] = "default"
+    c["dataset"] = LF_DATASETS.get(job.stage, "alpaca_en_demo")
+    c["template"] = lf_template(job.model)
+    if c["template"] == "default":
+        notes.append(f"not_expressible:chat template of {job.model} (set `template` to the model's own)")
     c["cutoff_len"] = job.seq_len
     c["output_dir"] = "saves/run"
     c["per_device_train_batch_size"] = job.batch_size
