@@ -12,7 +12,7 @@ the webhook's acknowledgements and `/healthz`. So:
   to the user's bucket beyond `FREE_UNITS`, one token per `UNITS_PER_TOKEN`, so the throttle counts work, not
   messages. Units, not seconds, so the charge is the same on an idle machine and a loaded one. Measured
   (bench/fairness_bench.py prints them): «70B QLoRA на H100?» 46 units, full 13B plan 463, GRPO 405B 1,514,
-  «GRPO 8B qlora 8bit r 65536 on H100 fp8 vllm within a day» 9,113 (≈1.6 s of CPU): the last costs 9 questions.
+  «GRPO 405B qlora r 4096 on H100 fp8 vllm within a day» ~23,000 (≈3 s of CPU): the last costs 22 questions.
 
 The throttle middlewares put the user's bucket in `ACCOUNT` (a context variable) before the handler runs; a
 computation outside any throttled update (the CLI, tests) is simply run.

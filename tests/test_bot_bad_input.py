@@ -121,4 +121,5 @@ def test_hostile_configs_on_the_command_line_are_an_error_line(tmp_path: Path, c
     run = subprocess.run([sys.executable, "-m", "bot", "check", "--json", str(path)], capture_output=True, timeout=120)
     assert run.returncode == 0 and b"Traceback" not in run.stderr
     out = json.loads(run.stdout)
-    assert out["error"] in ("too_deep", "huge_number", "unknown_format", "no model size: say e.g. '7B' or a model name")
+    assert out["error"] in ("too_deep", "huge_number", "unknown_format", "no model size: say e.g. '7B' or a model name",
+                            "no model size in the question")

@@ -14,7 +14,7 @@ from bot.answers import render_text
 from bot.middlewares import TokenBucket
 from engine.work import counted
 
-HEAVY = "GRPO 8B qlora 8bit r {r} on H100 fp8 vllm within a day"  # a post-training search: thousands of units
+HEAVY = "GRPO 405B qlora r {r} on H100 fp8 vllm within a day"  # a post-training search: ~23,000 units
 
 
 def heavy(r: int) -> str:
@@ -37,14 +37,14 @@ def _answered(api: FakeBotAPI) -> list[int]:
 
 def test_the_engine_counts_its_work() -> None:
     _, light = counted(render_text, LIGHT)
-    _, big = counted(render_text, heavy(65536))
+    _, big = counted(render_text, heavy(4000))
     assert 0 < light < compute.FREE_UNITS < big
     assert compute.charge_for(light) == 0 and compute.charge_for(big) > 3
 
 
 async def test_a_light_question_is_answered_while_a_heavy_one_is_computed(tmp_path: Path, api: FakeBotAPI) -> None:
     async with harness(tmp_path, api) as h:
-        slow = asyncio.create_task(h.dp.feed_raw_update(h.bot, {"update_id": 91_000, **message(heavy(65000),
+        slow = asyncio.create_task(h.dp.feed_raw_update(h.bot, {"update_id": 91_000, **message(heavy(3000),
                                                                                                 user_id=7001)}))
         await asyncio.sleep(0)  # the heavy update is taken first
         await h.feed(message(LIGHT, user_id=7002))
@@ -56,7 +56,7 @@ async def test_a_light_question_is_answered_while_a_heavy_one_is_computed(tmp_pa
 async def test_one_users_flood_waits_behind_itself(tmp_path: Path, api: FakeBotAPI) -> None:
     async with harness(tmp_path, api) as h:
         flood = [asyncio.create_task(h.dp.feed_raw_update(h.bot, {"update_id": 90_000 + n, **message(
-            heavy(65100 + 100 * n), user_id=7101)})) for n in range(3)]  # no time limit: a slow machine is slow
+            heavy(2000 + 100 * n), user_id=7101)})) for n in range(3)]  # no time limit: a slow machine is slow
         await asyncio.sleep(0)
         await h.feed(message(LIGHT, user_id=7102))
         assert _answered(api)[0] == 7102
@@ -71,7 +71,7 @@ async def test_the_throttle_is_charged_by_work_not_by_message(tmp_path: Path, ap
             await h.feed(message(f"{n + 7}B lora 4090", user_id=7201))
         assert len(api.of("sendMessage")) == 4
         clock.now += 10  # the bucket is full again
-        await h.feed(message(heavy(65400), user_id=7201))  # one heavy answer costs several questions' tokens
+        await h.feed(message(heavy(3500), user_id=7201))  # one heavy answer costs several questions' tokens
         await h.feed(message(LIGHT, user_id=7201))
         sent = [c.params["text"] for c in api.of("sendMessage")]
         assert len(sent) == 6 and sent[-1].startswith("Too many questions at once")

@@ -159,7 +159,7 @@ def test_without_an_arrangement_the_need_is_drawn_against_familiar_gpus() -> Non
     assert lines and all(m < a.need_gb and not fits for m, _names, fits in lines)
     fig = chart_figure(a, "ru")
     assert any(t.startswith("H200 SXM: 141 ГБ") for t in texts(fig))
-    assert title(fig) == "Нужно 8 600,4 ГБ на GPU"
+    assert title(fig) == "Всего нужно 8 600,4 ГБ видеопамяти"  # a total, not per GPU: no arrangement is named
 
 
 def test_capacity_lines_bracket_the_need() -> None:

@@ -114,7 +114,9 @@ def test_max_num_seqs_is_a_cap_not_a_demand():
     plain = check("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768")
     assert capped["request"].get("concurrency") is None
     assert capped["request"]["engine_options"]["max_num_seqs"] == 256
-    assert capped["estimate"]["per_gpu"]["kv_cache"] == plain["estimate"]["per_gpu"]["kv_cache"]
+    # the cap moves only vLLM's profiling run (its sampler over max-num-seqs), never the KV demand: within 5 %
+    kv_capped, kv_plain = capped["estimate"]["per_gpu"]["kv_cache"], plain["estimate"]["per_gpu"]["kv_cache"]
+    assert abs(kv_capped - kv_plain) <= 0.05 * kv_plain
 
 
 def test_sglang_short_tp_flag():

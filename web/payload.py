@@ -10,6 +10,7 @@ from bot.answers import AnswerOptions, render_request, smalltalk_reply
 from bot.views.render import RenderedAnswer, plain
 from bot.views.words import COMPONENTS, component_label
 from engine.contract import estimate_request, plan_json
+from engine.parts import parts as breakdown_lines
 from engine.schema import Answer, Change, Language, Request, ServingIssue
 
 CONTRACT_EXCLUDE = {"language", "intent", "error"}  # what `gpu-advisor estimate` leaves out of a parsed question
@@ -85,9 +86,9 @@ def bar(lang: str, a: Answer) -> dict[str, Any]:
     b = a.breakdown
     if b is None:
         return {"segments": [], "total": 0.0, "capacity": 0.0, "gpu": None}
-    values = b.model_dump()
+    values = breakdown_lines(b)  # the lines as the table shows them (engine.parts); the bar draws the positive ones
     return {"segments": [{"key": k, "label": component_label(lang, k), "gib": round(values[k], 2)}
-                         for k in COMPONENTS if values[k] >= 0.05],
+                         for k in COMPONENTS if values.get(k, 0.0) >= 0.05],
             "total": round(a.need_gb, 2), "capacity": round(a.capacity_gib, 2),
             "gpu": a.asked.gpu if a.asked else None}
 

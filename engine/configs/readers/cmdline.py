@@ -70,6 +70,9 @@ CYRILLIC = re.compile("[а-яё]", re.I)
 FILE = re.compile(r"\.(py|ya?ml|json|gguf|sh|toml|safetensors)$", re.I)
 
 
+SUBCOMMAND = re.compile(r"[a-z][a-z_-]{0,30}")  # a bare tool or subcommand word: no size, no model, no Russian
+
+
 def looks_like_command(text: str) -> bool:
     argv = split(text)
     if not argv:
@@ -80,6 +83,8 @@ def looks_like_command(text: str) -> bool:
     # a launch line carries flags or a model path; "vllm qwen2.5-32b на l40s 16 пользователей" is a question
     args = rest[1:]
     if any(FLAG.match(a) or FILE.search(a) for a in args):
+        return True
+    if len(args) <= 2 and all(SUBCOMMAND.fullmatch(a) for a in args):  # "trl", "tune ls", "accelerate launch"
         return True
     return any("/" in a for a in args) and not any(CYRILLIC.search(a) and "/" not in a for a in args)
 
