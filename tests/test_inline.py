@@ -3,6 +3,7 @@ answer as its description, answers cached, and a query still being typed answere
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -69,3 +70,19 @@ def test_completion_by_prefix() -> None:
     assert complete("70b h") == "70b h" and complete("70b h100") == "70b h100"  # too short / already whole
     assert complete("70b lora h") == "70b lora h"  # h100 or h200: left as it is
     assert complete("70b") == "70b" and complete("") == ""
+
+
+async def test_inline_results_open_the_mini_app_on_their_question(tmp_path: Path, api: FakeBotAPI) -> None:
+    from bot_harness import harness
+    from fake_botapi import BOT_USERNAME
+
+    async with harness(tmp_path, api, webapp_url="https://bot.example/app/") as h:
+        found = await results(h, api, "70B QLoRA on H100", 3091)
+        assert found
+        for result in found:
+            last = result["reply_markup"]["inline_keyboard"][-1][0]
+            assert last["text"] == "📱 Calculator"
+            assert last["url"].startswith(f"https://t.me/{BOT_USERNAME}?startapp=")
+    async with harness(tmp_path / "plain", api) as h:  # no Mini App set up: no such row
+        plain = await results(h, api, "70B LoRA on H100", 3092)
+        assert all("startapp" not in str(r.get("reply_markup")) for r in plain)

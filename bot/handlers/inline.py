@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
-from aiogram import Router
+from aiogram import Bot, Router
 from aiogram.types import (
     InlineKeyboardMarkup,
     InlineQuery,
@@ -23,6 +23,7 @@ from aiogram.types import (
 
 from bot.answers import Reply, answer_options, client_language, make_reply, question_language
 from bot.config import BotConfig
+from bot.handlers.common import calculator_row
 from bot.lru import LRU
 from bot.metrics import Metrics
 from bot.storage import ChatSettings, Storage
@@ -94,7 +95,7 @@ def complete(query: str) -> str:
 
 
 def _entry(reply: Reply, title: str | None = None) -> dict[str, Any]:
-    return {"id": f"{reply.qid or 'x'}{reply.lang}", "title": title or reply.title,
+    return {"id": f"{reply.qid or 'x'}{reply.lang}", "qid": reply.qid, "title": title or reply.title,
             "description": reply.rendered.description, "html": reply.html,
             "markup": reply.markup.model_dump(mode="json", exclude_none=True) if reply.markup else None}
 
@@ -137,8 +138,16 @@ def to_articles(entries: list[dict[str, Any]]) -> list[InlineQueryResultUnion]:
     ]
 
 
+async def _with_calculator(bot: Bot, config: BotConfig, entry: dict[str, Any], lang: str) -> dict[str, Any]:
+    if not entry.get("markup"):
+        return entry
+    markup = await calculator_row(bot, config, InlineKeyboardMarkup.model_validate(entry["markup"]), entry.get("qid"),
+                                  lang, private=False)
+    return entry | {"markup": markup.model_dump(mode="json", exclude_none=True) if markup else None}
+
+
 async def inline_answer(query: InlineQuery, lang: Language, settings: ChatSettings, store: Storage, config: BotConfig,
-                        answer_cache: AnswerCache, metrics: Metrics | None = None) -> None:
+                        answer_cache: AnswerCache, metrics: Metrics | None = None, bot: Bot | None = None) -> None:
     """`lang` and `settings` are the user's private chat's; the question's own language comes first."""
     text = normalise(query.query)
     if text:
@@ -149,6 +158,8 @@ async def inline_answer(query: InlineQuery, lang: Language, settings: ChatSettin
         metrics.inline_cache(entries is not None)
     if entries is None:
         entries = await build_results(text, lang, settings, store, config)
+        if config.webapp_url and bot is not None:  # each result opens the Mini App on its question (a t.me link)
+            entries = [await _with_calculator(bot, config, e, lang) for e in entries]
         await answer_cache.put(key, entries)
     button = None
     if not entries:
