@@ -308,3 +308,21 @@ def test_noise_after_a_question_adds_no_bare_memory_gpus() -> None:
 ])
 def test_flash_attention_can_be_said(q: str, on: bool | None) -> None:
     assert parse_strict(q).flash_attention is on, q
+
+
+@pytest.mark.parametrize(("q", "name", "params_b"), [
+    ("serve Qwen/Qwen2.5-72B-Instruct-AWQ on 2xA100 with vllm", "Qwen/Qwen2.5-72B-Instruct-AWQ", 72.7),
+    ("unsloth/Llama-3.2-3B-Instruct-bnb-4bit lora on T4", "unsloth/Llama-3.2-3B-Instruct-bnb-4bit", 3.2),
+    ("Qwen/Qwen2.5-Coder-32B-Instruct on H100", "Qwen2.5-Coder-32B", 32.8),  # the catalog's own id: its name
+])
+def test_a_quantized_or_derivative_hub_id_is_kept_as_written(q: str, name: str, params_b: float) -> None:
+    r = parse_strict(q)
+    assert r.model is not None and r.model.name == name, (q, r.model)
+    assert r.model.params_b is not None and abs(r.model.params_b - params_b) < 0.1
+
+
+def test_the_launch_command_serves_the_quantized_checkpoint_the_user_named() -> None:
+    from engine.serving import serve
+    r = serve(parse_strict("serve Qwen/Qwen2.5-72B-Instruct-AWQ on 2xA100 with vllm, 50 concurrent users"))
+    assert r.command[:3] == ["vllm", "serve", "Qwen/Qwen2.5-72B-Instruct-AWQ"]
+    assert r.settings is not None and r.settings.weight_format == "awq"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from engine.catalog import CatalogModel, models
+from engine.catalog import CatalogModel, find_model, models
 from engine.parse.lexicon import NOT_NAME_WORDS
 from engine.parse.names import JOINERS, NameIndex, key_of
 from engine.parse.normalize import NUM, PUNCT, WORD, Tok
@@ -102,8 +102,18 @@ def catalog_names(s: Scan) -> None:
             a, b = chunk_bounds(s.toks, i)
             s.ids.update(range(a, max(b, j) + 1))  # "Qwen2.5-7B-DPO": the id's words say no stage
             if "model" not in s.said:
-                s.said["model"] = {"name": entry.name, "params_b": entry.params_b,
+                s.said["model"] = {"name": _hub_id(s, a, max(b, j)) or entry.name, "params_b": entry.params_b,
                                    "active_params_b": entry.active_params_b}
+
+
+def _hub_id(s: Scan, a: int, b: int) -> str | None:
+    """A Hub id longer than the catalog name inside it ("Qwen/Qwen2.5-72B-Instruct-AWQ"), as written: the launch
+    command must name that checkpoint, not the base model (the id still resolves to the catalog shape)."""
+    name = s.cased[s.toks[a].start:s.toks[b].end].strip()
+    whole = find_model(name)
+    if "/" not in name or len(name) > 200 or (whole is not None and whole.hf_id.lower() == name.lower()):
+        return None
+    return name
 
 
 def sizes(s: Scan) -> None:
