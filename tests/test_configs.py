@@ -253,3 +253,17 @@ def test_fsdp_checkpointing_is_fsdps_own_not_the_trainers():
     assert "gradient_checkpointing=False" in script
     ax = yaml.safe_load(write_config(job, "axolotl").files[0].text)
     assert ax["fsdp_config"]["activation_checkpointing"] is True and ax["gradient_checkpointing"] is False
+
+
+def test_a_gpu_without_bf16_gets_an_fp16_trl_config() -> None:
+    from engine.configs import config_for
+    from engine.parse import parse
+
+    out = config_for(parse("qlora llama 3.2 3b on T4"), "trl")
+    text = "\n".join(f.text for f in out.files) + "\n" + (out.command or "")
+    assert "bf16" not in text and "bfloat16" not in text  # T4 (sm_75) has no bf16: the Trainer refuses bf16=True
+    assert "fp16=True" in text and "bnb_4bit_compute_dtype='float16'" in text
+    full = config_for(parse("full finetune qwen2.5 0.5b on T4"), "trl")
+    assert "dtype='float32'" in "\n".join(f.text for f in full.files)  # fp16 AMP unscales fp32 gradients only
+    on_h100 = config_for(parse("qlora llama 3.2 3b on H100"), "trl")
+    assert "bf16=True" in "\n".join(f.text for f in on_h100.files)

@@ -41,6 +41,7 @@ class ConfigJob(BaseModel):
     quantization: str | None = None  # nf4 int8 fp8 awq gptq gguf:<type>
     optimizer: Optimizer | None = "adamw"
     mixed_precision: MixedPrecision = "amp"
+    half_dtype: Literal["bf16", "fp16"] = "bf16"  # fp16 on a GPU without bf16 (T4, V100)
     lora_rank: int = 16
     lora_targets: str = "all_linear"
     seq_len: int = Field(default=2048, ge=1)

@@ -50,11 +50,19 @@ def sharded_qlora(job: ConfigJob) -> bool:
     return job.method == "qlora" and job.bits == 4 and job.sharding in ("fsdp", "zero3")
 
 
+def torch_dtype(job: ConfigJob) -> str:
+    """The dtype the model loads in: float16 where the GPU has no bf16 (T4, V100); float32 for a full fine-tune there,
+    as the Trainer's fp16 grad scaler refuses to unscale fp16 gradients."""
+    if job.half_dtype == "fp16":
+        return "float16" if job.peft else "float32"
+    return "bfloat16"
+
+
 def training_args(job: ConfigJob) -> dict[str, Any]:
     """Trainer config arguments (TrainingArguments + the trainer's own) for the job."""
     a: dict[str, Any] = {"output_dir": "outputs", "per_device_train_batch_size": job.batch_size,
                          "gradient_accumulation_steps": job.grad_accum, "gradient_checkpointing":
-                         job.gradient_checkpointing, "bf16": True, "max_length": job.seq_len}
+                         job.gradient_checkpointing, job.half_dtype: True, "max_length": job.seq_len}
     if job.optimizer:
         a["optim"] = HF_OPTIM[job.optimizer]
     if job.fused_loss:
@@ -79,7 +87,7 @@ def training_args(job: ConfigJob) -> dict[str, Any]:
 
 def model_args(job: ConfigJob) -> dict[str, Any]:
     """ModelConfig arguments (trl/trainer/model_config.py) for the job: quantization and LoRA."""
-    m: dict[str, Any] = {"model_name_or_path": job.model, "dtype": "bfloat16",
+    m: dict[str, Any] = {"model_name_or_path": job.model, "dtype": torch_dtype(job),
                          "attn_implementation": "flash_attention_2" if job.flash_attention else "eager"}
     if job.method == "qlora":
         m["load_in_4bit" if job.bits == 4 else "load_in_8bit"] = True
@@ -137,7 +145,7 @@ def trl_script(job: ConfigJob) -> ConfigOutput:
         if job.bits == 4:
             storage = ", bnb_4bit_quant_storage='bfloat16'" if sharded_qlora(job) else ""
             lines.append("quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', "
-                         f"bnb_4bit_compute_dtype='bfloat16'{storage})")
+                         f"bnb_4bit_compute_dtype={torch_dtype(job)!r}{storage})")
         else:
             lines.append("quant = BitsAndBytesConfig(load_in_8bit=True)")
         load.append("quantization_config=quant")
