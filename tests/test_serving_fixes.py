@@ -188,3 +188,9 @@ def test_serving_keyboard_has_a_chart_button() -> None:
     kb = serving_keyboard("q1", "b", 8, 8192, "en")
     data = {b.text: b.callback_data for row in kb.inline_keyboard for b in row}
     assert data["📊 Chart"] == "v:q1:b:8:8192:en:p"
+
+
+def test_a_bare_size_is_launched_as_the_model_whose_shape_was_assumed() -> None:
+    r = serve(Request.model_validate({"model": {"params_b": 70.0}, "method": "inference", "serving_engine": "vllm",
+                                      "gpus": [{"name": "H100 SXM", "count": 2}]}))
+    assert r.command[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B"]  # was `vllm serve 70B`: no such repo

@@ -69,6 +69,8 @@ def _context(request: Request, arch: Architecture, assumptions: list[str]) -> tu
 
 def _model_id(request: Request, arch: Architecture) -> str:
     name = request.model.name if request.model and request.model.name else arch.name
+    if not (request.model and request.model.name) and not arch.known:
+        name = reference_of(arch)  # a bare size ("70B") is no checkpoint: the model whose shape was assumed
     if "/" in name:
         return name
     entry = find_model(name)
