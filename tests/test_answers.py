@@ -56,3 +56,16 @@ def test_ask_text_is_the_html_without_tags() -> None:
     text = ask_text("can I LoRA llama 3.1 8b on a 4090 with 8k context?")
     assert html.startswith("🔧 <b>Fits on 1×RTX 4090 after changes") and text.startswith("🔧 Fits on 1×RTX 4090")
     assert "<" not in text.replace("<=", "") and "What to change" in text
+
+
+def test_a_monthly_rental_dearer_than_a_month_by_the_hour_never_pays_off() -> None:
+    import contextlib
+    import io
+
+    from bot.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["ask", "скока стоит a100 на месяц"])
+    text = out.getvalue()
+    assert "не окупается" in text and "окупается от 1" not in text  # a month has 730 hours, not 1,295

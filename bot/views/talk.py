@@ -181,6 +181,9 @@ def price_hint_name(gpu: str) -> str:
     return " ".join(words[:-1]) if len(words) > 1 and words[-1] in FORM_FACTORS else gpu
 
 
+HOURS_PER_MONTH = 730  # 365 × 24 / 12: the hours a month has
+
+
 def rental_lines(lang: str, r: Rental, gpu: str, currency: str, monthly_asked: bool) -> list[str]:
     """"неделя 8xh100": the period's cost at the typical hourly price first, the providers' range second; for a
     month, the cheapest monthly offer against hourly at the stated use."""
@@ -192,9 +195,14 @@ def rental_lines(lang: str, r: Rental, gpu: str, currency: str, monthly_asked: b
     m = r.monthly
     if m is not None:
         cheaper = _(lang, "the monthly rental") if m.cheaper == "monthly" else _(lang, "hourly")
-        lines.append("📅 " + _(lang, "By the month: %(month)s per GPU a month; at %(use)s of use a month that is "
-                                     "%(effective)s per hour against %(hourly)s by the hour, so %(cheaper)s is cheaper "
-                                     "(monthly pays off from %(even)s a month)") % {
+        never = m.break_even_hours > HOURS_PER_MONTH  # dearer than a whole month by the hour: it never pays off
+        lines.append("📅 " + (_(lang, "By the month: %(month)s per GPU a month; at %(use)s of use a month that is "
+                                      "%(effective)s per hour against %(hourly)s by the hour, so %(cheaper)s is "
+                                      "cheaper (monthly never pays off: it costs more than the whole month by the "
+                                      "hour)") if never else
+                              _(lang, "By the month: %(month)s per GPU a month; at %(use)s of use a month that is "
+                                      "%(effective)s per hour against %(hourly)s by the hour, so %(cheaper)s is "
+                                      "cheaper (monthly pays off from %(even)s a month)")) % {
             "month": money(lang, m.monthly_price, currency), "use": hours_text(lang, m.hours_per_month),
             "effective": money(lang, m.effective_hourly, currency), "hourly": money(lang, m.hourly_price, currency),
             "cheaper": cheaper, "even": hours_text(lang, round(m.break_even_hours))})
