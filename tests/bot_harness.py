@@ -103,3 +103,13 @@ async def bot_process(api: FakeBotAPI, tmp_path: Path, **env: str) -> AsyncItera
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=5)
+
+
+class Clock:
+    """A clock a test moves by hand (token buckets, caches with a time to live)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

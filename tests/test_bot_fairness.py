@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bot_harness import harness
+from bot_harness import Clock, harness
 from fake_botapi import FakeBotAPI, message
 
 from bot import compute
@@ -22,13 +22,6 @@ def heavy(r: int) -> str:
     return HEAVY.format(r=r)
 LIGHT = "70B QLoRA на H100?"
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _answered(api: FakeBotAPI) -> list[int]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bot_harness import Harness, harness
+from bot_harness import Clock, Harness, harness
 from fake_botapi import (
     BOT_ID,
     BOT_USERNAME,
@@ -39,13 +39,6 @@ LLAMA_CONFIG = {
     "tie_word_embeddings": False, "model_type": "llama",
 }
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

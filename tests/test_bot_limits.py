@@ -6,19 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bot_harness import harness
+from bot_harness import Clock, harness
 from fake_botapi import FakeBotAPI, inline_query, message
 
 from bot.middlewares import TokenBucket
 from bot.throttling import INLINE_BURST
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def test_pasted_launch_lines_are_throttled(tmp_path: Path, api: FakeBotAPI) -> None:

@@ -5,19 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot_harness import harness
+from bot_harness import Clock, harness
 from fake_botapi import FakeBotAPI, callback, inline_query, message
 
 from bot.middlewares import TokenBucket
 from bot.throttling import INLINE_BURST
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def test_an_inline_flood_is_cut_to_the_burst_and_others_are_answered(tmp_path: Path, api: FakeBotAPI) -> None:
