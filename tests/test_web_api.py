@@ -35,13 +35,13 @@ async def post(c: TestClient, path: str, body: Any, data: str | None = None, raw
 
 def engine_calls(monkeypatch) -> list[Any]:
     calls: list[Any] = []
-    real = webapp_module.asyncio.to_thread
+    real = webapp_module.computed  # every engine call of a route goes through it
 
-    async def spy(fn, *args):
+    async def spy(request, user, fn, *args):
         calls.append(fn)
-        return await real(fn, *args)
+        return await real(request, user, fn, *args)
 
-    monkeypatch.setattr(webapp_module.asyncio, "to_thread", spy)
+    monkeypatch.setattr(webapp_module, "computed", spy)
     return calls
 
 
