@@ -196,16 +196,15 @@ def rental_lines(lang: str, r: Rental, gpu: str, currency: str, monthly_asked: b
     if m is not None:
         cheaper = _(lang, "the monthly rental") if m.cheaper == "monthly" else _(lang, "hourly")
         never = m.break_even_hours > HOURS_PER_MONTH  # dearer than a whole month by the hour: it never pays off
-        lines.append("📅 " + (_(lang, "By the month: %(month)s per GPU a month; at %(use)s of use a month that is "
-                                      "%(effective)s per hour against %(hourly)s by the hour, so %(cheaper)s is "
-                                      "cheaper (monthly never pays off: it costs more than the whole month by the "
-                                      "hour)") if never else
-                              _(lang, "By the month: %(month)s per GPU a month; at %(use)s of use a month that is "
-                                      "%(effective)s per hour against %(hourly)s by the hour, so %(cheaper)s is "
-                                      "cheaper (monthly pays off from %(even)s a month)")) % {
+        why = (_(lang, "monthly never pays off: it costs more than the whole month by the hour") if never else
+               _(lang, "monthly pays off from %(even)s a month") % {
+                   "even": hours_text(lang, round(m.break_even_hours))})
+        lines.append("📅 " + _(lang, "By the month: %(month)s per GPU a month; at %(use)s of use a month that is "
+                                     "%(effective)s per hour against %(hourly)s by the hour, so %(cheaper)s is "
+                                     "cheaper (%(why)s)") % {
             "month": money(lang, m.monthly_price, currency), "use": hours_text(lang, m.hours_per_month),
             "effective": money(lang, m.effective_hourly, currency), "hourly": money(lang, m.hourly_price, currency),
-            "cheaper": cheaper, "even": hours_text(lang, round(m.break_even_hours))})
+            "cheaper": cheaper, "why": why})
     elif monthly_asked:
         lines.append("📅 " + _(lang, "No monthly offers for %(gpu)s in the catalog: only hourly prices.") % {
             "gpu": gpu})
