@@ -28,12 +28,13 @@ from engine.schema import (
     Plan,
     PlanResult,
     PriceOptions,
+    PriceRange,
     Rental,
     Request,
+    ServingCost,
     Verdict,
     error_keys,
 )
-from engine.schema_serving import Cost as ServingCost
 from engine.serving import ServingResult, is_serving_request, serve
 
 # GPUs a chart draws next to the asked and planned ones, so that the need reads against familiar sizes.
@@ -141,7 +142,7 @@ def market_answer(request: Request, prices: PriceOptions | None) -> Answer | Non
                   rental=rental_cost(request, found, currency))
 
 
-def rental_cost(request: Request, found: pricing.PriceRange, currency: str) -> Rental | None:
+def rental_cost(request: Request, found: PriceRange, currency: str) -> Rental | None:
     """"неделя 8xh100", "месяц a100", "100 часов в месяц h100": the period at the hourly market prices for all the
     GPUs, and, for a month, the cheapest monthly offer per GPU against hourly at the stated use."""
     hours = request.rent_hours

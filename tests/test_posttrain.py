@@ -7,9 +7,9 @@ import pytest
 from engine.contract import estimate_json as estimate
 from engine.contract import estimate_request
 from engine.posttrain import applies, breakdown_for, posttrain_result
-from engine.posttrain.models import PostTrainOptions
 from engine.scenario import ScenarioError
 from engine.schema import Request
+from engine.schema.posttrain import PostTrainOptions
 
 
 def req(**kw: object) -> Request:

@@ -336,7 +336,7 @@ def adopt_plan(result: posttrain.PostTrainResult, request: Request, plans: Seque
     use: the answer names the change it plans with, not another that fits more tightly. Without such a plan, the
     first change that fits on the GPUs asked gives the settings."""
     plan = next((p for p in plans if asked and p.gpu == asked.gpu and p.count == asked.count and p.techniques), None)
-    from engine.posttrain.models import Change as PtChange
+    from engine.schema.posttrain import Change as PtChange
 
     if plan is not None and asked is not None and set(plan.techniques) <= {"fused_loss"} | {
             t for t in plan.techniques if t.startswith(CP + ":")}:

@@ -17,7 +17,10 @@ from typing import Any
 from engine import memory
 from engine.memo import by_value
 from engine.posttrain.advice import long_context_options, pick_long_context
-from engine.posttrain.models import (
+from engine.posttrain.result import posttrain_result
+from engine.scenario import build_scenario
+from engine.schema import Breakdown, GpuRef, Request
+from engine.schema.posttrain import (
     POSTTRAIN_STAGES,
     Change,
     Line,
@@ -27,9 +30,6 @@ from engine.posttrain.models import (
     RlTime,
     Settings,
 )
-from engine.posttrain.result import posttrain_result
-from engine.scenario import build_scenario
-from engine.schema import Breakdown, GpuRef, Request
 
 
 def applies(request: Request) -> bool:

@@ -10,10 +10,10 @@ from engine.catalog import find_gpu
 from engine.fit import capacity
 from engine.memo import by_value
 from engine.posttrain.compose import Composed, compose
-from engine.posttrain.models import Line, PostTrainOptions, PostTrainResult, Settings
 from engine.posttrain.setup import Setup, build_setup, constants
 from engine.posttrain.timing import rl_time, steps_for_tokens
 from engine.schema import Request
+from engine.schema.posttrain import Line, PostTrainOptions, PostTrainResult, Settings
 
 
 def card_limit(request: Request) -> float | None:

@@ -13,9 +13,9 @@ from typing import Any
 
 from engine.catalog import HERE, find_gpu
 from engine.frameworks import profile
-from engine.posttrain.models import PREFERENCE_STAGES, REFERENCE_FREE, CpKind, PostTrainOptions
 from engine.scenario import ScenarioError, build_scenario
 from engine.schema import Request, Scenario
+from engine.schema.posttrain import PREFERENCE_STAGES, REFERENCE_FREE, CpKind, PostTrainOptions
 
 
 @cache

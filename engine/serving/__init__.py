@@ -14,6 +14,7 @@ from typing import Any
 from engine.catalog import architecture, find_gpu, find_model, gpus, reference_of
 from engine.catalog.ids import name_format
 from engine.schema import Architecture, GpuRef, Request
+from engine.schema.serving import Arrangement, Issue, ServingResult
 
 from .advice import changes
 from .capacity import arrange, valid_tp
@@ -31,7 +32,6 @@ from .loadplan import feature_flags, load_answer, load_block, machine_for
 from .profile import data, supports, weight_format
 from .sizing import size
 from .speed import cost, instance_speed
-from .types import Arrangement, Issue, ServingResult
 
 __all__ = ["ServingResult", "is_serving_request", "serve", "serving_block"]
 

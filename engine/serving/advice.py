@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from engine.catalog import Gpu
 from engine.schema import Architecture, Request
+from engine.schema.serving import Arrangement, GpuChoice, Issue, Settings
 
 from .core import Profile, loads, profile, users_served
 from .profile import supports
-from .types import Arrangement, GpuChoice, Issue, Settings
 
 Run = Callable[..., tuple[Settings, Profile]]
 

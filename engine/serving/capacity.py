@@ -9,12 +9,12 @@ import math
 from engine import pricing
 from engine.catalog import Gpu
 from engine.schema import Architecture, GpuRef, Request
+from engine.schema.serving import Arrangement
 
 from .budget import GIB
 from .core import Profile, gpu_choice, loads, profile, settings_for, users_served
 from .profile import data
 from .speed import instance_speed, per_million
-from .types import Arrangement
 from .weights import rank_weights
 
 

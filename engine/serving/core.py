@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 from engine.catalog import Gpu, find_gpu, gpus, usable_memory_gib
 from engine.schema import Architecture, GpuRef, Request
+from engine.schema.serving import GpuChoice, KvCapacity, RankMemory, Settings
 
 from .budget import GIB, paged_budget
 from .kv import capacity
 from .local import hf_generate, llama_cpp
 from .profile import batch_defaults, data, family, sglang_fraction
-from .types import GpuChoice, KvCapacity, RankMemory, Settings
 from .weights import rank_weights
 
 APPLE = re.compile(r"\b(apple|mac ?(book|studio|mini|pro)?|m[1-5]( ?(pro|max|ultra))?)\b", re.IGNORECASE)

@@ -9,12 +9,11 @@ from dataclasses import replace
 
 from engine.catalog import Gpu
 from engine.schema import Architecture, Request
-from engine.schema_serving import LoadPoint, ServingLoad
+from engine.schema.serving import GpuChoice, KvCapacity, LoadPoint, RankMemory, ServingLoad, Settings
 from engine.speed.hardware import gpus_per_node
 
 from .load import Features, Machine, Workload, engine_figures, point, speculation, sweep
 from .speed import format_bits
-from .types import GpuChoice, KvCapacity, RankMemory, Settings
 from .weights import rank_weights
 
 CURVE = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

@@ -1,7 +1,5 @@
 """The data of a serving answer (engine.serving builds it): small named pydantic types, no text for people (message
-keys with parameters). Part of the schema: `engine.schema` re-exports ServingResult for the views; it lives apart so
-that schema.py stays small and imports nothing of engine.serving (whose package imports the catalog, which imports
-the schema)."""
+keys with parameters)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,26 @@
+"""engine.schema is types only: importing it loads no engine logic (no import circle can start there), and every
+public name of its modules is reachable as `engine.schema.X`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import engine.schema as schema
+from engine.schema import answer, posttrain, prices, request, result, scenario, serving
+
+
+def test_schema_imports_no_engine_logic() -> None:
+    code = ("import sys, engine.schema; "
+            "print('\\n'.join(sorted(m for m in sys.modules if m == 'engine' or m.startswith('engine.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert "engine.schema.answer" in out
+    assert [m for m in out if m != "engine" and not m.startswith("engine.schema")] == []
+
+
+def test_every_public_type_is_re_exported() -> None:
+    for module in (answer, posttrain, prices, request, result, scenario, serving):
+        for name, value in vars(module).items():
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                exported = [x for x in schema.__all__ if getattr(schema, x) is value]
+                assert exported, f"{module.__name__}.{name} is not in engine.schema.__all__"
