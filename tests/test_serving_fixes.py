@@ -9,7 +9,7 @@ from bot.views.keyboards import serving_keyboard
 from bot.views.render import plain
 from engine.answer import answer
 from engine.catalog import find_model, gpus
-from engine.schema import GpuRef, ModelRef, Request
+from engine.schema import GpuRef, ModelRef, Request, ServingAnswer
 from engine.serving import is_serving_request, serve
 from engine.serving.profile import weight_format
 
@@ -59,7 +59,7 @@ def test_plain_inference_of_a_quantized_checkpoint_takes_the_serving_path() -> N
     plain_q = req("gpt-oss-120b", "H100 SXM", engine=None)
     assert is_serving_request(plain_q)
     a = answer(plain_q)
-    assert a.serving is not None and a.serving.settings is not None
+    assert isinstance(a, ServingAnswer) and a.serving.settings is not None
     assert a.serving.settings.weight_format == "mxfp4" and "serving_engine=vllm" in a.serving.assumptions
     assert not is_serving_request(req("Llama 3.1 8B", "H100 SXM", engine=None))  # a bf16 model stays on HF generate
 

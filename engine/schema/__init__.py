@@ -13,7 +13,16 @@ public name; the modules say where each belongs:
 - answer.py: the Answer, a tagged union by kind (training, posttrain, serving, market, error)
 """
 
-from engine.schema.answer import Answer
+from engine.schema.answer import (
+    Answer,
+    AnswerBase,
+    ErrorAnswer,
+    MarketAnswer,
+    PlannedAnswer,
+    PostTrainAnswer,
+    ServingAnswer,
+    TrainingAnswer,
+)
 from engine.schema.posttrain import (
     POSTTRAIN_STAGES,
     PREFERENCE_STAGES,
@@ -103,6 +112,7 @@ __all__ = [
     "REFERENCE_FREE",
     "SHOWN_PLANS",
     "Answer",
+    "AnswerBase",
     "Architecture",
     "Arrangement",
     "AskedCurrency",
@@ -114,6 +124,7 @@ __all__ = [
     "Currency",
     "EngineFamily",
     "EngineOptions",
+    "ErrorAnswer",
     "Fit",
     "Framework",
     "FxRate",
@@ -129,6 +140,7 @@ __all__ = [
     "LineRole",
     "LoadPoint",
     "LongContextOption",
+    "MarketAnswer",
     "Method",
     "MixedPrecision",
     "ModelConfig",
@@ -142,6 +154,8 @@ __all__ = [
     "OptionKind",
     "Plan",
     "PlanResult",
+    "PlannedAnswer",
+    "PostTrainAnswer",
     "PostTrainChange",
     "PostTrainOptions",
     "PostTrainResult",
@@ -156,6 +170,7 @@ __all__ = [
     "Rollout",
     "RunCost",
     "Scenario",
+    "ServingAnswer",
     "ServingArrangement",
     "ServingCost",
     "ServingEngine",
@@ -168,6 +183,7 @@ __all__ = [
     "Stage",
     "Strict",
     "Tier",
+    "TrainingAnswer",
     "Verdict",
     "error_keys",
     "join_errors",
