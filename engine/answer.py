@@ -302,7 +302,7 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> PostTrain
     result = posttrain_plan.plan(request, prices)
     pt = posttrain.posttrain_result(request)
     if request.sharding != said.sharding:  # a default of this path, shown as one
-        pt.assumptions.append(f"sharding={request.sharding}")
+        pt.assumptions.append(Assumption(key="sharding", value=str(request.sharding)))
         result.scenario.assumptions.append(Assumption(key="sharding", value=str(request.sharding)))
     named = asked_arrangements(request)
     asked = named[0] if named else None
@@ -341,7 +341,7 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Serv
     notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
     if "quantization" in request.assumed and request.quantization:  # "q4": the parser's pick, said (engine.serving's
         result = result.model_copy(update={"assumptions": [  # own "weight_format" assumption words it)
-            *result.assumptions, f"weight_format={request.quantization}"]})
+            *result.assumptions, Assumption(key="weight_format", value=request.quantization)]})
     return ServingAnswer(request=request, serving=result, verdict=serving_verdict(request, result), notes=notes,
                   serving_users=serving_users(result), currency=result.cost.currency if result.cost else "USD")
 

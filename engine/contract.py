@@ -120,7 +120,7 @@ def serving_estimate_json(a: ServingAnswer) -> dict[str, Any]:
     return {
         "request": {"model": {"name": r.model, "params_b": r.params_b, "known": r.model_known},
                     "method": "inference", "gpu_count": g.count},
-        "assumptions": list(r.assumptions),
+        "assumptions": [str(x) for x in r.assumptions],
         "per_gpu": {k: round(v, 3) for k, v in per_gpu.items()},
         "cpu_ram_gb": round(m.host_ram_gib, 2),
         "trainable_params": 0,
@@ -202,7 +202,7 @@ def serving_plan_json(a: ServingAnswer, asked_fits: bool | None) -> dict[str, An
         "suggestions": [c.key for c in r.changes],
         "asked_fits": asked_fits,
         "verdict": a.verdict,
-        "assumptions": list(r.assumptions),
+        "assumptions": [str(x) for x in r.assumptions],
     }
 
 

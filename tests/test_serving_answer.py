@@ -244,14 +244,14 @@ def test_every_key_the_serving_engine_emits_is_worded() -> None:
 
     from bot.views.serving_words import change_line as change_words
     from bot.views.serving_words import error_line
-    from engine.schema.serving import Issue
+    from engine.schema import Change
 
     code = "\n".join(p.read_text() for p in (Path(__file__).parents[1] / "engine" / "serving").glob("*.py"))
     keys = set(re.findall(r'"(serving\.(?:error|warning|change)\.[a-z0-9_]+)"', code))
     assert len(keys) >= 13
     for key in keys:
         for lang in ("en", "ru"):
-            text = (change_words(lang, Issue(key=key, params={"from": 2, "to": 1}), 4) if ".change." in key
+            text = (change_words(lang, Change(key=key, params={"from": 2, "to": 1}), 4) if ".change." in key
                     else error_line(lang, key, {"context": 8192, "limit": 4096}))
             assert "serving." not in text and text.strip(), (key, lang)
 

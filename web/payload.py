@@ -11,7 +11,7 @@ from bot.views.render import RenderedAnswer, plain
 from bot.views.words import COMPONENTS, component_label
 from engine.contract import estimate_request, plan_json
 from engine.parts import parts as breakdown_lines
-from engine.schema import Answer, Change, Language, MarketAnswer, PlannedAnswer, Request, ServingAnswer, ServingIssue
+from engine.schema import Answer, Change, Language, MarketAnswer, PlannedAnswer, Request, ServingAnswer
 
 CONTRACT_EXCLUDE = {"language", "intent", "error"}  # what `gpu-advisor estimate` leaves out of a parsed question
 
@@ -64,7 +64,7 @@ SERVING_PATCHES = {
 }
 
 
-def serving_patch(c: ServingIssue) -> dict[str, Any] | None:
+def serving_patch(c: Change) -> dict[str, Any] | None:
     make = SERVING_PATCHES.get(c.key)
     return make(c.params) if make is not None else None
 

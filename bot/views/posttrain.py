@@ -260,9 +260,9 @@ def settings_lines(r: PostTrainResult) -> list[str]:
     return out
 
 
-def assumption_words(lang: str, item: str) -> str:
+def assumption_words(lang: str, item: Assumption) -> str:
     """One default of the estimate: posttrain's own ("num_generations=8") here, the scenario's by words.py."""
-    key, _eq, value = item.partition("=")
+    key, _eq, value = str(item).partition("=")  # the value as the contract prints it
     match key:
         case "num_generations":
             n = int(value) if value.isdigit() else 5

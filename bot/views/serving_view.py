@@ -22,7 +22,7 @@ from bot.views.serving_words import (
 )
 from bot.views.view import TABLE_WIDTH, AnswerView, verdict_mark
 from bot.views.words import NOTE_TEXTS, gpu_name, said_note_text
-from engine.schema import ServingAnswer, ServingResult
+from engine.schema import Assumption, ServingAnswer, ServingResult
 
 NBSP = "\u00a0"
 
@@ -290,13 +290,12 @@ def note_line(lang: str, key: str, r: ServingResult) -> str:
 
 def _shape_ref(r: ServingResult) -> str:
     """The catalog model an unknown model's shape is borrowed from ("" for a known model)."""
-    like = next((x for x in r.assumptions if x.startswith("architecture=like ")), "")
-    return like.removeprefix("architecture=like ")
+    return next((str(x.value) for x in r.assumptions if x.key == "architecture"), "")
 
 
-def _assumptions(r: ServingResult) -> list[str]:
+def _assumptions(r: ServingResult) -> list[Assumption]:
     out = list(r.assumptions)
     if r.settings is not None:
-        out.insert(0, f"engine_version={r.settings.version or ''}")
+        out.insert(0, Assumption(key="engine_version", value=r.settings.version or ""))
     return out
 

@@ -35,7 +35,6 @@ from engine.schema.posttrain import (
     PostTrainResult,
     RlTime,
 )
-from engine.schema.posttrain import Change as PostTrainChange
 from engine.schema.posttrain import Settings as PostTrainSettings
 from engine.schema.prices import FxRate, MonthlyVsHourly, Offer, PriceOptions, PriceRange, Rental, RunCost
 from engine.schema.request import (
@@ -86,7 +85,6 @@ from engine.schema.result import (
     PlanResult,
 )
 from engine.schema.scenario import Architecture, Assumption, Scenario
-from engine.schema.serving import Arrangement as ServingArrangement
 from engine.schema.serving import Cost as ServingCost
 from engine.schema.serving import (
     EngineFamily,
@@ -94,11 +92,11 @@ from engine.schema.serving import (
     KvCapacity,
     LoadPoint,
     RankMemory,
+    ServingArrangement,
     ServingLoad,
     ServingResult,
     Speed,
 )
-from engine.schema.serving import Issue as ServingIssue
 from engine.schema.serving import Settings as ServingSettings
 
 __all__ = [
@@ -156,7 +154,6 @@ __all__ = [
     "PlanResult",
     "PlannedAnswer",
     "PostTrainAnswer",
-    "PostTrainChange",
     "PostTrainOptions",
     "PostTrainResult",
     "PostTrainSettings",
@@ -174,7 +171,6 @@ __all__ = [
     "ServingArrangement",
     "ServingCost",
     "ServingEngine",
-    "ServingIssue",
     "ServingLoad",
     "ServingResult",
     "ServingSettings",

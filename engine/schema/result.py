@@ -95,15 +95,19 @@ class Plan(BaseModel):
 
 
 class Change(BaseModel):
-    """One change to the asked arrangement and what it saves per GPU."""
+    """One change that makes the job fit (or cheaper) and what it gives, for every kind of answer: a message key
+    with its parameters; training says what it saves and what one GPU then holds, post-training the peak it gives,
+    serving what it does to the users served (`effect`)."""
 
-    key: str  # message key: gradient_checkpointing, optimizer_8bit, shorter_context, ..., combined
-    params: dict[str, Any]
-    saves_gb: float
-    fits: bool
-    total_gb: float = 0.0  # what one GPU must hold after the change (peak + CUDA context)
+    key: str  # message key: gradient_checkpointing, optimizer_8bit, posttrain.change.*, serving.change.*, combined
+    params: dict[str, Any] = Field(default_factory=dict)
+    saves_gb: float = 0.0  # training: what it saves per GPU
+    fits: bool | None = None  # it fits on the GPUs asked (None: no GPU to judge it against)
+    total_gb: float = 0.0  # training: what one GPU must hold after the change (peak + CUDA context)
+    per_gpu_total: float = 0.0  # post-training: the busiest GPU's reserved peak after it, GiB (no CUDA context)
     tight: bool = False  # it fits, with under engine.fit.TIGHT of the capacity to spare (the verdict says so)
     parts: list[Change] = Field(default_factory=list)  # key "combined": the changes made together
+    effect: dict[str, Any] = Field(default_factory=dict)  # serving: users served, whether it loads, GiB freed
 
 
 class Comparison(BaseModel):
