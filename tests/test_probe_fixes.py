@@ -197,7 +197,8 @@ def test_grpo_plans_of_the_same_cost_are_listed_by_gpu_count() -> None:
 
 def test_defaults_the_parser_picked_are_in_the_assumptions() -> None:
     served = answer(parse("llama 8b q4 ollama на 4090"))
-    assert isinstance(served, ServingAnswer) and "weight_format=gguf:q4_k_m" in {str(x) for x in served.serving.assumptions}
+    assert isinstance(served, ServingAnswer)
+    assert "weight_format=gguf:q4_k_m" in {str(x) for x in served.serving.assumptions}
     assert "Q4_K_M" in ask_text("llama 8b q4 ollama на 4090")
     cp = answer(parse("8B lora 128k контекст с ulysses на 8 H100"))
     assert cp.asked is not None and cp.asked.count == 8 and not isinstance(cp, ErrorAnswer)

@@ -60,7 +60,8 @@ def test_plain_inference_of_a_quantized_checkpoint_takes_the_serving_path() -> N
     assert is_serving_request(plain_q)
     a = answer(plain_q)
     assert isinstance(a, ServingAnswer) and a.serving.settings is not None
-    assert a.serving.settings.weight_format == "mxfp4" and "serving_engine=vllm" in {str(x) for x in a.serving.assumptions}
+    assert a.serving.settings.weight_format == "mxfp4"
+    assert "serving_engine=vllm" in {str(x) for x in a.serving.assumptions}
     assert not is_serving_request(req("Llama 3.1 8B", "H100 SXM", engine=None))  # a bf16 model stays on HF generate
 
 
