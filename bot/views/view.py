@@ -437,7 +437,7 @@ def view_model(lang: str, a: PlannedAnswer) -> AnswerView:
         "model_note": model_note(lang, a),
         "table": memory_table(lang, b, a.need_gb),
         "shape_note": b.shape_margin >= 0.05,  # a bare size whose smaller neighbours' shape needs more
-        "reserve_note": b.overhead >= 0.05,  # issue 13: the two lines a user does not know, explained once
+        "reserve_note": b.overhead >= 0.05,  # the two lines a user does not know, explained once
         "plans": [plan_view(lang, p, a.tokens, lead) for p in a.plans[:SHOWN_PLANS]],
         "changes": [change_line(lang, c, s.method == "inference") for c in a.changes[:5]],
         "cpu_ram": _(lang, "CPU RAM for the CPU offload: %(gb)s") % {"gb": gb(lang, a.cpu_ram_gb)}

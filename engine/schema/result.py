@@ -26,7 +26,7 @@ class Breakdown(BaseModel):
     cuda_context: float  # outside the allocator; needed on the GPU on top of `total`
     cpu_ram: float  # GiB of host memory the offload needs (0 without offload)
     trainable_params: float
-    # appended (issue 11, memory): non-quantized parameters of a 4/8-bit model cast to fp32 for training
+    # non-quantized parameters of a 4/8-bit model cast to fp32 for training
     # (PEFT prepare_model_for_kbit_training), on top of `weights` (the model as loaded)
     upcast: float = 0.0
     # the allocator had to give back its cache to fit the GPU (the peak is at the card's capacity: tight)

@@ -75,8 +75,8 @@ class Scenario(BaseModel):
     offload: bool
     gpu_count: int
     assumptions: list[Assumption]
-    # appended (issue 11, memory): the stack's profile, the resolved loss kernel, the attention kernel
-    # the hardware allows, the platform (CUDA, ROCm, Apple MPS) and the model code's family
+    # how it runs: the stack's profile, the resolved loss kernel, the attention kernel the hardware allows, the
+    # platform (CUDA, ROCm, Apple MPS) and the model code's family
     framework: str = "trl"
     framework_assumed: bool = False  # no framework named: the default stack, to be shown as an assumption
     loss_kernel: str = ""
