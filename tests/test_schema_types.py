@@ -24,3 +24,28 @@ def test_every_public_type_is_re_exported() -> None:
             if isinstance(value, type) and value.__module__ == module.__name__:
                 exported = [x for x in schema.__all__ if getattr(schema, x) is value]
                 assert exported, f"{module.__name__}.{name} is not in engine.schema.__all__"
+
+
+KINDS = {
+    "training": "70B QLoRA на H100?",
+    "posttrain": "DPO 8B на 2 4090",
+    "serving": "vLLM 70B на 2 H100 для 32 пользователей",
+    "market": "how much is an H100 per hour?",
+    "error": "hello",
+}
+
+
+def test_each_kind_of_question_gets_its_kind_of_answer_and_it_reads_back_as_that_kind() -> None:
+    from pydantic import TypeAdapter
+
+    from engine.answer import answer as answer_of
+    from engine.parse import parse
+
+    adapter: TypeAdapter[schema.Answer] = TypeAdapter(schema.Answer)
+    for kind, question in KINDS.items():
+        a = answer_of(parse(question))
+        assert a.kind == kind, question
+        back = adapter.validate_json(adapter.dump_json(a))
+        assert type(back) is type(a) and back == a
+    assert isinstance(answer_of(parse(KINDS["posttrain"])), schema.PlannedAnswer)
+    assert not isinstance(answer_of(parse(KINDS["serving"])), schema.PlannedAnswer)
