@@ -11,6 +11,9 @@ public name; the modules say where each belongs:
 - posttrain.py: a post-training answer (PostTrainResult, its options, lines, settings, times)
 - prices.py: offers, PriceRange, RunCost, MonthlyVsHourly, Rental, PriceOptions
 - answer.py: the Answer, a tagged union by kind (training, posttrain, serving, market, error)
+
+Names two modules share are exported with their kind: ServingSettings, ServingCost (serving.py's Settings and
+Cost), PostTrainSettings (posttrain.py's Settings).
 """
 
 from engine.schema.answer import (
