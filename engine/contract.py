@@ -206,6 +206,15 @@ def serving_plan_json(a: ServingAnswer, asked_fits: bool | None) -> dict[str, An
     }
 
 
+TRAINING_CHANGE_FIELDS = {"key", "params", "saves_gb", "fits", "total_gb", "tight"}
+
+
+def change_json(c: Change) -> dict[str, Any]:
+    """A training change as `check --json` gives it: key, params, what it saves, whether it fits, what one GPU then
+    holds, and the changes made together (the other kinds' figures of a Change are theirs)."""
+    return {**c.model_dump(mode="json", include=TRAINING_CHANGE_FIELDS), "parts": [change_json(p) for p in c.parts]}
+
+
 def change_line(c: Change) -> str:
     """"shorter_context(from=8192, to=4096): -3.1 GB (fits)": a machine-readable line, not a sentence."""
     params = ", ".join(f"{k}={v}" for k, v in c.params.items())

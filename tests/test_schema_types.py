@@ -49,3 +49,27 @@ def test_each_kind_of_question_gets_its_kind_of_answer_and_it_reads_back_as_that
         assert type(back) is type(a) and back == a
     assert isinstance(answer_of(parse(KINDS["posttrain"])), schema.PlannedAnswer)
     assert not isinstance(answer_of(parse(KINDS["serving"])), schema.PlannedAnswer)
+
+
+def test_the_json_views_print_each_kind_of_change_in_its_contract_shape() -> None:
+    """One Change type carries every kind's figures; each JSON view prints only its kind's (the contract's shapes)."""
+    from engine.configs.bridge import check_estimate
+    from engine.contract import estimate_json
+    from engine.parse import parse
+    from engine.schema import GpuRef, ModelRef, Request
+
+    lora = Request(model=ModelRef(name="Llama-3.1-8B"), method="lora", seq_len=4096, batch_size=2,
+                   gpus=[GpuRef(name="RTX 4090")])
+    _answer, changes, _error = check_estimate(lora)
+    assert changes and all(set(c) == {"key", "params", "saves_gb", "fits", "total_gb", "tight", "parts"}
+                           for c in changes)
+    served = estimate_json(parse("vLLM 70B на 2 H100 для 32 пользователей"))
+    assert served["serving"]["changes"]
+    assert all(set(c) == {"key", "params", "effect"} for c in served["serving"]["changes"])
+    shown = [x for x in (served["serving"]["arrangement"], *served["serving"]["alternatives"]) if x]
+    assert shown and all({"gpu", "count", "tensor_parallel"} <= set(x) and "memory_gb" not in x for x in shown)
+    assert all(isinstance(x, str) and "=" in x for x in served["assumptions"])
+    dpo = estimate_json(parse("DPO 8B на 2 4090"))
+    assert dpo["posttrain"]["changes"]
+    assert all(set(c) == {"key", "params", "per_gpu_total", "fits", "tight"} for c in dpo["posttrain"]["changes"])
+    assert all(isinstance(x, str) and "=" in x for x in dpo["posttrain"]["assumptions"])
