@@ -7,7 +7,7 @@ from typing import Any
 from bot.views.catalogs import _, _n
 from bot.views.formats import context_text, date_text, decimal, gpus_text, hours_text, money, money_range, money_typical
 from bot.views.words import gpu_name, method_label
-from engine.schema import Answer, Limits, Plan, Rental, Scenario
+from engine.schema import Answer, Limits, Plan, PlannedAnswer, Rental, Scenario
 
 EXAMPLE = {"en": "70B QLoRA on H100?", "ru": "70B QLoRA на H100?"}
 
@@ -37,7 +37,7 @@ def smalltalk_text(lang: str, kind: str) -> str:
 # ---- what a follow-up changed ------------------------------------------------------------------------------
 
 
-def _gpus(lang: str, a: Answer, s: Scenario) -> str:
+def _gpus(lang: str, a: PlannedAnswer, s: Scenario) -> str:
     if a.asked is not None:
         return f"{a.asked.count}×{gpu_name(lang, a.asked.gpu)}"
     return gpus_text(lang, s.gpu_count)
@@ -45,9 +45,9 @@ def _gpus(lang: str, a: Answer, s: Scenario) -> str:
 
 def what_changed(lang: str, before: Answer, after: Answer) -> str:
     """"Changed: context 8k instead of 2k" for an answer to a follow-up; "" when nothing shown differs."""
-    b, a = before.scenario, after.scenario
-    if b is None or a is None:
+    if not isinstance(before, PlannedAnswer) or not isinstance(after, PlannedAnswer):
         return ""
+    b, a = before.scenario, after.scenario
     parts = []
     if a.arch.name != b.arch.name:
         parts.append(_(lang, "model %(new)s instead of %(old)s") % {"new": a.arch.name, "old": b.arch.name})

@@ -17,9 +17,11 @@ from typing import Any
 from engine import memory
 from engine.memo import by_value
 from engine.posttrain.advice import long_context_options, pick_long_context
-from engine.posttrain.models import (
+from engine.posttrain.result import posttrain_result
+from engine.scenario import build_scenario
+from engine.schema import Breakdown, Change, GpuRef, Request
+from engine.schema.posttrain import (
     POSTTRAIN_STAGES,
-    Change,
     Line,
     LongContextOption,
     PostTrainOptions,
@@ -27,9 +29,6 @@ from engine.posttrain.models import (
     RlTime,
     Settings,
 )
-from engine.posttrain.result import posttrain_result
-from engine.scenario import build_scenario
-from engine.schema import Breakdown, GpuRef, Request
 
 
 def applies(request: Request) -> bool:
@@ -59,7 +58,12 @@ def breakdown_for(request: Request, *, count: int | None = None, gpu_name: str |
 def estimate_block(request: Request) -> tuple[float, dict[str, Any]]:
     """(per_gpu.total, the `posttrain` block of the estimate answer)."""
     r = posttrain_result(request)
-    return r.per_gpu_total, r.model_dump(exclude={"per_gpu_total"})
+    block = r.model_dump(exclude={"per_gpu_total"})
+    # the contract's shapes: a change as key, params, the peak it gives, whether it fits; assumptions as "key=value"
+    block["changes"] = [{"key": c.key, "params": c.params, "per_gpu_total": c.per_gpu_total, "fits": c.fits,
+                         "tight": c.tight} for c in r.changes]
+    block["assumptions"] = [str(x) for x in r.assumptions]
+    return r.per_gpu_total, block
 
 
 __all__ = ["POSTTRAIN_STAGES", "Change", "Line", "LongContextOption", "PostTrainOptions", "PostTrainResult", "RlTime",

@@ -8,8 +8,7 @@ import math
 from dataclasses import dataclass
 
 from engine.schema import Architecture
-
-from .types import EngineFamily, KvCapacity
+from engine.schema.serving import EngineFamily, KvCapacity
 
 
 @dataclass(frozen=True)

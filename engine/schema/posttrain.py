@@ -6,6 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.schema.result import Change
+from engine.schema.scenario import Assumption
+
 POSTTRAIN_STAGES = ("dpo", "orpo", "kto", "simpo", "rm", "ppo", "grpo")
 PREFERENCE_STAGES = ("dpo", "orpo", "kto", "simpo")
 REFERENCE_FREE = ("orpo", "simpo")
@@ -33,16 +36,6 @@ class Line(BaseModel):
     key: str
     gib: float
     params: dict[str, float | int | str | bool] = Field(default_factory=dict)
-
-
-class Change(BaseModel):
-    """A change that would make the job fit or cheaper: message key, its parameters, the total it gives."""
-
-    key: str
-    params: dict[str, float | int | str | bool] = Field(default_factory=dict)
-    per_gpu_total: float
-    fits: bool | None = None
-    tight: bool = False  # fits, but under the planner's 10 % headroom (engine.fit.HEADROOM)
 
 
 class Settings(BaseModel):
@@ -103,7 +96,7 @@ class PostTrainResult(BaseModel):
     tokens_per_gpu: int  # per sequence, after context parallelism
     settings: Settings
     changes: list[Change]
-    assumptions: list[str]
+    assumptions: list[Assumption]
     notes: list[str]  # message keys (posttrain.note.*)
     time: RlTime | None = None
 

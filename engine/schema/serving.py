@@ -1,23 +1,16 @@
 """The data of a serving answer (engine.serving builds it): small named pydantic types, no text for people (message
-keys with parameters). Part of the schema: `engine.schema` re-exports ServingResult for the views; it lives apart so
-that schema.py stays small and imports nothing of engine.serving (whose package imports the catalog, which imports
-the schema)."""
+keys with parameters)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from engine.schema.result import Arrangement, Change, Note
+from engine.schema.scenario import Assumption
+
 EngineFamily = Literal["vllm-v0", "vllm-v1", "sglang", "tgi", "llama.cpp", "ollama", "hf"]
-
-
-class Issue(BaseModel):
-    """A message key with its parameters: an input error, or a change that helps (`effect` says by how much)."""
-
-    key: str
-    params: dict[str, Any] = Field(default_factory=dict)
-    effect: dict[str, Any] = Field(default_factory=dict)
 
 
 class Settings(BaseModel):
@@ -89,11 +82,10 @@ class Cost(BaseModel):
     price_source: str
 
 
-class Arrangement(BaseModel):
-    """One way to serve the asked users: GPUs, TP x PP, and the room it leaves."""
+class ServingArrangement(Arrangement):
+    """One way to serve the asked users: the GPUs (which, the memory of each, how many), TP x PP, replicas, and
+    the room it leaves on one card."""
 
-    gpu: str
-    count: int
     tensor_parallel: int
     pipeline_parallel: int
     replicas: int = 1  # data-parallel copies of the TP x PP instance
@@ -104,7 +96,7 @@ class Arrangement(BaseModel):
     kv_pool_gib: float
     per_hour: float | None = None
     currency: str = "USD"
-    # appended (what a team pays for the asked load, and one card's memory for the chart)
+    # what a team pays for the asked load, and one card's memory for the chart
     per_million_output_tokens: float | None = None  # at the asked users, all replicas (typical hourly price)
     per_user_tokens_s: float | None = None
     nodes: int = 1  # machines of gpus_per_node the arrangement spans
@@ -155,7 +147,7 @@ class ServingLoad(BaseModel):
     per_million_output_tokens: float | None = None
     currency: str = "USD"
     speculative_speedup: float | None = None  # tokens/s per user with / without speculative decoding
-    assumptions: list[str] = Field(default_factory=list)
+    assumptions: list[Assumption] = Field(default_factory=list)
     curve: list[LoadPoint] = Field(default_factory=list)  # concurrency sweep for the chart
 
 
@@ -176,10 +168,10 @@ class ServingResult(BaseModel):
     output_len: int = 0
     replicas: int = 1  # copies of the TP x PP instance on the GPUs of the request
     fits: bool = False  # the model loads and the asked users at the asked context fit in the KV pool
-    arrangement: Arrangement | None = None  # the smallest that serves the asked users (None when none does)
-    alternatives: list[Arrangement] = Field(default_factory=list)
-    changes: list[Issue] = Field(default_factory=list)
-    errors: list[Issue] = Field(default_factory=list)
-    assumptions: list[str] = Field(default_factory=list)
+    arrangement: ServingArrangement | None = None  # the smallest that serves the asked users (None when none does)
+    alternatives: list[ServingArrangement] = Field(default_factory=list)
+    changes: list[Change] = Field(default_factory=list)
+    errors: list[Note] = Field(default_factory=list)  # input errors, and warnings beside an answer
+    assumptions: list[Assumption] = Field(default_factory=list)
     command: list[str] = Field(default_factory=list)  # argv of the launch command for this configuration
     load: ServingLoad | None = None  # the load model's answer (CONTRACT v2.1), when a load or a promise is said
