@@ -67,8 +67,9 @@ def by_request(rows: list[dict[str, Any]], verbose: bool) -> tuple[Errors, int]:
             _record(errs, key, label, s.get(ours), (r.get("measured") or {}).get(truth_key))
         if verbose:
             m = r.get("measured") or {}
-            print(f"  {r['id']}: pool {s.get('kv_pool_gib')} vs {m.get('kv_cache_gib')}, tokens {s.get('kv_tokens')} vs "
-                  f"{m.get('kv_tokens')}, act {s.get('activation_peak_gib')} vs {m.get('activation_peak_gib')}, "
+            print(f"  {r['id']}: pool {s.get('kv_pool_gib')} vs {m.get('kv_cache_gib')}, "
+                  f"tokens {s.get('kv_tokens')} vs {m.get('kv_tokens')}, "
+                  f"act {s.get('activation_peak_gib')} vs {m.get('activation_peak_gib')}, "
                   f"weights {s.get('weights_gib')} vs {m.get('weights_gib')}")
     return errs, answered
 
@@ -118,7 +119,7 @@ def main(argv: list[str]) -> int:
     table(f"unseen logs ({path.name}), as eval_serving requests them", errs, answered, len(rows))
     cerrs, canswered, tried = by_check(rows, verbose)
     table(f"unseen logs ({path.name}), the quoted lines read back by check", cerrs, canswered, tried)
-    sources = defaultdict(int)
+    sources: dict[str, int] = defaultdict(int)
     for r in rows:
         sources[re.sub(r"\s.*", "", r.get("source") or "?")] += 1
     print("\nrows by source: " + ", ".join(f"{k} {v}" for k, v in sorted(sources.items())))
