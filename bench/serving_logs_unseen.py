@@ -56,7 +56,8 @@ def by_request(rows: list[dict[str, Any]], verbose: bool) -> tuple[Errors, int]:
     answered = 0
     for r in rows:
         s = estimate_request(request(r)).get("serving") or {}
-        key = version_key(r.get("engine") or "vllm", s.get("engine_family") or "", r.get("engine_version"))
+        key = version_key(r.get("engine") or "vllm", s.get("engine_family") or r.get("engine") or "vllm",
+                          r.get("engine_version"))
         if "kv_pool_gib" not in s:
             errs.setdefault(key, defaultdict(list))
             if verbose:
@@ -84,7 +85,7 @@ def by_check(rows: list[dict[str, Any]], verbose: bool) -> tuple[Errors, int, in
             continue
         tried += 1
         out = check_log(quote, _gpu_name(r)) or {}
-        family = (out.get("estimate") or {}).get("engine_family") or ""
+        family = (out.get("estimate") or {}).get("engine_family") or r.get("engine") or "vllm"
         key = version_key(r.get("engine") or "vllm", family, r.get("engine_version"))
         if not out.get("components"):
             errs.setdefault(key, defaultdict(list))

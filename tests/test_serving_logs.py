@@ -254,3 +254,31 @@ def test_questions_naming_engines_or_torch_calls_are_not_logs() -> None:
     assert not looks_like_log("why does max_memory_allocated say so much for Llama 8B on vllm?")
     assert not looks_like_log("How many users can vLLM serve with Qwen2.5-7B on an L4?")
     assert looks_like_log("torch.cuda.max_memory_allocated() = 18.42 GiB")
+
+
+@pytest.mark.parametrize(("repo", "name", "kv_bytes_tp1"), [
+    # MHA Llama-architecture models that the size in the name used to shape like a GQA model
+    ("codellama/CodeLlama-7b-hf", "CodeLlama-7B", 32 * 32 * 128 * 2 * 2),
+    ("codellama/CodeLlama-13b-Instruct-hf", "CodeLlama-13B", 40 * 40 * 128 * 2 * 2),
+    ("deepseek-ai/deepseek-coder-6.7b-instruct", "DeepSeek-Coder-6.7B", 32 * 32 * 128 * 2 * 2),
+    ("TheBloke/deepseek-coder-6.7B-instruct-AWQ", "DeepSeek-Coder-6.7B", 32 * 32 * 128 * 2 * 2),
+    ("ibm-granite/granite-3.1-2b-instruct", "Granite-3.1-2B", 40 * 8 * 64 * 2 * 2),
+    ("ibm-granite/granite-3.3-8b-instruct", "Granite-3.1-8B", 40 * 8 * 128 * 2 * 2),
+    ("Qwen/Qwen1.5-MoE-A2.7B-Chat", "Qwen1.5-MoE-A2.7B", 24 * 16 * 128 * 2 * 2),
+])
+def test_ids_that_carry_no_usable_size_resolve_to_their_own_architecture(repo: str, name: str,
+                                                                         kv_bytes_tp1: int) -> None:
+    found = find_model(repo)
+    assert found is not None and found.name == name
+    out = estimate_request({"model": {"name": repo}, "method": "inference", "serving_engine": "vllm",
+                            "gpus": [{"name": "H100", "count": 1}], "engine_options": {"max_model_len": 4096}})
+    s = out["serving"]
+    assert s["kv_bytes_per_token"] == kv_bytes_tp1
+    assert not any(a.startswith("architecture=like") for a in s["assumptions"])
+
+
+def test_a_moe_id_with_only_its_active_size_is_answered_from_the_catalog() -> None:
+    # "A2.7B" names the active parameters only: without a catalog row there was no total to size
+    arch = architecture(ModelRef(name="Qwen/Qwen1.5-MoE-A2.7B"))
+    assert arch.experts == 60 and arch.experts_per_token == 4
+    assert 14.0e9 < arch.params < 14.6e9
