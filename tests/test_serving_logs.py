@@ -265,6 +265,9 @@ def test_questions_naming_engines_or_torch_calls_are_not_logs() -> None:
     ("ibm-granite/granite-3.1-2b-instruct", "Granite-3.1-2B", 40 * 8 * 64 * 2 * 2),
     ("ibm-granite/granite-3.3-8b-instruct", "Granite-3.1-8B", 40 * 8 * 128 * 2 * 2),
     ("Qwen/Qwen1.5-MoE-A2.7B-Chat", "Qwen1.5-MoE-A2.7B", 24 * 16 * 128 * 2 * 2),
+    # hybrids: only the attention layers keep a per-token KV (4 of Nemotron-H's 56 blocks, 16 of Qwen3.5's 64)
+    ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "Nemotron-Nano-9B-v2", 4 * 8 * 128 * 2 * 2),
+    ("Qwen/Qwen3.5-27B", "Qwen3.5-27B", 16 * 4 * 256 * 2 * 2),
 ])
 def test_ids_that_carry_no_usable_size_resolve_to_their_own_architecture(repo: str, name: str,
                                                                          kv_bytes_tp1: int) -> None:
