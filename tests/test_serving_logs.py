@@ -285,3 +285,24 @@ def test_a_moe_id_with_only_its_active_size_is_answered_from_the_catalog() -> No
     arch = architecture(ModelRef(name="Qwen/Qwen1.5-MoE-A2.7B"))
     assert arch.experts == 60 and arch.experts_per_token == 4
     assert 14.0e9 < arch.params < 14.6e9
+
+
+def test_hybrid_state_pages_come_from_the_kv_pool() -> None:
+    from engine.serving.kv import capacity, state_bytes
+
+    arch = architecture(ModelRef(name="Qwen/Qwen3-Next-80B-A3B-Instruct"))
+    # Gated DeltaNet state per layer and rank at TP4: conv 3 x (2 x 16 x 128 + 32 x 128) / 4 + 32 / 4 x 128 x 128
+    assert state_bytes(arch, 4) == (3 * (2 * 16 * 128 + 32 * 128) / 4 + 8 * 128 * 128) * 2
+    pool = 20 * 2**30
+    cap = capacity(arch, "vllm-v1", pool, 4, arch.layers, 2.0, 16, 32768, 8192, 32768)
+    # the attention block grows to hold one state page (16 x cdiv(274432, 16 x 1024) = 272 tokens); 12 attention
+    # layers and 36 state layers make 1 + 3 groups of 12; a request: cdiv(32768, 272) blocks + one per state group
+    blocks = int(pool // (272 * 1024 * 12))
+    assert cap.blocks == blocks and cap.groups == 4
+    assert cap.max_concurrency == round(blocks / (121 + 3), 2)
+    plain = capacity(arch, "vllm-v0", pool, 4, arch.layers, 2.0, 16, 32768, 8192, 32768)
+    assert cap.tokens < plain.tokens  # the state pages are taken from the same pool
+    nemotron = architecture(ModelRef(name="nvidia/NVIDIA-Nemotron-Nano-9B-v2"))
+    mamba = state_bytes(nemotron, 1)
+    assert mamba == (3 * (128 * 80 + 2 * 8 * 128) + 128 * 80 * 128) * 2  # Mamba-2: conv + SSM state
+    assert state_bytes(architecture(ModelRef(name="Qwen/Qwen3.5-27B")), 1) is None  # no sourced state shape
