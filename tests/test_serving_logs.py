@@ -306,3 +306,21 @@ def test_hybrid_state_pages_come_from_the_kv_pool() -> None:
     mamba = state_bytes(nemotron, 1)
     assert mamba == (3 * (128 * 80 + 2 * 8 * 128) + 128 * 80 * 128) * 2  # Mamba-2: conv + SSM state
     assert state_bytes(architecture(ModelRef(name="Qwen/Qwen3.5-27B")), 1) is None  # no sourced state shape
+
+
+def test_an_excerpt_without_timestamps_is_read_as_a_v0_log() -> None:
+    # as logs are quoted in issues: no INFO prefix, no timestamps, "GPU blocks" without its '#'
+    text = ("Loading model weights took 7.1 GB\n"
+            "Memory profiling results: total_gpu_memory=22.00GiB initial_memory_usage=7.50GiB "
+            "peak_torch_memory=8.10GiB memory_usage_post_profile=7.51GiB non_torch_memory=0.30GiB "
+            "kv_cache_size=11.40GiB gpu_memory_utilization=0.85\n"
+            "GPU blocks: 1000, # CPU blocks: 2048\n"
+            "Maximum concurrency for 8000 tokens per request: 2.00x\n")
+    assert looks_like_log(text)
+    reading = read_log(text)
+    assert reading is not None and reading.kind == "vllm" and reading.version == "(V0)"
+    assert reading.settings["gpu_memory_utilization"] == 0.85 and reading.settings["gpu_total_gib"] == 22.0
+    assert reading.settings["max_model_len"] == 8000
+    assert reading.measured["activation_peak_gib"] == 1.0  # the 0.6.4 peak includes the weights
+    assert reading.measured["kv_tokens"] == 16000 and reading.measured["kv_cache_gib"] == 11.4
+    assert not looks_like_log("GPU blocks are a vLLM idea")  # words alone are not a log

@@ -68,7 +68,8 @@ def reason_text(lang: str, row: dict[str, Any]) -> str:
             args = {"components": ", ".join(component_word(lang, k) + " (" + gib(lang, v) + ")"
                                             for k, v in args["components"])}
         args = {k: "?" if v is None else v for k, v in args.items()}
-        out.append(_(lang, text) % args if args else _(lang, text))
+        worded = _(lang, text) if text in REASONS else text  # a template this view does not know stays as sent
+        out.append(worded % args if args else worded)
     return "; ".join(out)
 
 
@@ -98,11 +99,11 @@ def log_summary(out: dict[str, Any], lang: str = "en") -> str:
     for a in out.get("assumptions") or []:
         lines.append(t(lang, "assumed: %(v)s", v=assumption_line(lang, a, family) or a))
     if out.get("note"):
-        lines.append(t(lang, out["note"]))
+        lines.append(t(lang, out["note"]) if out["note"] in NOTES else str(out["note"]))
     if out.get("error"):
         err = str(out["error"])
         worded = (error_line(lang, err, {"model": s.get("model", "")}) if err.startswith("serving.error.")
-                  else t(lang, err))
+                  else t(lang, err) if err in NOTES else err)
         lines.append(t(lang, "error: %(v)s", v=worded or err))
     return "\n".join(lines)
 
