@@ -268,6 +268,7 @@ def test_questions_naming_engines_or_torch_calls_are_not_logs() -> None:
     # hybrids: only the attention layers keep a per-token KV (4 of Nemotron-H's 56 blocks, 16 of Qwen3.5's 64)
     ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "Nemotron-Nano-9B-v2", 4 * 8 * 128 * 2 * 2),
     ("Qwen/Qwen3.5-27B", "Qwen3.5-27B", 16 * 4 * 256 * 2 * 2),
+    ("Qwen/Qwen3.5-35B-A3B", "Qwen3.5-35B-A3B", 10 * 2 * 256 * 2 * 2),
 ])
 def test_ids_that_carry_no_usable_size_resolve_to_their_own_architecture(repo: str, name: str,
                                                                          kv_bytes_tp1: int) -> None:
