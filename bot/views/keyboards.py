@@ -66,6 +66,20 @@ class ConfigCb(CallbackData, prefix="g"):
     f: str = ""
 
 
+class LoadCb(CallbackData, prefix="w"):
+    """The state a button under a serving answer under load leads to: question id, weight format code, request rate
+    (0: none), users at once (0: none), TTFT p95 and TPOT promises in ms (0: none), language, action."""
+
+    q: str
+    f: str  # FORMAT_CODES value, or "-": the format the question named
+    r: float
+    u: int
+    t: int
+    o: int
+    lg: str
+    x: str = "r"  # r: redraw the answer, p: send its memory chart, l: send its latency/throughput chart
+
+
 class ServingConfigCb(CallbackData, prefix="h"):
     """A config for a serving answer in this state: question id, weight format code, users, context, language,
     framework code ("" for the default: the engine the question named, else vLLM)."""
@@ -178,6 +192,69 @@ def serving_keyboard(qid: str, fmt: str, users: int | None, ctx: int, lang: str,
         [_button(_label("RU", lang == "ru"), cb(lg="ru")), _button(_label("EN", lang == "en"), cb(lg="en")),
          _button("📊 " + t(lang, "Chart"), cb(x="p")),
          _button("⚙️ " + t(lang, "Config"), pack_serving_config(qid, fmt, u, ctx, lang))],
+    ]
+    return InlineKeyboardMarkup.model_construct(inline_keyboard=rows)
+
+
+def pack_load(q: str, f: str, r: float, u: int, t: int, o: int, lg: str, x: str = "r") -> str:
+    """`LoadCb(...).pack()` without building the model (a test keeps the two identical)."""
+    return f"{LoadCb.__prefix__}:{q}:{f}:{_rate(r)}:{u}:{t}:{o}:{lg}:{x}"
+
+
+def _rate(r: float) -> str:
+    """A request rate as the button carries it: at most 4 significant digits (short data, no float noise)."""
+    return f"{float(f'{r:.4g}')}" if r else "0.0"
+
+
+def _short(lang: str, x: float) -> str:
+    """A rate or a count on a button: 0.6, 12.5, 40."""
+    from bot.views.formats import num
+
+    return num(lang, float(f"{x:.3g}")) if x < 100 else num(lang, round(x))
+
+
+def _ms_label(lang: str, ms: int) -> str:
+    from bot.views.formats import num
+
+    return t(lang, "%(x)s\u00a0s") % {"x": num(lang, ms / 1000)} if ms >= 1000 and ms % 100 == 0 else \
+        t(lang, "%(x)s\u00a0ms") % {"x": num(lang, ms)}
+
+
+def load_keyboard(qid: str, fmt: str, load: tuple[float, int, int, int], lang: str, engine: str = "vllm"
+                  ) -> InlineKeyboardMarkup:
+    """Under a serving answer under load: weight format; half / twice the request rate (or the users); a tighter
+    / looser TTFT p95 promise (one at 500 ms when none was made) and TPOT when one was; language, the memory
+    chart, the latency/throughput chart, the config. `load` = (request rate, users, TTFT p95 ms, TPOT ms), 0 for
+    what the question did not say; every button carries the whole state it leads to."""
+    lang = lang_of(lang)
+    rate, users, ttft, tpot = load
+
+    def cb(f: str = fmt, r: float = rate, u: int = users, tt: int = ttft, o: int = tpot, lg: str = lang,
+           x: str = "r") -> str:
+        return pack_load(qid, f, r, u, tt, o, lg, x)
+
+    local = engine in LOCAL_ENGINES
+    formats = [("F16", "b"), ("Q8_0", "8"), ("Q4_K_M", "a")] if local else [("BF16", "b"), ("FP8", "8"), ("AWQ", "a")]
+    if rate:
+        half, double = float(f"{rate / 2:.4g}"), float(f"{rate * 2:.4g}")
+        load_row = [_button(t(lang, "÷2: %(n)s req/s") % {"n": _short(lang, half)}, cb(r=half)),
+                    _button(t(lang, "×2: %(n)s req/s") % {"n": _short(lang, double)}, cb(r=double))]
+    else:
+        n = max(1, users)
+        load_row = [_button(t(lang, "÷2: %(n)s users") % {"n": max(1, n // 2)}, cb(u=max(1, n // 2))),
+                    _button(t(lang, "×2: %(n)s users") % {"n": n * 2}, cb(u=n * 2))]
+    promise_row = ([_button(f"TTFT ≤ {_ms_label(lang, max(1, ttft // 2))}", cb(tt=max(1, ttft // 2))),
+                    _button(f"TTFT ≤ {_ms_label(lang, ttft * 2)}", cb(tt=ttft * 2))] if ttft else
+                   [_button(f"TTFT ≤ {_ms_label(lang, 500)}", cb(tt=500))])
+    if tpot:
+        promise_row += [_button(f"TPOT ≤ {_ms_label(lang, max(1, tpot // 2))}", cb(o=max(1, tpot // 2))),
+                        _button(f"TPOT ≤ {_ms_label(lang, tpot * 2)}", cb(o=tpot * 2))]
+    rows = [
+        [_button(_label(label, fmt == code), cb(f=code)) for label, code in formats],
+        load_row,
+        promise_row,
+        [_button(_label("RU", lang == "ru"), cb(lg="ru")), _button(_label("EN", lang == "en"), cb(lg="en")),
+         _button("📊 " + t(lang, "Chart"), cb(x="p")), _button("📈 " + t(lang, "Load"), cb(x="l"))],
     ]
     return InlineKeyboardMarkup.model_construct(inline_keyboard=rows)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.views.catalogs import N_, _, _n
 from bot.views.formats import context_text, money, num
-from bot.views.serving_load_view import load_lead
+from bot.views.serving_load_view import hosted_line, load_lead
 from bot.views.serving_words import (
     assumption_line,
     change_line,
@@ -261,6 +261,7 @@ def serving_view(lang: str, a: Answer) -> AnswerView:
         "model_known": r.model_known, "errors": errors, "shape_ref": _shape_ref(r),
         "table": table(lang, r) if ready else [], "kv": kv_line(lang, r) if ready else "",
         "speed": speed_line(lang, r) if ready else "", "price": price_line(lang, r) if ready else "",
+        "hosted": hosted_line(lang, a) if ready else "",
         "changes": [change_line(lang, c, r.users) for c in r.changes[:6]],
         "assumptions": "; ".join(x for x in (assumption_line(lang, s, r.settings.family if r.settings else "")
                                               for s in _assumptions(r)) if x) or "—",
