@@ -89,7 +89,7 @@ def load_figure(a: Answer, lang: str) -> Figure:
                 markeredgecolor=LIMIT_COLOUR, label=_(lang, "your load"), zorder=6)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel(_(lang, "requests in flight") if r.load.replicas <= 1 else
+    ax.set_xlabel(_(lang, "requests in flight") if load.replicas <= 1 else
                   _(lang, "requests in flight, all %(n)s replicas") % {"n": num(lang, load.replicas)},
                   fontsize=TEXT, family=FONT)
     ax.set_ylabel(_(lang, "latency, ms"), fontsize=TEXT, family=FONT)
@@ -103,7 +103,7 @@ def load_figure(a: Answer, lang: str) -> Figure:
     for axis in (ax, right):
         axis.tick_params(labelsize=TEXT)
         for label in axis.get_xticklabels() + axis.get_yticklabels():
-            label.set_family(FONT)
+            label.set_fontfamily(FONT)
     ax.grid(True, which="major", color="#DDDDDD", linewidth=1)
     handles, names = ax.get_legend_handles_labels()
     more, more_names = right.get_legend_handles_labels()
