@@ -5,7 +5,7 @@ breaks it (the queue past capacity, a TTFT or TPOT above the promise)."""
 from __future__ import annotations
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import money, money_range, num
+from bot.views.formats import date_text, money, money_range, num
 from engine.schema import Answer
 
 
@@ -68,8 +68,9 @@ def hosted_line(lang: str, a: Answer) -> str:
                      "%(low)s to %(high)s, %(n)s offers, prices as of %(date)s") % {
         "usd": money_range(lang, h.low_usd, h.high_usd, "USD"),
         "rub": money_range(lang, h.low_usd * rate, h.high_usd * rate, "RUB"),
-        "low": h.low_provider, "high": h.high_provider, "n": num(lang, h.offers), "date": h.oldest}
-    rub_note = _(lang, "₽ at %(rate)s per $ (%(date)s)") % {"rate": num(lang, round(rate, 2)), "date": h.rate_date}
+        "low": h.low_provider, "high": h.high_provider, "n": num(lang, h.offers), "date": date_text(lang, h.oldest)}
+    rub_note = _(lang, "₽ at %(rate)s per $ (%(date)s)") % {"rate": num(lang, round(rate, 2)),
+                                                            "date": date_text(lang, h.rate_date)}
     ours = load.per_million_tokens
     if ours is None:
         return f"{hosted}; {rub_note}"
