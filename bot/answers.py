@@ -251,8 +251,8 @@ async def make_reply(request: Request, storage: Storage, options: AnswerOptions,
         if serving.load is not None and (request.request_rate or request.ttft_p95_ms or request.tpot_ms):
             from bot.views.keyboards import load_keyboard  # the load, the promise, the latency chart
 
-            state = (request.request_rate or 0.0, request.concurrency or 0, round(request.ttft_p95_ms or 0),
-                     round(request.tpot_ms or 0))
+            state = (request.request_rate or 0.0, request.concurrency or (0 if request.request_rate else 1),
+                     round(request.ttft_p95_ms or 0), round(request.tpot_ms or 0))
             markup = load_keyboard(qid, fmt, state, rendered.lang, engine)
             return Reply(with_note(rendered.html, note), rendered.title, rendered.lang, markup, rendered, qid)
         markup = serving_keyboard(qid, fmt, serving.users, serving.context or request.seq_len or 0, rendered.lang,

@@ -13,8 +13,9 @@ import pytest
 from bot_harness import Harness, harness
 from fake_botapi import FakeBotAPI, callback, message
 
+from bot.handlers.callbacks import valid_load
 from bot.middlewares import TokenBucket
-from bot.views.keyboards import MAX_CALLBACK_BYTES, LoadCb, pack_load
+from bot.views.keyboards import MAX_CALLBACK_BYTES, LoadCb, load_keyboard, pack_load
 
 RATE_Q = "Llama 3.1 8B on vLLM on 1 H100, 2 requests per second, TTFT p95 under 500 ms, 2k prompt"
 
@@ -137,3 +138,28 @@ async def test_forged_and_stale_load_buttons_get_a_toast(h: Harness, api: FakeBo
                       "This answer is too old to change: ask the question again, please."}
     assert not api.of("editMessageText") and not api.of("sendPhoto")
     assert json.dumps(last_bot_message(api, 4004)["reply_markup"]) == json.dumps(answer["reply_markup"])
+
+
+def test_the_keyboard_offers_no_button_past_the_requests_bounds() -> None:
+    def texts(state: tuple[float, int, int, int]) -> list[str]:
+        kb = load_keyboard("0123456789ab", "b", state, "en")
+        return [b.text for row in kb.inline_keyboard for b in row]
+
+    assert not any(x.startswith("÷2") for x in texts((0.001, 0, 500, 0)))
+    assert not any(x.startswith("×2") for x in texts((1e6, 0, 500, 0)))
+    assert not any(x.startswith("÷2") for x in texts((0.0, 1, 500, 0))) and "×2: 2 users" in texts((0.0, 1, 500, 0))
+    assert "TTFT ≤ 500\u00a0ms" in texts((2.0, 0, 0, 40))  # a promise to make when none was
+    for state in ((0.001, 0, 1, 1), (1e6, 1_000_000, 10**7, 10**6), (0.3, 7, 333, 17)):
+        kb = load_keyboard("0123456789ab", "b", state, "ru")
+        for b in (b for row in kb.inline_keyboard for b in row):
+            assert valid_load(LoadCb.unpack(str(b.callback_data))), b
+
+
+async def test_a_promise_without_a_load_gets_working_buttons(h: Harness, api: FakeBotAPI) -> None:
+    await h.feed(message("Llama 3.1 8B on 1 H100 with vLLM, TTFT p95 under 300 ms", user_id=4005))
+    answer = last_bot_message(api, 4005)
+    assert "×2: 2 users" in labels(answer) and "TTFT ≤ 150\u00a0ms" in labels(answer)
+    await h.feed(callback(button_data(answer, "TTFT ≤ 600\u00a0ms"), message_obj=answer, user_id=4005))
+    edited = last_bot_message(api, 4005)
+    assert edited["message_id"] == answer["message_id"] and "TTFT ≤ 1.2\u00a0s" in labels(edited)
+    assert not [c for c in api.of("answerCallbackQuery") if c.params.get("text")]

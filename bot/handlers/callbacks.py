@@ -18,11 +18,21 @@ from bot.config import BotConfig
 from bot.conversation import remember
 from bot.handlers.common import answer_question, button_request, calculator_row, is_private
 from bot.storage import ChatSettings, Storage
-from bot.views.keyboards import CODE_FORMATS, CODE_METHODS, AnswerCb, ExampleCb, LoadCb, ServingCb
+from bot.views.keyboards import (
+    CODE_FORMATS,
+    CODE_METHODS,
+    MAX_RATE,
+    MAX_TPOT_MS,
+    MAX_TTFT_MS,
+    MAX_USERS,
+    MIN_RATE,
+    AnswerCb,
+    ExampleCb,
+    LoadCb,
+    ServingCb,
+)
 from bot.views.messages import EXAMPLES, t
 from engine.schema import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN, Answer, Language, Request
-
-MAX_RATE, MAX_TTFT_MS, MAX_TPOT_MS = 1e6, 10**7, 10**6  # the request's own bounds (engine.schema)
 
 log = logging.getLogger(__name__)
 _chart_lock = asyncio.Lock()  # matplotlib is not thread-safe: one chart at a time, off the event loop
@@ -40,7 +50,7 @@ def valid_serving(cb: ServingCb) -> bool:
 
 def valid_load(cb: LoadCb) -> bool:
     return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
-            and (cb.r == 0 or 1e-3 <= cb.r <= MAX_RATE) and 0 <= cb.u <= MAX_BATCH and (cb.r > 0 or cb.u > 0)
+            and (cb.r == 0 or MIN_RATE <= cb.r <= MAX_RATE) and 0 <= cb.u <= MAX_USERS and (cb.r > 0 or cb.u > 0)
             and 0 <= cb.t <= MAX_TTFT_MS and 0 <= cb.o <= MAX_TPOT_MS and cb.lg in ("ru", "en")
             and cb.x in ("r", "p", "l"))
 

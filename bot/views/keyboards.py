@@ -19,6 +19,8 @@ CODE_METHODS = {v: k for k, v in METHOD_CODES.items()}
 CONTEXTS = (2048, 8192, 32768)
 GPU_COUNTS = (1, 2, 4, 8)
 MARK = "✓ "
+# the bounds of a load button's state (engine.schema Request: request_rate, concurrency, ttft_p95_ms, tpot_ms)
+MIN_RATE, MAX_RATE, MAX_USERS, MAX_TTFT_MS, MAX_TPOT_MS = 1e-3, 1e6, 1_000_000, 10**7, 10**6
 MAX_CALLBACK_BYTES = 64
 
 
@@ -224,8 +226,9 @@ def load_keyboard(qid: str, fmt: str, load: tuple[float, int, int, int], lang: s
                   ) -> InlineKeyboardMarkup:
     """Under a serving answer under load: weight format; half / twice the request rate (or the users); a tighter
     / looser TTFT p95 promise (one at 500 ms when none was made) and TPOT when one was; language, the memory
-    chart, the latency/throughput chart, the config. `load` = (request rate, users, TTFT p95 ms, TPOT ms), 0 for
-    what the question did not say; every button carries the whole state it leads to."""
+    chart, the latency/throughput chart (no config: it would rebuild the request from a context alone).
+    `load` = (request rate, users, TTFT p95 ms, TPOT ms), 0 for what the question did not say; every button
+    carries the whole state it leads to."""
     lang = lang_of(lang)
     rate, users, ttft, tpot = load
 
@@ -235,24 +238,27 @@ def load_keyboard(qid: str, fmt: str, load: tuple[float, int, int, int], lang: s
 
     local = engine in LOCAL_ENGINES
     formats = [("F16", "b"), ("Q8_0", "8"), ("Q4_K_M", "a")] if local else [("BF16", "b"), ("FP8", "8"), ("AWQ", "a")]
+    load_row: list[InlineKeyboardButton] = []
     if rate:
         half, double = float(f"{rate / 2:.4g}"), float(f"{rate * 2:.4g}")
-        load_row = [_button(t(lang, "÷2: %(n)s req/s") % {"n": _short(lang, half)}, cb(r=half)),
-                    _button(t(lang, "×2: %(n)s req/s") % {"n": _short(lang, double)}, cb(r=double))]
+        if half >= MIN_RATE:
+            load_row.append(_button(t(lang, "÷2: %(n)s req/s") % {"n": _short(lang, half)}, cb(r=half)))
+        if double <= MAX_RATE:
+            load_row.append(_button(t(lang, "×2: %(n)s req/s") % {"n": _short(lang, double)}, cb(r=double)))
     else:
         n = max(1, users)
-        load_row = [_button(t(lang, "÷2: %(n)s users") % {"n": max(1, n // 2)}, cb(u=max(1, n // 2))),
-                    _button(t(lang, "×2: %(n)s users") % {"n": n * 2}, cb(u=n * 2))]
-    promise_row = ([_button(f"TTFT ≤ {_ms_label(lang, max(1, ttft // 2))}", cb(tt=max(1, ttft // 2))),
-                    _button(f"TTFT ≤ {_ms_label(lang, ttft * 2)}", cb(tt=ttft * 2))] if ttft else
-                   [_button(f"TTFT ≤ {_ms_label(lang, 500)}", cb(tt=500))])
+        if n >= 2:
+            load_row.append(_button(t(lang, "÷2: %(n)s users") % {"n": n // 2}, cb(u=n // 2)))
+        if n * 2 <= MAX_USERS:
+            load_row.append(_button(t(lang, "×2: %(n)s users") % {"n": n * 2}, cb(u=n * 2)))
+    promise_row = ([_button(f"TTFT ≤ {_ms_label(lang, x)}", cb(tt=x)) for x in (ttft // 2, ttft * 2)
+                    if 1 <= x <= MAX_TTFT_MS] if ttft else [_button(f"TTFT ≤ {_ms_label(lang, 500)}", cb(tt=500))])
     if tpot:
-        promise_row += [_button(f"TPOT ≤ {_ms_label(lang, max(1, tpot // 2))}", cb(o=max(1, tpot // 2))),
-                        _button(f"TPOT ≤ {_ms_label(lang, tpot * 2)}", cb(o=tpot * 2))]
+        promise_row += [_button(f"TPOT ≤ {_ms_label(lang, x)}", cb(o=x)) for x in (tpot // 2, tpot * 2)
+                        if 1 <= x <= MAX_TPOT_MS]
     rows = [
         [_button(_label(label, fmt == code), cb(f=code)) for label, code in formats],
-        load_row,
-        promise_row,
+        *[row for row in (load_row, promise_row) if row],
         [_button(_label("RU", lang == "ru"), cb(lg="ru")), _button(_label("EN", lang == "en"), cb(lg="en")),
          _button("📊 " + t(lang, "Chart"), cb(x="p")), _button("📈 " + t(lang, "Load"), cb(x="l"))],
     ]
