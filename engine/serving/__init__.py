@@ -15,7 +15,7 @@ from engine.catalog import architecture, find_gpu, find_model, gpus, reference_o
 from engine.catalog.ids import name_format
 from engine.schema import Architecture, GpuRef, Request
 
-from .advice import changes, load_changes
+from .advice import changes, load_changes, merged
 from .capacity import arrange, valid_tp
 from .command import command
 from .core import (
@@ -293,8 +293,8 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
         memory=p.memory, kv=p.kv, speed=speed, cost=price, users=users, context=context, prompt_len=prompt,
         output_len=output, replicas=replicas, fits=fits,
         arrangement=arrangements[0] if arrangements else None, alternatives=arrangements[1:4],
-        changes=changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements)
-        + load_changes(request, arch, s, choice, cat, p, load, prompt, output, replicas),
+        changes=merged(changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements),
+                       load_changes(request, arch, s, choice, cat, p, load, prompt, output, replicas)),
         errors=errors, assumptions=assumptions,
         command=command(_model_id(request, arch), s, users, prompt, native=native is not None, layers=arch.layers,
                         bf16=cat.bf16 if cat is not None else True)

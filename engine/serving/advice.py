@@ -199,3 +199,9 @@ def load_changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoi
                                  effect={**_figures(lp, more), "before": _figures(now, replicas), "meets": True}))
                 break
     return out
+
+
+def merged(base: list[Issue], under_load: list[Issue]) -> list[Issue]:
+    """The changes under load after the changes on these GPUs and before other arrangements (renting more)."""
+    first = next((i for i, c in enumerate(base) if c.key == "serving.change.arrangement"), len(base))
+    return base[:first] + under_load + base[first:]
