@@ -22,7 +22,7 @@ from bot.views.serving_words import (
 )
 from bot.views.view import TABLE_WIDTH, AnswerView, verdict_mark
 from bot.views.words import NOTE_TEXTS, gpu_name, said_note_text
-from engine.schema import Answer, ServingResult
+from engine.schema import Answer, ServingIssue, ServingResult
 
 NBSP = "\u00a0"
 
@@ -262,7 +262,7 @@ def serving_view(lang: str, a: Answer) -> AnswerView:
         "table": table(lang, r) if ready else [], "kv": kv_line(lang, r) if ready else "",
         "speed": speed_line(lang, r) if ready else "", "price": price_line(lang, r) if ready else "",
         "hosted": hosted_line(lang, a) if ready else "",
-        "changes": [change_line(lang, c, r.users) for c in r.changes[:6]],
+        "changes": [change_line(lang, c, r.users) for c in shown_changes(r)],
         "assumptions": "; ".join(x for x in (assumption_line(lang, s, r.settings.family if r.settings else "")
                                               for s in _assumptions(r)) if x) or "—",
         # the one place the unit is said: the table's GB are the training table's, 2^30 bytes (vLLM logs GiB)
@@ -273,6 +273,14 @@ def serving_view(lang: str, a: Answer) -> AnswerView:
         if ready and any(a.startswith("your-org/") for a in r.command) else "",
     }
     return AnswerView(model, title, line, answer_line(lang, r) if ready else "")
+
+
+def shown_changes(r: ServingResult, most: int = 6) -> list[ServingIssue]:
+    """The changes the reply lists: up to `most` on the asked GPUs, then other arrangements to fill `most`, and at
+    least one of them (renting more is always said when the engine found an arrangement)."""
+    here = [c for c in r.changes if c.key != "serving.change.arrangement"]
+    other = [c for c in r.changes if c.key == "serving.change.arrangement"]
+    return here[:most] + other[:max(1, most - len(here))]
 
 
 SERVING_NOTES = {
