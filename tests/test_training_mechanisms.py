@@ -136,3 +136,26 @@ def test_pretraining_is_said_as_pretraining_and_timed_from_the_mfu() -> None:
     text = out.getvalue()
     assert "предобучение с нуля" in text.splitlines()[2] and "полное дообучение" not in text
     assert "MFU" in text and "QLoRA" not in text
+
+
+def test_zero3_optimizer_offload_keeps_the_16bit_parameter_shards_on_the_gpu() -> None:
+    base = {"model": {"name": "Qwen3-4B"}, "method": "full", "sharding": "zero3", "seq_len": 4096,
+            "framework": "trl", "gpus": [{"name": "H100 SXM", "count": 4}]}
+    s = build_scenario(Request.model_validate({**base, "offload": True}))
+    b = breakdown(s)
+    # DeepSpeed offload_optimizer: fp32 master, moments and fp32 gradient partitions in host RAM, bf16 shards stay
+    assert abs(b.weights - s.arch.params * 2.0 / 4 / GIB) < 0.05
+    assert b.optimizer == 0.0 and b.gradients < 0.1
+    assert b.cpu_ram * GIB >= s.arch.params * (4 + 8 + 4) / 4 * 0.99
+    plain = breakdown(build_scenario(Request.model_validate(base)))
+    assert b.total < plain.total - 5
+
+
+def test_ms_swift_zero3_offload_preset_offloads_parameters_not_the_optimizer() -> None:
+    base = {"model": {"name": "Qwen3-4B"}, "method": "full", "sharding": "zero3", "seq_len": 4096, "offload": True,
+            "gpus": [{"name": "H100 SXM", "count": 4}]}
+    swift = breakdown(build_scenario(Request.model_validate({**base, "framework": "ms-swift"})))
+    trl = breakdown(build_scenario(Request.model_validate({**base, "framework": "trl"})))
+    # swift/llm/ds_config/zero3_offload.json: offload_param cpu, offload_optimizer none
+    assert swift.weights == 0.0 and swift.optimizer > 3
+    assert trl.weights > 1.5 and trl.optimizer == 0.0
