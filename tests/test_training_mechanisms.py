@@ -196,3 +196,17 @@ def test_unsloth_fused_loss_never_materialises_the_logits() -> None:
     tokens_vocab = 16384 * 128256
     assert plain["logits"] * GIB >= 2 * tokens_vocab  # at least the 16-bit logits
     assert fused["logits"] * GIB < 0.5 * tokens_vocab  # unsloth_fused_ce_loss / CCE: chunks of hidden x lm_head
+
+
+def test_zero3_optimizer_offload_time_fetches_no_parameters_over_the_host_link() -> None:
+    from engine.speed.training import step_time
+
+    base = {"model": {"name": "Llama-3.1-8B"}, "method": "full", "sharding": "zero3", "offload": True,
+            "seq_len": 2048, "gpus": [{"name": "H100 SXM", "count": 4}]}
+    trl = build_scenario(Request.model_validate({**base, "framework": "trl"}))
+    swift = build_scenario(Request.model_validate({**base, "framework": "ms-swift"}))
+    params = trl.arch.params
+    # optimizer offload: the 16-bit gradient partition out and back; parameter offload adds a shard per gather
+    # (and the updated 16-bit shard back): 2 x 2 bytes x params / 4 GPUs
+    assert step_time(trl, "H100 SXM", 4, accumulation=1).pcie_bytes < 1.01 * params
+    assert step_time(swift, "H100 SXM", 4, accumulation=1).pcie_bytes > 2 * params
