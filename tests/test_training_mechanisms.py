@@ -210,3 +210,11 @@ def test_zero3_optimizer_offload_time_fetches_no_parameters_over_the_host_link()
     # (and the updated 16-bit shard back): 2 x 2 bytes x params / 4 GPUs
     assert step_time(trl, "H100 SXM", 4, accumulation=1).pcie_bytes < 1.01 * params
     assert step_time(swift, "H100 SXM", 4, accumulation=1).pcie_bytes > 2 * params
+
+
+def test_axolotl_and_llama_factory_zero3_offload_presets_offload_the_parameters_too() -> None:
+    base = {"model": {"name": "Qwen3-4B"}, "method": "full", "sharding": "zero3", "seq_len": 4096, "offload": True,
+            "gpus": [{"name": "H100 SXM", "count": 4}]}
+    for fw in ("axolotl", "llama-factory"):
+        b = breakdown(build_scenario(Request.model_validate({**base, "framework": fw})))
+        assert b.weights == 0.0 and b.optimizer == 0.0, fw
