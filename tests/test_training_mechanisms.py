@@ -136,3 +136,85 @@ def test_pretraining_is_said_as_pretraining_and_timed_from_the_mfu() -> None:
     text = out.getvalue()
     assert "предобучение с нуля" in text.splitlines()[2] and "полное дообучение" not in text
     assert "MFU" in text and "QLoRA" not in text
+
+
+def test_zero3_optimizer_offload_keeps_the_16bit_parameter_shards_on_the_gpu() -> None:
+    base = {"model": {"name": "Qwen3-4B"}, "method": "full", "sharding": "zero3", "seq_len": 4096,
+            "framework": "trl", "gpus": [{"name": "H100 SXM", "count": 4}]}
+    s = build_scenario(Request.model_validate({**base, "offload": True}))
+    b = breakdown(s)
+    # DeepSpeed offload_optimizer: fp32 master, moments and fp32 gradient partitions in host RAM, bf16 shards stay
+    assert abs(b.weights - s.arch.params * 2.0 / 4 / GIB) < 0.05
+    assert b.optimizer == 0.0 and b.gradients < 0.1
+    assert b.cpu_ram * GIB >= s.arch.params * (4 + 8 + 4) / 4 * 0.99
+    plain = breakdown(build_scenario(Request.model_validate(base)))
+    assert b.total < plain.total - 5
+
+
+def test_ms_swift_zero3_offload_preset_offloads_parameters_not_the_optimizer() -> None:
+    base = {"model": {"name": "Qwen3-4B"}, "method": "full", "sharding": "zero3", "seq_len": 4096, "offload": True,
+            "gpus": [{"name": "H100 SXM", "count": 4}]}
+    swift = breakdown(build_scenario(Request.model_validate({**base, "framework": "ms-swift"})))
+    trl = breakdown(build_scenario(Request.model_validate({**base, "framework": "trl"})))
+    # swift/llm/ds_config/zero3_offload.json: offload_param cpu, offload_optimizer none
+    assert swift.weights == 0.0 and swift.optimizer > 3
+    assert trl.weights > 1.5 and trl.optimizer == 0.0
+
+
+def test_a_loss_phase_beyond_the_card_keeps_only_its_live_tensors() -> None:
+    base = {"model": {"name": "Llama-3.1-8B"}, "method": "qlora", "seq_len": 28454, "framework": "trl",
+            "flash_attention": True, "gradient_checkpointing": True}
+    roomy = estimate_request({**base, "gpus": [{"memory_gb": 192}]})["per_gpu"]
+    tight = estimate_request({**base, "gpus": [{"memory_gb": 80}]})["per_gpu"]
+    tokens_vocab = 28454 * 128256
+    # reserved: every b·s·V block of ForCausalLMLoss kept cached (20 B); past the card's memory the allocator
+    # gives its cache back and retries, leaving the live 12 B (saved log-softmax, its gradient, the input gradient)
+    assert abs(roomy["logits"] * GIB / tokens_vocab - 20) < 0.5
+    assert abs(tight["logits"] * GIB / tokens_vocab - 12) < 0.5
+    assert tight["total"] < roomy["total"] - 20
+
+
+def test_ms_swift_liger_kernel_keeps_two_mlp_tensors_and_a_16bit_norm_input() -> None:
+    from engine.memory import activation_bytes_per_token_layer
+    from engine.memory.lora import LoraTargets
+
+    base = {"model": {"name": "Qwen2.5-7B"}, "method": "full", "seq_len": 4096, "gpus": [{"name": "H100 SXM"}]}
+    swift = build_scenario(Request.model_validate({**base, "framework": "ms-swift", "fused_loss": True}))
+    trl = build_scenario(Request.model_validate({**base, "framework": "trl", "fused_loss": True}))
+    none = LoraTargets(frozenset())
+    arch = swift.arch
+    saved = activation_bytes_per_token_layer(trl, none) - activation_bytes_per_token_layer(swift, none)
+    # LigerSiLUMulFunction saves gate and up (not the SiLU output); Liger's RMSNorm its 16-bit input, not an fp32 copy
+    assert abs(saved - (2.0 * arch.ffn + 2 * (2.0 * arch.hidden - 4))) < 1
+
+
+def test_unsloth_fused_loss_never_materialises_the_logits() -> None:
+    base = {"model": {"name": "Llama-3.1-8B"}, "method": "qlora", "seq_len": 16384, "framework": "unsloth",
+            "gpus": [{"name": "H100 SXM"}]}
+    plain = estimate_request({**base, "fused_loss": False})["per_gpu"]
+    fused = estimate_request({**base, "fused_loss": True})["per_gpu"]
+    tokens_vocab = 16384 * 128256
+    assert plain["logits"] * GIB >= 2 * tokens_vocab  # at least the 16-bit logits
+    assert fused["logits"] * GIB < 0.5 * tokens_vocab  # unsloth_fused_ce_loss / CCE: chunks of hidden x lm_head
+
+
+def test_zero3_optimizer_offload_time_fetches_no_parameters_over_the_host_link() -> None:
+    from engine.speed.training import step_time
+
+    base = {"model": {"name": "Llama-3.1-8B"}, "method": "full", "sharding": "zero3", "offload": True,
+            "seq_len": 2048, "gpus": [{"name": "H100 SXM", "count": 4}]}
+    trl = build_scenario(Request.model_validate({**base, "framework": "trl"}))
+    swift = build_scenario(Request.model_validate({**base, "framework": "ms-swift"}))
+    params = trl.arch.params
+    # optimizer offload: the 16-bit gradient partition out and back; parameter offload adds a shard per gather
+    # (and the updated 16-bit shard back): 2 x 2 bytes x params / 4 GPUs
+    assert step_time(trl, "H100 SXM", 4, accumulation=1).pcie_bytes < 1.01 * params
+    assert step_time(swift, "H100 SXM", 4, accumulation=1).pcie_bytes > 2 * params
+
+
+def test_axolotl_and_llama_factory_zero3_offload_presets_offload_the_parameters_too() -> None:
+    base = {"model": {"name": "Qwen3-4B"}, "method": "full", "sharding": "zero3", "seq_len": 4096, "offload": True,
+            "gpus": [{"name": "H100 SXM", "count": 4}]}
+    for fw in ("axolotl", "llama-factory"):
+        b = breakdown(build_scenario(Request.model_validate({**base, "framework": fw})))
+        assert b.weights == 0.0 and b.optimizer == 0.0, fw

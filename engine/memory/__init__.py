@@ -21,8 +21,8 @@ from engine.memory.constants import GIB, constants
 from engine.memory.inference import inference_peak
 from engine.memory.lora import LoraTargets, lora_parameters
 from engine.memory.loss import effective_kernel, loss_bytes_per_logit
-from engine.memory.state import dequantized_weight_bytes, training_state, weight_bytes_per_param
-from engine.memory.training import training_phases
+from engine.memory.state import State, dequantized_weight_bytes, training_state, weight_bytes_per_param
+from engine.memory.training import Phases, training_phases
 from engine.schema import Breakdown, Scenario
 
 __all__ = [
@@ -55,6 +55,22 @@ def _targets(s: Scenario) -> LoraTargets:
     return LoraTargets.parse(s.lora_targets) if s.method in ("lora", "qlora") else LoraTargets(frozenset())
 
 
+def _over_capacity(s: Scenario, live: float, cuda_context: float) -> bool:
+    """Whether a live set (bytes) is beyond the card's usable memory (none known: never)."""
+    return s.capacity_gib is not None and live > (s.capacity_gib - cuda_context) * GIB
+
+
+def _static(st: State, ph: Phases) -> float:
+    """The long-lived part of a training peak: states and gathered units (bytes)."""
+    return min(st.weights + st.upcast + st.adapters + st.optimizer + ph.gathered + st.gradients, ph.live)
+
+
+def _slack(live: float, static: float) -> float:
+    """The caching allocator's slack over a live set (catalog memory.toml [overhead]), bytes."""
+    o = constants()["overhead"]
+    return float(o["fragmentation_static"] * static + o["fragmentation_dynamic"] * (live - static))
+
+
 def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
     """The breakdown with the scenario's loss kernel, or with `kernel` instead (e.g. "fused_linear")."""
     work.count()  # the unit of an answer's work (engine.work)
@@ -65,20 +81,28 @@ def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
     cuda_context = float(c["overhead"]["cuda_context_gib"]) if s.platform != "mps" else 0.0
     kv_cache = 0.0
     cpu = st.cpu
+    released = False
     if s.method == "inference":
         inf = inference_peak(s, st)
         kv_cache, activations, logits, static, live = inf.kv_cache, inf.activations, inf.logits, inf.static, inf.live
     else:
         ph = training_phases(s, st, targets, prof, kernel)
+        if _over_capacity(s, ph.live, cuda_context):
+            # the reserved loss phase does not fit: the caching allocator releases its cached blocks and retries
+            # (c10/cuda/CUDACachingAllocator.cpp release_cached_blocks), so only the live loss tensors remain; the
+            # activations' split blocks keep their slack (below: no further cap). A run that does not fit even so
+            # keeps the reserved figure: on a card large enough for it nothing is released.
+            lean = training_phases(s, st, targets, prof, kernel, live_loss=True)
+            if not _over_capacity(s, lean.live + _slack(lean.live, _static(st, lean)), cuda_context):
+                ph, released = lean, True
         activations = ph.stored + ph.layer + ph.dequant
         logits = max(ph.loss, ph.held)
         live = ph.live
-        static = min(st.weights + st.upcast + st.adapters + st.optimizer + ph.gathered + st.gradients, live)
+        static = _static(st, ph)
         cpu += ph.cpu_extra
     # the allocator's slack is part of the reserved peak; the CUDA context is not (it is outside
     # PyTorch's allocator) and is reported on its own line, added when checking a fit
-    overhead = (c["overhead"]["fragmentation_static"] * static
-                + c["overhead"]["fragmentation_dynamic"] * (live - static))
+    overhead = _slack(live, static)
     pressure = False
     if s.capacity_gib is not None:
         # near the card's capacity the caching allocator frees its cached blocks and retries before it
@@ -86,7 +110,7 @@ def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
         # reserved peak stops at the capacity; only the split blocks' slack cannot be given back
         room = (s.capacity_gib - cuda_context) * GIB - live - 2**21  # less one 2 MiB allocator block
         floor = c["overhead"]["fragmentation_floor"] * live
-        if floor <= room < overhead:  # a peak that cannot fit even so keeps its full slack
+        if floor <= room < overhead and not released:  # a peak that cannot fit even so keeps its full slack
             overhead, pressure = room, True
     return Breakdown(
         weights=st.weights / GIB, adapters=st.adapters / GIB, gradients=st.gradients / GIB,

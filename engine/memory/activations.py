@@ -54,7 +54,9 @@ def activation_bytes_per_token_layer(s: Scenario, targets: LoraTargets) -> float
             kept = adapter_act  # lora_A keeps the (shared) input itself
         return width * kept
 
-    norms = 2 * h * (4 + (act if full else 0))
+    liger = liger_layer_kernels(s)
+    # HF's RMSNorm keeps its fp32 upcast input; Liger's keeps the 16-bit input and an fp32 rstd per row
+    norms = 2 * (h * act + 4) + 2 * h * (act if full else 0) if liger else 2 * h * (4 + (act if full else 0))
     attention_in = saved_input(h, {"q", "k", "v"})
     attention = act * (2 * q_dim + 2 * kv_dim)
     if _attention_kind(s) == "eager":
@@ -62,9 +64,20 @@ def activation_bytes_per_token_layer(s: Scenario, targets: LoraTargets) -> float
         attention += (4 + act) * arch.heads * s.seq_len
     attention_out = saved_input(q_dim, {"o"})
     mlp_in = saved_input(h, {"gate", "up"})
-    mlp_inner = (3 if arch.gated_mlp else 1) * act * f  # SiLU(gate)·up keeps gate, SiLU out and up
+    # SiLU(gate)·up keeps gate, SiLU out and up; Liger's SiLU·mul keeps gate and up only
+    mlp_inner = (3 if arch.gated_mlp and not liger else 2 if arch.gated_mlp else 1) * act * f
     mlp_out = saved_input(f, {"down"})
     return norms + attention_in + attention + attention_out + mlp_in + mlp_inner + mlp_out
+
+
+def liger_layer_kernels(s: Scenario) -> bool:
+    """Whether the fused loss the scenario asks for comes with Liger's layer kernels (profile constant
+    liger_layer_kernels): a stack whose `use_liger_kernel` goes through transformers' _apply_liger_kernel_to_instance
+    patches RMSNorm and SwiGLU as well as the loss. Liger-Kernel 3baaa6bb1419 src/liger_kernel/ops/swiglu.py
+    LigerSiLUMulFunction.forward `ctx.save_for_backward(a, b)` (the SiLU product recomputed in backward),
+    ops/rms_norm.py LigerRMSNormFunction.forward `ctx.save_for_backward(X, W, RSTD)` (16-bit input, fp32 rstd a
+    row)."""
+    return bool(s.fused_loss) and bool(profile(s.framework).constant("liger_layer_kernels", 0.0))
 
 
 def _unsloth_lora_bytes(s: Scenario) -> float:

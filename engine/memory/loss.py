@@ -39,6 +39,11 @@ def effective_kernel(s: Scenario, prof: Profile, kernel: str | None = None) -> s
     chosen = s.loss_kernel or prof.loss_kernel
     if s.fused_loss and chosen in PLAIN:
         return "chunked"
+    if s.fused_loss and chosen == "unsloth":
+        # Unsloth's fused loss: unsloth-zoo 292f6f70df01 unsloth_zoo/loss_utils.py unsloth_fused_ce_loss ("chunked
+        # fused cross_entropy_loss(chunk(X) @ W + b, chunk(labels))", the input gradient computed in forward), or Cut
+        # Cross-Entropy where installed: the logits are never whole
+        return "fused_linear"
     return chosen
 
 
@@ -49,10 +54,23 @@ def loss_bytes_per_logit(kernel: str, prof: Profile | None = None) -> float:
     return float(table[kernel])
 
 
-def loss_phase(s: Scenario, tokens: float, prof: Profile, kernel: str | None = None) -> float:
-    """Bytes live at the loss phase beyond the model's checkpointed state (logits and CE tensors)."""
+def live_bytes_per_logit(kernel: str, prof: Profile | None = None) -> float:
+    """Bytes per logit alive at once at the loss phase, without the freed blocks the caching allocator keeps.
+
+    Where catalog memory.toml [loss.live] traces a live set below the reserved figure (the transformers loss: 12 of
+    20), that; a stack's own fitted loss_bytes and the other kernels keep their figure."""
+    live = constants()["loss"].get("live", {})
+    own = prof is not None and prof.loss_kernel == kernel and "loss_bytes" in prof.constants
+    if kernel in live and not own:
+        return float(live[kernel])
+    return loss_bytes_per_logit(kernel, prof)
+
+
+def loss_phase(s: Scenario, tokens: float, prof: Profile, kernel: str | None = None, live: bool = False) -> float:
+    """Bytes at the loss phase beyond the model's checkpointed state (logits and CE tensors): as reserved by the
+    caching allocator, or (live) only the tensors alive at once, as when the allocator has given its cache back."""
     kernel = effective_kernel(s, prof, kernel)
-    per_logit = loss_bytes_per_logit(kernel, prof)
+    per_logit = live_bytes_per_logit(kernel, prof) if live else loss_bytes_per_logit(kernel, prof)
     hidden_term = 0.0
     if kernel == "fused_linear":
         hidden_term = tokens * s.arch.hidden * float(constants()["loss"]["fused_linear_hidden"])

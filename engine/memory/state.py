@@ -92,6 +92,42 @@ def expert_parallel_scale(s: Scenario, shard: int) -> float:
     return ((1 - frac) / shard + frac / max(ep, shard)) * shard
 
 
+ZERO = ("zero1", "zero2", "zero3")
+
+
+@dataclass(frozen=True)
+class ZeroOffload:
+    optimizer: bool  # offload_optimizer: fp32 master, Adam moments and fp32 gradient partitions in host RAM
+    parameters: bool  # offload_param (ZeRO-3 only): the 16-bit parameter partitions in host RAM
+
+
+def zero_offload(s: Scenario, prof: Profile) -> ZeroOffload:
+    """What a DeepSpeed ZeRO `offload` moves to CPU, by the stack's preset (catalog memory.toml [sharding]).
+
+    DeepSpeed edaa7221 deepspeed/runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__: with offload_optimizer
+    the optimizer's device is the CPU (`self.device = ... OffloadDeviceEnum.cpu`), so the fp32 partitions, Adam's
+    moments and the fp32 gradient partitions (`grad_partitions_flat_buffer`, allocated on `self.device`) are host
+    memory; the 16-bit parameter partitions stay on the GPU unless offload_param is set too, which only stage 3 has.
+    Which of the two `offload` means is the stack's preset: profile constants zero3_offload_optimizer and
+    zero3_offload_params (defaults in memory.toml [sharding])."""
+    c = constants()["sharding"]
+    if s.sharding != "zero3":
+        return ZeroOffload(optimizer=True, parameters=False)
+    return ZeroOffload(
+        optimizer=bool(prof.constant("zero3_offload_optimizer", c["zero3_offload_optimizer"])),
+        parameters=bool(prof.constant("zero3_offload_params", c["zero3_offload_params"])),
+    )
+
+
+def reduce_bucket_bytes(s: Scenario) -> float:
+    """The 16-bit gradient bucket ZeRO keeps on the GPU when the gradient partitions live in host RAM.
+
+    DeepSpeed stage3.py (edaa7221) allocates each IPG bucket as `torch.empty(self.reduce_bucket_size, ...)` on the
+    device; transformers fills `reduce_bucket_size: "auto"` with hidden_size**2 (integrations/deepspeed.py
+    HfTrainerDeepSpeedConfig.trainer_config_finalize)."""
+    return float(s.arch.hidden) ** 2 * 2.0
+
+
 def training_state(s: Scenario, targets: LoraTargets) -> State:
     arch = s.arch
     n = s.gpu_count
@@ -115,7 +151,14 @@ def training_state(s: Scenario, targets: LoraTargets) -> State:
         gradients = trainable * g_bytes / shard_g * expert_parallel_scale(s, shard_g)
         optimizer = trainable * (opt_bytes + master) / shard_o * expert_parallel_scale(s, shard_o)
         cpu = 0.0
-        if s.offload and prof.state_offload:
+        if s.offload and prof.state_offload and s.sharding in ZERO:
+            moved = zero_offload(s, prof)
+            if moved.optimizer:
+                cpu, optimizer = optimizer + gradients, 0.0
+                gradients = reduce_bucket_bytes(s)
+            if moved.parameters:
+                cpu, weights = cpu + weights, 0.0
+        elif s.offload and prof.state_offload:
             cpu = optimizer + gradients * (shard_g > 1)
             optimizer = 0.0
             if shard_w > 1:
@@ -133,7 +176,15 @@ def training_state(s: Scenario, targets: LoraTargets) -> State:
     optimizer = trainable * opt_bytes / shard_o * expert_parallel_scale(s, shard_o)
     upcast = kbit_upcast_bytes(s) / shard_w
     cpu = 0.0
-    if s.offload and prof.state_offload:
+    if s.offload and prof.state_offload and s.sharding in ZERO:
+        moved = zero_offload(s, prof)
+        if moved.optimizer:
+            cpu, optimizer = optimizer + gradients, 0.0
+            gradients = min(gradients, reduce_bucket_bytes(s))
+        if moved.parameters:
+            cpu += weights + upcast
+            weights, upcast = 0.0, 0.0
+    elif s.offload and prof.state_offload:
         cpu = weights + optimizer + upcast
         weights, optimizer, upcast = 0.0, 0.0, 0.0
     return State(weights, adapters, gradients, optimizer, trainable, cpu, upcast)

@@ -52,7 +52,9 @@ class Phases:
 
 
 def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
-                    kernel: str | None = None) -> Phases:
+                    kernel: str | None = None, live_loss: bool = False) -> Phases:
+    """The phases' live sets; live_loss counts the loss phase's live tensors only (engine/memory/loss.py
+    live_bytes_per_logit), the allocator having released the blocks freed before them."""
     c = constants()
     arch = s.arch
     tokens = float(s.seq_len) * s.batch_size
@@ -74,7 +76,7 @@ def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
     else:
         stored = tokens * per_layer * arch.layers
         layer = working
-    loss = loss_phase(s, tokens, prof, kernel)
+    loss = loss_phase(s, tokens, prof, kernel, live=live_loss)
     held = held_outputs(s, tokens, prof, kernel)
     dequant = dequantized_weight_bytes(s, prof)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from engine import memory
 from engine.frameworks import profile
+from engine.memory.state import zero_offload
 from engine.posttrain.setup import Setup, constants
 from engine.schema import Breakdown, Scenario
 from engine.schema.posttrain import PREFERENCE_STAGES
@@ -148,8 +149,8 @@ def frozen_copy_gib(s: Scenario, value_head: bool = False) -> float:
     if value_head:
         w -= (0 if arch.tied else arch.embedding_params / 2) * 2.0  # no lm_head, a 1-wide score
     shard = s.gpu_count if s.sharding in ("fsdp", "zero3") else 1
-    if s.offload and shard > 1:
-        return 0.0
+    if s.offload and shard > 1 and (s.sharding == "fsdp" or zero_offload(s, profile(s.framework)).parameters):
+        return 0.0  # the frozen copy's parameters offloaded with the policy's (ZeRO-3 offload_param, FSDP CPUOffload)
     return w / shard / GIB
 
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from engine.catalog import Gpu
 from engine.frameworks import profile
 from engine.memory import LoraTargets, lora_parameters
+from engine.memory.state import zero_offload
 from engine.schema import Scenario
 from engine.speed import hardware
 from engine.speed.hardware import (
@@ -215,30 +216,34 @@ def _gathers(scenario: Scenario) -> int:
     return 3 if scenario.sharding == "zero3" and scenario.gradient_checkpointing else 2
 
 
-def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
-              accumulation: int | None = None, u: float | None = None,
-              ideal_network: bool = False, no_communication: bool = False) -> StepTime:
-    """Seconds of one optimizer step, by term. `ideal_network`: as if every GPU sat in one node (the cost of
-    the inter-node network is the difference); `no_communication`: without collectives (their cost)."""
-    g = resolve_gpu(gpu)
-    n = count if count is not None else scenario.gpu_count
-    if n < 1:
-        raise ValueError(f"GPU count must be at least 1, got {n}")
-    if accumulation is not None and accumulation < 1:
-        raise ValueError(f"accumulation must be at least 1 micro-batch, got {accumulation}")
+class _Busy(BaseModel):
+    """The GPU's own seconds of one micro-batch, by term."""
+
+    compute: float
+    elementwise: float
+    adapters: float
+    dequant: float
+    dispatch: float
+
+    @property
+    def total(self) -> float:
+        return max(self.compute + self.elementwise + self.adapters + self.dequant, self.dispatch)
+
+
+def _published_step(scenario: Scenario, g: Gpu, accum: int, m: int, n: int, util: float) -> StepTime:
+    """An end-to-end MFU: model FLOPs (no recompute) at that share of the peak, everything else inside it."""
+    busy = accum * m * training_flops_per_token(scenario)[1] / (peak_flops(scenario, g) * util)
+    return StepTime.model_construct(
+        tokens=float(accum * m * n), micro_batches=accum, compute=busy, elementwise=0.0, adapters=0.0,
+        dequantisation=0.0, dispatch=0.0, busy=busy, communication=0.0, network=0.0, latency=0.0,
+        offload_transfer=0.0, exposed=0.0, optimizer=0.0, offload_serial=0.0, total=busy, collective_bytes=0.0,
+        pcie_bytes=0.0)
+
+
+def _busy(scenario: Scenario, g: Gpu, m: int, util: float) -> _Busy:
+    """Matmuls at the utilisation, the memory-bound elementwise, LoRA and dequantisation passes, and dispatch."""
     cal = hardware.calibration()
     arch = scenario.arch
-    accum = accumulation if accumulation is not None else default_accumulation(scenario, n)
-    m = scenario.batch_size * scenario.seq_len
-    util = u if u is not None else utilisation(scenario, g)[0]
-    if published_mfu(scenario, g) is not None:
-        # an end-to-end MFU: model FLOPs (no recompute) at that share of the peak, everything else inside it
-        busy = accum * m * training_flops_per_token(scenario)[1] / (peak_flops(scenario, g) * util)
-        return StepTime.model_construct(
-            tokens=float(accum * m * n), micro_batches=accum, compute=busy, elementwise=0.0, adapters=0.0,
-            dequantisation=0.0, dispatch=0.0, busy=busy, communication=0.0, network=0.0, latency=0.0,
-            offload_transfer=0.0, exposed=0.0, optimizer=0.0, offload_serial=0.0, total=busy, collective_bytes=0.0,
-            pcie_bytes=0.0)
     bandwidth = g.bandwidth_tbs * 1e12
     compute = m * training_flops_per_token(scenario)[0] / (g.bf16_tflops * 1e12 * util)
     act = cal["activations"]
@@ -258,25 +263,72 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
         dequant = passes * arch.linear_params * q["bytes_per_param_per_pass"] / (bandwidth * q["bandwidth_efficiency"])
     disp = cal["dispatch"]
     per_layer = disp["seconds_per_layer"] + (disp["zero3_seconds_per_layer"] if scenario.sharding == "zero3" else 0.0)
-    dispatch = arch.layers * per_layer
-    busy = max(compute + elementwise + adapters + dequant, dispatch)
+    return _Busy(compute=compute, elementwise=elementwise, adapters=adapters, dequant=dequant,
+                 dispatch=arch.layers * per_layer)
+
+
+def _collectives(scenario: Scenario, n: int, trainable: float, no_communication: bool) -> tuple[float, float, int]:
+    """Bytes each micro-batch moves (gathers, reduce-scatters), bytes of the step's all-reduce, collectives a
+    micro-batch."""
+    arch = scenario.arch
+    grad_bytes = float(hardware.calibration()["comm"]["gradient_bytes"])
+    share = (n - 1) / n
+    if n <= 1 or no_communication:
+        return 0.0, 0.0, 0
+    if scenario.sharding in SHARDED_PARAMS:
+        gathers = _gathers(scenario)
+        return share * (gathers * arch.params * _weight_bytes(scenario) + trainable * grad_bytes), 0.0, \
+            (gathers + 1) * arch.layers
+    if scenario.sharding == "zero2":
+        return share * trainable * grad_bytes, 0.0, arch.layers
+    return 0.0, 2.0 * share * trainable * grad_bytes, 0  # DDP / ZeRO-1: one bucketed all-reduce per step
+
+
+def _offload(scenario: Scenario, n: int, trainable: float, accum: int) -> tuple[float, float, float]:
+    """Host-link bytes a micro-batch and a step move with CPU offload, and the CPU Adam's seconds a step."""
+    if not scenario.offload:
+        return 0.0, 0.0, 0.0
+    off = hardware.calibration()["offload"]
+    # DeepSpeed stage_1_and_2.py async_accumulate_grad_in_cpu_via_gpu: each micro-step the 16-bit gradient
+    # partition comes back from the host, is added, and goes out again (once when there is no accumulation)
+    micro = trainable / n * 2.0 * (2.0 if accum > 1 else 1.0)
+    if scenario.sharding == "zero3" and zero_offload(scenario, profile(scenario.framework)).parameters:
+        # parameter offload: each GPU fetches its shard for every gather (optimizer offload keeps the shards on it)
+        micro += _gathers(scenario) * scenario.arch.params * _weight_bytes(scenario) / n
+    step = trainable / n * 2.0  # updated 16-bit weights back to the GPU
+    cpu_adam = trainable * min(n, gpus_per_node()) / n / off["cpu_adam_params_per_s_per_node"]
+    return micro, step, cpu_adam
+
+
+def _optimizer_seconds(scenario: Scenario, g: Gpu, n: int, trainable: float) -> float:
+    """The optimizer step on the GPU: its state streamed at the memory bandwidth, sharded where ZeRO/FSDP shard it."""
+    opt = hardware.calibration()["optimizer"]
+    shard = n if scenario.sharding in SHARDED_OPTIMIZER else 1
+    per_param = opt["bytes_per_param_8bit"] if "8bit" in (scenario.optimizer or "") else opt["bytes_per_param"]
+    return trainable / shard * per_param / (g.bandwidth_tbs * 1e12 * opt["bandwidth_efficiency"])
+
+
+def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
+              accumulation: int | None = None, u: float | None = None,
+              ideal_network: bool = False, no_communication: bool = False) -> StepTime:
+    """Seconds of one optimizer step, by term. `ideal_network`: as if every GPU sat in one node (the cost of
+    the inter-node network is the difference); `no_communication`: without collectives (their cost)."""
+    g = resolve_gpu(gpu)
+    n = count if count is not None else scenario.gpu_count
+    if n < 1:
+        raise ValueError(f"GPU count must be at least 1, got {n}")
+    if accumulation is not None and accumulation < 1:
+        raise ValueError(f"accumulation must be at least 1 micro-batch, got {accumulation}")
+    accum = accumulation if accumulation is not None else default_accumulation(scenario, n)
+    m = scenario.batch_size * scenario.seq_len
+    util = u if u is not None else utilisation(scenario, g)[0]
+    if published_mfu(scenario, g) is not None:
+        return _published_step(scenario, g, accum, m, n, util)
+    b = _busy(scenario, g, m, util)
+    busy = b.total
 
     trainable = trainable_params(scenario)
-    comm_cal = cal["comm"]
-    grad_bytes = float(comm_cal["gradient_bytes"])
-    share = (n - 1) / n
-    micro_bytes = allreduce_bytes = 0.0
-    collectives = 0
-    if n > 1 and not no_communication:
-        if scenario.sharding in SHARDED_PARAMS:
-            gathers = _gathers(scenario)
-            micro_bytes = share * (gathers * arch.params * _weight_bytes(scenario) + trainable * grad_bytes)
-            collectives = (gathers + 1) * arch.layers
-        elif scenario.sharding == "zero2":
-            micro_bytes = share * trainable * grad_bytes
-            collectives = arch.layers
-        else:  # DDP / ZeRO-1: one bucketed all-reduce per optimizer step
-            allreduce_bytes = 2.0 * share * trainable * grad_bytes
+    micro_bytes, allreduce_bytes, collectives = _collectives(scenario, n, trainable, no_communication)
     bus = (intra_node_gbs(g) if ideal_network else network_gbs(g, n)) * 1e9
     comm = micro_bytes / bus
     network = comm - micro_bytes / (intra_node_gbs(g) * 1e9)
@@ -284,38 +336,25 @@ def step_time(scenario: Scenario, gpu: Gpu | str, count: int | None = None, *,
     if ideal_network and collectives:
         latency = collectives * _ring_latency_s(min(n, gpus_per_node()))
 
-    off = cal["offload"]
     pcie = pcie_gbs(g) * 1e9
-    pcie_micro = pcie_step = cpu_adam = 0.0
-    if scenario.offload:
-        # DeepSpeed stage_1_and_2.py async_accumulate_grad_in_cpu_via_gpu: each micro-step the 16-bit gradient
-        # partition comes back from the host, is added, and goes out again (once when there is no accumulation)
-        pcie_micro = trainable / n * 2.0 * (2.0 if accum > 1 else 1.0)
-        if scenario.sharding == "zero3":  # parameter offload: each GPU fetches its shard for every gather
-            pcie_micro += _gathers(scenario) * arch.params * _weight_bytes(scenario) / n
-        pcie_step = trainable / n * 2.0  # updated 16-bit weights back to the GPU
-        cpu_adam = trainable * min(n, gpus_per_node()) / n / off["cpu_adam_params_per_s_per_node"]
+    pcie_micro, pcie_step, cpu_adam = _offload(scenario, n, trainable, accum)
     transfer = pcie_micro / pcie
-    overlap = float(comm_cal["overlap"])
+    overlap = float(hardware.calibration()["comm"]["overlap"])
     hidden = comm + transfer
     micro = busy + hidden - overlap * min(busy, hidden) + latency
     allreduce = allreduce_bytes / bus
     allreduce_exposed = allreduce - overlap * min(allreduce, busy)
 
-    opt = cal["optimizer"]
     if scenario.offload:
-        optimizer = 0.0
-        serial = pcie_step / pcie + cpu_adam
+        optimizer, serial = 0.0, pcie_step / pcie + cpu_adam
     else:
-        shard = n if scenario.sharding in SHARDED_OPTIMIZER else 1
-        per_param = opt["bytes_per_param_8bit"] if "8bit" in (scenario.optimizer or "") else opt["bytes_per_param"]
-        optimizer = trainable / shard * per_param / (bandwidth * opt["bandwidth_efficiency"])
-        serial = 0.0
+        optimizer, serial = _optimizer_seconds(scenario, g, n, trainable), 0.0
     exposed = accum * (micro - busy - latency) + allreduce_exposed
     total = accum * micro + allreduce_exposed + optimizer + serial
     return StepTime.model_construct(  # every field a float computed above: no validation to do
-        tokens=float(accum * m * n), micro_batches=accum, compute=accum * compute, elementwise=accum * elementwise,
-        adapters=accum * adapters, dequantisation=accum * dequant, dispatch=accum * dispatch, busy=accum * busy,
+        tokens=float(accum * m * n), micro_batches=accum, compute=accum * b.compute,
+        elementwise=accum * b.elementwise, adapters=accum * b.adapters, dequantisation=accum * b.dequant,
+        dispatch=accum * b.dispatch, busy=accum * busy,
         communication=accum * comm + allreduce,
         network=accum * network + (allreduce - allreduce_bytes / (intra_node_gbs(g) * 1e9)),
         latency=accum * latency, offload_transfer=accum * transfer, exposed=exposed, optimizer=optimizer,
