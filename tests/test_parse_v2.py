@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from engine.catalog import models
+from engine.edits import merge_follow_up
 from engine.parse import _parse as parse_strict
 from engine.parse import parse
 from engine.parse.families import families
-from engine.parse.followup import FollowUp, merge_follow_up, read_follow_up
+from engine.parse.followup import FollowUp, read_follow_up
 from engine.parse.fuzzy import correct, osa
 from engine.parse.price import read_price_args
 from engine.schema import Request

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from bot.answers import apply_state
-from bot.answers import ask_text as text_of
+from bot.pipeline import apply_state
+from bot.pipeline import ask_text as text_of
 from engine import speed
 from engine.answer import answer
 from engine.catalog import find_gpu

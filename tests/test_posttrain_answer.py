@@ -3,7 +3,7 @@ parallelism when the sequence is what does not fit (seed claim S19), and `gpu-ad
 
 from __future__ import annotations
 
-from bot.answers import ask_text
+from bot.pipeline import ask_text
 from engine import posttrain
 from engine.answer import answer
 from engine.fit import NO_HEADROOM, fits
