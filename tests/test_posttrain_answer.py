@@ -8,7 +8,7 @@ from engine import posttrain
 from engine.answer import answer
 from engine.fit import NO_HEADROOM, fits
 from engine.parse import parse
-from engine.plan import posttrain as posttrain_plan
+from engine.posttrain import planner as posttrain_plan
 from engine.schema import GpuRef, ModelRef, Request, Rollout
 
 H100 = GpuRef(name="H100 SXM", memory_gb=80)

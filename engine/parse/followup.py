@@ -14,7 +14,6 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.parse import lexicon as lx
-from engine.parse import lexicon2 as l2
 from engine.parse.normalize import NUM, WORD
 from engine.parse.numbers import is_count
 from engine.parse.scan import Phrases, Scan
@@ -36,8 +35,8 @@ THEM = frozenset({"them", "those", "these", "such", "них", "таких", "т�
                   "of", "из"})
 COUNT_LEADS = frozenset({"on", "на", "with", "с", "со", "using", "across", "x", "×", "х", "по", "for", "для",
                          "and", "и", "а"})
-METHOD_WORDS = (lx.QLORA_WORDS | lx.LORA_WORDS | lx.FULL_WORDS | lx.INFERENCE_WORDS | l2.FULL_SLANG
-                | l2.INFER_SLANG | frozenset({"scratch", "нуля"}))
+METHOD_WORDS = (lx.QLORA_WORDS | lx.LORA_WORDS | lx.FULL_WORDS | lx.INFERENCE_WORDS | lx.FULL_SLANG
+                | lx.INFER_SLANG | frozenset({"scratch", "нуля"}))
 HARDWARE_KEYS = frozenset({"tpu", "cpu_only", "apple"})
 SETTLED = frozenset({"context length out of range", "GPU count out of range", "GPU count not read"})
 
