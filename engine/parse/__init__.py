@@ -54,7 +54,7 @@ import re
 from typing import Any
 
 from engine.catalog import find_gpu
-from engine.parse import families, fuzzy, hardware, load, money, serving, settings, stack, talk, training
+from engine.parse import families, fuzzy, hardware, load, money, parallel, serving, settings, stack, talk, training
 from engine.parse.followup import FollowUp, follow_up_of, read_follow_up
 from engine.parse.gpus import gpu_index
 from engine.parse.intent import intent, rank_by
@@ -121,7 +121,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     catalog_names(s)
     families.family_models(s)
     training.optimizer(s)
-    serving.parallelism(s)  # before context: "context parallel 8", "sequence parallel"
+    parallel.parallelism(s)  # before context: "context parallel 8", "sequence parallel"
     serving.generations(s)  # before data: "8 samples per prompt"
     serving.lengths(s)  # before context: "prompt length 2k"
     load.load(s)  # before context and concurrency: "TTFT p95 под 500 мс", "20 rps", "100 LoRA-адаптеров"
@@ -142,7 +142,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     sizes(s)
     hardware.bare_memory(s)
     hardware.generic_count(s)
-    serving.cp_from_gpus(s)
+    parallel.cp_from_gpus(s)
     _mixed_set(s)
     stack.colab(s)
     _leftover_context(s)
