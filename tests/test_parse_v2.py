@@ -238,7 +238,7 @@ def test_price_keeps_what_was_typed_for_an_unknown_gpu() -> None:
     assert read_price_args("Foo 9000 2$").gpu_text == "foo 9000"
 
 
-# ── bugs of issue 12, in the contract's exact terms ─────────────────────────────────────
+# ── past parser bugs, in the contract's exact terms ─────────────────────────────────────────
 def test_a_model_id_never_decides_method_or_stage() -> None:
     r = parse_strict("Qwen2.5-7B-DPO lora на 4090")
     assert r.stage is None and r.method == "lora"

@@ -1,4 +1,4 @@
-"""Issue 11, the verdict and the plans: one fit rule against the capacity the answer shows, a fix named when
+"""The verdict and the plans: one fit rule against the capacity the answer shows, a fix named when
 one makes it fit, per card and in total, and plans a person can run (no impossible or absurd ones)."""
 
 from __future__ import annotations

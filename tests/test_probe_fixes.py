@@ -1,4 +1,4 @@
-"""Defects found by probing `gpu-advisor ask` on main (issue 13's probe list), one regression test each."""
+"""Defects found by probing `gpu-advisor ask` with questions as people write them, one regression test each."""
 
 from __future__ import annotations
 
