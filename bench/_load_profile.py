@@ -15,6 +15,7 @@ PROFILE_ROWS: tuple[tuple[str, str, str], ...] = (
     ("    answer_question (our handler)", "bot/handlers/common.py", "answer_question"),
     ("      storage.get_settings (loop side)", "bot/storage/sqlite.py", "get_settings"),
     ("      question_language", "bot/pipeline.py", "question_language"),
+    ("      engine read_question (one parse, with the follow-up reading)", "engine/parse/__init__.py", "read_question"),
     ("      engine parse", "engine/parse/__init__.py", "parse"),
     ("      make_reply", "bot/pipeline.py", "make_reply"),
     ("        render_request", "bot/pipeline.py", "render_request"),
