@@ -15,6 +15,7 @@ from fake_botapi import FakeBotAPI, button, callback, inline_query, last_message
 
 import bot.pipeline
 import engine.answer
+import engine.contract
 import engine.parse
 import engine.plan
 import engine.work
@@ -99,7 +100,9 @@ class Spy:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: Counter[str] = Counter()
         self._wrap(monkeypatch, engine.parse, "parse_scan", "parse")
-        self._wrap(monkeypatch, bot.pipeline, "answer", "answer")
+        self._wrap(monkeypatch, bot.pipeline, "answer", "answer")  # the bot and `ask`
+        self._wrap(monkeypatch, engine.answer, "answer", "answer")  # `plan`
+        self._wrap(monkeypatch, engine.contract, "answer", "answer")  # `estimate`
         for module in (engine.answer, engine.plan, importlib.import_module("engine.plan.search")):
             self._wrap(monkeypatch, module, "hardware_conflicts", "conflicts")
         self._wrap(monkeypatch, engine.work, "count", "breakdown")
@@ -176,3 +179,16 @@ async def test_a_button_press_parses_nothing_and_answers_once(h: Harness, api: F
     await h.feed(callback(button(answer, "8k"), message_obj=answer, user_id=7004))
     assert "context 8k" in last_message(api, 7004)["text"]
     assert spy.take() == alone
+
+
+@pytest.mark.parametrize("argv", [["ask"], ["plan", "--json"], ["estimate", "--json"]])
+@pytest.mark.parametrize("text", ["LoRA Llama 3.1 8B on a 4090", "vLLM 70B on 2 H100 for 32 users"])
+def test_a_command_line_question_is_parsed_once_and_answered_once(spy: Spy, argv: list[str], text: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.cli import main
+
+    spy.take()
+    main([*argv, text])
+    assert capsys.readouterr().out.strip()
+    counts = spy.take()
+    assert counts["parse"] == 1 and counts["answer"] == 1
