@@ -129,7 +129,7 @@ def in_currency(options: AnswerOptions, currency: str | None) -> AnswerOptions:
 
 # The answers this process rendered last, by their request and prices: a follow-up says what it changed against
 # the answer already given instead of computing it again (after a restart, or on another replica, it is).
-_recent: LRU[tuple[str, str], Answer] = LRU(256)
+_recent: LRU[tuple[str, str], Answer] = LRU(128)  # 256 cost ~15 MiB of peak RSS in bench/load_bench.py
 _recent_lock = threading.Lock()  # answers are rendered in the answer pool's threads (bot.compute)
 
 
