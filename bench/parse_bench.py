@@ -19,8 +19,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from engine.edits import merge_follow_up
 from engine.parse import parse, warm
-from engine.parse.followup import merge_follow_up, read_follow_up
+from engine.parse.followup import read_follow_up
 from engine.parse.price import read_price_args
 
 ROOT = Path(__file__).resolve().parents[1]

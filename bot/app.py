@@ -226,7 +226,7 @@ def warm_up() -> None:
     """Load the catalogs, name indexes, templates and translations before the first update, then move
     everything alive now out of the garbage collector's sight: it is never freed, and scanning it again
     and again would cost every answer."""
-    from bot.answers import render_text
+    from bot.pipeline import render_text
 
     for question in ("70B QLoRA на H100?", "LoRA Llama 3.1 8B on a 4090, 8k context"):
         render_text(question)

@@ -108,7 +108,7 @@ def _price_flag(value: str) -> tuple[str, float]:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from bot.answers import AnswerOptions, ask_text
+    from bot.pipeline import AnswerOptions, ask_text
 
     options = AnswerOptions(lang=args.lang, currency=args.currency, tier=args.tier, prices=dict(args.price),
                             rank_by=args.rank_by, usd_rub=args.usd_rub)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.answer import asks_a_price
-from engine.parse import merge_follow_up, read_follow_up
+from engine.edits import merge_follow_up
+from engine.parse import FollowUp
 from engine.schema import Request
 
 if TYPE_CHECKING:
@@ -32,11 +33,12 @@ class FollowedUp:
     request: Request  # the previous question with the follow-up's change (else the text on its own)
 
 
-async def follow_up(text: str, store: Storage, keys: list[str], qid: str | None = None) -> FollowedUp | None:
-    """The previous question `text` changes one thing of, looked up by the first link of `keys` that is
-    stored (then `qid`, the id on the replied answer's keyboard); None when `text` is not a follow-up, or its
-    change makes no possible question; `previous` None when there is no answer before it to change."""
-    followed = read_follow_up(text)
+async def follow_up(text: str, followed: FollowUp, store: Storage, keys: list[str],
+                    qid: str | None = None) -> FollowedUp | None:
+    """The previous question `text` (read as `followed`: engine.parse.read_question) changes one thing of, looked
+    up by the first link of `keys` that is stored (then `qid`, the id on the replied answer's keyboard); None when
+    `text` is not a follow-up, or its change makes no possible question; `previous` None when there is no answer
+    before it to change."""
     if not followed.is_follow_up:
         return None
     if followed.changes.model is None:

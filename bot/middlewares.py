@@ -54,10 +54,10 @@ from aiogram.methods.base import TelegramType
 from aiogram.types import CallbackQuery, Message, TelegramObject, Update, User
 
 from bot import compute
-from bot.answers import client_language, resolve_language
 from bot.logs import JsonFormatter, RedactingFormatter, update_context
 from bot.lru import LRU
 from bot.metrics import Metrics
+from bot.pipeline import client_language, resolve_language
 from bot.storage import ChatSettings, StorageUnavailable
 from bot.views.messages import t
 

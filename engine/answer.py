@@ -10,9 +10,9 @@ from engine.catalog import find_gpu, reference_of
 from engine.fit import NO_HEADROOM, capacity, fits, need_gb, tight
 from engine.memory import fused_loss_alternative
 from engine.plan import plan
-from engine.plan import posttrain as posttrain_plan
 from engine.plan.budget import within_limits
 from engine.plan.search import asked_arrangements
+from engine.posttrain import planner as posttrain_plan
 from engine.scenario import ScenarioError, hardware_conflicts, request_gpu
 from engine.schema import (
     SHOWN_PLANS,

@@ -26,7 +26,7 @@ from engine.catalog import (
 from engine.frameworks import DEFAULT as DEFAULT_FRAMEWORK
 from engine.frameworks import profile
 from engine.memory.constants import constants
-from engine.schema import Assumption, Method, Request, Scenario, Sharding
+from engine.schema import Architecture, Assumption, Method, Request, Scenario, Sharding
 
 T = TypeVar("T")
 
@@ -63,14 +63,7 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
         assumptions.append(Assumption(key=key, value=shown))
         return fallback
 
-    if request.model is None or (request.model.params_b is None and request.model.config is None
-                                 and not request.model.name):
-        raise ScenarioError("no model size: say e.g. '7B' or a model name", "no_model_size")
-    try:
-        arch = architecture(request.model)
-    except ValueError as exc:
-        raise ScenarioError(f"unknown model {request.model.name!r} and no size given", "unknown_model",
-                            model=request.model.name or "") from exc
+    arch = model_architecture(request)
     if not arch.known:
         assumptions.append(Assumption(key="architecture", value=reference_of(arch)))
 
@@ -94,11 +87,7 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
     framework = request.framework or DEFAULT_FRAMEWORK
     prof = profile(framework)
     family = _model_family(request)
-    # Megatron-Core (NeMo, Megatron-SWIFT: the stacks with tensor parallelism) fuses the vocab-parallel cross-entropy
-    # over logits it still materialises (megatron/core/fusions/fused_cross_entropy.py
-    # fused_vocab_parallel_cross_entropy takes vocab_parallel_logits): its "fused" is the chunked reading, not Liger's
-    megatron = framework == "nemo" or (request.tensor_parallel or 1) > 1 or (request.pipeline_parallel or 1) > 1
-    kernel = loss_kernel(framework, family, request.fused_loss, materialised=megatron)
+    kernel = _loss_kernel(request, framework, family)
     if training and request.fused_loss is None:
         assumptions.append(Assumption(key="fused_loss", value="on" if kernel in FUSED_OR_CHUNKED else "off"))
     precision_default = prof.default_mixed_precision if request.framework else "amp"
@@ -127,6 +116,31 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
         # the time comes from a published MFU (engine/speed/training.py); for_gpu says which for the GPU it runs on
         scenario.assumptions.append(Assumption(key="training_speed",
                                                value=f"published MFU {scenario.train_precision} ({prof.label})"))
+    return on_hardware(scenario, request)
+
+
+def model_architecture(request: Request) -> Architecture:
+    """The architecture of the request's model; ScenarioError when it names no size and no known model."""
+    if request.model is None or (request.model.params_b is None and request.model.config is None
+                                 and not request.model.name):
+        raise ScenarioError("no model size: say e.g. '7B' or a model name", "no_model_size")
+    try:
+        return architecture(request.model)
+    except ValueError as exc:
+        raise ScenarioError(f"unknown model {request.model.name!r} and no size given", "unknown_model",
+                            model=request.model.name or "") from exc
+
+
+def _loss_kernel(request: Request, framework: str, family: str) -> str:
+    # Megatron-Core (NeMo, Megatron-SWIFT: the stacks with tensor parallelism) fuses the vocab-parallel cross-entropy
+    # over logits it still materialises (megatron/core/fusions/fused_cross_entropy.py
+    # fused_vocab_parallel_cross_entropy takes vocab_parallel_logits): its "fused" is the chunked reading, not Liger's
+    megatron = framework == "nemo" or (request.tensor_parallel or 1) > 1 or (request.pipeline_parallel or 1) > 1
+    return loss_kernel(framework, family, request.fused_loss, materialised=megatron)
+
+
+def on_hardware(scenario: Scenario, request: Request) -> Scenario:
+    """The scenario on the GPU the request names (its capacity and what it cannot run), or on a bare memory size."""
     hardware = request_gpu(request)
     if hardware is not None:
         return for_gpu(scenario, hardware, said=request)

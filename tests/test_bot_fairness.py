@@ -10,8 +10,8 @@ from bot_harness import Clock, harness
 from fake_botapi import FakeBotAPI, message
 
 from bot import compute
-from bot.answers import render_text
 from bot.middlewares import TokenBucket
+from bot.pipeline import render_text
 from engine.work import counted
 
 HEAVY = "GRPO 405B qlora r {r} on H100 fp8 vllm within a day"  # a post-training search: ~23,000 units

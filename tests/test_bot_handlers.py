@@ -25,8 +25,8 @@ from fake_botapi import (
 )
 
 from bot import hub
-from bot.answers import apply_state, question_language, resolve_language
 from bot.middlewares import RedactingFormatter, TokenBucket
+from bot.pipeline import apply_state, question_language, resolve_language
 from bot.storage import SQLiteStorage
 from bot.views.keyboards import AnswerCb
 from engine.parse import parse
@@ -350,12 +350,12 @@ async def test_hub_id_fetches_the_config_and_falls_back_politely(h: Harness, api
 async def test_an_unexpected_error_is_an_apology_and_a_log_line(h: Harness, api: FakeBotAPI,
                                                                 monkeypatch: pytest.MonkeyPatch,
                                                                 caplog: pytest.LogCaptureFixture) -> None:
-    import bot.answers
+    import bot.handlers.questions
 
     def broken(text: str) -> Any:
         raise RuntimeError(f"boom with the user's text {text}")
 
-    monkeypatch.setattr(bot.answers, "parse", broken)
+    monkeypatch.setattr(bot.handlers.questions, "read_question", broken)
     with caplog.at_level(logging.INFO):
         await h.feed(message("секретный вопрос про 70B", user_id=2060, language_code="ru"))
     assert texts(api, 2060) == ["Извините, у меня что-то сломалось. Попробуйте ещё раз через минуту."]

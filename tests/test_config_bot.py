@@ -1,4 +1,4 @@
-"""Configs in and out in Telegram (issue 16), end to end against the fake Bot API: the Config button sends the
+"""Configs in and out in Telegram, end to end against the fake Bot API: the Config button sends the
 config as documents (parsed back, the request compared), another framework from the row, a config file or a pasted
 command line is checked, and what cannot be read (too large, binary, a YAML bomb, secrets) gets a clear answer."""
 

@@ -93,7 +93,7 @@ def test_rendered_table_adds_up_to_its_total(q: str, capsys: pytest.CaptureFixtu
     assert sum(rows) == pytest.approx(total, abs=0.05 * len(rows) + 0.05), text
 
 
-def test_the_squeezed_table_of_the_issue_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_table_whose_peak_holds_less_than_its_lines_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
     """«лора 8б на 4090»: 14,9 + … + 2,5 + 0,4 listed 25,2 beside «итого 23,7»; the peak holds 1,4 less at once."""
     rows, total = table(run(capsys, "ask", "лора 8б на 4090"))
     assert total == pytest.approx(23.7, abs=0.05)

@@ -9,12 +9,12 @@ from bot_harness import Harness
 from fake_botapi import BOT_USERNAME, FakeBotAPI, buttons, last_message, message, texts
 from redis_server import RedisServer
 
-from bot.answers import AnswerOptions, render_text
 from bot.conversation import follow_up, last_key, message_key
+from bot.pipeline import AnswerOptions, render_text
 from bot.scaleout import FallbackStorage
 from bot.storage import MemoryStorage, RedisStorage, SQLiteStorage
 from engine.answer import answer
-from engine.parse import parse
+from engine.parse import parse, read_follow_up
 from engine.plan.budget import within_limits
 from engine.schema import PriceOptions
 
@@ -180,7 +180,7 @@ async def test_replicas_share_the_links_through_redis(redis_server: RedisServer)
         qid = await one.put_request(parse("70B QLoRA on H100?"))
         await one.set_link(last_key(42), qid)
         assert await two.get_link(last_key(42)) == qid
-        followed = await follow_up("and on two of them?", two, [last_key(42)])
+        followed = await follow_up("and on two of them?", read_follow_up("and on two of them?"), two, [last_key(42)])
         assert followed is not None and followed.request.gpus[0].count == 2
     finally:
         await one.close()

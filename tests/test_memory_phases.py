@@ -55,7 +55,7 @@ def test_a_bare_size_keeps_its_own_lines_and_shows_the_margin_the_envelope_adds(
     assert breakdown(scenario(model={"params_b": 70}, method="qlora")).shape_margin == 0  # its own shape is largest
 
 
-def test_the_4b_5b_1b_lora_of_the_issue_are_ordered() -> None:
+def test_lora_totals_grow_with_the_bare_size_1b_4b_5b_7b_8b() -> None:
     def total(size: float) -> float:
         return estimate_request({"model": {"params_b": size}, "method": "lora"})["per_gpu"]["total"]
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.edits import merge_follow_up
 from engine.parse import _parse as parse_strict  # no last-resort guard: a bug here must show
 from engine.parse import warm
-from engine.parse.followup import CHANGEABLE, merge_follow_up, read_follow_up
+from engine.parse.followup import CHANGEABLE, read_follow_up
 from engine.parse.fuzzy import correct, osa
 from engine.parse.price import PriceArgs, read_price_args
 from engine.schema import MAX_BATCH, MAX_PARAMS_B, MAX_SEQ_LEN, Request

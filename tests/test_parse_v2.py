@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from engine.catalog import models
+from engine.edits import merge_follow_up
 from engine.parse import _parse as parse_strict
 from engine.parse import parse
 from engine.parse.families import families
-from engine.parse.followup import FollowUp, merge_follow_up, read_follow_up
+from engine.parse.followup import FollowUp, read_follow_up
 from engine.parse.fuzzy import correct, osa
 from engine.parse.price import read_price_args
 from engine.schema import Request
@@ -237,7 +238,7 @@ def test_price_keeps_what_was_typed_for_an_unknown_gpu() -> None:
     assert read_price_args("Foo 9000 2$").gpu_text == "foo 9000"
 
 
-# ── bugs of issue 12, in the contract's exact terms ─────────────────────────────────────
+# ── past parser bugs, in the contract's exact terms ─────────────────────────────────────────
 def test_a_model_id_never_decides_method_or_stage() -> None:
     r = parse_strict("Qwen2.5-7B-DPO lora на 4090")
     assert r.stage is None and r.method == "lora"

@@ -1,4 +1,4 @@
-"""Issue 11, the verdict and the plans: one fit rule against the capacity the answer shows, a fix named when
+"""The verdict and the plans: one fit rule against the capacity the answer shows, a fix named when
 one makes it fit, per card and in total, and plans a person can run (no impossible or absurd ones)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from bot.answers import apply_state
-from bot.answers import ask_text as text_of
+from bot.pipeline import apply_state
+from bot.pipeline import ask_text as text_of
 from engine import speed
 from engine.answer import answer
 from engine.catalog import find_gpu

@@ -3,12 +3,12 @@ parallelism when the sequence is what does not fit (seed claim S19), and `gpu-ad
 
 from __future__ import annotations
 
-from bot.answers import ask_text
+from bot.pipeline import ask_text
 from engine import posttrain
 from engine.answer import answer
 from engine.fit import NO_HEADROOM, fits
 from engine.parse import parse
-from engine.plan import posttrain as posttrain_plan
+from engine.posttrain import planner as posttrain_plan
 from engine.schema import ErrorAnswer, GpuRef, ModelRef, PostTrainAnswer, Request, Rollout
 
 H100 = GpuRef(name="H100 SXM", memory_gb=80)

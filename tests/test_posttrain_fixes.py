@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from bot.answers import AnswerOptions, ask_text
+from bot.pipeline import AnswerOptions, ask_text
 from engine.answer import answer
 from engine.parse import parse
 from engine.posttrain.setup import constants

@@ -1,11 +1,11 @@
-"""Defects found by probing `gpu-advisor ask` on main (issue 13's probe list), one regression test each."""
+"""Defects found by probing `gpu-advisor ask` with questions as people write them, one regression test each."""
 
 from __future__ import annotations
 
 import re
 
-from bot.answers import ask_text, render_text
 from bot.cli import _plan_text
+from bot.pipeline import ask_text, render_text
 from bot.views.words import NO_ESTIMATE_TEXTS, NOTE_TEXTS
 from engine import pricing
 from engine.answer import answer, stale_prices, verdict

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from test_parse_v2 import check
 
-from bot.answers import ask_text
+from bot.pipeline import ask_text
 from engine.configs.readers.cmdline import looks_like_command
 from engine.parse import _parse as parse_strict
 

@@ -31,7 +31,7 @@ def test_a_fit_in_russian_has_a_narrow_table_and_the_verdict_as_title() -> None:
     # the capacity shown is what the driver reports (79.19 GiB of an "80 GB" H100), with no-break spaces
     assert rendered.html.startswith("✅ <b>Помещается на 1×H100 SXM: 58,9\u00a0ГБ, доступно 79,2 из 80\u00a0ГБ</b>")
     assert rendered.title == "Помещается на 1×H100 SXM: 58,9\u00a0ГБ, доступно 79,2 из 80\u00a0ГБ"
-    # issue 13: the inline description is the one-line answer (the best arrangement, its time and money)
+    # the inline description is the one-line answer (the best arrangement, its time and money)
     assert rendered.description.startswith("1×H100 SXM: 83")
     table = rendered.html.split("<pre>")[1].split("</pre>")[0]
     assert all(len(line) <= 34 for line in table.splitlines())
@@ -174,7 +174,7 @@ def test_the_reserve_and_the_cuda_context_are_explained_under_the_table() -> Non
 
 
 def test_an_unknown_model_says_whose_shape_it_borrows() -> None:
-    # issue 13: a bare size is a typical model of that size, not "model not recognised"
+    # a bare size is a typical model of that size, not "model not recognised"
     assert "No model named: a typical 70B (Llama-3.1-70B architecture)" in text_of(fx.answer())
     assert "Модель не названа: типичная 70B (архитектура Llama-3.1-70B)" in text_of(fx.answer(), "ru")
     known = fx.answer(scenario=fx.scenario(arch=fx.arch("Llama-3.1-70B", known=True)), shape_reference=None)
@@ -189,7 +189,7 @@ def test_an_answer_without_a_model_offers_an_example_and_no_markup_of_the_user()
 def test_assumptions_are_worded_with_plural_forms_and_no_raw_keys() -> None:
     quote = render(fx.answer(), "ru").html.split("<blockquote expandable>")[1]
     assert "архитектура как у Llama-3.1-70B" in quote and "ранг LoRA 16" in quote and "=" not in quote
-    # contexts as people write them (issue 13: "128k", not "131 072 токена")
+    # contexts as people write them ("128k", not "131 072 токена")
     assert assumption_text("ru", Assumption(key="seq_len", value=8192)) == "контекст 8k"
     assert assumption_text("ru", Assumption(key="seq_len", value=131072)) == "контекст 128k"
     assert assumption_text("en", Assumption(key="seq_len", value=2000)) == "context 2k"
@@ -219,7 +219,7 @@ def test_inference_plans_give_decode_speed() -> None:
 
 
 def test_durations_are_abbreviated_after_a_no_break_space() -> None:
-    # issue 13: "83 ч на 100 млн токенов", as people write it; the abbreviation needs no plural forms
+    # "83 ч на 100 млн токенов", as people write it; the abbreviation needs no plural forms
     assert hours_text("ru", 83) == "83\u00a0ч" and hours_text("ru", 21) == "21\u00a0ч"
     assert hours_text("ru", 1.5) == "1,5\u00a0ч" and hours_text("ru", 9.84) == "9,8\u00a0ч"
     assert hours_text("ru", 0.42) == "25\u00a0мин" and hours_text("en", 0.001) == "1\u00a0min"

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bot.answers import AnswerOptions, apply_serving_state, render_request
+from bot.pipeline import AnswerOptions, apply_serving_state, render_request
 from bot.views.keyboards import ServingCb, format_code, pack_serving, serving_keyboard
 from bot.views.render import plain
 from engine.answer import answer, serving_breakdown

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from bot.answers import ask_text
+from bot.pipeline import ask_text
 from engine.parse import parse
 
 QUESTIONS = [

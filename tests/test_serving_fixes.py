@@ -4,7 +4,7 @@ offload and Apple unified memory, fp8 KV with bf16 weights, and no chart button 
 
 from __future__ import annotations
 
-from bot.answers import AnswerOptions, render_request
+from bot.pipeline import AnswerOptions, render_request
 from bot.views.keyboards import serving_keyboard
 from bot.views.render import plain
 from engine.answer import answer

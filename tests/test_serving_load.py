@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from bot.answers import AnswerOptions, render_request
+from bot.pipeline import AnswerOptions, render_request
 from bot.views.render import plain
 from engine.catalog import find_gpu
 from engine.contract import estimate_request

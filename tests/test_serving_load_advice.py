@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.answers import ask_text
+from bot.pipeline import ask_text
 from engine.answer import answer
 from engine.catalog import find_model
 from engine.catalog.checkpoints import checkpoint

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.answers import AnswerOptions, render_request
+from bot.pipeline import AnswerOptions, render_request
 from bot.views.render import plain
 from engine.catalog import architecture
 from engine.schema import ModelRef, Request

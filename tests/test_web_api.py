@@ -12,8 +12,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from web_support import TOKEN, deps, init_data
 
 import web.app as webapp_module
-from bot.answers import AnswerOptions, render_request
 from bot.cli import main as cli_main
+from bot.pipeline import AnswerOptions, render_request
 from engine.parse import parse
 from web.app import standalone
 

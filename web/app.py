@@ -112,7 +112,7 @@ async def body_json(request: web.Request) -> dict[str, Any] | web.Response:
 
 
 def language(data: dict[str, Any], user: WebAppUser) -> str:
-    from bot.answers import client_language
+    from bot.pipeline import client_language
 
     lang = data.get("lang")
     return lang if lang in ("ru", "en") else client_language(user.language_code) or "en"
@@ -224,7 +224,7 @@ async def share_route(request: web.Request) -> web.Response:
 async def send_route(request: web.Request) -> web.Response:
     """The MainButton "send to chat" of an app opened from an inline button or a link: the answer as the chat words
     it, sent by the bot with answerWebAppQuery on the initData's query_id."""
-    from bot.answers import AnswerOptions, render_request
+    from bot.pipeline import AnswerOptions, render_request
 
     deps = request.app[DEPS]
 

@@ -1,12 +1,12 @@
 """The Mini App's answer: the CLI's own JSON views of the engine's Answer (`estimate --json`, `plan --json`) and
 the chat's rendering of it (`ask`), plus what the page draws: the stacked bar, the verdict line, the plans and the
-changes as request patches. One pipeline: bot.answers.render_request, engine.contract.estimate_request/plan_json."""
+changes as request patches. One pipeline: bot.pipeline.render_request, engine.contract.estimate_request/plan_json."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot.answers import AnswerOptions, render_request, smalltalk_reply
+from bot.pipeline import AnswerOptions, render_request, smalltalk_reply
 from bot.views.render import RenderedAnswer, plain
 from bot.views.words import COMPONENTS, component_label
 from engine.contract import estimate_request, plan_json

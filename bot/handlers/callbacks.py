@@ -13,10 +13,10 @@ from aiogram import Bot, Router
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
 from aiogram.types import BufferedInputFile, CallbackQuery, InaccessibleMessage, Message
 
-from bot.answers import Reply, answer_options, apply_load_state, apply_serving_state, apply_state, make_reply
 from bot.config import BotConfig
 from bot.conversation import remember
 from bot.handlers.common import answer_question, button_request, calculator_row, is_private
+from bot.pipeline import Reply, answer_options, apply_load_state, apply_serving_state, apply_state, make_reply
 from bot.storage import ChatSettings, Storage
 from bot.views.keyboards import (
     CODE_FORMATS,

@@ -12,9 +12,9 @@ from aiogram.enums import ChatAction, ChatType
 from aiogram.exceptions import AiogramError, TelegramAPIError
 from aiogram.types import CallbackQuery, Chat, Message, User
 
-from bot.answers import MAX_QUESTION_CHARS, answer_options, question_language, reply_to, resolve_language
 from bot.config import BotConfig
 from bot.conversation import FollowedUp, remember
+from bot.pipeline import MAX_QUESTION_CHARS, answer_options, question_language, reply_to, resolve_language
 from bot.storage import ChatSettings, Storage, StorageError
 from bot.views.keyboards import examples_keyboard, with_calculator
 from bot.views.messages import EXAMPLES, t
@@ -83,9 +83,10 @@ async def send(message: Message, text: str, **kwargs: Any) -> Message:
 
 async def answer_question(message: Message, text: str, *, settings: ChatSettings, store: Storage, config: BotConfig,
                           bot: Bot, hub_cache: Any = None, request: Request | None = None,
-                          followed: FollowedUp | None = None) -> Message:
-    """Answer `text` (or an already built `request`, or a follow-up merged into the previous question) in the
-    message's chat, with the answer keyboard; the chat's last answer is linked to its question."""
+                          followed: FollowedUp | None = None, parsed: Request | None = None) -> Message:
+    """Answer `text` (`parsed`: already parsed; or an already built `request`, or a follow-up merged into the
+    previous question) in the message's chat, with the answer keyboard; the chat's last answer is linked to its
+    question."""
     user = message.from_user
     if followed is not None and followed.previous is None:  # "а если 8k контекст?" with nothing before it
         lang = resolve_language(followed.request.language, settings.language, user.language_code if user else None,
@@ -109,7 +110,7 @@ async def answer_question(message: Message, text: str, *, settings: ChatSettings
 
     reply = await reply_to(text, request, answer_options(settings, lang, config.default_language), store=store,
                            config=config, hub_cache=hub_cache, before_fetch=typing,
-                           previous=followed.previous if followed is not None else None)
+                           previous=followed.previous if followed is not None else None, parsed=parsed)
     markup = await calculator_row(bot, config, reply.markup, reply.qid, reply.lang, is_private(message.chat))
     sent = await send(message, reply.html, reply_markup=markup or examples_keyboard(reply.lang))
     if reply.qid is not None:

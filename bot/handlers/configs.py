@@ -1,9 +1,11 @@
-"""Configs in and out (issue 16) in Telegram.
+"""Every file and pasted config that comes in, and the configs that go out, in Telegram.
 
-Out: the "⚙️ Config" button under an answer sends the config of the answer's best plan as documents (file names per
-framework), with a row to pick another framework. In: a YAML/JSON/.py/.sh file, a pasted launch command or a pasted
-YAML config is checked: what it describes, the answer for it (the normal answer, keyboard included), the keys not
-understood. A model's config.json stays an architecture (`media`); a training config.json comes here from there.
+In: one handler owns every uploaded file (`document`): a model's config.json is an architecture, answered as the
+question its caption asks; a YAML/JSON/.py/.sh training or serving config is checked (what it describes, the answer
+for it with its keyboard, the keys not understood); a start-up log is read back. A pasted launch command, YAML
+config or log is checked the same way (`pasted`); a pasted model config.json is a question (the pipeline's
+enrich step). Out: the "⚙️ Config" button under an answer sends the config of the answer's best plan as documents
+(file names per framework), with a row to pick another framework.
 
 Nothing a user sent is logged: only error keys and exception class names.
 """
@@ -21,7 +23,13 @@ from aiogram import Bot, F, Router
 from aiogram.exceptions import TelegramAPIError
 from aiogram.types import BufferedInputFile, CallbackQuery, Message
 
-from bot.answers import (
+from bot.config import BotConfig
+from bot.downloads import FileTooBig, download_capped
+from bot.enrich import config_from_text, request_from_config
+from bot.handlers.common import answer_question, button_request, chat_language, is_private, send
+from bot.handlers.filters import InLoop
+from bot.hub.ids import MAX_PASTE
+from bot.pipeline import (
     MAX_QUESTION_CHARS,
     answer_options,
     apply_serving_state,
@@ -29,12 +37,6 @@ from bot.answers import (
     make_reply,
     resolve_language,
 )
-from bot.config import BotConfig
-from bot.downloads import FileTooBig, download_capped
-from bot.enrich import config_from_text
-from bot.handlers.common import button_request, chat_language, send
-from bot.handlers.filters import InLoop
-from bot.hub.ids import MAX_PASTE
 from bot.storage import ChatSettings, Storage
 from bot.views.configs import check_header, config_caption, config_failed, error_text
 from bot.views.keyboards import (
@@ -77,7 +79,15 @@ async def _is_config_file(message: Message) -> bool:  # a coroutine: aiogram run
     if doc is None:
         return False
     name = (doc.file_name or "").lower()
-    return name.endswith(CONFIG_SUFFIXES) or (doc.mime_type or "") in CONFIG_MIME
+    return name.endswith((*CONFIG_SUFFIXES, ".json")) or (doc.mime_type or "") in (*CONFIG_MIME, "application/json")
+
+
+def is_addressed(message: Message, bot: Bot) -> bool:
+    """A file or a pasted config in a private chat, or in a group as a reply to the bot."""
+    if is_private(message.chat):
+        return True
+    reply = message.reply_to_message
+    return reply is not None and reply.from_user is not None and reply.from_user.id == bot.id
 
 
 def pasted_config(text: str) -> ReadResult | None:
@@ -105,8 +115,6 @@ def pasted_config(text: str) -> ReadResult | None:
 
 async def _pasted(message: Message, bot: Bot) -> dict[str, Any] | bool:
     """A pasted config in a private chat, or in a group as a reply to the bot."""
-    from bot.handlers.media import is_addressed
-
     if not message.text or not is_addressed(message, bot):
         return False
     if looks_like_log(message.text):  # a serving engine's start-up log, nvidia-smi, torch memory printout
@@ -136,17 +144,27 @@ async def answer_log(message: Message, text: str, *, settings: ChatSettings, con
     await send(message, log_reply_html(lang, out)[:TELEGRAM_LIMIT])
 
 
-async def config_document(message: Message, settings: ChatSettings, store: Storage, config: BotConfig,
-                          bot: Bot) -> None:
-    from bot.handlers.media import is_addressed
-
+async def document(message: Message, lang: Language, settings: ChatSettings, store: Storage, config: BotConfig,
+                   bot: Bot, hub_cache: Any = None) -> None:
+    """Every uploaded file: a model's config.json (an architecture) is the question its caption asks; any other
+    config, or a start-up log, is checked."""
     doc = message.document
     assert doc is not None
     if not is_addressed(message, bot):
         return
-    data = await download_document(message, bot, chat_language(settings, message.from_user, config))
-    if data is not None:
+    data = await download_document(message, bot, lang)
+    if data is None:
+        return
+    name = (doc.file_name or "").lower()
+    architecture = not (name.endswith(CONFIG_SUFFIXES) or (doc.mime_type or "") in CONFIG_MIME)  # a .json
+    cfg = config_from_text(data.decode("utf-8", errors="replace")) if architecture else None
+    if cfg is None:  # a training, serving or DeepSpeed config (a config.json too), or a log: checked as one
         await check_file(message, data, doc.file_name, settings=settings, store=store, config=config)
+        return
+    caption = message.caption or ""
+    request = request_from_config(cfg, caption, doc.file_name or "config.json")
+    await answer_question(message, caption, settings=settings, store=store, config=config, bot=bot,
+                          hub_cache=hub_cache, request=request)
 
 
 async def download_document(message: Message, bot: Bot, lang: str) -> bytes | None:
@@ -168,7 +186,7 @@ async def download_document(message: Message, bot: Bot, lang: str) -> bytes | No
 
 async def check_file(message: Message, data: bytes, filename: str | None, *, settings: ChatSettings,
                      store: Storage, config: BotConfig) -> None:
-    """Check a downloaded file (also a config.json that is not a model's architecture, from `media`)."""
+    """Check a downloaded file (also a config.json that is not a model's architecture)."""
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     if looks_like_log(text):
         await answer_log(message, text, settings=settings, config=config)
@@ -311,6 +329,6 @@ def make_router() -> Router:
     router = Router(name="configs")
     router.callback_query.register(config_button, ConfigCb.filter())
     router.callback_query.register(serving_config_button, ServingConfigCb.filter())
-    router.message.register(config_document, InLoop(F.document), _is_config_file)
+    router.message.register(document, InLoop(F.document), _is_config_file)
     router.message.register(pasted, InLoop(F.text), _pasted)
     return router

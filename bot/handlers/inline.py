@@ -21,11 +21,11 @@ from aiogram.types import (
     InputTextMessageContent,
 )
 
-from bot.answers import Reply, answer_options, client_language, make_reply, question_language
 from bot.config import BotConfig
 from bot.handlers.common import calculator_row
 from bot.lru import LRU
 from bot.metrics import Metrics
+from bot.pipeline import Reply, answer_options, client_language, make_reply, question_language
 from bot.storage import ChatSettings, Storage
 from bot.views.catalogs import _
 from bot.views.messages import EXAMPLES, t

@@ -20,6 +20,7 @@ from bot.handlers.common import answer_question
 from bot.handlers.filters import InLoop
 from bot.storage import ChatSettings, Storage, StorageError
 from bot.views.keyboards import AnswerCb
+from engine.parse import FollowUp, read_question
 
 QID = re.compile(r"[0-9a-f]{12}")
 
@@ -44,7 +45,8 @@ def keyboard_qid(message: Message) -> str | None:
     return None
 
 
-async def _followed(message: Message, text: str, store: Storage, bot: Bot, private: bool) -> FollowedUp | None:
+async def _followed(message: Message, text: str, read: FollowUp, store: Storage, bot: Bot,
+                    private: bool) -> FollowedUp | None:
     replied = _to_bot(message, bot)
     keys = [message_key(message.chat.id, replied.message_id)] if replied is not None else []
     if private:
@@ -52,9 +54,19 @@ async def _followed(message: Message, text: str, store: Storage, bot: Bot, priva
     if not keys:
         return None
     try:
-        return await follow_up(text, store, keys, keyboard_qid(replied) if replied is not None else None)
+        return await follow_up(text, read, store, keys, keyboard_qid(replied) if replied is not None else None)
     except StorageError:
         return None  # the previous question cannot be read now: answer the text on its own
+
+
+async def _answer(message: Message, text: str, settings: ChatSettings, store: Storage, config: BotConfig, bot: Bot,
+                  hub_cache: Any, private: bool) -> None:
+    """The question read once (engine.parse.read_question): as a follow-up of the previous answer, else on its
+    own, without parsing it again."""
+    parsed, read = read_question(text)
+    followed = await _followed(message, text, read, store, bot, private)
+    await answer_question(message, text, settings=settings, store=store, config=config, bot=bot,
+                          hub_cache=hub_cache, followed=followed, parsed=parsed)
 
 
 async def _addressed_in_group(message: Message, bot: Bot) -> dict[str, Any] | bool:
@@ -72,15 +84,12 @@ async def _addressed_in_group(message: Message, bot: Bot) -> dict[str, Any] | bo
 
 async def private_question(message: Message, settings: ChatSettings, store: Storage, config: BotConfig, bot: Bot,
                            hub_cache: Any = None) -> None:
-    text = message.text or ""
-    await answer_question(message, text, settings=settings, store=store, config=config, bot=bot,
-                          hub_cache=hub_cache, followed=await _followed(message, text, store, bot, private=True))
+    await _answer(message, message.text or "", settings, store, config, bot, hub_cache, private=True)
 
 
 async def group_question(message: Message, question: str, settings: ChatSettings, store: Storage, config: BotConfig,
                          bot: Bot, hub_cache: Any = None) -> None:
-    await answer_question(message, question, settings=settings, store=store, config=config, bot=bot,
-                          hub_cache=hub_cache, followed=await _followed(message, question, store, bot, private=False))
+    await _answer(message, question, settings, store, config, bot, hub_cache, private=False)
 
 
 def make_router() -> Router:

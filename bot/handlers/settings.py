@@ -13,9 +13,9 @@ from aiogram.exceptions import TelegramBadRequest
 from aiogram.filters import Command, CommandObject
 from aiogram.types import CallbackQuery, Chat, Message
 
-from bot.answers import market_price
 from bot.config import BotConfig
 from bot.handlers.common import can_change_settings, chat_language, send
+from bot.pipeline import market_price
 from bot.storage import ChatSettings, OwnPrice, Storage
 from bot.views.keyboards import SettingsCb, settings_keyboard, tier_label
 from bot.views.messages import t, template

@@ -32,8 +32,9 @@ from bot.storage.base import (
     Tier,
     question_id,
 )
+from bot.storage.hub_configs import StoredConfigCache
 from bot.storage.others import MemoryStorage, RedisStorage
-from bot.storage.sqlite import SQLiteStorage, StoredConfigCache
+from bot.storage.sqlite import SQLiteStorage
 
 __all__ = [
     "KEY_PREFIX", "LINK", "QUESTION_TTL_S", "RECENT_QUESTIONS", "ChatSettings", "Currency", "MemoryStorage", "OwnPrice",

@@ -6,6 +6,7 @@ from typing import Any
 
 from bot.views.catalogs import _, _n
 from bot.views.formats import context_text, date_text, decimal, gpus_text, hours_text, money, money_range, money_typical
+from bot.views.plan_lines import plan_view
 from bot.views.words import gpu_name, method_label
 from engine.schema import Answer, Limits, Plan, PlannedAnswer, Rental, Scenario
 
@@ -88,8 +89,6 @@ def limits_label(lang: str, lim: Limits) -> str:
 
 
 def _plan_line(lang: str, p: Plan) -> str:
-    from bot.views.view import plan_view  # view.py words the answer and imports this module
-
     v = plan_view(lang, p)
     shown = ", ".join(x for x in (v["time"], v["money"]) if x)
     return f"{p.count}×{v['gpu']}" + (f" ({shown})" if shown else "")

@@ -28,7 +28,7 @@ def technique_label(lang: str, key: str) -> str:
     labels = {"gradient_checkpointing": "gradient checkpointing", "micro_batch_1": _(lang, "micro-batch 1"),
               "fused_loss": FUSED_LOSS,
               "optimizer_8bit": "8-bit Adam", "zero3": "ZeRO-3", "cpu_offload": _(lang, "CPU offload")}
-    if key.startswith("cp:"):  # engine.plan.posttrain: context parallelism "cp:<degree>:<ulysses|ring>"
+    if key.startswith("cp:"):  # engine.posttrain.search: context parallelism "cp:<degree>:<ulysses|ring>"
         _cp, degree, kind = [*key.split(":"), "", ""][:3]
         return _(lang, "context parallel ×%(d)s (%(kind)s)") % {
             "d": degree, "kind": "Ulysses" if kind == "ulysses" else _(lang, "ring attention")}

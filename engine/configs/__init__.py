@@ -1,4 +1,4 @@
-"""Configs in and out (issue 16): writers turn a plan into the framework's own files, readers turn a user's file or
+"""Configs in and out: writers turn a plan into the framework's own files, readers turn a user's file or
 command line back into the Request it describes. Pure: text in, text out; no I/O beyond options/*.txt.
 
 Public API (what the bot and the CLI call):

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from engine.schema import Request
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.configs.model import ConfigJob
 
 AXOLOTL_STAGES = ("sft", "dpo", "orpo", "kto", "simpo", "grpo")
@@ -63,6 +65,7 @@ def _serving(job: ConfigJob, engine: str) -> dict[str, Any]:
 
 
 def expected_request(job: ConfigJob, target: str | None) -> Request:
+    """The Request the config written for `job` and `target` describes (what `check` must read back)."""
     if target in ("vllm", "sglang", "llama.cpp") or (target is None and job.serving):
         return Request.model_validate(_serving(job, target or job.serving_engine or "vllm"))
     t = target or "trl"
@@ -70,12 +73,21 @@ def expected_request(job: ConfigJob, target: str | None) -> Request:
         from engine.configs.writers.launch import with_context_parallel
 
         job = with_context_parallel(job)[0]
-    n = job.gpu_count
+    r = _training(job, t)
+    cp = job.context_parallel if job.context_parallel and job.context_parallel > 1 else None
+    framework = _FRAMEWORKS.get("trl" if t in ("accelerate", "deepspeed") else t)
+    if framework is not None:
+        framework(r, job, t, cp)
+    return Request.model_validate(r)
+
+
+def _training(job: ConfigJob, t: str) -> dict[str, Any]:
+    """What every training framework's config says of the job."""
     r: dict[str, Any] = {
         "model": {"name": job.model}, "method": job.method, "seq_len": job.seq_len, "batch_size": job.batch_size,
         "optimizer": job.optimizer, "mixed_precision": "amp", "gradient_checkpointing": job.gradient_checkpointing,
         "flash_attention": job.flash_attention, "fused_loss": job.fused_loss, "offload": job.offload,
-        "gpus": [{"name": job.gpu_name, "count": n}], "stage": job.stage, "sharding": job.sharding,
+        "gpus": [{"name": job.gpu_name, "count": job.gpu_count}], "stage": job.stage, "sharding": job.sharding,
         "bits": job.bits if job.method == "qlora" else 16, "context_parallel": None,
     }
     if job.method == "qlora":
@@ -90,63 +102,84 @@ def expected_request(job: ConfigJob, target: str | None) -> Request:
                             "tensor_parallel": job.rollout_tensor_parallel
                             if job.rollout_tensor_parallel and job.rollout_tensor_parallel > 1 else None,
                             "sleep": True if job.rollout_sleep else None}
-    plain = "ddp" if n > 1 else "none"
-    cp = job.context_parallel if job.context_parallel and job.context_parallel > 1 else None
-    if t == "axolotl":
-        r["framework"] = "axolotl"
-        r["stage"] = job.stage if job.stage in AXOLOTL_STAGES else "sft"
-        if job.sharding in ("none", "ddp"):
-            r.update(sharding=plain, offload=False)
-        elif job.sharding in ("zero1", "zero2"):
-            r["offload"] = False
-        r["context_parallel"] = cp
-    elif t == "llama-factory":
-        r["framework"] = "llama-factory"
-        r["stage"] = job.stage if job.stage in LF_STAGES else "sft"
-        r["mixed_precision"] = job.mixed_precision
-        if job.sharding not in ("zero2", "zero3"):
-            r.update(sharding=plain, offload=False)
-    elif t in ("trl", "accelerate", "deepspeed"):
-        r["framework"] = "deepspeed" if t == "deepspeed" or job.sharding.startswith("zero") else "trl"
-        if job.stage == "grpo":
-            r["seq_len"] = None  # GRPOConfig has no prompt limit: the completion length is max_completion_length
-        r["stage"] = job.stage if job.stage in TRL_STAGES else "sft"
-        if t == "deepspeed" and not job.sharding.startswith("zero"):
-            r["sharding"] = "zero2" if n > 1 else "none"
-        if r["sharding"] in ("none", "ddp"):
-            r.update(sharding=plain, offload=False)
-        elif r["sharding"] in ("zero1", "zero2"):
-            r["offload"] = job.offload
-        if t == "deepspeed" and n == 1 and not job.sharding.startswith("zero"):
-            r["sharding"] = "ddp"  # one GPU: ZeRO stage 0, DeepSpeed's data-parallel engine (read as ddp)
-        if job.sharding == "fsdp" and t != "deepspeed":
-            r["context_parallel"] = cp
-        if job.gpu_count <= 1 and job.sharding == "none" and t == "trl":
-            r.pop("gpus")  # the `trl` command and the script name no GPU; the header does
-            r["gpus"] = [{"name": job.gpu_name, "count": n}]
-    elif t == "unsloth":
-        # the writer passes use_gradient_checkpointing="unsloth" with adapters: Unsloth's offload of layer inputs
-        r.update(framework="unsloth", fused_loss=True, sharding=plain,
-                 offload=bool(job.peft and job.gradient_checkpointing), flash_attention=True,
-                 stage=job.stage if job.stage in TRL_STAGES else "sft")
-    elif t == "torchtune":
-        r.update(framework="torchtune", mixed_precision="pure_bf16", sharding="fsdp" if n > 1 else "none",
-                 stage=job.stage if job.stage in TORCHTUNE_STAGES else "sft", flash_attention=None,
-                 context_parallel=cp, offload=job.offload and n > 1 and not job.peft, num_generations=None,
-                 output_len=None)
-        if job.stage == "grpo" and job.peft:
-            r["stage"] = "sft"  # torchtune's GRPO recipe is full fine-tuning only
-        if n == 1 or r["stage"] != "sft":
-            r["context_parallel"] = None  # only the distributed SFT recipes read context_parallel_dim
-        if job.optimizer == "adafactor":
-            r["optimizer"] = None
-        if job.peft:
-            from engine.configs.common import target_tokens, targets_from_tokens
+    return r
 
-            tokens = set(target_tokens(job.lora_targets))
-            if tokens & {"gate", "up", "down"}:
-                tokens |= {"gate", "up", "down"}
-            r["lora_targets"] = targets_from_tokens(tokens - {"fc1", "fc2", "qkv_fused"})
-        if job.method == "qlora":
-            r.update(bits=4, quantization="nf4")
-    return Request.model_validate(r)
+
+def _plain(job: ConfigJob) -> str:
+    return "ddp" if job.gpu_count > 1 else "none"
+
+
+def _axolotl(r: dict[str, Any], job: ConfigJob, t: str, cp: int | None) -> None:
+    r["framework"] = "axolotl"
+    r["stage"] = job.stage if job.stage in AXOLOTL_STAGES else "sft"
+    if job.sharding in ("none", "ddp"):
+        r.update(sharding=_plain(job), offload=False)
+    elif job.sharding in ("zero1", "zero2"):
+        r["offload"] = False
+    r["context_parallel"] = cp
+
+
+def _llama_factory(r: dict[str, Any], job: ConfigJob, t: str, cp: int | None) -> None:
+    r["framework"] = "llama-factory"
+    r["stage"] = job.stage if job.stage in LF_STAGES else "sft"
+    r["mixed_precision"] = job.mixed_precision
+    if job.sharding not in ("zero2", "zero3"):
+        r.update(sharding=_plain(job), offload=False)
+
+
+def _trl(r: dict[str, Any], job: ConfigJob, t: str, cp: int | None) -> None:
+    """TRL's script, an accelerate launch of it, or DeepSpeed's launcher."""
+    n = job.gpu_count
+    r["framework"] = "deepspeed" if t == "deepspeed" or job.sharding.startswith("zero") else "trl"
+    if job.stage == "grpo":
+        r["seq_len"] = None  # GRPOConfig has no prompt limit: the completion length is max_completion_length
+    r["stage"] = job.stage if job.stage in TRL_STAGES else "sft"
+    if t == "deepspeed" and not job.sharding.startswith("zero"):
+        r["sharding"] = "zero2" if n > 1 else "none"
+    if r["sharding"] in ("none", "ddp"):
+        r.update(sharding=_plain(job), offload=False)
+    elif r["sharding"] in ("zero1", "zero2"):
+        r["offload"] = job.offload
+    if t == "deepspeed" and n == 1 and not job.sharding.startswith("zero"):
+        r["sharding"] = "ddp"  # one GPU: ZeRO stage 0, DeepSpeed's data-parallel engine (read as ddp)
+    if job.sharding == "fsdp" and t != "deepspeed":
+        r["context_parallel"] = cp
+    if job.gpu_count <= 1 and job.sharding == "none" and t == "trl":
+        r.pop("gpus")  # the `trl` command and the script name no GPU; the header does
+        r["gpus"] = [{"name": job.gpu_name, "count": n}]
+
+
+def _unsloth(r: dict[str, Any], job: ConfigJob, t: str, cp: int | None) -> None:
+    # the writer passes use_gradient_checkpointing="unsloth" with adapters: Unsloth's offload of layer inputs
+    r.update(framework="unsloth", fused_loss=True, sharding=_plain(job),
+             offload=bool(job.peft and job.gradient_checkpointing), flash_attention=True,
+             stage=job.stage if job.stage in TRL_STAGES else "sft")
+
+
+def _torchtune(r: dict[str, Any], job: ConfigJob, t: str, cp: int | None) -> None:
+    n = job.gpu_count
+    r.update(framework="torchtune", mixed_precision="pure_bf16", sharding="fsdp" if n > 1 else "none",
+             stage=job.stage if job.stage in TORCHTUNE_STAGES else "sft", flash_attention=None,
+             context_parallel=cp, offload=job.offload and n > 1 and not job.peft, num_generations=None,
+             output_len=None)
+    if job.stage == "grpo" and job.peft:
+        r["stage"] = "sft"  # torchtune's GRPO recipe is full fine-tuning only
+    if n == 1 or r["stage"] != "sft":
+        r["context_parallel"] = None  # only the distributed SFT recipes read context_parallel_dim
+    if job.optimizer == "adafactor":
+        r["optimizer"] = None
+    if job.peft:
+        from engine.configs.common import target_tokens, targets_from_tokens
+
+        tokens = set(target_tokens(job.lora_targets))
+        if tokens & {"gate", "up", "down"}:
+            tokens |= {"gate", "up", "down"}
+        r["lora_targets"] = targets_from_tokens(tokens - {"fc1", "fc2", "qkv_fused"})
+    if job.method == "qlora":
+        r.update(bits=4, quantization="nf4")
+
+
+# what each training framework's own config changes of the common reading
+_FRAMEWORKS: dict[str, Callable[[dict[str, Any], ConfigJob, str, int | None], None]] = {
+    "axolotl": _axolotl, "llama-factory": _llama_factory, "trl": _trl, "unsloth": _unsloth, "torchtune": _torchtune,
+}

@@ -43,8 +43,9 @@ Beyond the contract, the Request carries what the answer needs to say:
 - `smalltalk`: "greeting" | "thanks" | "capabilities" for a message with no question (intent "help").
 - `asks`: "money" / "time" / "latency" / "throughput", in the order asked (intent "cost" for money/time).
 
-Conversation helpers: `followup.read_follow_up` / `followup.merge_follow_up` ("а если 8k контекст?"),
-and `price.read_price_args` for the `/price` command.
+Conversation helpers: `read_question` (the Request and what it changes as a follow-up, from one parse),
+`followup.read_follow_up` ("а если 8k контекст?"; engine.edits merges it), and `price.read_price_args` for the
+`/price` command.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ import re
 from typing import Any
 
 from engine.catalog import find_gpu
-from engine.parse import families, fuzzy, hardware, load, money, serving, settings, stack, talk, training
-from engine.parse.followup import FollowUp, merge_follow_up, read_follow_up
+from engine.parse import families, fuzzy, hardware, load, money, parallel, serving, settings, stack, talk, training
+from engine.parse.followup import FollowUp, follow_up_of, read_follow_up
 from engine.parse.gpus import gpu_index
 from engine.parse.intent import intent, rank_by
 from engine.parse.models import catalog_names, model_index, sizes
@@ -63,7 +64,7 @@ from engine.parse.price import PriceArgs, read_price_args
 from engine.parse.scan import Scan
 from engine.schema import PARSE_FIELDS, Request
 
-__all__ = ["PARSE_FIELDS", "FollowUp", "PriceArgs", "merge_follow_up", "parse", "read_follow_up", "read_price_args",
+__all__ = ["PARSE_FIELDS", "FollowUp", "PriceArgs", "parse", "read_follow_up", "read_price_args", "read_question",
            "warm"]
 
 V2_FIELDS = ("stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len",
@@ -90,6 +91,16 @@ def _parse(text: str) -> Request:
     return parse_scan(text)[0]
 
 
+def read_question(text: str) -> tuple[Request, FollowUp]:
+    """`parse(text)` and what the text changes as a follow-up of the previous question, from one parse; never
+    raises (the parser's own guard, as parse() has)."""
+    try:
+        request, s = parse_scan(text)
+    except Exception:
+        request, s = Request(error="unreadable"), None
+    return request, follow_up_of(request, s)
+
+
 def parse_scan(text: str) -> tuple[Request, Scan | None]:
     """The Request and the token scan behind it (None for unusable text): for the follow-up reader."""
     if not isinstance(text, str):
@@ -110,7 +121,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     catalog_names(s)
     families.family_models(s)
     training.optimizer(s)
-    serving.parallelism(s)  # before context: "context parallel 8", "sequence parallel"
+    parallel.parallelism(s)  # before context: "context parallel 8", "sequence parallel"
     serving.generations(s)  # before data: "8 samples per prompt"
     serving.lengths(s)  # before context: "prompt length 2k"
     load.load(s)  # before context and concurrency: "TTFT p95 под 500 мс", "20 rps", "100 LoRA-адаптеров"
@@ -131,7 +142,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     sizes(s)
     hardware.bare_memory(s)
     hardware.generic_count(s)
-    serving.cp_from_gpus(s)
+    parallel.cp_from_gpus(s)
     _mixed_set(s)
     stack.colab(s)
     _leftover_context(s)

@@ -2,7 +2,7 @@
 of them?", "а с QLoRA?", "в рублях", "а на H200?").
 
     fu = read_follow_up("а с QLoRA?")  → FollowUp(is_follow_up=True, said=["method"], changes=Request(method="qlora"))
-    merge_follow_up(previous, fu)     → the previous Request with that change (and what it implies reset)
+    engine.edits.merge_follow_up(previous, fu) → the previous Request with that change (and what it implies reset)
 
 Whether a message IS a follow-up is decided from the text alone (the bot decides whether it is a reply to
 one of its answers): it changes at least one field, and it either starts with a change word ("а", "и",
@@ -11,12 +11,9 @@ one of its answers): it changes at least one field, and it either starts with a 
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine.parse import lexicon as lx
-from engine.parse import lexicon2 as l2
 from engine.parse.normalize import NUM, WORD
 from engine.parse.numbers import is_count
 from engine.parse.scan import Phrases, Scan
@@ -38,8 +35,8 @@ THEM = frozenset({"them", "those", "these", "such", "них", "таких", "т�
                   "of", "из"})
 COUNT_LEADS = frozenset({"on", "на", "with", "с", "со", "using", "across", "x", "×", "х", "по", "for", "для",
                          "and", "и", "а"})
-METHOD_WORDS = (lx.QLORA_WORDS | lx.LORA_WORDS | lx.FULL_WORDS | lx.INFERENCE_WORDS | l2.FULL_SLANG
-                | l2.INFER_SLANG | frozenset({"scratch", "нуля"}))
+METHOD_WORDS = (lx.QLORA_WORDS | lx.LORA_WORDS | lx.FULL_WORDS | lx.INFERENCE_WORDS | lx.FULL_SLANG
+                | lx.INFER_SLANG | frozenset({"scratch", "нуля"}))
 HARDWARE_KEYS = frozenset({"tpu", "cpu_only", "apple"})
 SETTLED = frozenset({"context length out of range", "GPU count out of range", "GPU count not read"})
 
@@ -56,12 +53,13 @@ class FollowUp(BaseModel):
 
 def read_follow_up(text: str) -> FollowUp:
     """What a follow-up message changes; never raises (bad text is simply not a follow-up)."""
-    from engine.parse import parse_scan
+    from engine.parse import read_question
 
-    try:
-        request, s = parse_scan(text)
-    except Exception:  # the parser's own guard, as parse() has
-        request, s = Request(error="unreadable"), None
+    return read_question(text)[1]
+
+
+def follow_up_of(request: Request, s: Scan | None) -> FollowUp:
+    """What the parsed `request` (and the token scan behind it) changes when it is a follow-up."""
     if s is None:
         return FollowUp(is_follow_up=False, changes=request)
     said = [k for k in CHANGEABLE if getattr(request, k) not in (None, []) and k != "asks"]
@@ -112,81 +110,3 @@ def _bare_count(s: Scan) -> int | None:
                                                                 and after not in THEM | lx.GPU_NOUNS):
             return value
     return None
-
-
-def merge_follow_up(previous: Request, follow: FollowUp) -> Request:
-    """The previous Request with the follow-up's changes. A method change resets what the method brings
-    (as bot/answers.py `apply_state` does: weight precision, QLoRA's optimizer); serving-only and
-    training-only fields do not survive a switch between training and inference. ValueError when the result
-    is not a possible request."""
-    new = follow.changes
-    data: dict[str, Any] = previous.model_dump()
-    said = set(follow.said)
-    for k in CHANGEABLE:
-        if k in said and k not in ("gpus", "unsupported", "method", "asks"):
-            data[k] = getattr(new, k).model_dump() if isinstance(getattr(new, k), BaseModel) else getattr(new, k)
-    if "method" in said and new.method != previous.method:
-        _switch_method(data, previous, new, said)
-    if "gpus" in said:
-        count = _common_count(previous)
-        gpus = []
-        for g, count_said in zip(new.gpus, follow.gpu_count_said or [True] * len(new.gpus), strict=False):
-            entry = g.model_dump()
-            if not count_said and count is not None:
-                entry["count"] = count  # "а на H200?" after 8×H100: 8×H200
-            gpus.append(entry)
-        data["gpus"] = gpus
-        data["assumed"] = [a for a in data["assumed"] if a != "gpus"]
-    elif "gpu_count" in said:
-        n = new.gpus[0].count
-        data["gpus"] = [{**g, "count": n} for g in data["gpus"]] or [GpuRef(count=n).model_dump()]
-    unsupported = list(previous.unsupported)
-    if "gpus" in said:
-        unsupported = [u for u in unsupported if u not in HARDWARE_KEYS]
-    data["unsupported"] = list(dict.fromkeys(unsupported + list(new.unsupported)))[:32]
-    if "model" in said:
-        data["assumed"] = [a for a in data["assumed"] if a != "model"]
-    data["assumed"] = list(dict.fromkeys(data["assumed"] + list(new.assumed)))[:16]
-    reasons = [r.strip() for r in (previous.error or "").split(";") if r.strip() and r.strip() not in SETTLED]
-    reasons += [r.strip() for r in (new.error or "").split(";") if r.strip()]
-    data["error"] = "; ".join(dict.fromkeys(reasons)) or None
-    if follow.language_said:
-        data["language"] = new.language
-    if new.intent in ("compare", "cost"):
-        data["intent"] = new.intent
-    elif data.get("intent") in (None, "help"):
-        data["intent"] = "estimate"
-    if new.asks:
-        data["asks"] = list(new.asks)  # "а сколько это будет стоить?": the same question, money first
-        if any(a in ("money", "time") for a in new.asks) and data["intent"] != "compare":
-            data["intent"] = "cost"
-    data["smalltalk"] = None
-    try:
-        return Request.model_validate(data)
-    except ValidationError as exc:
-        raise ValueError("follow-up out of range") from exc
-
-
-def _common_count(previous: Request) -> int | None:
-    counts = {g.count for g in previous.gpus}
-    return counts.pop() if len(counts) == 1 else None
-
-
-def _switch_method(data: dict[str, Any], previous: Request, new: Request, said: set[str]) -> None:
-    data["method"] = new.method
-    if "bits" not in said:
-        data["bits"] = None  # the new method brings its own precision (QLoRA 4-bit, LoRA 16-bit)
-    if new.method == "qlora" and previous.optimizer in ("adamw", "adamw_8bit") and "optimizer" not in said:
-        data["optimizer"] = None
-    if new.method == "inference":
-        for k in ("stage", "num_generations", "lora_rank", "optimizer", "gradient_checkpointing", "epochs",
-                  "tokens", "fused_loss"):
-            if k not in said:
-                data[k] = None
-    elif previous.method == "inference":
-        for k in ("quantization", "kv_cache_dtype", "concurrency", "serving_engine", "prompt_len", "output_len"):
-            if k not in said:
-                data[k] = None
-        if previous.concurrency is not None and previous.batch_size == previous.concurrency \
-                and "batch_size" not in said:
-            data["batch_size"] = None

@@ -21,7 +21,8 @@ from __future__ import annotations
 from functools import cache, lru_cache
 
 from engine.parse import lexicon as lx
-from engine.parse import lexicon2 as l2
+from engine.parse import lexicon_money as lm
+from engine.parse import lexicon_stack as ls
 
 MIN_LEN = 4
 LONG = 11  # targets this long may be two edits away
@@ -45,13 +46,13 @@ def _targets() -> frozenset[str]:
     words: set[str] = set()
     for group in (lx.QLORA_WORDS, lx.LORA_WORDS, lx.FULL_WORDS, lx.INFERENCE_WORDS, lx.TRAIN_WORDS,
                   lx.GC_HEADS, lx.OFFLOAD_HEADS, lx.CONTEXT_WORDS, lx.BATCH_WORDS, lx.EPOCH_WORDS,
-                  lx.OPTIMIZER_GENERIC, lx.TOKEN_WORDS, lx.EXAMPLE_WORDS, l2.FULL_SLANG, l2.INFER_SLANG,
-                  l2.GENERATION_WORDS, l2.PARALLEL_NOUNS, l2.USER_NOUNS, l2.PROMPT_WORDS, l2.OUTPUT_WORDS,
-                  l2.CONCURRENCY_HEADS, l2.REWARD_WORDS, l2.FUSED_WORDS, l2.BUDGET_WORDS, l2.COLAB_WORDS,
-                  l2.GREETINGS, l2.THANKS):
+                  lx.OPTIMIZER_GENERIC, lx.TOKEN_WORDS, lx.EXAMPLE_WORDS, lx.FULL_SLANG, lx.INFER_SLANG,
+                  ls.GENERATION_WORDS, ls.PARALLEL_NOUNS, ls.USER_NOUNS, ls.PROMPT_WORDS, ls.OUTPUT_WORDS,
+                  ls.CONCURRENCY_HEADS, ls.REWARD_WORDS, ls.FUSED_WORDS, lm.BUDGET_WORDS, ls.COLAB_WORDS,
+                  lx.GREETINGS, lx.THANKS):
         words |= group
-    for table in (lx.OPTIMIZER_HEADS, l2.STAGE_WORDS, l2.TRAINER_STAGES, l2.FRAMEWORK_WORDS, l2.SERVING_WORDS,
-                  l2.UNSUPPORTED_WORDS, l2.CURRENCY_WORDS):
+    for table in (lx.OPTIMIZER_HEADS, ls.STAGE_WORDS, ls.TRAINER_STAGES, ls.FRAMEWORK_WORDS, ls.SERVING_WORDS,
+                  ls.UNSUPPORTED_WORDS, lm.CURRENCY_WORDS):
         words |= set(table)
     words |= {w for w in lx.CYRILLIC_WORDS if len(w) >= 5}
     words |= {"llama", "mistral", "mixtral", "gemma", "qwen", "falcon", "deepseek", "phi", "quantization",
@@ -67,7 +68,7 @@ def _known() -> frozenset[str]:
     from engine.parse.models import model_index
 
     known: set[str] = set(_targets())
-    for value in (*vars(lx).values(), *vars(l2).values()):
+    for value in (*vars(lx).values(), *vars(ls).values(), *vars(lm).values()):
         if isinstance(value, (frozenset, set, dict)):
             known |= {w for w in value if isinstance(w, str)}
     known |= set(lx.CYRILLIC_WORDS.values()) | REAL_WORDS
@@ -166,11 +167,11 @@ def correct(word: str) -> str | None:
 
 def _meaning(w: str) -> str:
     """Words of one set mean the same: a tie between two of them is no ambiguity."""
-    for table in (l2.UNSUPPORTED_WORDS, l2.STAGE_WORDS, l2.FRAMEWORK_WORDS, l2.SERVING_WORDS, l2.CURRENCY_WORDS):
+    for table in (ls.UNSUPPORTED_WORDS, ls.STAGE_WORDS, ls.FRAMEWORK_WORDS, ls.SERVING_WORDS, lm.CURRENCY_WORDS):
         if w in table:
             return table[w]
     for group in (lx.QLORA_WORDS, lx.LORA_WORDS, lx.FULL_WORDS, lx.INFERENCE_WORDS, lx.TRAIN_WORDS,
-                  lx.CONTEXT_WORDS, lx.GC_HEADS, lx.OFFLOAD_HEADS, l2.GENERATION_WORDS, l2.USER_NOUNS):
+                  lx.CONTEXT_WORDS, lx.GC_HEADS, lx.OFFLOAD_HEADS, ls.GENERATION_WORDS, ls.USER_NOUNS):
         if w in group:
             return str(id(group))
     return w

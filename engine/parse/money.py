@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from engine.parse.lexicon import COST_WORDS, COUNT_WORDS, MEMORY_WORDS
-from engine.parse.lexicon2 import (
+from engine.parse.lexicon_money import (
     CURRENCY_SYMBOLS,
     CURRENCY_WORDS,
     DEADLINE_LEADS,

@@ -11,8 +11,7 @@ import re
 import unicodedata
 
 from engine.parse.fuzzy import MIN_LEN, correct, known_words
-from engine.parse.lexicon import CYRILLIC_WORDS, LOOKALIKE_LETTERS, LOOKALIKE_TABLE
-from engine.parse.lexicon2 import HUNDREDS, LETTER_WORDS
+from engine.parse.lexicon import CYRILLIC_WORDS, HUNDREDS, LETTER_WORDS, LOOKALIKE_LETTERS, LOOKALIKE_TABLE
 from engine.parse.numbers import number_value
 
 MAX_CHARS = 4096

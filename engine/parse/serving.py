@@ -1,5 +1,5 @@
-"""Serving and post-training load: weight format, KV cache dtype, concurrency, prompt/output lengths,
-completions per prompt (GRPO) and parallel degrees (TP, PP, CP)."""
+"""Serving and post-training load: weight format, KV cache dtype, concurrency, prompt/output lengths and
+completions per prompt (GRPO); the parallel degrees are `parallel`'s."""
 
 from __future__ import annotations
 
@@ -13,24 +13,19 @@ from engine.parse.lexicon import (
     TOKEN_WORDS,
     TRAIN_WORDS,
 )
-from engine.parse.lexicon2 import (
+from engine.parse.lexicon_stack import (
     CACHE_WORDS,
     CONCURRENCY_HEADS,
     COUNTED,
-    CP_WORDS,
-    EP_WORDS,
     GENERATION_HEADS,
     GENERATION_WORDS,
     GGUF,
     KV_DTYPES,
     KV_WORDS,
     OUTPUT_WORDS,
-    PARALLEL_NOUNS,
-    PP_WORDS,
     PROMPT_WORDS,
     QUANT_BITS,
     QUANT_WORDS,
-    TP_WORDS,
     USER_NOUNS,
 )
 from engine.parse.normalize import NUM, PUNCT, WORD
@@ -45,9 +40,6 @@ _GGUF_TYPE = re.compile(r"i?q[1-8](?:_[0-9a-z]{1,4}){0,2}")
 # the K-quant "_M" mix (q4_k_m is Ollama's tag default: engine/catalog/serving.toml [ollama] default_gguf), q6_k
 # and q8_0 where llama.cpp has one type (tools/quantize/quantize.cpp QUANT_OPTIONS). Request.assumed says so.
 GGUF_BARE = {"q2": "q2_k", "q3": "q3_k_m", "q4": "q4_k_m", "q5": "q5_k_m", "q6": "q6_k", "q8": "q8_0"}
-PAR_FILLERS = frozenset({"=", ":", "-", "_", "of", "size", "degree", "на", "в", "(", "равен", "равный", "parallel",
-                         "parallelism", "параллелизм", "параллелизма", "параллелизмом", "sequence", "attention",
-                         "way", "is", "with", "с", "--"})
 LEN_FILLERS = FILLERS | TOKEN_WORDS | frozenset({"длина", "длиной", "length", "len", "в", "of", "max", "до", "на",
                                                  "~", "примерно", "около", "about", "around"})
 WEAK_GENERATIONS = frozenset({"samples", "сэмплов", "семплов", "ответов", "responses"})
@@ -59,8 +51,6 @@ SECOND = frozenset({"s", "sec", "second", "секунду", "сек", "с", "day
 CONCURRENT_WORDS = USER_NOUNS | CONCURRENCY_ADJ | CONCURRENCY_NOUNS
 QUANT_TRIGGERS = frozenset({"awq", "gptq", "nf", "fp", "int", "mxfp", "nvfp", "w", "e", "bnb", "q", "iq"}) | GGUF
 LENGTH_TRIGGERS = PROMPT_WORDS | OUTPUT_WORDS | {"new"}
-PARALLEL_TRIGGERS = TP_WORDS | PP_WORDS | CP_WORDS | EP_WORDS
-MAX_PARALLEL = 1024
 HEAD_FIRSTS = frozenset({"num", "numgenerations", "group", "groupsize", "g", "rollout", "n", "nsamples"})
 MAX_GENERATIONS = 4096
 
@@ -341,76 +331,3 @@ def _put_gen(s: Scan, v: float) -> None:
         s.errors.append("num_generations out of range")
     else:
         s.set("num_generations", int(v))
-
-
-# ── parallel degrees ────────────────────────────────────────────────────────────────────
-def parallelism(s: Scan) -> None:
-    """"TP 4", "tp=4", "tensor parallel 4", "4-way TP", "PP 2", "CP 8", "sequence parallel 8", "Ulysses 8"."""
-    if s.words.isdisjoint(PARALLEL_TRIGGERS):
-        return
-    for i, t in enumerate(s.toks):
-        if t.used or t.kind != WORD:
-            continue
-        field = None
-        if t.text in TP_WORDS:
-            field = "tensor_parallel"
-        elif t.text in PP_WORDS:
-            field = "pipeline_parallel"
-        elif t.text in CP_WORDS:
-            field = "context_parallel"
-        elif t.text in EP_WORDS:
-            field = "expert_parallel"
-        if field is None:
-            continue
-        short = t.text in ("tp", "pp", "cp", "sp", "ep", "ulysses", "улисс")
-        nxt = s.skip(i + 1, GLUE, 1)
-        if not short and s.word(nxt) not in PARALLEL_NOUNS:
-            continue  # "tensor cores", "context 8k", "pipeline of data"
-        if t.text == "ring" and s.word(nxt) != "attention":
-            continue
-        j = s.skip(i + 1, PAR_FILLERS, 5)
-        if s.num(j) and not _count_or_length(s, j):
-            _put_par(s, field, s.toks[j].val)
-            s.use(i, j)
-            continue
-        # "4-way tensor parallel", "TP4" written "4 TP"
-        k = s.skip(i - 1, frozenset({"-", "way", "x", "×"}), 2, -1)
-        if s.num(k) and (s.word(k + 1) in ("-", "way") or short):
-            _put_par(s, field, s.toks[k].val)
-            s.use(k, i)
-        elif field == "context_parallel" and t.text in ("ulysses", "улисс", "ring", "sequence", "context"):
-            s.cp_no_degree = True  # "with DeepSpeed Ulysses": the degree comes from the GPU count (cp_from_gpus)
-
-
-def _count_or_length(s: Scan, j: int) -> bool:
-    """The number after "Ulysses" / "TP" is not a degree when it is a GPU count ("с ulysses на 8 H100") or a length
-    ("ulysses 128k")."""
-    from engine.parse.gpus import gpu_index
-
-    after = s.word(j + 1)
-    if after in ("k", "к", "m", "м") and s.glued(j + 1):
-        return True
-    return after in COUNT_NOUNS or (j + 1 < s.n and gpu_index().match(s.toks, j + 1) is not None)
-
-
-COUNT_NOUNS = frozenset({"gpu", "gpus", "гпу", "карты", "карт", "картах", "карточки", "видеокарты", "видеокарт", "x",
-                         "×", "х"})
-
-
-def cp_from_gpus(s: Scan) -> None:
-    """Context parallelism named without a degree ("DeepSpeed Ulysses", "ring attention"): every GPU of the one
-    GPU entry whose count was said takes a share of the sequence (Ulysses splits over the whole sequence-parallel
-    group, usually all GPUs of the job), an assumption the answer states; with no count said it stays unset."""
-    if not s.cp_no_degree or s.said.get("context_parallel") is not None or len(s.gpus) != 1:
-        return
-    _, entry, said = s.gpus[0]
-    if said and 1 < entry["count"] <= MAX_PARALLEL:
-        s.set("context_parallel", int(entry["count"]))
-        s.assumed.append("context_parallel")
-
-
-def _put_par(s: Scan, field: str, v: float) -> None:
-    if not whole(v) or v > MAX_PARALLEL:
-        s.errors.append("parallelism out of range")
-    else:
-        s.set(field, int(v))

@@ -14,7 +14,7 @@ from engine.parse.lexicon import (
     RANK_WORDS,
     TOKEN_WORDS,
 )
-from engine.parse.lexicon2 import PARALLEL_NOUNS
+from engine.parse.lexicon_stack import PARALLEL_NOUNS
 from engine.parse.normalize import NUM, WORD
 from engine.parse.numbers import whole
 from engine.parse.scan import Scan

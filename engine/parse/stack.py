@@ -4,7 +4,7 @@ engine cannot model (`unsupported`, short keys)."""
 from __future__ import annotations
 
 from engine.parse.lexicon import NEG_BEFORE, OFFLOAD_HEADS, RAM_WORDS
-from engine.parse.lexicon2 import (
+from engine.parse.lexicon_stack import (
     APPLE_CHIPS,
     CHECKPOINT_NOUNS,
     COLAB_WORDS,

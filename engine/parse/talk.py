@@ -3,7 +3,8 @@ throughput): signals for the answer, not fields of CONTRACT.md."""
 
 from __future__ import annotations
 
-from engine.parse.lexicon2 import CAPABILITY, GREETINGS, THANKS, TTFT_PHRASES
+from engine.parse.lexicon import CAPABILITY, GREETINGS, THANKS
+from engine.parse.lexicon_stack import TTFT_PHRASES
 from engine.parse.scan import Phrases, Scan
 
 GREETING_PAIRS = (("добрый", "день"), ("добрый", "вечер"), ("доброе", "утро"), ("доброй", "ночи"),

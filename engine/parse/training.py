@@ -7,10 +7,12 @@ from engine.parse.lexicon import (
     BIT_WORDS,
     BNB,
     CONTEXT_WORDS,
+    FULL_SLANG,
     FULL_WORDS,
     GC_HEADS,
     GC_QUALIFIERS,
     GC_WEAK_HEADS,
+    INFER_SLANG,
     INFERENCE_WORDS,
     LORA_WORDS,
     NEG_AFTER,
@@ -27,7 +29,7 @@ from engine.parse.lexicon import (
     WEAK_INFERENCE_WORDS,
     WEIGHT_WORDS,
 )
-from engine.parse.lexicon2 import FULL_SLANG, INFER_SLANG, SERVING_WORDS, STAGE_WORDS, UNMODELLED_SERVING
+from engine.parse.lexicon_stack import SERVING_WORDS, STAGE_WORDS, UNMODELLED_SERVING
 from engine.parse.normalize import NUM, WORD
 from engine.parse.scan import Scan
 from engine.parse.talk import serving_asks

@@ -92,6 +92,7 @@ from engine.schema.serving import Cost as ServingCost
 from engine.schema.serving import (
     EngineFamily,
     GpuChoice,
+    HostedRange,
     KvCapacity,
     LoadPoint,
     RankMemory,
@@ -132,6 +133,7 @@ __all__ = [
     "GpuChoice",
     "GpuLine",
     "GpuRef",
+    "HostedRange",
     "Intent",
     "KvCacheDtype",
     "KvCapacity",

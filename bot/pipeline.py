@@ -1,32 +1,39 @@
-"""The pipeline of one reply: parse → enrich (Hub id, pasted config.json: `bot.enrich`) → engine.answer → render →
-keyboard, and what every front end shares around it: language resolution, chat options, keyboard states.
+"""The application pipeline of one reply, the same for every door (the bot's messages, inline queries, buttons and
+documents; `gpu-advisor ask`): the text parsed once (`engine.parse.read_question`: the Request and what it changes
+as a follow-up), the language resolved once, a follow-up merged once (`engine.edits`), enriched once (a pasted
+config.json, a Hub id the catalog lacks: `bot.enrich`), answered once (`engine.answer`), rendered, and the keyboard
+under it. Around it what every door shares: chat options, keyboard states (decoded here, applied by
+`engine.edits`).
 
 Handlers stay thin: they pick the text out of an update and send what this module returns. The Telegram
-and Hub parts import lazily, so that `gpu-advisor ask` runs the same pipeline without aiogram or aiohttp.
+and Hub parts import lazily, so that `gpu-advisor ask` runs the same pipeline without aiogram or aiogram's HTTP.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from html import escape as html_escape
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from bot.compute import off_loop
 from bot.enrich import enrich, may_fetch
+from bot.lru import LRU
 from bot.views.messages import t
 from bot.views.render import RenderedAnswer, plain, render
 from engine.answer import answer, asks_a_price
+from engine.edits import keyboard_state, load_state, serving_state
 from engine.parse import parse
 from engine.parse.normalize import has_cyrillic
 from engine.pricing import default_rate, market_range
 from engine.schema import (
+    Answer,
     Currency,
-    GpuRef,
     Language,
     MarketAnswer,
     PlannedAnswer,
@@ -35,8 +42,6 @@ from engine.schema import (
     Request,
     ServingAnswer,
     Tier,
-    error_keys,
-    join_errors,
 )
 
 if TYPE_CHECKING:
@@ -133,10 +138,32 @@ def in_currency(options: AnswerOptions, currency: str | None) -> AnswerOptions:
                                       "prices": {g: round(v * factor, 4) for g, v in options.prices.items()}})
 
 
+# The answers this process rendered last, by their request and prices: a follow-up says what it changed against
+# the answer already given instead of computing it again (after a restart, or on another replica, it is).
+_recent: LRU[tuple[str, str], Answer] = LRU(128)  # 256 cost ~15 MiB of peak RSS in bench/load_bench.py
+_recent_lock = threading.Lock()  # answers are rendered in the answer pool's threads (bot.compute)
+
+
+def _key(request: Request, prices: PriceOptions) -> tuple[str, str]:
+    return request.model_dump_json(), prices.model_dump_json()
+
+
 def render_request(request: Request, options: AnswerOptions | None = None) -> RenderedAnswer:
     """The complete reply to an already parsed (or keyboard-altered, or enriched) request."""
     options = in_currency(options or AnswerOptions(), asked_currency(request))
-    return render(answer(request, options.price_options()), options.lang or request.language or options.default_lang)
+    prices = options.price_options()
+    found = answer(request, prices)
+    with _recent_lock:
+        _recent.put(_key(request, prices), found)
+    return render(found, options.lang or request.language or options.default_lang)
+
+
+def previous_answer(request: Request, options: AnswerOptions) -> Answer:
+    """The answer to a follow-up's previous question: as rendered before when this process rendered it."""
+    prices = in_currency(options, asked_currency(request)).price_options()
+    with _recent_lock:
+        found = _recent.get(_key(request, prices))
+    return found if found is not None else answer(request, prices)
 
 
 def render_text(text: str, options: AnswerOptions | None = None) -> RenderedAnswer:
@@ -270,14 +297,15 @@ async def make_reply(request: Request, storage: Storage, options: AnswerOptions,
 async def reply_to(text: str, request: Request | None, options: AnswerOptions, *, store: Storage, config: BotConfig,
                    hub_cache: hub.ConfigCache | None = None,
                    before_fetch: Callable[[], Awaitable[None]] | None = None,
-                   previous: Request | None = None) -> Reply:
+                   previous: Request | None = None, parsed: Request | None = None) -> Reply:
     """The whole pipeline for a question: parse → enrich (a pasted config.json, a Hub id the catalog lacks) →
-    engine.answer → render → keyboard. `request` skips the first two (a config.json file already read, a
-    follow-up merged into `previous`, whose answer the reply then says what changed against);
-    `before_fetch` runs before the Hub is asked (the bot shows "typing")."""
+    engine.answer → render → keyboard. `parsed` is `text` already parsed (it is parsed once, with the follow-up
+    reading); `request` skips parse and enrich (a config.json file already read, a follow-up merged into
+    `previous`, whose answer the reply then says what changed against); `before_fetch` runs before the Hub is
+    asked (the bot shows "typing")."""
     note = None
     if request is None:
-        request = parse(text)
+        request = parsed if parsed is not None else parse(text)
         direct = await off_loop(talk_or_price, request, options)
         if direct is not None:
             talk, rendered = direct
@@ -290,86 +318,50 @@ async def reply_to(text: str, request: Request | None, options: AnswerOptions, *
     reply = await make_reply(request, store, options, note)
     if previous is not None and reply.rendered.understood:
         from bot.views.talk import what_changed
-        before = await off_loop(answer, previous, in_currency(options, asked_currency(previous)).price_options())
+        before = await off_loop(previous_answer, previous, options)
         lead = what_changed(reply.lang, before, reply.rendered.answer)
         reply = Reply(with_lead(reply.html, lead), reply.title, reply.lang, reply.markup, reply.rendered, reply.qid)
     return reply
 
 
 def apply_state(stored: Request, method_code: str, ctx: int, count: int) -> Request:
-    """The stored request as the keyboard wants it; ValueError when the state is not a possible one."""
+    """The stored request as an answer's keyboard button names it (`engine.edits.keyboard_state`); ValueError when
+    the state is not a possible one."""
     from bot.views.keyboards import CODE_METHODS
 
     method = CODE_METHODS.get(method_code)
     if method is None:
         raise ValueError("unknown method")
-    data = stored.model_dump()
-    if method != stored.method:
-        data["bits"] = None  # the new method brings its own precision (QLoRA 4-bit, LoRA 16-bit)
-        if method == "qlora" and stored.optimizer in ("adamw", "adamw_8bit"):
-            data["optimizer"] = None
-    data["method"] = method
-    data["seq_len"] = ctx
-    gpus = data.get("gpus") or []
-    for gpu in gpus:  # a comparison keeps comparing the same GPUs, each at the count pressed
-        gpu["count"] = count
-    if not gpus and count > 1:
-        gpus = [GpuRef(count=count).model_dump()]
-    data["gpus"] = gpus
-    # what the question said that could not be used is settled once the button says it
-    settled = {"context length out of range", "GPU count out of range", "GPU count not read"}
-    data["error"] = join_errors([r for r in error_keys(stored.error) if r not in settled])
-    try:
-        return Request.model_validate(data)
-    except ValidationError as exc:
-        raise ValueError("state out of range") from exc
+    return keyboard_state(stored, method, ctx, count)
 
 
 def apply_serving_state(stored: Request, fmt_code: str, users: int, ctx: int) -> Request:
-    """The stored serving request with the format, users at once and context a serving button says; ValueError
-    when the state is not a possible one."""
+    """The stored serving request with the format, users at once and context a serving button says
+    (`engine.edits.serving_state`); ValueError when the state is not a possible one."""
     from bot.views.keyboards import CODE_FORMATS, LOCAL_ENGINES, LOCAL_FORMATS
 
-    data = stored.model_dump()
+    quantization = None
     if fmt_code != "-":
         if fmt_code not in CODE_FORMATS:
             raise ValueError("unknown format")
         local = stored.serving_engine in LOCAL_ENGINES
-        data["quantization"] = LOCAL_FORMATS[fmt_code] if local else CODE_FORMATS[fmt_code]
-        data["bits"] = None
-    data["concurrency"] = users
-    data["seq_len"] = ctx
-    data["prompt_len"] = data["output_len"] = None  # the button's context is prompt + output
-    if data.get("engine_options"):
-        data["engine_options"]["max_model_len"] = None
-    settled = {"context length out of range", "batch size out of range"}
-    data["error"] = join_errors([r for r in error_keys(stored.error) if r not in settled])
-    try:
-        return Request.model_validate(data)
-    except ValidationError as exc:
-        raise ValueError("state out of range") from exc
+        quantization = LOCAL_FORMATS[fmt_code] if local else CODE_FORMATS[fmt_code]
+    return serving_state(stored, quantization, users, ctx)
+
+
+def _format(stored: Request, fmt_code: str) -> str | None:
+    """The weight format a serving keyboard's code names for this request's engine; None: as it was."""
+    from bot.views.keyboards import CODE_FORMATS, LOCAL_ENGINES, LOCAL_FORMATS
+
+    if fmt_code == "-":
+        return None
+    if fmt_code not in CODE_FORMATS:
+        raise ValueError("unknown format")
+    return LOCAL_FORMATS[fmt_code] if stored.serving_engine in LOCAL_ENGINES else CODE_FORMATS[fmt_code]
 
 
 def apply_load_state(stored: Request, fmt_code: str, rate: float, users: int, ttft_ms: int, tpot_ms: int) -> Request:
     """The stored serving request with the weight format, load (request rate or users at once) and promise (TTFT p95,
-    TPOT; 0 for none) a button under a load answer says; prompt and output lengths stay. ValueError when the state
-    is not a possible one."""
-    from bot.views.keyboards import CODE_FORMATS, LOCAL_ENGINES, LOCAL_FORMATS
-
-    data = stored.model_dump()
-    if fmt_code != "-":
-        if fmt_code not in CODE_FORMATS:
-            raise ValueError("unknown format")
-        local = stored.serving_engine in LOCAL_ENGINES
-        data["quantization"] = LOCAL_FORMATS[fmt_code] if local else CODE_FORMATS[fmt_code]
-        data["bits"] = None
-    if not (rate or users):
-        raise ValueError("no load")
-    data["request_rate"] = rate or None
-    data["concurrency"] = users or None
-    data["ttft_p95_ms"] = float(ttft_ms) if ttft_ms else None
-    data["tpot_ms"] = float(tpot_ms) if tpot_ms else None
-    try:
-        return Request.model_validate(data)
-    except ValidationError as exc:
-        raise ValueError("state out of range") from exc
+    TPOT; 0 for none) a button under a load answer says (`engine.edits.load_state`); ValueError when the state is
+    not a possible one."""
+    return load_state(stored, _format(stored, fmt_code), rate, users, ttft_ms, tpot_ms)

@@ -1,4 +1,5 @@
-"""Plan search for post-training (DPO … GRPO) and long-context requests.
+"""The plan search of post-training (DPO … GRPO) and long-context requests: arrangements × technique sets that fit
+under the post-training peak.
 
 Arrangements are judged with `engine.posttrain.breakdown_for` (the post-training peak: reference, reward and value
 models, rollouts, the vLLM share), not the plain SFT breakdown. Techniques are request changes; for long sequences
@@ -14,26 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine import posttrain
-from engine.fit import HEADROOM, NO_HEADROOM, fits, need_gb
+from engine.fit import HEADROOM, fits
 from engine.plan.costing import PICK_FIELD, Job, Option, cost_plan, price, rank_key
-from engine.plan.inputs import checked_inputs
-from engine.plan.search import COUNTS, MAX_PLANS, NODE_COUNTS, asked_arrangements, catalog_arrangements
+from engine.plan.search import COUNTS, MAX_PLANS, NODE_COUNTS
 from engine.posttrain.setup import constants, heads_divide
 from engine.scenario import ScenarioError, build_scenario
-from engine.schema import (
-    Arrangement,
-    Breakdown,
-    Change,
-    Comparison,
-    GpuRef,
-    Plan,
-    PlanResult,
-    PriceOptions,
-    RankBy,
-    Request,
-    Rollout,
-    Scenario,
-)
+from engine.schema import Arrangement, Breakdown, GpuRef, Plan, Request, Scenario
 
 REQUEST_TECHNIQUES: dict[str, dict[str, Any]] = {
     "gradient_checkpointing": {"gradient_checkpointing": True},
@@ -44,56 +31,6 @@ REQUEST_TECHNIQUES: dict[str, dict[str, Any]] = {
     "cpu_offload": {"offload": True},
 }
 CP = "cp"  # technique name prefix: "cp:8:ulysses"
-
-
-def with_rollout(request: Request) -> Request:
-    """GRPO/PPO "with vLLM": the parser reads the engine as serving_engine; the rollout is vLLM's (colocated
-    unless the request says otherwise, engine.posttrain's default)."""
-    if request.stage in ("grpo", "ppo") and request.rollout is None and request.serving_engine == "vllm":
-        return request.model_copy(update={"rollout": Rollout()})
-    return request
-
-
-def default_sharding(request: Request) -> Request:
-    """Several GPUs asked for a LoRA/QLoRA post-training job without a sharding said: engine.scenario's default is DDP
-    (a full copy per GPU). When that copy does not fit and ZeRO-3 does, ZeRO-3 is the default instead: the sharding
-    that helps, not a "does not fit as asked" that only the scenario's default made."""
-    named = asked_arrangements(request)
-    if request.sharding is not None or not named or named[0].count < 2 or request.method == "inference" \
-            or request.stage not in posttrain.POSTTRAIN_STAGES:
-        return request
-    try:
-        base = build_scenario(request)
-        if base.method not in ("lora", "qlora") or base.sharding != "ddp":
-            return request
-        if fits(posttrain.breakdown_for(request), named[0].memory_gb, NO_HEADROOM):
-            return request
-        z3 = request.model_copy(update={"sharding": "zero3"})
-        return z3 if fits(posttrain.breakdown_for(z3), named[0].memory_gb, NO_HEADROOM) else request
-    except (ScenarioError, ValueError):
-        return request
-
-
-def long_sequence(request: Request) -> bool:
-    """At least engine/catalog/posttrain.toml's long_context_tokens per sequence."""
-    try:
-        return build_scenario(request).seq_len >= int(constants()["context_parallel"]["long_context_tokens"])
-    except (ScenarioError, ValueError):
-        return False
-
-
-def is_long_context(request: Request) -> bool:
-    """A training request whose sequence-dependent lines (activations, logits) outweigh the model states: the
-    sequence is what does not fit, and context parallelism is the way to spread it."""
-    if request.method == "inference":
-        return False
-    try:
-        r = posttrain.posttrain_result(request, advise=False)
-    except (ScenarioError, ValueError):
-        return False
-    p = r.policy
-    return p["activations"] + p["logits"] > p["weights"] + p["adapters"] + p["gradients"] + p["optimizer"] \
-        and r.tokens_per_sequence >= 2 * int(constants()["context_parallel"]["min_tokens_per_gpu"])
 
 
 def cp_technique(request: Request, base: Scenario, count: int) -> str | None:
@@ -165,7 +102,7 @@ def _variants(request: Request, base: Scenario, count: int, long: bool) -> list[
     return seen
 
 
-def _breakdown(req: Request) -> Breakdown | None:
+def breakdown_or_none(req: Request) -> Breakdown | None:
     try:
         return posttrain.breakdown_for(req)
     except (ScenarioError, ValueError):
@@ -195,11 +132,11 @@ def _as_shown(value: float) -> float:
     return float(f"{value:.3g}") if math.isfinite(value) and value > 0 else value
 
 
-def search(job: Job, request: Request, candidates: Sequence[Arrangement], headroom: float = HEADROOM,
+def search(job: Job, request: Request, candidates: Sequence[Arrangement], long: bool, headroom: float = HEADROOM,
            counts: tuple[int, ...] | None = None, every_count: bool = True) -> list[Plan]:
-    """Arrangements × technique sets that fit under the post-training peak, best first (one plan per GPU × count).
-    Without `every_count` (the whole catalog) a GPU that fits as asked stops growing, as in engine.plan.search."""
-    long = is_long_context(request)
+    """Arrangements × technique sets that fit under the post-training peak, best first (one plan per GPU × count);
+    `long`: a long-context request (context parallelism is one of the techniques). Without `every_count` (the whole
+    catalog) a GPU that fits as asked stops growing, as in engine.plan.search."""
     named = tuple(sorted({c.count for c in candidates} - set(COUNTS) - {1}))
     steps = (counts,) if counts else (tuple(sorted({*COUNTS, *named})), NODE_COUNTS)
     colocated = request.rollout is not None and request.rollout.mode in (None, "colocate")
@@ -217,7 +154,7 @@ def search(job: Job, request: Request, candidates: Sequence[Arrangement], headro
                     arr = Arrangement(gpu=c.gpu, memory_gb=c.memory_gb, count=count)
                     req = request_at(request, techniques, arr)
                     # the vLLM share is a fraction of the card: only colocated rollouts depend on the GPU
-                    b = _breakdown(req) if colocated or shared is None else shared
+                    b = breakdown_or_none(req) if colocated or shared is None else shared
                     if b is None:
                         break
                     shared = b
@@ -295,106 +232,4 @@ def rl_costs(job: Job, o: Option, req: Request) -> dict[str, Any]:
             out["cost_per_1m_tokens"] = round(per_hour * t.step_s / 3600 / tokens * 1e6, 4)
     if isinstance(t.cost, dict):
         out["usd"] = {k: round(float(t.cost[k]), 2) for k in ("min", "typical", "max")}
-    return out
-
-
-def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
-    """Plans of a post-training or long-context request; raises ScenarioError when it cannot be estimated."""
-    notes, prices = checked_inputs(request, prices or PriceOptions())
-    rank_by: RankBy = prices.rank_by or request.rank_by or "cost"
-    base = build_scenario(request)
-    b0 = posttrain.breakdown_for(request)
-    tokens = request.tokens * (request.epochs or 1) if request.tokens else None
-    job = Job(base=base, tokens=tokens, prices=prices, rank_by=rank_by)
-    named = list(dict.fromkeys(asked_arrangements(request)))
-    asked_fits = None
-    comparison: list[Comparison] = []
-    alternatives: list[Plan] = []
-    if named:
-        plans = search(job, request, named, headroom=NO_HEADROOM)
-    else:
-        plans = search(job, request, catalog_arrangements(), every_count=False)
-    if len(named) > 1:
-        for g in named:
-            found = search(job, request, [g], headroom=NO_HEADROOM, counts=(g.count,))
-            judged = _breakdown(request_at(request, [], g))
-            need = need_gb(judged) if judged else math.inf
-            comparison.append(Comparison(gpu=g.gpu, count=g.count, fits=bool(found), need_gb=round(need, 2),
-                                         memory_gb=g.memory_gb, plan=found[0] if found else None))
-    elif named:
-        asked_fits = fits(b0, named[0].memory_gb, NO_HEADROOM)
-        if not plans:
-            alternatives = search(job, request, catalog_arrangements(), every_count=False)[:3]
-    return PlanResult(scenario=base, breakdown=b0, plans=plans, changes=[], asked_fits=asked_fits, tokens=tokens,
-                      currency=prices.currency, rank_by=rank_by, comparison=comparison, alternatives=alternatives,
-                      notes=notes)
-
-
-def adopt_plan(result: posttrain.PostTrainResult, request: Request, plans: Sequence[Plan],
-               asked: Arrangement | None) -> posttrain.PostTrainResult:
-    """The plan on the GPUs asked (when it needs changes) first among the changes, and its settings as the ones to
-    use: the answer names the change it plans with, not another that fits more tightly. Without such a plan, the
-    first change that fits on the GPUs asked gives the settings."""
-    plan = next((p for p in plans if asked and p.gpu == asked.gpu and p.count == asked.count and p.techniques), None)
-    if plan is not None and asked is not None and set(plan.techniques) <= {"fused_loss"} | {
-            t for t in plan.techniques if t.startswith(CP + ":")}:
-        req = request_at(request, plan.techniques, asked)
-        try:
-            r = posttrain.posttrain_result(req, advise=False)
-        except (ScenarioError, ValueError):
-            return result
-        cp = next((t for t in plan.techniques if t.startswith(CP + ":")), None)
-        if cp is not None:
-            degree = int(cp.split(":")[1])
-            params: dict[str, Any] = {"degree": degree, "gpus": asked.count, "host_ram_gib": round(r.host_ram_gib, 1),
-                                      "time_factor": round(cp_time_factor([cp]), 2)}
-            if "fused_loss" in plan.techniques:
-                params["with"] = "fused_loss"
-            change = Change(key="posttrain.change.context_parallel", params=params, per_gpu_total=r.per_gpu_total,
-                              fits=True)
-        else:
-            change = Change(key="posttrain.change.fused_loss", params={"use_liger_kernel": True},
-                              per_gpu_total=r.per_gpu_total, fits=True)
-        rest = [c for c in result.changes if (c.key, c.params.get("degree"), c.params.get("with"))
-                != (change.key, change.params.get("degree"), change.params.get("with"))]
-        return result.model_copy(update={"changes": [change, *rest], "settings": r.settings})
-    fix = next((c for c in result.changes if c.fits and not c.params.get("extra_gpus")
-                and (asked is None or int(c.params.get("gpus", 0) or 0) <= asked.count)), None)
-    if fix is None or asked is None or plan is not None:
-        return result
-    settings = fixed_settings(request, fix, asked)
-    return result if settings is None else result.model_copy(update={"settings": settings})
-
-
-def fixed_settings(request: Request, fix: Any, asked: Arrangement) -> Any:
-    """The settings of a long-context change on the GPUs asked (CP, fused loss, ALST offload / TiledMLP)."""
-    from engine.posttrain import PostTrainOptions
-
-    key = fix.key.removeprefix("posttrain.change.")
-    parts = {key, *str(fix.params.get("with", "")).split(",")} - {""}
-    if not parts <= {"context_parallel", "fused_loss", "activation_offload", "tiled_mlp"}:
-        return None
-    update: dict[str, Any] = {}
-    if "fused_loss" in parts:
-        update["fused_loss"] = True
-    if "context_parallel" in parts:
-        update.update(context_parallel=int(fix.params.get("degree", 1)), sharding=request.sharding or "zero3")
-    opts = PostTrainOptions(activation_offload="activation_offload" in parts, tiled_mlp="tiled_mlp" in parts)
-    try:
-        return posttrain.posttrain_result(request.model_copy(update=update), opts, advise=False).settings
-    except (ScenarioError, ValueError):
-        return None
-
-
-def changes(result: posttrain.PostTrainResult, asked: Arrangement | None) -> list[Change]:
-    """posttrain's changes as the answer's: what each saves per GPU, and whether it fits the GPUs asked
-    (a change that needs more GPUs than asked is keyed more_gpus, so that the verdict does not count it)."""
-    out = []
-    for c in result.changes:
-        gpus = int(c.params.get("gpus", 0) or 0) + int(c.params.get("extra_gpus", 0) or 0)
-        more = asked is not None and (gpus > asked.count or "extra_gpus" in c.params)
-        out.append(Change(key="more_gpus" if more else c.key, params={**c.params, "posttrain_key": c.key,
-                                                                      "per_gpu_total": c.per_gpu_total},
-                          saves_gb=round(result.per_gpu_total - c.per_gpu_total, 1), fits=bool(c.fits),
-                          tight=bool(c.fits and c.tight)))
     return out

@@ -1,0 +1,80 @@
+"""A side-by-side comparison of the GPUs a question names, as the answer shows it: one line per GPU and the
+headline that says which to take and why."""
+
+from __future__ import annotations
+
+from bot.views.catalogs import _, _n
+from bot.views.formats import gb, hours_text, money, num
+from bot.views.plan_lines import plan_time, techniques_text
+from bot.views.words import gpu_name
+from engine.schema import Comparison, PlannedAnswer
+
+
+def comparison_line(lang: str, c: Comparison) -> str:
+    """One GPU of a side-by-side comparison: fits?, headroom, time, cost per 1M tokens."""
+    name = f"{c.count}×{gpu_name(lang, c.gpu)}"
+    if not c.fits or c.plan is None:
+        return "❌ " + _(lang, "%(gpu)s: needs %(need)s of %(total)s") % {
+            "gpu": name, "need": gb(lang, c.need_gb), "total": gb(lang, c.memory_gb)}
+    p = c.plan
+    if p.techniques:
+        name += f" + {techniques_text(lang, p)}"
+    parts = [_(lang, "%(gb)s free") % {"gb": gb(lang, max(p.headroom_gb, 0))}]
+    if plan_time(lang, p):
+        parts.append(plan_time(lang, p))
+    if p.cost_per_1m_tokens is not None:
+        parts.append(_(lang, "%(money)s per 1M tokens") % {"money": money(lang, p.cost_per_1m_tokens, p.currency)})
+    return f"✅ {name}: " + " · ".join(parts)
+
+
+FEW_PROVIDERS = 3  # a price from fewer market offers is said as such and does not rank a comparison
+
+
+def _speed_of(c: Comparison) -> float | None:
+    return (c.plan.hours or c.plan.hours_per_100m_tokens) if c.plan is not None else None  # the job's, else 100M
+
+
+def comparison_headline(lang: str, a: PlannedAnswer) -> str:
+    """Two or more GPUs named: which one to take and why (faster; cheaper only on prices from enough
+    providers); when none holds the job as asked, the way forward (QLoRA) and the winner with it."""
+    names = {(c.gpu, c.count): f"{c.count}×{gpu_name(lang, c.gpu)}" for c in a.comparison}
+    listed = (" " + _(lang, "vs") + " ").join(names.values())
+    pool, fix = [c for c in a.comparison if c.fits], ""
+    if not pool and a.comparison_fix:
+        pool = [c for c in a.comparison_fix if c.fits]
+        fix = "qlora" if pool else ""
+    if not pool:
+        need = max(c.need_gb for c in a.comparison)
+        return _(lang, "%(gpus)s: neither holds it as asked (needs %(need)s per GPU)") % {
+            "gpus": listed, "need": gb(lang, need)}
+    timed = [c for c in pool if _speed_of(c)]
+    winner = min(timed, key=lambda c: _speed_of(c) or 0.0) if timed else pool[0]
+    name = names[(winner.gpu, winner.count)]
+    if len(pool) == 1:
+        text = (_(lang, "As asked neither holds it; with QLoRA only %(gpu)s does") if fix else
+                _(lang, "Only %(gpu)s holds it")) % {"gpu": name}
+    else:
+        both = len(pool) == 2
+        if len(pool) < len(a.comparison):  # some of the named hold it
+            some = ", ".join(names[(c.gpu, c.count)] for c in pool)
+            text = (_(lang, "As asked none holds it; with QLoRA %(some)s do, take %(gpu)s") if fix else
+                    _(lang, "%(some)s hold it; take %(gpu)s")) % {"some": some, "gpu": "%(gpu)s"}
+        elif fix:
+            text = _(lang, "As asked neither holds it; with QLoRA both do, take %(gpu)s") if both else \
+                _(lang, "As asked none holds it; with QLoRA all do, take %(gpu)s")
+        else:
+            text = _(lang, "Both hold it; take %(gpu)s") if both else _(lang, "All hold it; take %(gpu)s")
+        text %= {"gpu": name}
+        slowest = max(timed, key=lambda c: _speed_of(c) or 0.0) if timed else None
+        fast, slow = _speed_of(winner), _speed_of(slowest) if slowest else None
+        if fast and slow and slow / fast >= 1.1:
+            x = round(slow / fast, 1)
+            n = int(x) if x.is_integer() else 2  # "в 2,4 раза", "в 5 раз"
+            text += ": " + _n(lang, "%(ratio)s× faster (%(fast)s against %(slow)s)",
+                              "%(ratio)s× faster (%(fast)s against %(slow)s)", n) % {
+                "ratio": num(lang, x), "fast": hours_text(lang, fast), "slow": hours_text(lang, slow)}
+    few = [names[(c.gpu, c.count)] for c in a.comparison if 0 < c.providers < FEW_PROVIDERS]
+    if few:
+        text += "; " + _(lang, "the price of %(gpus)s rests on too few providers to compare") % {
+            "gpus": ", ".join(few)}
+    return text

@@ -1,0 +1,178 @@
+"""A plan's lines as the answer shows them: its money and hours, the techniques it needs, the line a cost, time or
+count question leads with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.views.catalogs import _, _n
+from bot.views.formats import gb, hours_text, money, money_range, money_typical, num, pct, tokens_amount
+from bot.views.words import gpu_name, technique_label
+from engine.schema import Plan, PlannedAnswer
+
+
+def plan_money(lang: str, p: Plan) -> str:
+    """The whole run as a range with the picked figure, else the price per hour of all its GPUs."""
+    if p.cost:
+        return money_range(lang, p.cost["min"], p.cost["max"], p.currency)
+    if p.per_hour is not None:
+        return money(lang, p.per_hour, p.currency) + _(lang, "/h")
+    return ""
+
+
+def plan_time(lang: str, p: Plan) -> str:
+    if p.hours is not None:
+        return hours_text(lang, p.hours)
+    if p.hours_per_100m_tokens is not None:
+        return _(lang, "%(what)s per 100M tokens") % {"what": hours_text(lang, p.hours_per_100m_tokens)}
+    if p.tokens_per_second is not None:
+        tps = round(p.tokens_per_second)
+        return _n(lang, "%(tps)s token/s", "%(tps)s tokens/s", tps) % {"tps": num(lang, tps)}
+    return ""
+
+
+def techniques_text(lang: str, p: Plan) -> str:
+    """The plan's techniques joined with "+", then the host memory an offload needs, what they cost in time and the
+    nodes: "ZeRO-3 + CPU offload, 117.3 GB of CPU RAM per machine, 283.5 GB over PCIe per step, 1.3× slower"."""
+    details = []
+    if p.cpu_ram_gb >= 0.05:
+        details.append(_(lang, "%(gb)s of CPU RAM per machine") % {"gb": gb(lang, p.cpu_ram_gb)})
+    if p.offload_slowdown >= 1.05:
+        x = round(p.offload_slowdown, 1)
+        n = int(x) if x.is_integer() else 2  # "в 2,8 раза": a fraction takes the form of 2
+        details.append(_n(lang, "%(x)s× slower (the optimizer state travels to the CPU and back every step)",
+                          "%(x)s× slower (the optimizer state travels to the CPU and back every step)", n) % {
+            "x": num(lang, x)})
+    elif p.techniques and p.slowdown >= 1.5:  # "на 415 %" reads as jargon: a big slowdown is "в 5,2 раза"
+        x = round(p.slowdown, 1)
+        n = int(x) if x.is_integer() else 2
+        details.append(_n(lang, "%(x)s× slower", "%(x)s× slower", n) % {"x": num(lang, x)})
+    elif p.techniques and p.slowdown >= 1.05:
+        details.append(_(lang, "%(pct)s slower") % {"pct": pct(lang, round((p.slowdown - 1) * 100))})
+    if p.nodes > 1:
+        text = _n(lang, "%(n)s node", "%(n)s nodes", p.nodes) % {"n": p.nodes}
+        if p.network_slowdown >= 1.05:
+            text += ", " + _(lang, "the network between them +%(pct)s") % {
+                "pct": pct(lang, round((p.network_slowdown - 1) * 100))}
+        details.append(text)
+    return ", ".join([" + ".join(technique_label(lang, t) for t in p.techniques), *details]).removeprefix(", ")
+
+
+def same_amount(tokens: float | None) -> bool:
+    """The user's amount of data is the reference 100M tokens: its figures are the per-100M ones, said once."""
+    return tokens is not None and abs(tokens - 1e8) < 5e5
+
+
+def plan_figures(lang: str, p: Plan, tokens: float | None, lead: str) -> str:
+    """Per 100M tokens (hours and money), and the user's own job when it gives its data; money first when
+    the question asked what it costs."""
+    parts = []
+    if p.hours_per_100m_tokens is not None:
+        hours = hours_text(lang, p.hours_per_100m_tokens)
+        spend = money_range(lang, p.cost_per_100m["min"], p.cost_per_100m["max"], p.currency) \
+            if p.cost_per_100m else ""
+        pair = [spend, hours] if lead == "money" else [hours, spend]
+        parts.append(_(lang, "%(what)s per 100M tokens") % {"what": ", ".join(x for x in pair if x)})
+    if p.hours is not None and tokens and not same_amount(tokens):
+        hours = hours_text(lang, p.hours)
+        spend = money_range(lang, p.cost["min"], p.cost["max"], p.currency) if p.cost else ""
+        pair = [spend, hours] if lead == "money" else [hours, spend]
+        parts.append(_(lang, "your %(tokens)s tokens: %(what)s") % {
+            "tokens": tokens_amount(lang, tokens), "what": ", ".join(x for x in pair if x)})
+    if p.timed_as and parts:
+        parts[-1] += timed_note(lang, p)
+    if not parts:
+        return ", ".join(x for x in (plan_time(lang, p), plan_money(lang, p)) if x) or \
+            _(lang, "no speed or price figures for this card in the catalog")
+    if p.per_hour is not None:
+        return "; ".join(parts) + f" ({money(lang, p.per_hour, p.currency)}{_(lang, '/h')})"
+    return "; ".join(parts)
+
+
+def plan_view(lang: str, p: Plan, tokens: float | None = None, lead: str = "") -> dict[str, Any]:
+    return {"gpu": gpu_name(lang, p.gpu), "count": p.count, "money": plan_money(lang, p), "time": plan_time(lang, p),
+            "techniques": techniques_text(lang, p), "figures": plan_figures(lang, p, tokens, lead)}
+
+
+def lead_of(a: PlannedAnswer) -> str:
+    """What the answer leads with: "money" for a cost question, "time" for a how-long one, else nothing."""
+    asks = [x for x in a.request.asks if x in ("money", "time")]
+    if asks:
+        return asks[0]
+    return "money" if a.request.intent == "cost" else ""
+
+
+def lead_line(lang: str, a: PlannedAnswer, lead: str) -> str:
+    """The first line of a cost or time question: the best plan's money (or hours), for the job when known."""
+    if not lead or not a.plans or (a.scenario is not None and a.scenario.method == "inference"):
+        return ""
+    p = a.plans[0]
+    params = {"gpus": f"{p.count}×{gpu_name(lang, p.gpu)}", "tokens": tokens_amount(lang, a.tokens or 0)}
+    if a.tokens and p.hours is not None:
+        spend = typical_then_range(lang, p.cost, p.currency)
+        hours = hours_text(lang, p.hours)
+        yours = True
+    elif p.hours_per_100m_tokens is not None:
+        spend = typical_then_range(lang, p.cost_per_100m, p.currency)
+        hours = hours_text(lang, p.hours_per_100m_tokens)
+        yours = False
+    elif lead == "time":
+        return "⏱ " + _(lang, "Hours on %(gpu)s cannot be counted: the catalog has no speed figures for it") % {
+            "gpu": gpu_name(lang, p.gpu)}
+    else:
+        return ""
+    if lead == "money" and spend:
+        text = _(lang, "%(money)s for your %(tokens)s tokens on %(gpus)s (%(hours)s)") if yours else \
+            _(lang, "%(money)s per 100M tokens on %(gpus)s (%(hours)s)")
+        return "💰 " + text % {**params, "money": spend, "hours": hours}
+    text = _(lang, "%(hours)s on %(gpus)s for your %(tokens)s tokens%(money)s") if yours else \
+        _(lang, "%(hours)s on %(gpus)s per 100M tokens%(money)s")
+    return "⏱ " + text % {**params, "hours": hours, "money": f", {spend}" if spend else ""} + timed_note(lang, p)
+
+
+def timed_note(lang: str, p: Plan) -> str:
+    """A GPU given only by its memory: whose hours these are, said as the assumption it is."""
+    if not p.timed_as:
+        return ""
+    return " " + _(lang, "(hours as on %(gpu)s, the most rented card with %(gb)s)") % {
+        "gpu": gpu_name(lang, p.timed_as), "gb": gb(lang, p.memory_gb)}
+
+
+OLD_PRICES = "2024"  # engine.answer.PRICE_WINDOW_START: a newest figure older than this is said as old
+
+
+def old_price_note(lang: str, day: str) -> str:
+    """T4 and A10G rest on one AWS spot price of 2021-12: the date alone does not warn."""
+    return " — " + _(lang, "old figures, nothing newer in the catalog") if day < OLD_PRICES else ""
+
+
+def count_lead(lang: str, a: PlannedAnswer) -> str:
+    """"сколько нод h100", "скока надо гпу": the fewest of the GPU asked (else the cheapest plan) that holds the job,
+    as the engine's own plans count them, with the nodes they span and the techniques they need."""
+    if "count" not in a.request.asks or not a.plans:
+        return ""
+    named = a.asked.gpu if a.asked is not None else None
+    pool = [p for p in a.plans if p.gpu == named] if named else a.plans[:1]
+    if not pool:
+        return "🔢 " + _(lang, "No count of %(gpu)s holds it up to %(n)s GPUs") % {
+            "gpu": gpu_name(lang, named or ""), "n": 256}
+    online = [x for x in pool if "cpu_offload" not in x.techniques] or pool  # offload is the last resort
+    p = min(online, key=lambda x: x.count)
+    gpus = f"{p.count}×{gpu_name(lang, p.gpu)}"
+    if p.nodes > 1:
+        gpus += " (" + _n(lang, "%(n)s node of %(per)s", "%(n)s nodes of %(per)s", p.nodes) % {
+            "n": p.nodes, "per": p.count // p.nodes} + ")"
+    if p.techniques:
+        gpus += " + " + " + ".join(technique_label(lang, t) for t in p.techniques)
+    return "🔢 " + _(lang, "It takes %(gpus)s") % {"gpus": gpus}
+
+
+def typical_then_range(lang: str, cost: dict[str, float] | None, currency: str) -> str:
+    """"≈90 $ (71–110 $ across providers)": the typical price leads, the providers' spread sets the range."""
+    if not cost:
+        return ""
+    spread = money_range(lang, cost["min"], cost["max"], currency)
+    typical = money_typical(lang, cost["typical"], currency)
+    if spread.replace("≈", "") == typical.replace("≈", ""):
+        return typical
+    return _(lang, "%(typical)s (%(range)s across providers)") % {"typical": typical, "range": spread}
