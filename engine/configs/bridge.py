@@ -208,6 +208,7 @@ def serving_job(request: Request, target: Target) -> tuple[ConfigJob, list[str]]
         return None
     model_id, notes = _model_id(request.model.name if request.model else None, s)
     fmt = st.weight_format
+    quant: str | None
     if fmt.startswith("gguf:"):
         from engine.configs.readers.serving import gguf_bits
 
