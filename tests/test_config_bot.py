@@ -63,7 +63,8 @@ async def test_config_button_sends_the_best_plans_config_and_another_framework(h
     await h.feed(callback(button(answer, "⚙️ Config"), message_obj=answer))
     (name, content, caption), = documents(api, 3001)  # the framework the question named is the default
     assert name == "axolotl.yaml"
-    assert "Axolotl" in caption and "RTX 4090" in caption and "GB per GPU" in caption
+    assert "Axolotl" in caption and "RTX 4090" in caption and "GiB per GPU" in caption
+    assert " GB" not in caption and "GiB per GPU" in content.decode()  # one unit: the caption's is the file's
     read = read_config(content, name)
     from engine.parse import parse
     job, _ = best_job(parse(question), "axolotl")
@@ -89,7 +90,7 @@ async def test_serving_answer_offers_serving_engines_in_russian(h: Harness, api:
     await h.feed(callback(button(answer, "⚙️ Конфиг"), message_obj=answer, user_id=3002, language_code="ru"))
     (name, content, caption), = documents(api, 3002)
     assert name == "vllm_serve.sh" and "vllm serve" in content.decode()
-    assert "ГБ на GPU" in caption and "Запуск" in caption
+    assert "ГиБ на GPU" in caption and "Запуск" in caption
     sent = [m for (c, _), m in api.messages.items() if c == 3002 and "document" in m][-1]
     labels = {b["text"] for row in sent["reply_markup"]["inline_keyboard"] for b in row}
     assert labels == {"✓ vLLM", "SGLang", "llama.cpp"}
