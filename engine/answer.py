@@ -202,7 +202,7 @@ PARSED_DEFAULTS = {"quantization": "quantization", "context_parallel": "context_
 def parsed_assumptions(request: Request) -> list[Assumption]:
     """The defaults the parser picked ("q4" → llama.cpp's Q4_K_M, "DeepSpeed Ulysses" on 8 GPUs → CP ×8, a budget
     without a currency → the language's), each shown in the Assumptions line like the engine's own."""
-    out = []
+    out = [Assumption(key="moe_active", value=moe_active(request))] if moe_active(request) else []
     for said in request.assumed:
         key = PARSED_DEFAULTS.get(said)
         value = request.budget.currency if said == "budget.currency" and request.budget else \
@@ -210,6 +210,14 @@ def parsed_assumptions(request: Request) -> list[Assumption]:
         if key is not None and value is not None:
             out.append(Assumption(key=key, value=value))
     return out
+
+
+def moe_active(request: Request) -> str | None:
+    """"30b moe": the active size the parser assumed (the catalog's typical MoE share), as "active/total" in B."""
+    m = request.model
+    if "model.active_params_b" not in request.assumed or m is None or not m.active_params_b or not m.params_b:
+        return None
+    return f"{m.active_params_b:g}/{m.params_b:g}"
 
 
 def said_notes(request: Request, model: str, gpu: str | None, currency: str) -> list[Note]:
@@ -335,6 +343,8 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Answ
     if prices is not None and result.cost is not None and result.gpu is not None:
         result = result.model_copy(update={"cost": _priced(result, prices)})
     notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
+    if moe_active(request):  # "30b moe": the active share assumed, said
+        result = result.model_copy(update={"assumptions": [*result.assumptions, f"moe_active={moe_active(request)}"]})
     if "quantization" in request.assumed and request.quantization:  # "q4": the parser's pick, said (engine.serving's
         result = result.model_copy(update={"assumptions": [  # own "weight_format" assumption words it)
             *result.assumptions, f"weight_format={request.quantization}"]})
