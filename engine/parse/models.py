@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import re
+from functools import cache
 
 from engine.catalog import CatalogModel, find_model, models, typical_moe_share
 from engine.parse.lexicon import NOT_NAME_WORDS
