@@ -68,7 +68,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     shown = [*result.plans[:SHOWN_PLANS], *([cheaper] if cheaper else result.alternatives)]
     gpu = find_gpu(asked.gpu, asked.memory_gb) if asked else None
     conflicts = hardware_conflicts(s, gpu, request) if gpu is not None and not result.comparison else []
-    said, fix = verdict(result, b, asked, conflicts)
+    said, fix = verdict(result, b, asked, conflicts, full_asked=request.method == "full")
     fused = fused_loss_alternative(s) if s.framework_assumed else None
     return Answer(
         request=request, scenario=s, breakdown=b,
@@ -234,7 +234,7 @@ def said_notes(request: Request, model: str, gpu: str | None, currency: str) -> 
 
 
 def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None,
-            conflicts: list[str] | None = None) -> tuple[Verdict | None, Change | None]:
+            conflicts: list[str] | None = None, full_asked: bool = False) -> tuple[Verdict | None, Change | None]:
     """fits / tight / fits_with_changes / no_fit on the GPUs asked (compare for several, None for none), with
     one rule against the capacity the answer shows (engine.fit): tight under 10 % to spare, or when the
     allocator had to give back its cache. fits_with_changes names the change (or combination) that fits on
@@ -248,10 +248,16 @@ def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None,
     room = capacity(asked.gpu, asked.memory_gb)
     if fits(b, room, NO_HEADROOM):
         return ("tight" if tight(b, room) else "fits"), None
-    on_card = [c for c in result.changes if _on_the_gpus_asked(c) and c.fits]
+    # full fine-tuning asked: a switch to LoRA/QLoRA is an alternative (listed under the changes), never the fix
+    on_card = [c for c in result.changes if _on_the_gpus_asked(c) and c.fits and not (full_asked and changes_method(c))]
     # a comfortable fix before one that leaves under 10 % free (Change.tight, which the headline then says)
     fix = next((c for c in on_card if not c.tight), on_card[0] if on_card else None)
     return ("fits_with_changes" if fix is not None else "no_fit"), fix
+
+
+def changes_method(c: Change) -> bool:
+    """The change (or a part of the combination) trains another way: LoRA or QLoRA instead of the method asked."""
+    return any(p.key == "method" for p in (c.parts or [c]))
 
 
 def _on_the_gpus_asked(c: Change) -> bool:

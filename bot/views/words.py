@@ -233,6 +233,8 @@ def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
             return _(lang, "8-bit optimizer")
         case "fused_loss":
             return FUSED_LOSS
+        case "cpu_offload" if p.get("params"):
+            return _(lang, "CPU offload of the parameters and the optimizer state")
         case "cpu_offload":
             return _(lang, "CPU offload of the optimizer state")
         case "method":
