@@ -11,7 +11,7 @@ import pytest
 
 from engine.answer import answer
 from engine.configs import check, config_for, read_bundle
-from engine.configs.bridge import default_target
+from engine.configs.bridge import adapted, default_target
 from engine.parse import parse
 from engine.schema import Answer, Plan, Request
 
@@ -22,6 +22,9 @@ TRAINING = [
     ("фулл файнтюн 70b на 8 h100", "axolotl"),
     ("qlora mistral 7b на 3090 контекст 8к", "llama-factory"),
     ("dpo qwen2.5 7b на 2 a100", "trl"),
+    ("qlora 70b on 2 4090 rank 32", "llama-factory"),
+    ("full fine-tune 8b on 8 h100 context 8k", "accelerate"),
+    ("лора 8b на 4090 batch 4 rank 64", "torchtune"),
 ]
 POSTTRAIN = [
     ("GRPO Qwen2.5-7B on 1 H100 with vLLM", "trl"),
@@ -55,7 +58,7 @@ def asked_plan(a: Answer) -> Plan:
 @pytest.mark.parametrize(("question", "target"), TRAINING + POSTTRAIN)
 def test_a_training_config_reads_back_as_the_answers_arrangement(question: str, target: str) -> None:
     request = parse(question)
-    a = answer(request)
+    a = answer(adapted(request, target))  # the answer for the framework's own defaults (torchtune: pure bf16)
     assert a.scenario is not None and a.plans, question
     got = written_and_read(request, target)
     s, plan = a.scenario, asked_plan(a)
@@ -64,6 +67,8 @@ def test_a_training_config_reads_back_as_the_answers_arrangement(question: str, 
     if s.method in ("lora", "qlora"):
         assert got.lora_rank == s.lora_rank
     assert got.offload == (s.offload or "cpu_offload" in plan.techniques)
+    assert got.fused_loss == (s.fused_loss or "fused_loss" in plan.techniques), (question, plan.techniques)
+    assert got.gradient_checkpointing == (s.gradient_checkpointing or "gradient_checkpointing" in plan.techniques)
     sharded = "zero3" in plan.techniques or s.sharding in ("zero3", "fsdp")
     assert (got.sharding in ("zero3", "fsdp")) == sharded, (question, got.sharding, plan.techniques)
     pt = a.posttrain

@@ -36,7 +36,7 @@ def default_target(request: Request) -> Target:
     return FRAMEWORK_TARGET.get(request.framework or "", "trl")
 
 
-def _adapted(request: Request, target: Target) -> Request:
+def adapted(request: Request, target: Target) -> Request:
     """The request as the target runs it: Unsloth always fuses the loss, torchtune trains in pure bf16 with FSDP."""
     r = request.model_copy(deep=True)
     if target == "unsloth":
@@ -110,8 +110,8 @@ def best_job(request: Request, target: Target | None = None) -> tuple[ConfigJob,
         served = serving_job(request, target)
         if served is not None:
             return served
-        return _planned_job(request, _plan(_adapted(request, target)), None)
-    a = _answer(_adapted(request, target))
+        return _planned_job(request, _plan(adapted(request, target)), None)
+    a = _answer(adapted(request, target))
     return _planned_job(request, a, a.posttrain)
 
 
