@@ -221,3 +221,19 @@ async def test_secrets_are_never_echoed_nor_logged(h: Harness, api: FakeBotAPI,
     assert TOKEN not in caplog.text
     stored = [await h.store.get_request(d.split(":")[1]) for d in [button(answer, "⚙️ Config")]]
     assert stored and TOKEN not in json.dumps([s.model_dump(mode="json") for s in stored if s])
+
+
+async def test_the_config_button_of_a_grpo_answer_carries_its_batch_and_vllm(h: Harness, api: FakeBotAPI) -> None:
+    """The issue's GRPO config: batch 1 and no vLLM where the answer said batch 8 and vLLM colocated; in server mode
+    the answer and the config are both in server mode."""
+    for question, mode, uid in (("GRPO Qwen2.5-7B on 1 H100 with vLLM", "colocate", 3010),
+                                ("grpo qwen2.5 32b на 8 h100, vllm в режиме сервера", "server", 3011)):
+        answer = await ask(h, api, question, uid, lang="ru" if "на" in question else "en")
+        label = "⚙️ Конфиг" if "на" in question else "⚙️ Config"
+        await h.feed(callback(button(answer, label), message_obj=answer, user_id=uid))
+        sent = {name: content.decode() for name, content, _caption in documents(api, uid)}
+        script = sent["train.py"]
+        assert "per_device_train_batch_size=8," in script and "use_vllm=True" in script, script
+        assert f"vllm_mode={mode!r}" in script
+        if mode == "server":
+            assert "num_processes: 7" in sent["accelerate.yaml"]
