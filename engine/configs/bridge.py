@@ -1,6 +1,7 @@
-"""The only place engine.configs touches the planner and the estimator (both are being moved: re-point here).
+"""The only place engine.configs touches the answer, the planner and the estimator (re-point here when they move).
 
-best_job(request, target): the best plan for the request as a ConfigJob, in the settings its estimate assumed.
+best_job(request, target): the answer's arrangement as a ConfigJob: a training answer's plan on the GPUs asked, a
+post-training answer's settings to use, a serving answer's engine settings (TP x PP, replicas, context, share).
 check_estimate(request): the `estimate` answer for a request read from a config, and the smallest changes that fit.
 """
 
