@@ -190,11 +190,13 @@ def _check_summary(out: dict[str, Any]) -> str:
         lines.append(f"peak per GPU: {est['per_gpu']['total']:.1f} GiB on {est.get('gpu_count', 1)} GPU(s)")
         fits = [f for f in est.get("fits", []) if f.get("fits")]
         if est.get("fits"):
-            lines.append("fits: " + (", ".join(f"{f['gpu']} ({f['headroom_gb']:+.1f} GB)" for f in fits[:5]) or "none"))
+            # one unit in one output: the peak, the headroom and the savings are all GiB (2^30 bytes)
+            lines.append("fits: " + (", ".join(f"{f['gpu']} ({f['headroom_gb']:+.1f} GiB)" for f in fits[:5])
+                                     or "none"))
     if out.get("error"):
         lines.append(f"error: {out['error']}")
     for c in out.get("changes", []):
-        lines.append(f"change: {c['key']} (saves {c['saves_gb']:.1f} GB{', fits' if c.get('fits') else ''})")
+        lines.append(f"change: {c['key']} (saves {c['saves_gb']:.1f} GiB{', fits' if c.get('fits') else ''})")
     if out.get("ignored"):
         lines.append("not understood: " + ", ".join(out["ignored"]))
     if out.get("no_effect"):

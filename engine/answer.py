@@ -74,7 +74,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     shown = [*result.plans[:SHOWN_PLANS], *([cheaper] if cheaper else result.alternatives)]
     gpu = find_gpu(asked.gpu, asked.memory_gb) if asked else None
     conflicts = hardware_conflicts(s, gpu, request) if gpu is not None and not result.comparison else []
-    said, fix = verdict(result, b, asked, conflicts)
+    said, fix = verdict(result, b, asked, conflicts, full_asked=request.method == "full")
     fused = fused_loss_alternative(s) if s.framework_assumed else None
     return TrainingAnswer(
         request=request, scenario=s, breakdown=b,
@@ -206,7 +206,7 @@ PARSED_DEFAULTS = {"quantization": "quantization", "context_parallel": "context_
 def parsed_assumptions(request: Request) -> list[Assumption]:
     """The defaults the parser picked ("q4" → llama.cpp's Q4_K_M, "DeepSpeed Ulysses" on 8 GPUs → CP ×8, a budget
     without a currency → the language's), each shown in the Assumptions line like the engine's own."""
-    out = []
+    out = [Assumption(key="moe_active", value=moe_active(request))] if moe_active(request) else []
     for said in request.assumed:
         key = PARSED_DEFAULTS.get(said)
         value = request.budget.currency if said == "budget.currency" and request.budget else \
@@ -214,6 +214,14 @@ def parsed_assumptions(request: Request) -> list[Assumption]:
         if key is not None and value is not None:
             out.append(Assumption(key=key, value=value))
     return out
+
+
+def moe_active(request: Request) -> str | None:
+    """"30b moe": the active size the parser assumed (the catalog's typical MoE share), as "active/total" in B."""
+    m = request.model
+    if "model.active_params_b" not in request.assumed or m is None or not m.active_params_b or not m.params_b:
+        return None
+    return f"{m.active_params_b:g}/{m.params_b:g}"
 
 
 def said_notes(request: Request, model: str, gpu: str | None, currency: str) -> list[Note]:
@@ -230,7 +238,7 @@ def said_notes(request: Request, model: str, gpu: str | None, currency: str) -> 
 
 
 def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None,
-            conflicts: list[str] | None = None) -> tuple[Verdict | None, Change | None]:
+            conflicts: list[str] | None = None, full_asked: bool = False) -> tuple[Verdict | None, Change | None]:
     """fits / tight / fits_with_changes / no_fit on the GPUs asked (compare for several, None for none), with
     one rule against the capacity the answer shows (engine.fit): tight under 10 % to spare, or when the
     allocator had to give back its cache. fits_with_changes names the change (or combination) that fits on
@@ -244,10 +252,16 @@ def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None,
     room = capacity(asked.gpu, asked.memory_gb)
     if fits(b, room, NO_HEADROOM):
         return ("tight" if tight(b, room) else "fits"), None
-    on_card = [c for c in result.changes if _on_the_gpus_asked(c) and c.fits]
+    # full fine-tuning asked: a switch to LoRA/QLoRA is an alternative (listed under the changes), never the fix
+    on_card = [c for c in result.changes if _on_the_gpus_asked(c) and c.fits and not (full_asked and changes_method(c))]
     # a comfortable fix before one that leaves under 10 % free (Change.tight, which the headline then says)
     fix = next((c for c in on_card if not c.tight), on_card[0] if on_card else None)
     return ("fits_with_changes" if fix is not None else "no_fit"), fix
+
+
+def changes_method(c: Change) -> bool:
+    """The change (or a part of the combination) trains another way: LoRA or QLoRA instead of the method asked."""
+    return any(p.key == "method" for p in (c.parts or [c]))
 
 
 def _on_the_gpus_asked(c: Change) -> bool:
@@ -339,6 +353,9 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Serv
     if prices is not None and result.cost is not None and result.gpu is not None:
         result = result.model_copy(update={"cost": _priced(result, prices)})
     notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
+    if moe_active(request):  # "30b moe": the active share assumed, said
+        result = result.model_copy(update={"assumptions": [*result.assumptions,
+                                                          Assumption(key="moe_active", value=moe_active(request))]})
     if "quantization" in request.assumed and request.quantization:  # "q4": the parser's pick, said (engine.serving's
         result = result.model_copy(update={"assumptions": [  # own "weight_format" assumption words it)
             *result.assumptions, Assumption(key="weight_format", value=request.quantization)]})

@@ -63,7 +63,8 @@ async def test_config_button_sends_the_best_plans_config_and_another_framework(h
     await h.feed(callback(button(answer, "⚙️ Config"), message_obj=answer))
     (name, content, caption), = documents(api, 3001)  # the framework the question named is the default
     assert name == "axolotl.yaml"
-    assert "Axolotl" in caption and "RTX 4090" in caption and "GB per GPU" in caption
+    assert "Axolotl" in caption and "RTX 4090" in caption and "GiB per GPU" in caption
+    assert " GB" not in caption and "GiB per GPU" in content.decode()  # one unit: the caption's is the file's
     read = read_config(content, name)
     from engine.parse import parse
     job, _ = best_job(parse(question), "axolotl")
@@ -89,7 +90,7 @@ async def test_serving_answer_offers_serving_engines_in_russian(h: Harness, api:
     await h.feed(callback(button(answer, "⚙️ Конфиг"), message_obj=answer, user_id=3002, language_code="ru"))
     (name, content, caption), = documents(api, 3002)
     assert name == "vllm_serve.sh" and "vllm serve" in content.decode()
-    assert "ГБ на GPU" in caption and "Запуск" in caption
+    assert "ГиБ на GPU" in caption and "Запуск" in caption
     sent = [m for (c, _), m in api.messages.items() if c == 3002 and "document" in m][-1]
     labels = {b["text"] for row in sent["reply_markup"]["inline_keyboard"] for b in row}
     assert labels == {"✓ vLLM", "SGLang", "llama.cpp"}
@@ -220,3 +221,19 @@ async def test_secrets_are_never_echoed_nor_logged(h: Harness, api: FakeBotAPI,
     assert TOKEN not in caplog.text
     stored = [await h.store.get_request(d.split(":")[1]) for d in [button(answer, "⚙️ Config")]]
     assert stored and TOKEN not in json.dumps([s.model_dump(mode="json") for s in stored if s])
+
+
+async def test_the_config_button_of_a_grpo_answer_carries_its_batch_and_vllm(h: Harness, api: FakeBotAPI) -> None:
+    """The issue's GRPO config: batch 1 and no vLLM where the answer said batch 8 and vLLM colocated; in server mode
+    the answer and the config are both in server mode."""
+    for question, mode, uid in (("GRPO Qwen2.5-7B on 1 H100 with vLLM", "colocate", 3010),
+                                ("grpo qwen2.5 32b на 8 h100, vllm в режиме сервера", "server", 3011)):
+        answer = await ask(h, api, question, uid, lang="ru" if "на" in question else "en")
+        label = "⚙️ Конфиг" if "на" in question else "⚙️ Config"
+        await h.feed(callback(button(answer, label), message_obj=answer, user_id=uid))
+        sent = {name: content.decode() for name, content, _caption in documents(api, uid)}
+        script = sent["train.py"]
+        assert "per_device_train_batch_size=8," in script and "use_vllm=True" in script, script
+        assert f"vllm_mode={mode!r}" in script
+        if mode == "server":
+            assert "num_processes: 7" in sent["accelerate.yaml"]

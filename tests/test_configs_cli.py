@@ -196,3 +196,18 @@ def test_the_config_is_for_the_gpus_the_user_named() -> None:
 
     out = config_for(parse("qlora llama 3.1 70b on 2 h100"), "axolotl")
     assert "made for 2x H100 SXM" in out.files[0].text
+
+
+@pytest.mark.parametrize("question", ["QLoRA Llama-3.1-8B on 2 RTX 4090", "full fine-tune Llama-3.1-8B on 1 RTX 4090"])
+def test_check_says_one_unit_in_one_output(question: str, tmp_path: Path) -> None:
+    """The peak, the headroom of the GPUs that fit and the savings of a change are all GiB (2^30 bytes), said so on
+    every line (was: "peak per GPU: 16.0 GiB" then "fits: RTX 4090 (+7.3 GB)")."""
+    import re
+
+    answer = json.loads(run("config", "--json", "--framework", "axolotl", question).stdout)
+    path = tmp_path / answer["files"][0]["name"]
+    path.write_text(answer["files"][0]["text"], encoding="utf-8")
+    text = run("check", str(path)).stdout
+    units = re.findall(r"\d (GiB|GB|MB|MiB)\b", text)
+    assert units and set(units) == {"GiB"}, text
+    assert "fits:" in text or "change:" in text

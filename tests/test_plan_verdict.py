@@ -208,7 +208,9 @@ def test_without_a_framework_the_answer_says_what_fused_cross_entropy_would_chan
 
 def test_apple_silicon_gets_no_bitsandbytes_optimizer_no_offload_and_no_second_mac() -> None:
     a = answer(request(model={"params_b": 8}, method="full", gpus=[{"name": "M3 Max"}]))
-    assert a.fix is not None and a.fix.key == "method"  # not "8-bit optimizer": bitsandbytes has no MPS backend
+    # full fine-tuning asked: LoRA is the alternative listed, never the headline's fix of full training
+    assert a.fix is None and a.verdict == "no_fit"
+    assert any(c.key == "method" and c.fits for c in a.changes)  # not "8-bit optimizer": no bitsandbytes on MPS
     assert not any(c.key in ("optimizer_8bit", "cpu_offload", "more_gpus") for c in a.changes)
     assert not any(p.gpu == "M3 Max" for p in a.plans)
     assert a.alternatives and all(p.gpu != "M3 Max" for p in a.alternatives)

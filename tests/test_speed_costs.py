@@ -79,11 +79,11 @@ def test_offload_slowdown_falls_with_pcie_bandwidth(monkeypatch: pytest.MonkeyPa
 
 def test_parameter_offload_moves_far_more_than_optimizer_offload() -> None:
     optimizer_only = speed.offload_cost(scenario("full", sharding="zero2", offload=True), "A100", 4)
-    # ZeRO-3 `offload` offloads the parameters where the stack's preset does (ms-swift zero3_offload.json); the
-    # default stack's is DeepSpeed's offload_optimizer, which keeps the 16-bit shards on the GPU
+    # ZeRO-3 `offload` offloads the parameters where the stack's preset does (ms-swift zero3_offload.json; the
+    # default stack's, as the DeepSpeed config this tool writes, offloads both): the 16-bit shards stream in
     with_params = speed.offload_cost(scenario("full", sharding="zero3", offload=True, framework="ms-swift"), "A100", 4)
-    zero3_optimizer = speed.offload_cost(scenario("full", sharding="zero3", offload=True), "A100", 4)
-    assert zero3_optimizer.pcie_bytes_per_step < 1.1 * optimizer_only.pcie_bytes_per_step
+    ours = speed.offload_cost(scenario("full", sharding="zero3", offload=True), "A100", 4)
+    assert ours.parameters_offloaded and ours.pcie_bytes_per_step > 2 * optimizer_only.pcie_bytes_per_step
     assert with_params.pcie_bytes_per_step > 2 * optimizer_only.pcie_bytes_per_step
     assert with_params.seconds_per_step > optimizer_only.seconds_per_step
 

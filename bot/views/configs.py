@@ -139,7 +139,8 @@ def config_caption(lang: str, target: str, gpu: tuple[int, str | None] | None, e
     if gpu is not None:
         head += " · " + html.escape(f"{gpu[0]}×{gpu[1] or 'GPU'}")
     if estimate_gib is not None:
-        head += " · " + t(lang, "peak %(gb)s GB per GPU", gb=num(lang, estimate_gib))
+        # the unit of the files' own header ("estimated peak … GiB per GPU"): one unit in one message
+        head += " · " + t(lang, "peak %(gb)s GiB per GPU", gb=num(lang, estimate_gib))
     lines = [head, t(lang, "Run: %(command)s", command="<code>" + html.escape(command) + "</code>")]
     for note in notes:
         lines.append("• " + note_text(lang, note))

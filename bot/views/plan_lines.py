@@ -149,8 +149,9 @@ def old_price_note(lang: str, day: str) -> str:
 def count_lead(lang: str, a: PlannedAnswer) -> str:
     """"сколько нод h100", "скока надо гпу": the fewest of the GPU asked (else the cheapest plan) that holds the job,
     as the engine's own plans count them, with the nodes they span and the techniques they need."""
-    if "count" not in a.request.asks or not a.plans:
-        return ""
+    full_elsewhere = a.request.method == "full" and a.verdict == "no_fit" and a.asked is not None
+    if ("count" not in a.request.asks and not full_elsewhere) or not a.plans:
+        return ""  # full fine-tuning that does not fit as asked: the count that holds it leads, LoRA comes after
     named = a.asked.gpu if a.asked is not None else None
     pool = [p for p in a.plans if p.gpu == named] if named else a.plans[:1]
     if not pool:

@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.views.catalogs import _, _n
 from bot.views.formats import context_text, decimal, money, num, pct
+from bot.views.words import assumption_text
 from engine.schema import Assumption, Change
 from engine.schema import ServingSettings as Settings
 
@@ -252,4 +253,6 @@ def assumption_line(lang: str, item: Assumption, family: str = "vllm-v1") -> str
             return _n(lang, "output %(v)s token", "output %(v)s tokens", n) % {"v": num(lang, n)}
         case "gpu_memory_utilization" | "max_num_seqs" | "max_num_batched_tokens":
             return f"{named} {value}"
+        case "moe_active":  # "30b moe": the active share assumed (engine.answer.moe_active), worded once
+            return assumption_text(lang, Assumption(key=key, value=value))
     return str(item)

@@ -195,6 +195,11 @@ def assumption_text(lang: str, item: Assumption) -> str:
         case "deadline_weekday":
             return _(lang, "a deadline by a weekday taken as %(v)s h (I do not count calendar days)") % {
                 "v": number_or_text(lang, value)}
+        case "moe_active":
+            active, _sep, total = str(value).partition("/")
+            return _(lang, "a mixture of experts with %(active)sB of its %(total)sB active per token (the median "
+                           "share of the catalog's MoE models; say it as 30B-A3B to change it)") % {
+                "active": number_or_text(lang, float(active)), "total": number_or_text(lang, float(total))}
         case "budget_currency":
             return _(lang, "budget in roubles") if value == "RUB" else _(lang, "budget in dollars")
         case "lora_rank":
@@ -228,6 +233,8 @@ def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
             return _(lang, "8-bit optimizer")
         case "fused_loss":
             return FUSED_LOSS
+        case "cpu_offload" if p.get("params"):
+            return _(lang, "CPU offload of the parameters and the optimizer state")
         case "cpu_offload":
             return _(lang, "CPU offload of the optimizer state")
         case "method":

@@ -24,7 +24,9 @@ from engine.catalog.shapes import (
     reference_of,
     shape_reference,
     smaller_shapes,
+    typical_moe_share,
 )
 
 __all__ = ["HERE", "CatalogModel", "Gpu", "architecture", "config_params", "data_file", "find_gpu", "find_model",
-           "gpus", "models", "reference_of", "shape_reference", "smaller_shapes", "unified_memory", "usable_memory_gib"]
+           "gpus", "models", "reference_of", "shape_reference", "smaller_shapes", "typical_moe_share", "unified_memory",
+           "usable_memory_gib"]

@@ -141,6 +141,17 @@ def representative_moe(params: float, active: float, name: str | None = None) ->
                         gated=base.gated_mlp)
 
 
+@lru_cache(maxsize=1)
+def typical_moe_share() -> float:
+    """The active share of a mixture of experts said only by its total ("30B MoE"): the median active/total of the
+    catalog's MoE models (each row sourced in models.toml: Qwen3-30B-A3B 11 %, Mixtral 28 %, DeepSeek-V3 5.5 % ...),
+    one row per distinct shape."""
+    shares = sorted({(m.params_b, m.active_params_b): m.active_params_b / m.params_b for m in models()
+                     if m.active_params_b and m.active_params_b < m.params_b}.values())
+    mid = len(shares) // 2
+    return shares[mid] if len(shares) % 2 else (shares[mid - 1] + shares[mid]) / 2
+
+
 def moe_reference(params: float, active: float) -> CatalogModel:
     def distance(m: CatalogModel) -> float:
         used = (m.active_params_b or m.params_b) * 1e9

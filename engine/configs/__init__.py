@@ -3,7 +3,7 @@ command line back into the Request it describes. Pure: text in, text out; no I/O
 
 Public API (what the bot and the CLI call):
     write_config(job, target)      -> ConfigOutput      one framework's files for a ConfigJob
-    config_for(request, target)    -> ConfigOutput      the best plan for a request, written for `target`
+    config_for(request, target)    -> ConfigOutput      the answer's arrangement for a request, written for `target`
     read_config(text, name)        -> ReadResult        one file or pasted command (never raises for bad input)
     read_bundle([(name, text)...]) -> ReadResult        several files of one job
     check(text, name)              -> dict              CONTRACT.md v2 `check --json`
@@ -41,7 +41,8 @@ def read_bundle(files: list[tuple[str, str | bytes]]) -> ReadResult:
 
 
 def config_for(request: Any, target: Target | None = None) -> ConfigOutput:
-    """The ready-to-run config of the best plan for the request (raises ScenarioError when none can be made)."""
+    """The ready-to-run config of the answer to the request, in the arrangement it shows (engine.configs.bridge;
+    raises ScenarioError when none can be made)."""
     from engine.configs.bridge import FRAMEWORK_TARGET, SERVING, best_job, default_target, is_serving
 
     notes: list[str] = []

@@ -1,6 +1,7 @@
-"""The only place engine.configs touches the planner and the estimator (both are being moved: re-point here).
+"""The only place engine.configs touches the answer, the planner and the estimator (re-point here when they move).
 
-best_job(request, target): the best plan for the request as a ConfigJob, in the settings its estimate assumed.
+best_job(request, target): the answer's arrangement as a ConfigJob: a training answer's plan on the GPUs asked, a
+post-training answer's settings to use, a serving answer's engine settings (TP x PP, replicas, context, share).
 check_estimate(request): the `estimate` answer for a request read from a config, and the smallest changes that fit.
 """
 
@@ -20,8 +21,13 @@ ENGINE_TARGET: dict[str, Target] = {"vllm": "vllm", "sglang": "sglang", "llama.c
 
 
 def is_serving(request: Request) -> bool:
-    return request.method == "inference" or (request.method is None and bool(request.serving_engine
-                                                                              or request.concurrency))
+    """Whether the answer is a serving one (engine.answer's rule): inference, or a serving engine or users named
+    without a training method or stage ("GRPO with vLLM" is training: vLLM generates its rollouts)."""
+    if request.method == "inference":
+        return True
+    if request.method is not None or request.stage is not None:
+        return False
+    return bool(request.serving_engine or request.concurrency)
 
 
 def default_target(request: Request) -> Target:
@@ -31,7 +37,7 @@ def default_target(request: Request) -> Target:
     return FRAMEWORK_TARGET.get(request.framework or "", "trl")
 
 
-def _adapted(request: Request, target: Target) -> Request:
+def adapted(request: Request, target: Target) -> Request:
     """The request as the target runs it: Unsloth always fuses the loss, torchtune trains in pure bf16 with FSDP."""
     r = request.model_copy(deep=True)
     if target == "unsloth":
@@ -83,16 +89,45 @@ def _model_id(name: str | None, s: Scenario) -> tuple[str, list[str]]:
     return name or s.arch.name, []
 
 
+def _answer(request: Request) -> Any:
+    """The answer the user saw for the request (engine.answer): the config carries its arrangement."""
+    from engine.answer import answer
+    from engine.scenario import ScenarioError
+    from engine.schema import ErrorAnswer, PlannedAnswer
+
+    a = answer(request)
+    if not isinstance(a, PlannedAnswer):
+        note = a.errors[0] if isinstance(a, ErrorAnswer) else None
+        params = dict(note.params) if note is not None else {}
+        raise ScenarioError(str(params.pop("reason", note.key if note else "no_estimate")),
+                            str(params.pop("why", "no_estimate")))
+    return a
+
+
 def best_job(request: Request, target: Target | None = None) -> tuple[ConfigJob, list[str]]:
-    """The best plan's job for `target` (default: the request's framework) and notes (message keys)."""
+    """The job of the answer's best plan for `target` (default: the request's framework) and notes (message
+    keys): a serving answer's engine settings, a post-training answer's settings to use, a training answer's plan."""
     target = target or default_target(request)
-    result = _plan(_adapted(request, target))
+    if target in SERVING:
+        served = serving_job(request, target)
+        if served is not None:
+            return served
+        return _planned_job(request, _plan(adapted(request, target)), None)
+    from engine.schema import PostTrainAnswer
+
+    a = _answer(adapted(request, target))
+    return _planned_job(request, a, a.posttrain if isinstance(a, PostTrainAnswer) else None)
+
+
+def _planned_job(request: Request, result: Any, pt: Any) -> tuple[ConfigJob, list[str]]:
+    """`result`: an Answer or a PlanResult (both carry the scenario, its breakdown and the plans)."""
     s, best = _scenario_of(result, request)
     notes = [] if best else ["no_plan_fits"]
     model_id, model_notes = _model_id(request.model.name if request.model else None, s)
     notes += model_notes
     batch = request.batch_size or s.batch_size
     accum = batch // s.batch_size if s.batch_size and batch > s.batch_size else 1
+    context = result.breakdown.cuda_context if result.breakdown is not None else 0.0
     job = ConfigJob(
         model=model_id,
         method=s.method, stage=request.stage or "sft", bits=s.bits, quantization=request.quantization,
@@ -111,7 +146,94 @@ def best_job(request: Request, target: Target | None = None) -> tuple[ConfigJob,
         rollout_sleep=bool(request.rollout.sleep) if request.rollout else False,
         concurrency=request.concurrency or (s.batch_size if s.method == "inference" else None),
         gpu_memory_utilization=request.engine_options.gpu_memory_utilization if request.engine_options else None,
-        estimate_gib=round(best.per_gpu_gb, 1) if best else round(result.breakdown.total, 1),
+        # what one GPU must hold, as the answer shows it: the reserved peak plus the CUDA context (engine.fit)
+        estimate_gib=round((best.per_gpu_gb if best else result.breakdown.total) + context, 1),
+    )
+    if pt is not None:
+        job = with_posttrain(job, pt)
+    return job, notes
+
+
+def with_posttrain(job: ConfigJob, pt: Any) -> ConfigJob:
+    """A post-training answer's "settings to use" (engine.posttrain Settings, TRL names) in the job: the micro-batch,
+    the generations and completion length, the vLLM rollout (mode, its memory share, TP, sleep), CP, the fused loss,
+    the sequence it was estimated for, and the GPUs that train (server mode gives some of them to vLLM)."""
+    st = pt.settings
+    update: dict[str, Any] = {"batch_size": st.per_device_train_batch_size,
+                              "gradient_checkpointing": st.gradient_checkpointing}
+    if st.num_generations:
+        update["num_generations"] = st.num_generations
+    if st.max_completion_length and job.stage in ("grpo", "ppo"):
+        update["output_len"] = st.max_completion_length
+        update["seq_len"] = (st.max_prompt_length or 0) + st.max_completion_length
+    elif st.max_length:
+        update["seq_len"] = st.max_length
+    if st.use_vllm and st.vllm_mode:
+        update.update(rollout_mode=st.vllm_mode, rollout_gpu_memory_utilization=st.vllm_gpu_memory_utilization,
+                      rollout_tensor_parallel=st.vllm_tensor_parallel_size, rollout_sleep=bool(
+                          st.vllm_enable_sleep_mode))
+    elif job.stage in ("grpo", "ppo"):
+        update.update(rollout_mode=None, rollout_gpu_memory_utilization=None, rollout_tensor_parallel=None,
+                      rollout_sleep=False)
+    if st.sequence_parallel_size and st.sequence_parallel_size > 1:
+        update["context_parallel"] = st.sequence_parallel_size
+    if st.use_liger_kernel:
+        update["fused_loss"] = True
+    return job.model_copy(update=update)
+
+
+# serving: the answer's weight format → the job's (quantization, bits)
+FORMAT_QUANT: dict[str, tuple[str | None, int]] = {
+    "bf16": (None, 16), "fp16": (None, 16), "fp32": (None, 16), "fp8": ("fp8", 8), "int8": ("int8", 8),
+    "awq": ("awq", 4), "gptq": ("gptq", 4), "bitsandbytes": ("nf4", 4), "mxfp4": ("mxfp4", 4),
+    "nvfp4": ("nvfp4", 4)}
+# llama.cpp's KV cache types → the job's kv_cache_dtype (serving_flags LLAMA_KV_WRITE's inverse)
+LOCAL_KV = {"q8_0": "int8", "q4_0": "int4"}
+
+
+def serving_job(request: Request, target: Target) -> tuple[ConfigJob, list[str]] | None:
+    """The serving answer's engine settings as a job: TP x PP, the replicas (data parallel) on the GPUs, the
+    context, max_num_seqs, gpu_memory_utilization, the weight and KV formats, as its launch command says them.
+    None when the engine could not size it (the planner's job is written then)."""
+    from engine.scenario import ScenarioError, build_scenario
+    from engine.serving import serve
+
+    engine = {"vllm": "vllm", "sglang": "sglang"}.get(target) or (
+        request.serving_engine if request.serving_engine == "ollama" else "llama.cpp")
+    asked = request.serving_engine or "vllm"
+    req = request if asked == engine else request.model_copy(update={"serving_engine": engine})
+    r = serve(req)
+    st, gpu, m = r.settings, r.gpu, r.memory
+    if st is None or gpu is None or m is None:
+        return None
+    try:
+        s = build_scenario(req)
+    except (ScenarioError, ValueError):
+        return None
+    model_id, notes = _model_id(request.model.name if request.model else None, s)
+    fmt = st.weight_format
+    quant: str | None
+    if fmt.startswith("gguf:"):
+        from engine.configs.readers.serving import gguf_bits
+
+        quant, bits = fmt, gguf_bits(fmt)
+    else:
+        quant, bits = FORMAT_QUANT.get(fmt, (request.quantization, request.bits or 16))
+    kv = "fp8" if st.kv_cache_dtype.startswith("fp8") else LOCAL_KV.get(st.kv_cache_dtype)
+    users = r.users
+    seqs = min(st.max_num_seqs, users) if users else st.max_num_seqs
+    layers_split = st.gpu_layers is not None and st.gpu_layers < r.layers
+    job = ConfigJob(
+        model=model_id, method="inference", bits=bits, quantization=quant, optimizer=None,
+        half_dtype=s.half_dtype, seq_len=st.max_model_len, batch_size=max(1, seqs), gradient_checkpointing=False,
+        flash_attention=s.flash_attention, gpu_count=gpu.count, gpu_name=gpu.name if gpu.known else None,
+        tensor_parallel=st.tensor_parallel, pipeline_parallel=st.pipeline_parallel if st.pipeline_parallel > 1
+        else None, replicas=max(1, r.replicas), serving_engine=request.serving_engine, kv_cache_dtype=kv,
+        concurrency=seqs, gpu_memory_utilization=st.gpu_memory_utilization,
+        max_num_batched_tokens=st.max_num_batched_tokens if engine in ("vllm", "sglang") else None,
+        gpu_layers=st.gpu_layers if layers_split else None,
+        estimate_gib=round(m.weights_gib + m.activation_peak_gib + m.non_torch_gib + m.cuda_graph_gib
+                           + max(0.0, m.kv_pool_gib), 1),
     )
     return job, notes
 

@@ -49,10 +49,13 @@ def _serving(job: ConfigJob, engine: str) -> dict[str, Any]:
             r["kv_cache_dtype"] = job.kv_cache_dtype
         return r
     pp = job.pipeline_parallel or 1
-    r.update(tensor_parallel=job.tensor_parallel or max(1, job.gpu_count // pp),
-             pipeline_parallel=pp if pp > 1 else None,
+    tp = job.tensor_parallel or max(1, job.gpu_count // pp)
+    r.update(tensor_parallel=tp, pipeline_parallel=pp if pp > 1 else None,
              engine_options={"max_model_len": job.seq_len, "max_num_seqs": job.concurrency,
-                             "gpu_memory_utilization": job.gpu_memory_utilization or 0.9})
+                             "gpu_memory_utilization": job.gpu_memory_utilization or 0.9,
+                             "max_num_batched_tokens": job.max_num_batched_tokens})
+    if job.tensor_parallel:  # the command runs TP x PP x data parallel GPUs (an idle card is not named)
+        r["gpus"] = [{"name": job.gpu_name, "count": tp * pp * job.replicas}]
     if job.kv_cache_dtype == "fp8":
         r["kv_cache_dtype"] = "fp8"
     if q in ("awq", "gptq", "mxfp4"):

@@ -69,6 +69,9 @@ class ConfigJob(BaseModel):
     kv_cache_dtype: KvCacheDtype | None = None
     concurrency: int | None = None
     gpu_memory_utilization: float | None = None
+    replicas: int = Field(default=1, ge=1)  # data-parallel copies of the TP x PP instance (vLLM/SGLang DP)
+    max_num_batched_tokens: int | None = None  # the prefill chunk the activation peak was estimated for
+    gpu_layers: int | None = None  # llama.cpp: layers on the GPU when the answer left some in host RAM
     estimate_gib: float | None = None  # per GPU, the peak the plan was made for
 
     @property

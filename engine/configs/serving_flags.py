@@ -58,6 +58,14 @@ def _pp(job: ConfigJob) -> str | None:
     return str(job.pipeline_parallel) if job.pipeline_parallel and job.pipeline_parallel > 1 else None
 
 
+def _dp(job: ConfigJob) -> str | None:
+    return str(job.replicas) if job.replicas > 1 else None
+
+
+def _batched(job: ConfigJob) -> str | None:
+    return str(job.max_num_batched_tokens) if job.max_num_batched_tokens else None
+
+
 def _concurrency(job: ConfigJob) -> str | None:
     return str(job.concurrency) if job.concurrency else None
 
@@ -119,15 +127,18 @@ VLLM_KV = _kv({"fp8": "fp8", "bf16": "auto"}, ("auto",))
 SGLANG_KV = _kv({"fp8": "fp8_e4m3", "bf16": "auto"}, ("auto", "bf16", "bfloat16"))
 
 
-def _common(model: Flag, tp_: tuple[str, ...], pp_: tuple[str, ...], seq: str, conc: str, memory: str,
-            kv: tuple[Read, Write], quant: tuple[str, ...]) -> tuple[Flag, ...]:
+def _common(model: Flag, tp_: tuple[str, ...], pp_: tuple[str, ...], dp_: tuple[str, ...], seq: str, conc: str,
+            batched: str, memory: str, kv: tuple[Read, Write], quant: tuple[str, ...]) -> tuple[Flag, ...]:
     """vLLM and SGLang carry the same settings under their own flag names."""
     return (
         model,
         Flag(tp_, "tensor_parallel", _int_or_one, lambda job: str(tp(job))),
         Flag(pp_, "pipeline_parallel", _int_or_one, _pp),
+        # data parallel: that many copies of the TP x PP instance behind one endpoint (the answer's replicas)
+        Flag(dp_, "data_parallel", _int_or_one, _dp),
         Flag((seq,), "seq_len", as_int, lambda job: str(job.seq_len)),
         Flag((conc,), "concurrency", as_int, _concurrency),
+        Flag((batched,), "max_num_batched_tokens", as_int, _batched),
         Flag((memory,), "gpu_memory_utilization", as_float, _memory),
         Flag(("--kv-cache-dtype",), "kv_cache_dtype", *kv),
         Flag(quant, "quantization", _quant_read, _quant_write, report="--quantization"),
@@ -137,13 +148,15 @@ def _common(model: Flag, tp_: tuple[str, ...], pp_: tuple[str, ...], seq: str, c
 
 VLLM = Engine("vllm", "vllm", ("vllm", "serve"), "vllm_serve.sh", _common(
     Flag(("--model",), "model", _model, lambda job: job.model, positional=True),
-    ("--tensor-parallel-size", "-tp"), ("--pipeline-parallel-size", "-pp"), "--max-model-len", "--max-num-seqs",
-    "--gpu-memory-utilization", VLLM_KV, ("--quantization", "-q")), snake=True)
+    ("--tensor-parallel-size", "-tp"), ("--pipeline-parallel-size", "-pp"), ("--data-parallel-size",),
+    "--max-model-len", "--max-num-seqs", "--max-num-batched-tokens", "--gpu-memory-utilization", VLLM_KV,
+    ("--quantization", "-q")), snake=True)
 
 SGLANG = Engine("sglang", "sglang", ("python", "-m", "sglang.launch_server"), "sglang_serve.sh", _common(
     Flag(("--model-path", "--model"), "model", _model, lambda job: job.model),
-    ("--tp-size", "--tensor-parallel-size", "--tp"), ("--pp-size", "--pipeline-parallel-size"), "--context-length",
-    "--max-running-requests", "--mem-fraction-static", SGLANG_KV, ("--quantization",)), snake=True)
+    ("--tp-size", "--tensor-parallel-size", "--tp"), ("--pp-size", "--pipeline-parallel-size"),
+    ("--dp-size", "--data-parallel-size"), "--context-length", "--max-running-requests",
+    "--chunked-prefill-size", "--mem-fraction-static", SGLANG_KV, ("--quantization",)), snake=True)
 
 
 def gguf_type(job: ConfigJob) -> str:
@@ -204,7 +217,9 @@ LLAMA_SERVER = Engine("llama.cpp", "llama_cpp", ("llama-server",), "llama_server
          lambda job: None if gguf_file(job) else job.model),  # the writer resolves repo:TYPE
     Flag(("-c", "--ctx-size"), "ctx", as_int, lambda job: str(job.seq_len * _slots(job))),
     Flag(("-np", "--parallel"), "slots", _int_or_one, lambda job: str(_slots(job))),
-    Flag(("-ngl", "--gpu-layers", "--n-gpu-layers"), None, write=lambda job: "999"),
+    # 999: every layer (and the output layer) on the GPU; fewer only where the answer left some in host RAM
+    Flag(("-ngl", "--gpu-layers", "--n-gpu-layers"), None,
+         write=lambda job: "999" if job.gpu_layers is None else str(job.gpu_layers)),
     Flag(("-fa", "--flash-attn"), "flash_attention", lambda v: v.lower() != "off",
          lambda job: "on" if job.flash_attention else "off"),
     Flag(("-ctk", "--cache-type-k"), "kv_cache_dtype", _llama_kv_read, _llama_kv_write),

@@ -156,6 +156,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     training.flash_attention(s)
     training.sharding(s)
     stack.fused_loss(s)
+    stack.rollout(s)
     stack.unsupported(s)
     money.currency(s)
     errors += s.errors
@@ -235,7 +236,7 @@ def _request(s: Scan, errors: list[str]) -> Request:
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
         "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
         "rent_hours", "rent_monthly",
-        *V2_FIELDS, "activation_offload", "tiled_mlp", "expert_parallel")}
+        *V2_FIELDS, "activation_offload", "tiled_mlp", "expert_parallel", "rollout")}
     fields.update({k: said.get(k) for k in load.FIELDS})
     if fields.get("expert_parallel") is None and said.get("expert_parallel_on"):
         fields["expert_parallel"] = 1  # on, degree not said: the serving engine's (vLLM: TP x DP)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
-from engine.catalog import CatalogModel, find_model, models
+from engine.catalog import CatalogModel, find_model, models, typical_moe_share
 from engine.parse.lexicon import NOT_NAME_WORDS
 from engine.parse.names import JOINERS, NameIndex, key_of
 from engine.parse.normalize import NUM, PUNCT, WORD, Tok
@@ -150,4 +151,22 @@ def sizes(s: Scan) -> None:
         if name is not None:  # "yandex/YandexGPT-5-Lite-8B-pretrain": the id's words say no method or stage
             a, b = chunk_bounds(s.toks, first)
             s.ids.update(range(a, b + 1))
-        s.said["model"] = {"name": name, "params_b": value, "active_params_b": None}
+        s.said["model"] = {"name": name, "params_b": value, "active_params_b": moe_active(s, first, end, name, value)}
+
+
+ACTIVE_IN_NAME = re.compile(r"[-_ ]a(\d{1,4}(?:\.\d{1,3})?)b\b")  # "30b-a3b": 3B of the 30B active per token
+MOE_WORDS = frozenset({"moe", "mixture", "experts"})
+
+
+def moe_active(s: Scan, first: int, end: int, name: str | None, total: float) -> float | None:
+    """The active size of a bare size said as a mixture of experts: "30b-a3b" says it; "30b moe" / "MoE 30B" does
+    not, so the typical share of the catalog's MoE models is assumed (engine.catalog.typical_moe_share) and said
+    (Request.assumed "model.active_params_b"). None for a dense size."""
+    said = ACTIVE_IN_NAME.search(name.lower()) if name else None
+    if said is not None and 0 < float(said.group(1)) < total:
+        return float(said.group(1))
+    after = s.word(s.skip(end + 1, frozenset({"-"}), 1))
+    if after not in MOE_WORDS and s.word(first - 1) not in MOE_WORDS:
+        return None
+    s.assumed.append("model.active_params_b")
+    return float(f"{total * typical_moe_share():.3g}")

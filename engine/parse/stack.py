@@ -224,3 +224,38 @@ def colab(s: Scan) -> None:
         s.gpus.append((i, {"name": name, "memory_gb": memory, "count": count}, kaggle))
         s.assumed.append("gpus")
         return
+
+
+# GRPO/PPO rollouts on vLLM: "server mode", "vllm-serve", "в режиме сервера", "на отдельной карте" put vLLM on GPUs of
+# its own (TRL vllm_mode="server"); "colocate(d)" shares the training GPUs; "sleep mode" frees vLLM's memory in the step
+SERVER_PAIRS = frozenset({("server", "mode"), ("server", "режим"), ("server", "режиме"), ("серверном", "режиме"),
+                          ("серверный", "режим"), ("режиме", "сервера"), ("режим", "сервера"), ("vllm", "server"),
+                          ("vllm", "serve"), ("vllm", "сервер"), ("vllm", "сервером")})
+SEPARATE_WORDS = frozenset({"separate", "dedicated", "отдельной", "отдельном", "отдельную", "отдельный", "выделенной"})
+SEPARATE_NOUNS = frozenset({"gpu", "gpus", "card", "карте", "карту", "гпу", "видеокарте", "сервере", "server", "node",
+                            "ноде"})
+COLOCATE_WORDS = frozenset({"colocate", "colocated", "colocation", "co", "колокация", "колокации", "колокейт"})
+
+
+def rollout(s: Scan) -> None:
+    """The vLLM rollout's mode of a GRPO/PPO question, when said (Request.rollout); none said is engine.posttrain's
+    default (colocated), shown as an assumption."""
+    if s.said.get("stage") not in ("grpo", "ppo"):
+        return
+    texts = [t.text for t in s.toks if t.text not in ("-", "_")]
+    mode: str | None = None
+    sleep = False
+    for i, w in enumerate(texts):
+        after = texts[i + 1] if i + 1 < len(texts) else ""
+        if (w, after) in SERVER_PAIRS or (w in SEPARATE_WORDS and after in SEPARATE_NOUNS):
+            mode = mode or "server"
+        elif w in COLOCATE_WORDS and (w != "co" or after in ("located", "locate")):
+            mode = mode or "colocate"
+        elif w == "sleep" or (w in ("режим", "режиме") and after == "сна"):
+            sleep = True
+    if mode is None and not sleep:
+        return
+    said: dict[str, object] = {"engine": "vllm", "mode": mode}
+    if sleep and mode != "server":
+        said["sleep"] = True
+    s.set("rollout", said)

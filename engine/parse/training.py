@@ -255,6 +255,8 @@ def method(s: Scan) -> None:
             pretrain = True
         elif w in SERVING_NAMES:
             weak = True  # "GRPO with vLLM rollouts" is training
+        elif w in STRONG_INFERENCE and s.said.get("stage") in ("grpo", "ppo"):
+            weak = True  # "GRPO, vllm-serve on a separate card": the rollout's server; RL is training
         elif w in STRONG_INFERENCE:
             found = "inference"
         elif w in WEAK_INFERENCE_WORDS:

@@ -52,7 +52,8 @@ def _single_changes(base: Scenario) -> list[tuple[str, dict[str, Any], dict[str,
         if not base.fused_loss:
             changes.append(("fused_loss", {}, {"fused_loss": True}))
         if base.method == "full" and not base.offload:
-            changes.append(("cpu_offload", {}, {"offload": True}))
+            # ZeRO-3's offload moves the parameters to CPU RAM too (DeepSpeed offload_param), said so
+            changes.append(("cpu_offload", {"params": True} if base.sharding == "zero3" else {}, {"offload": True}))
     else:
         if base.bits > 8:
             changes.append(("bits", {"to": 8}, {"bits": 8}))
@@ -99,6 +100,8 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
     # what fits first, the smallest sacrifice first (the verdict's fix is the first: a combination of small
     # sacrifices beats one big one, "fused loss + context 4096" before "context 1024"); then the rest
     out.sort(key=lambda c: (not c.fits, *(_cost_of(c, base) if c.fits else (0, 0, 0)), c.total_gb))
+    if full_asked:  # what keeps full fine-tuning first, LoRA after it: an alternative, not the fix of full training
+        out.sort(key=lambda c: any(p.key == "method" for p in (c.parts or [c])))
     for count in (c for c in (2, 4, 8) if c > base.gpu_count):
         sharding = "zero3" if base.method != "inference" else "none"
         if not runnable(None, base.model_copy(update={"gpu_count": count, "sharding": sharding}), gpu):
@@ -152,8 +155,10 @@ def _combination(base: Scenario, b0: Breakdown, room: float,
     chosen, b = found
     if len(chosen) < 2:
         return None
-    parts = [Change(key=k, params=p, saves_gb=round(b0.total - x.total, 1), fits=False,
-                    total_gb=round(need_gb(x), 2)) for k, p, _u, x in chosen]
+    adapters = any(k == "method" for k, _p, _u, _x in chosen)  # a LoRA base is offloaded whole (engine.memory.state)
+    parts = [Change(key=k, params={**p, "params": True} if k == "cpu_offload" and adapters else p,
+                    saves_gb=round(b0.total - x.total, 1), fits=False, total_gb=round(need_gb(x), 2))
+             for k, p, _u, x in chosen]
     return Change(key="combined", params={}, saves_gb=round(b0.total - b.total, 1), fits=True,
                   total_gb=round(need_gb(b), 2), parts=parts, tight=tight(b, room))
 

@@ -7,7 +7,7 @@ import re
 import shlex
 from typing import Any
 
-from engine.configs.common import as_int, target_tokens, targets_from_tokens
+from engine.configs.common import as_float, as_int, target_tokens, targets_from_tokens
 from engine.configs.options import known
 from engine.configs.readers.collect import Collector, as_bool
 from engine.configs.readers.flags import flags
@@ -96,8 +96,35 @@ def _secrets(env: list[str], c: Collector) -> None:
             c.unknown(f"env:{name}", value)
 
 
+SEPARATORS = ("&", "&&", ";")
+
+
+def _job_argv(argv: list[str], c: Collector) -> list[str]:
+    """One line of several commands: `trl vllm-serve … & accelerate launch … train.py` (GRPO with vLLM in server
+    mode, as `config` writes it) is the trainer's job, its rollout a vLLM server on GPUs of its own."""
+    parts: list[list[str]] = [[]]
+    for a in argv:
+        if a in SEPARATORS:
+            parts.append([])
+        else:
+            parts[-1].append(a)
+    parts = [p for p in parts if p]
+    if len(parts) < 2:
+        return argv
+    job = parts[-1]
+    for part in parts[:-1]:
+        _, cmd = program(part)
+        if cmd[:2] == ["trl", "vllm-serve"]:
+            fl, _ = flags(cmd[2:])
+            get = {k.lstrip("-").replace("-", "_"): v for k, v in fl.items()}
+            c.fields["rollout"] = {"engine": "vllm", "mode": "server", "on": True,
+                                   "tensor_parallel": as_int(get.get("tensor_parallel_size")),
+                                   "gpu_memory_utilization": as_float(get.get("gpu_memory_utilization"))}
+    return job
+
+
 def read(text: str, c: Collector) -> None:
-    argv = split(text) or []
+    argv = _job_argv(split(text) or [], c)
     env, argv = program(argv)
     _secrets(env, c)
     prog = argv[0].rsplit("/", 1)[-1]

@@ -35,6 +35,8 @@ def _apply(c: Collector, said: dict[str, Any], field: str, value: Any) -> None:
         _engine_options(c, max_num_seqs=value)
     elif field == "gpu_memory_utilization":
         _engine_options(c, gpu_memory_utilization=value)
+    elif field == "max_num_batched_tokens":
+        _engine_options(c, max_num_batched_tokens=value)
     elif field == "quantization":
         c.set("quantization", value[0])
         c.set("bits", value[1])
@@ -104,7 +106,7 @@ def _parallel(engine: Engine, args: list[str], c: Collector) -> None:
     tp, pp = said.get("tensor_parallel", 1), said.get("pipeline_parallel", 1)
     c.set("tensor_parallel", tp)
     c.set("pipeline_parallel", pp if pp > 1 else None)
-    c.gpu_count = tp * pp
+    c.gpu_count = tp * pp * said.get("data_parallel", 1)  # data parallel: copies of the TP x PP instance
 
 
 def _vllm(args: list[str], c: Collector) -> None:

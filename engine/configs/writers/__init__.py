@@ -16,7 +16,7 @@ def _trl(job: ConfigJob) -> ConfigOutput:
     job, cp_notes = with_context_parallel(job)
     out = trl_script(job)
     out.notes = cp_notes + out.notes
-    if job.gpu_count <= 1 and job.sharding == "none":
+    if job.gpu_count <= 1 and job.sharding == "none":  # one GPU, no vLLM server beside it
         out.command = trl_command(job)  # the same settings without the script; the script is in files
     return out
 

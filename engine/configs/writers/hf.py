@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.configs.common import HF_OPTIM, header, target_modules
 from engine.configs.model import ConfigFile, ConfigJob, ConfigOutput
-from engine.configs.writers.launch import accelerate_files, launcher
+from engine.configs.writers.launch import accelerate_files, launcher, train_gpus
 
 TRAINERS = {"sft": ("SFTTrainer", "SFTConfig"), "dpo": ("DPOTrainer", "DPOConfig"),
             "grpo": ("GRPOTrainer", "GRPOConfig"), "kto": ("KTOTrainer", "KTOConfig"),
@@ -39,8 +39,8 @@ def rollout_args(job: ConfigJob) -> dict[str, Any]:
 
 def generation_note(job: ConfigJob) -> list[str]:
     gens = job.num_generations or 8
-    batch = math.lcm(gens, job.batch_size * job.gpu_count)
-    if job.stage == "grpo" and batch != job.batch_size * job.grad_accum * job.gpu_count:
+    batch = math.lcm(gens, job.batch_size * train_gpus(job))
+    if job.stage == "grpo" and batch != job.batch_size * job.grad_accum * train_gpus(job):
         return [f"changed:generation_batch_size={batch} (TRL needs a multiple of num_generations)"]
     return []
 
@@ -72,7 +72,7 @@ def training_args(job: ConfigJob) -> dict[str, Any]:
         a["num_generations"] = gens
         a["max_completion_length"] = job.output_len or 256
         # GRPOConfig wants the generation batch divisible by num_generations and by the global micro-batch
-        a["generation_batch_size"] = math.lcm(gens, job.batch_size * job.gpu_count)
+        a["generation_batch_size"] = math.lcm(gens, job.batch_size * train_gpus(job))
         a.pop("max_length")
         a.update(rollout_args(job))
     if job.sharding == "fsdp":

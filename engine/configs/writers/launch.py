@@ -16,6 +16,22 @@ from engine.configs.writers.yaml_tools import dump
 ZERO_STAGE = {"zero1": 1, "zero2": 2, "zero3": 3}
 
 
+def train_gpus(job: ConfigJob) -> int:
+    """The GPUs that train: all of them, less those a vLLM server holds in server mode (TRL `trl vllm-serve` on
+    GPUs of its own, engine.posttrain's setup)."""
+    tp = job.rollout_tensor_parallel or 1
+    return job.gpu_count - tp if job.rollout_mode == "server" and job.gpu_count > tp else job.gpu_count
+
+
+def vllm_server(job: ConfigJob) -> str:
+    """`trl vllm-serve` on the GPUs after the trainers' (options: trl/scripts/vllm_serve.py ScriptArguments)."""
+    first, tp = train_gpus(job), job.rollout_tensor_parallel or 1
+    devices = ",".join(str(i) for i in range(first, first + tp)) if first < job.gpu_count else "0"
+    util = job.rollout_gpu_memory_utilization or 0.9
+    return (f"CUDA_VISIBLE_DEVICES={devices} trl vllm-serve --model {job.model} --tensor_parallel_size {tp} "
+            f"--gpu_memory_utilization {util:g}")
+
+
 def ds_file(job: ConfigJob) -> str:
     """The DeepSpeed JSON's name says its stage and offload, so a script that names it says them too."""
     stage = ZERO_STAGE.get(job.sharding, 2 if job.gpu_count > 1 else 0)
@@ -50,7 +66,7 @@ def accelerate_config(job: ConfigJob) -> dict[str, Any]:
                                  "zero3_init_flag": job.sharding == "zero3"}
     else:
         c["distributed_type"] = "MULTI_GPU" if job.gpu_count > 1 else "NO"
-    c.update(machine_rank=0, num_machines=1, num_processes=job.gpu_count,
+    c.update(machine_rank=0, num_machines=1, num_processes=train_gpus(job),
              mixed_precision="bf16", rdzv_backend="static", same_network=True, use_cpu=False)
     if job.context_parallel and job.context_parallel > 1 and job.sharding == "fsdp":
         c["parallelism_config"] = {"parallelism_config_cp_size": job.context_parallel,
@@ -60,7 +76,7 @@ def accelerate_config(job: ConfigJob) -> dict[str, Any]:
 
 def accelerate_files(job: ConfigJob) -> list[ConfigFile]:
     """The files a multi-GPU launch of a script needs besides the script (none on one GPU)."""
-    if job.gpu_count <= 1 and job.sharding == "none":
+    if train_gpus(job) <= 1 and job.sharding == "none":
         return []
     files = [ConfigFile(name="accelerate.yaml",
                         text="\n".join(header(job, "accelerate")) + "\n" + dump(accelerate_config(job)))]
@@ -70,9 +86,15 @@ def accelerate_files(job: ConfigJob) -> list[ConfigFile]:
 
 
 def launcher(job: ConfigJob, script: str) -> str:
-    if job.gpu_count <= 1 and job.sharding == "none":
-        return f"python {script}"
-    return f"accelerate launch --config_file accelerate.yaml {script}"
+    """The command that runs the script; in vLLM server mode the server starts first on its own GPUs (the trainer
+    waits for it, GRPOConfig vllm_server_timeout) and the trainers see only theirs."""
+    n = train_gpus(job)
+    run = f"python {script}" if n <= 1 and job.sharding == "none" else \
+        f"accelerate launch --config_file accelerate.yaml {script}"
+    if job.rollout_mode != "server" or n == job.gpu_count:
+        return run
+    trainers = ",".join(str(i) for i in range(n))
+    return f"{vllm_server(job)} & CUDA_VISIBLE_DEVICES={trainers} {run}"
 
 
 def with_context_parallel(job: ConfigJob) -> tuple[ConfigJob, list[str]]:
