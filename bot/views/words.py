@@ -228,6 +228,8 @@ def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
             return _(lang, "8-bit optimizer")
         case "fused_loss":
             return FUSED_LOSS
+        case "cpu_offload" if p.get("what") == "weights":
+            return _(lang, "CPU offload of the frozen weights (FSDP offload_params, the recipe's --use_cpu_offload)")
         case "cpu_offload":
             return _(lang, "CPU offload of the optimizer state")
         case "method":
@@ -243,6 +245,8 @@ def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
             return _(lang, "micro-batch %(from)s → 1 with gradient accumulation") % {"from": p.get("from")}
         case "more_gpus" if inference:
             return _(lang, "%(gpus)s, the weights split across them") % {"gpus": _gpus(lang, p.get("count"))}
+        case "more_gpus" if p.get("sharding") == "fsdp":
+            return _(lang, "%(gpus)s with FSDP") % {"gpus": _gpus(lang, p.get("count"))}
         case "more_gpus":
             return _(lang, "%(gpus)s with ZeRO-3") % {"gpus": _gpus(lang, p.get("count"))}
     return key

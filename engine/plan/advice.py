@@ -10,7 +10,17 @@ from engine.catalog import Gpu, find_gpu
 from engine.fit import HEADROOM, NO_HEADROOM, SPARE_SHARE, capacity, fits, need_gb, tight
 from engine.memory import breakdown
 from engine.plan.costing import Job, Option, cost_key, cost_plan, rank_key
-from engine.plan.search import at_count, catalog_arrangements, fit_on, on_gpu, plan_of, runnable, useless, variants
+from engine.plan.search import (
+    adapter_offload,
+    at_count,
+    catalog_arrangements,
+    fit_on,
+    on_gpu,
+    plan_of,
+    runnable,
+    useless,
+    variants,
+)
 from engine.schema import (
     Arrangement,
     Breakdown,
@@ -53,6 +63,9 @@ def _single_changes(base: Scenario) -> list[tuple[str, dict[str, Any], dict[str,
             changes.append(("fused_loss", {}, {"fused_loss": True}))
         if base.method == "full" and not base.offload:
             changes.append(("cpu_offload", {}, {"offload": True}))
+        elif adapter_offload(base) and not base.offload:
+            # the recipe's own offload (fsdp_qlora --use_cpu_offload true): the frozen 4-bit shards in CPU RAM
+            changes.append(("cpu_offload", {"what": "weights"}, {"offload": True, "optimizer": "adamw"}))
     else:
         if base.bits > 8:
             changes.append(("bits", {"to": 8}, {"bits": 8}))
@@ -100,7 +113,7 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
     # sacrifices beats one big one, "fused loss + context 4096" before "context 1024"); then the rest
     out.sort(key=lambda c: (not c.fits, *(_cost_of(c, base) if c.fits else (0, 0, 0)), c.total_gb))
     for count in (c for c in (2, 4, 8) if c > base.gpu_count):
-        sharding = "zero3" if base.method != "inference" else "none"
+        sharding = "none" if base.method == "inference" else "fsdp" if base.sharding == "fsdp" else "zero3"
         if not runnable(None, base.model_copy(update={"gpu_count": count, "sharding": sharding}), gpu):
             break
         b = estimate({"gpu_count": count, "sharding": sharding})
