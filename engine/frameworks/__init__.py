@@ -24,8 +24,8 @@ SWITCHES = (
     "lm_head_quantized", "bnb_inputs_outside_checkpoint", "fsdp_gather_bits", "fsdp_full_state_dict_load",
     "fused_adam", "default_mixed_precision",
 )
-# lora_kernels, lora_dropout, state_offload and adapter_offload a profile may leave out (default: the plain Hugging Face / PEFT
-# behaviour); one it sets needs a source
+# lora_kernels, lora_dropout, state_offload and adapter_offload a profile may leave out (default: the plain
+# Hugging Face / PEFT behaviour); one it sets needs a source
 LORA_KERNELS = ("peft", "unsloth")
 
 
