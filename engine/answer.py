@@ -235,14 +235,15 @@ def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None,
         return "compare", None
     if asked is None or result.asked_fits is None:
         return None, None
-    if conflicts:
-        return "no_fit", None  # the GPU cannot run it as asked (QLoRA without bitsandbytes, ...)
-    room = capacity(asked.gpu, asked.memory_gb)
-    if fits(b, room, NO_HEADROOM):
-        return ("tight" if tight(b, room) else "fits"), None
     on_card = [c for c in result.changes if _on_the_gpus_asked(c) and c.fits]
     # a comfortable fix before one that leaves under 10 % free (Change.tight, which the headline then says)
     fix = next((c for c in on_card if not c.tight), on_card[0] if on_card else None)
+    if conflicts:
+        # the GPU cannot run it as asked (QLoRA without bitsandbytes, ...): the fix is the way that runs there
+        return "no_fit", fix
+    room = capacity(asked.gpu, asked.memory_gb)
+    if fits(b, room, NO_HEADROOM):
+        return ("tight" if tight(b, room) else "fits"), None
     return ("fits_with_changes" if fix is not None else "no_fit"), fix
 
 

@@ -232,6 +232,10 @@ def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
             return _(lang, "CPU offload of the frozen weights (FSDP offload_params, the recipe's --use_cpu_offload)")
         case "cpu_offload":
             return _(lang, "CPU offload of the optimizer state")
+        case "mlx":
+            return _(lang, "MLX instead of bitsandbytes (mlx-lm LoRA on a 4-bit MLX model)")
+        case "method" if p.get("bits") == 16:
+            return _(lang, "16-bit LoRA, no bitsandbytes (PyTorch)")
         case "method":
             return _(lang, "switch to %(to)s") % {"to": {"lora": "LoRA", "qlora": "QLoRA"}.get(p.get("to", ""), "")}
         case "bits":

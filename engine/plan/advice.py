@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine import pricing, speed
-from engine.catalog import Gpu, find_gpu
+from engine.catalog import Gpu, find_gpu, unified_memory
 from engine.fit import HEADROOM, NO_HEADROOM, SPARE_SHARE, capacity, fits, need_gb, tight
 from engine.memory import breakdown
 from engine.plan.costing import Job, Option, cost_key, cost_plan, rank_key
@@ -36,7 +36,7 @@ from engine.schema import (
 
 # The order a person gives things up in: free kernels first, then time, then what the run trains, then the
 # job itself. A combination adds changes in this order and keeps only those it needs.
-SACRIFICE = ("fused_loss", "gradient_checkpointing", "optimizer_8bit", "smaller_batch", "cpu_offload", "method",
+SACRIFICE = ("fused_loss", "gradient_checkpointing", "optimizer_8bit", "smaller_batch", "cpu_offload", "mlx", "method",
              "bits", "shorter_context")
 
 
@@ -105,6 +105,8 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
             key, params, update, b = _context_that_fits(base, room, (key, params, update, b))
         out.append(Change(key=key, params=params, saves_gb=round(b0.total - b.total, 1),
                           fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2), tight=tight(b, room)))
+    if base.method == "qlora" and gpu is not None and not gpu.bitsandbytes:
+        out += _without_bitsandbytes(base, b0, room, gpu)
     if singles:
         combined = _combination(base, b0, room, singles)
         if combined is not None:
@@ -121,6 +123,27 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
             out.append(Change(key="more_gpus", params={"count": count, "sharding": sharding},
                               saves_gb=round(b0.total - b.total, 1), fits=True, total_gb=round(need_gb(b), 2)))
             break
+    return out
+
+
+def _without_bitsandbytes(base: Scenario, b0: Breakdown, room: float, gpu: Gpu) -> list[Change]:
+    """QLoRA asked where bitsandbytes has no backend (Apple Silicon): the routes that run there instead.
+
+    On a Mac, MLX: mlx-lm trains LoRA on a 4-bit MLX model, which is QLoRA ("If --model points to a quantized
+    model, then the training will use QLoRA", ml-explore/mlx-lm mlx_lm/LORA.md). MLX's 4-bit format (group 64,
+    a 16-bit scale and bias per group: 4.5 bits) is the size the estimate already counts for NF4
+    (catalog memory.toml [weights] nf4), and MLX has no PEFT fp32 upcast of the other layers, so its memory is the
+    4-bit estimate less that upcast. Elsewhere and on a Mac too: 16-bit LoRA, which PyTorch (MPS) runs."""
+    out: list[Change] = []
+    if unified_memory(gpu):
+        mlx = b0.model_copy(update={"upcast": 0.0, "total": b0.total - b0.upcast})
+        out.append(Change(key="mlx", params={"bits": 4}, saves_gb=round(b0.upcast, 1),
+                          fits=fits(mlx, room, NO_HEADROOM), total_gb=round(need_gb(mlx), 2), tight=tight(mlx, room)))
+    lora = base.model_copy(update={"method": "lora", "bits": 16, "optimizer": "adamw"})
+    if runnable(None, lora, gpu):
+        b = breakdown(lora)
+        out.append(Change(key="method", params={"to": "lora", "bits": 16}, saves_gb=round(b0.total - b.total, 1),
+                          fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2), tight=tight(b, room)))
     return out
 
 
