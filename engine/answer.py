@@ -336,6 +336,8 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Answ
     if prices is not None and result.cost is not None and result.gpu is not None:
         result = result.model_copy(update={"cost": _priced(result, prices)})
     notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
+    if "method" in request.assumed:  # a model on a GPU with no training word: read as running it (engine.parse)
+        notes.append(Note(key="assumed_inference"))
     if "quantization" in request.assumed and request.quantization:  # "q4": the parser's pick, said (engine.serving's
         result = result.model_copy(update={"assumptions": [  # own "weight_format" assumption words it)
             *result.assumptions, f"weight_format={request.quantization}"]})

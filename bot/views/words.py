@@ -137,6 +137,9 @@ def said_note_text(lang: str, n: Note) -> str | None:
             "asked": n.params.get("asked", ""), "shown": n.params.get("shown", "")}
     if n.key == "assumed_model":
         return _(lang, "estimated for %(model)s, the family's usual model") % {"model": n.params.get("model", "")}
+    if n.key == "assumed_inference":
+        return _(lang, "no training named: answered as running the model; say LoRA, QLoRA or full fine-tuning for a "
+                       "training estimate")
     if n.key == "assumed_gpu":
         return _(lang, "no GPU named: estimated for %(gpu)s, the service's usual one") % {
             "gpu": n.params.get("gpu", "")}

@@ -145,6 +145,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     training.flash_attention(s)
     training.sharding(s)
     stack.fused_loss(s)
+    training.inference_by_default(s)
     stack.unsupported(s)
     money.currency(s)
     errors += s.errors
