@@ -113,6 +113,8 @@ UNSUPPORTED_TEXTS = {  # what a question asked that the engine does not model ye
     "distillation": N_("distillation is not modelled yet: the student alone is estimated, without the teacher"),
     "lmdeploy": N_("LMDeploy is not modelled yet: the estimate is not specific to it"),
     "exllama": N_("ExLlama is not modelled yet: the estimate is not specific to it"),
+    "mlx": N_("MLX is not modelled as such: counted as the same weights and bits in the Mac's unified memory "
+              "(MLX runs on Apple Silicon only)"),
     "mlc": N_("MLC LLM is not modelled yet: the estimate is not specific to it"),
 }
 

@@ -125,6 +125,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     settings.rank(s)
     serving.kv_cache(s)
     serving.quantization(s)
+    serving.other_formats(s)  # after the named formats, before bits: "exl2 4.0bpw", "mlx 4bit"
     training.bits(s)
     hardware.named(s)
     # sizes after GPU names ("8 H100" is a count), before bare memory ("70B 24GB")
