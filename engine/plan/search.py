@@ -246,3 +246,18 @@ def search(job: Job, candidates: Sequence[Arrangement], headroom: float = HEADRO
         order = [o for o in order if o is not nodes[0]]
         order.insert(min(1, len(order)), nodes[0])
     return [plan_of(job, o) for o in order[:MAX_PLANS]]
+
+
+def cuda_first(plans: list[Plan]) -> list[Plan]:
+    """A catalog-wide list (no GPU named) with the ROCm cards after the CUDA ones, each group in its own order.
+
+    Chosen over ranking by price alone: an everyday fine-tune runs a CUDA-first stack (bitsandbytes, FlashAttention-2
+    and Liger builds, Unsloth), and the AMD speed rests on an unmeasured utilisation (catalog speed.toml
+    [utilisation] amd, "assumption, unmeasured"), so a ROCm card's lower cost per token is not enough to lead the
+    list; it stays in it, and a question that names the card gets it as asked."""
+    def rocm(p: Plan) -> bool:
+        gpu = find_gpu(p.gpu, p.memory_gb)
+        return gpu is not None and gpu.rocm_arch is not None
+
+    return sorted(plans, key=rocm)
+
