@@ -11,6 +11,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import date
 from html import escape as html_escape
 from typing import TYPE_CHECKING
 
@@ -133,7 +134,8 @@ def in_currency(options: AnswerOptions, currency: str | None) -> AnswerOptions:
 def render_request(request: Request, options: AnswerOptions | None = None) -> RenderedAnswer:
     """The complete reply to an already parsed (or keyboard-altered, or enriched) request."""
     options = in_currency(options or AnswerOptions(), asked_currency(request))
-    return render(answer(request, options.price_options()), options.lang or request.language or options.default_lang)
+    return render(answer(request, options.price_options(), today=date.today()),  # the door's date: weekday deadlines
+                  options.lang or request.language or options.default_lang)
 
 
 def render_text(text: str, options: AnswerOptions | None = None) -> RenderedAnswer:

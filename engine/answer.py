@@ -5,10 +5,13 @@ The verdict is decided here, once, with the fit rule of `engine.fit`; views only
 
 from __future__ import annotations
 
+from datetime import date
+
 from engine import posttrain, pricing, speed
 from engine.catalog import find_gpu, reference_of
 from engine.fit import NO_HEADROOM, capacity, fits, need_gb, tight
 from engine.memory import fused_loss_alternative
+from engine.parse.money import WEEKDAY_PREFIX
 from engine.plan import plan
 from engine.plan import posttrain as posttrain_plan
 from engine.plan.budget import within_limits
@@ -40,8 +43,23 @@ from engine.serving import ServingResult, is_serving_request, serve
 COMMON_GPUS = ("RTX 4090", "A100 80GB SXM", "H100 SXM", "H200 SXM")
 
 
-def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
-    """The complete answer to a parsed (or keyboard-altered) request; never raises on bad input."""
+def on_calendar(request: Request, today: date | None) -> Request:
+    """A weekday deadline ("к понедельнику", "by Friday": Request.assumed "deadline_weekday:<0-6>") counted from
+    `today`, the date the door passes (date.today() there; the engine never reads the clock): the whole days to that
+    weekday (a week when it is today), in hours, said as counted on the calendar. Without a date the parser's
+    WEEKDAY_HOURS stays, said as not counted."""
+    day = next((a.removeprefix(WEEKDAY_PREFIX) for a in request.assumed if a.startswith(WEEKDAY_PREFIX)), None)
+    if today is None or day is None or not day.isdigit() or request.deadline_hours is None:
+        return request
+    days = (int(day) - today.weekday()) % 7 or 7
+    assumed = [a for a in request.assumed if a != "deadline_hours"] + ["deadline_calendar"]
+    return request.model_copy(update={"deadline_hours": days * 24.0, "assumed": assumed[:16]})
+
+
+def answer(request: Request, prices: PriceOptions | None = None, today: date | None = None) -> Answer:
+    """The complete answer to a parsed (or keyboard-altered) request; never raises on bad input. `today` counts a
+    weekday deadline on the calendar (`on_calendar`)."""
+    request = on_calendar(request, today)
     if request.model is None:
         market = market_answer(request, prices)
         if market is not None:
@@ -196,7 +214,8 @@ def with_said(a: Answer, request: Request, prices: PriceOptions | None) -> Answe
 # Request.assumed entries the parser filled from what the question implied, as the answer's assumptions (Request field
 # → assumption key); "model" and "gpus" are said as notes (said_notes)
 PARSED_DEFAULTS = {"quantization": "quantization", "context_parallel": "context_parallel",
-                   "budget.currency": "budget_currency", "deadline_hours": "deadline_weekday"}
+                   "budget.currency": "budget_currency", "deadline_hours": "deadline_weekday",
+                   "deadline_calendar": "deadline_calendar"}
 
 
 def parsed_assumptions(request: Request) -> list[Assumption]:
@@ -206,7 +225,7 @@ def parsed_assumptions(request: Request) -> list[Assumption]:
     for said in request.assumed:
         key = PARSED_DEFAULTS.get(said)
         value = request.budget.currency if said == "budget.currency" and request.budget else \
-            getattr(request, said, None) if key else None
+            request.deadline_hours if said == "deadline_calendar" else getattr(request, said, None) if key else None
         if key is not None and value is not None:
             out.append(Assumption(key=key, value=value))
     return out

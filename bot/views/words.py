@@ -200,6 +200,8 @@ def assumption_text(lang: str, item: Assumption) -> str:
         case "deadline_weekday":
             return _(lang, "a deadline by a weekday taken as %(v)s h (I do not count calendar days)") % {
                 "v": number_or_text(lang, value)}
+        case "deadline_calendar":
+            return _(lang, "a deadline by a weekday counted from today: %(v)s h") % {"v": number_or_text(lang, value)}
         case "budget_currency":
             return _(lang, "budget in roubles") if value == "RUB" else _(lang, "budget in dollars")
         case "lora_rank":
