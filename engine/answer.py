@@ -25,6 +25,7 @@ from engine.schema import (
     Breakdown,
     Change,
     GpuLine,
+    GpuRef,
     Limits,
     LineRole,
     Note,
@@ -37,6 +38,7 @@ from engine.schema import (
     error_keys,
 )
 from engine.schema_serving import Cost as ServingCost
+from engine.schema_serving import ServingSide
 from engine.serving import ServingResult, is_serving_request, serve
 
 # GPUs a chart draws next to the asked and planned ones, so that the need reads against familiar sizes.
@@ -351,17 +353,57 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Answ
     """A serving question's answer: the engine's ServingResult and the verdict on the GPUs asked."""
     if prices is not None and request.currency is None:
         request = request.model_copy(update={"currency": prices.currency})
-    result = serve(request)
+    sides = serving_sides(request) if len({g.name for g in request.gpus}) > 1 else []
+    winner = next((x for x in sides if x.winner), None)
+    served = request
+    if winner is not None and winner.holds_count is not None:  # the body of the answer is the winner's arrangement
+        served = request.model_copy(update={"gpus": [GpuRef(name=winner.gpu, count=winner.holds_count)]})
+    result = serve(served)
     if prices is not None and result.cost is not None and result.gpu is not None:
         result = result.model_copy(update={"cost": _priced(result, prices)})
+    if sides:
+        result = result.model_copy(update={"compared": sides})
     notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
     if "method" in request.assumed:  # a model on a GPU with no training word: read as running it (engine.parse)
         notes.append(Note(key="assumed_inference"))
     if "quantization" in request.assumed and request.quantization:  # "q4": the parser's pick, said (engine.serving's
         result = result.model_copy(update={"assumptions": [  # own "weight_format" assumption words it)
             *result.assumptions, f"weight_format={request.quantization}"]})
-    return Answer(request=request, serving=result, verdict=serving_verdict(request, result), notes=notes,
+    judged = "compare" if sides else serving_verdict(request, result)
+    return Answer(request=request, serving=result, verdict=judged, notes=notes,
                   serving_users=serving_users(result), currency=result.cost.currency if result.cost else "USD")
+
+
+def serving_sides(request: Request) -> list[ServingSide]:
+    """Each GPU named for one serving job ("H100 or H200 for 32 users"), sized like a training comparison: whether
+    the count named holds the asked users, else the smallest arrangement of that GPU that does (engine.serving's own
+    search), with its price per hour, per 1M output tokens and speed per user. The winner holds the users at the
+    lowest price per 1M output tokens (per hour where no token price is known); the winner comes first."""
+    sides: list[ServingSide] = []
+    for ref in list({g.name: g for g in request.gpus}.values())[:4]:
+        r = serve(request.model_copy(update={"gpus": [ref]}))
+        name = r.gpu.name if r.gpu is not None else (ref.name or "")
+        side = ServingSide(gpu=name, count=ref.count, currency=request.currency or "USD")
+        if r.fits and r.gpu is not None:
+            side = side.model_copy(update={
+                "holds_as_named": True, "holds_count": r.gpu.count,
+                "per_hour": r.cost.per_hour if r.cost else None,
+                "per_million_output_tokens": r.cost.per_million_output_tokens if r.cost else None,
+                "per_user_tokens_s": r.speed.per_user_tokens_s if r.speed else None})
+        elif r.arrangement is not None and r.arrangement.gpu == name:
+            a = r.arrangement
+            side = side.model_copy(update={
+                "holds_count": a.count, "per_hour": a.per_hour,
+                "per_million_output_tokens": a.per_million_output_tokens, "per_user_tokens_s": a.per_user_tokens_s})
+        sides.append(side)
+    holding = [x for x in sides if x.holds_count is not None]
+    if not holding:
+        return sides
+    inf = float("inf")
+    best = min(holding, key=lambda x: (x.per_million_output_tokens if x.per_million_output_tokens is not None else inf,
+                                       x.per_hour if x.per_hour is not None else inf, -(x.per_user_tokens_s or 0.0)))
+    best = best.model_copy(update={"winner": True})
+    return [best, *(x for x in sides if x.gpu != best.gpu)]
 
 
 def _priced(r: ServingResult, prices: PriceOptions) -> ServingCost | None:
