@@ -144,3 +144,13 @@ def test_a_serving_comparison_names_the_cheaper_gpu_that_holds_the_users() -> No
 
 def test_a_first_token_of_a_few_milliseconds_is_never_zero_seconds() -> None:
     assert _s("en", 3.0) == "≤\u00a00.01" and _s("ru", 120.0) == "0,12"
+
+
+def test_a_follow_up_that_names_a_method_drops_the_inference_guess() -> None:
+    from engine.parse.followup import merge_follow_up, read_follow_up
+
+    base = parse("llama 3.1 8b на 4090")
+    lora = merge_follow_up(base, read_follow_up("а с лорой?"))
+    assert lora.method == "lora" and "method" not in lora.assumed
+    longer = merge_follow_up(base, read_follow_up("а на 8k контексте?"))
+    assert longer.method == "inference" and "method" in longer.assumed

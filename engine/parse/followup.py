@@ -146,6 +146,8 @@ def merge_follow_up(previous: Request, follow: FollowUp) -> Request:
     data["unsupported"] = list(dict.fromkeys(unsupported + list(new.unsupported)))[:32]
     if "model" in said:
         data["assumed"] = [a for a in data["assumed"] if a != "model"]
+    if data.get("method") != previous.method:  # a method said now: no longer the guessed inference
+        data["assumed"] = [a for a in data["assumed"] if a != "method"]
     data["assumed"] = list(dict.fromkeys(data["assumed"] + list(new.assumed)))[:16]
     reasons = [r.strip() for r in (previous.error or "").split(";") if r.strip() and r.strip() not in SETTLED]
     reasons += [r.strip() for r in (new.error or "").split(";") if r.strip()]
