@@ -69,7 +69,8 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
         asked_first = {(a.gpu, a.count) for a in named}
         plans = sorted(plans, key=lambda p: (p.gpu, p.count) not in asked_first)
     else:
-        plans = cuda_first(search(job, catalog_arrangements(), every_count=False))
+        plans = search(job, catalog_arrangements(), every_count=False)
+        plans = cuda_first(plans) if rank_by == "cost" else plans  # "the fastest" keeps the fastest first
 
     asked_fits = None
     changes: list[Change] = []
@@ -90,7 +91,8 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
         if not asked_fits:
             changes = what_to_change(base, b0, capacity(named[0].gpu, named[0].memory_gb), gpu, request)
         if not plans:
-            alternatives = cuda_first(search(job, catalog_arrangements(), every_count=False))[:3]
+            others = search(job, catalog_arrangements(), every_count=False)
+            alternatives = (cuda_first(others) if rank_by == "cost" else others)[:3]
         elif asked_fits:
             cheaper = cheaper_gpu(job, b0, named[0], plans)
             if cheaper is not None:

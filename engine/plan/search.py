@@ -249,7 +249,8 @@ def search(job: Job, candidates: Sequence[Arrangement], headroom: float = HEADRO
 
 
 def cuda_first(plans: list[Plan]) -> list[Plan]:
-    """A catalog-wide list (no GPU named) with the ROCm cards after the CUDA ones, each group in its own order.
+    """A catalog-wide list ranked by cost (no GPU named) with the ROCm cards after the CUDA ones, each group in its
+    own order ("the fastest" keeps its own order).
 
     Chosen over ranking by price alone: an everyday fine-tune runs a CUDA-first stack (bitsandbytes, FlashAttention-2
     and Liger builds, Unsloth), and the AMD speed rests on an unmeasured utilisation (catalog speed.toml
