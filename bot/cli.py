@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
+from datetime import date
 from typing import Any
 
 MAX_LINE = 1_000_000  # characters of one stdin line we look at; beyond that it is refused
@@ -83,7 +84,7 @@ def _plan_text(text: str) -> dict[str, Any]:
     from engine.contract import plan_json
     from engine.parse import parse
 
-    return plan_json(answer(parse(text)))
+    return plan_json(answer(parse(text), today=date.today()))  # the door's date: weekday deadlines
 
 
 def _run_lines(handler: Callable[[str], dict[str, Any]], text: list[str] | None) -> int:

@@ -16,6 +16,7 @@ import re
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import date
 from html import escape as html_escape
 from typing import TYPE_CHECKING
 
@@ -152,7 +153,7 @@ def render_request(request: Request, options: AnswerOptions | None = None) -> Re
     """The complete reply to an already parsed (or keyboard-altered, or enriched) request."""
     options = in_currency(options or AnswerOptions(), asked_currency(request))
     prices = options.price_options()
-    found = answer(request, prices)
+    found = answer(request, prices, today=date.today())  # the door's date: weekday deadlines
     with _recent_lock:
         _recent.put(_key(request, prices), found)
     return render(found, options.lang or request.language or options.default_lang)
@@ -163,7 +164,7 @@ def previous_answer(request: Request, options: AnswerOptions) -> Answer:
     prices = in_currency(options, asked_currency(request)).price_options()
     with _recent_lock:
         found = _recent.get(_key(request, prices))
-    return found if found is not None else answer(request, prices)
+    return found if found is not None else answer(request, prices, today=date.today())
 
 
 def render_text(text: str, options: AnswerOptions | None = None) -> RenderedAnswer:

@@ -5,10 +5,13 @@ The verdict is decided here, once, with the fit rule of `engine.fit`; views only
 
 from __future__ import annotations
 
+from datetime import date
+
 from engine import posttrain, pricing, speed
 from engine.catalog import find_gpu, reference_of
 from engine.fit import NO_HEADROOM, capacity, fits, need_gb, tight
 from engine.memory import fused_loss_alternative
+from engine.parse.money import WEEKDAY_PREFIX
 from engine.plan import plan
 from engine.plan.budget import within_limits
 from engine.plan.search import asked_arrangements
@@ -23,6 +26,7 @@ from engine.schema import (
     Change,
     ErrorAnswer,
     GpuLine,
+    GpuRef,
     Limits,
     LineRole,
     MarketAnswer,
@@ -36,6 +40,7 @@ from engine.schema import (
     Request,
     ServingAnswer,
     ServingCost,
+    ServingSide,
     TrainingAnswer,
     Verdict,
     error_keys,
@@ -46,8 +51,23 @@ from engine.serving import ServingResult, is_serving_request, serve
 COMMON_GPUS = ("RTX 4090", "A100 80GB SXM", "H100 SXM", "H200 SXM")
 
 
-def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
-    """The complete answer to a parsed (or keyboard-altered) request; never raises on bad input."""
+def on_calendar(request: Request, today: date | None) -> Request:
+    """A weekday deadline ("к понедельнику", "by Friday": Request.assumed "deadline_weekday:<0-6>") counted from
+    `today`, the date the door passes (date.today() there; the engine never reads the clock): the whole days to that
+    weekday (a week when it is today), in hours, said as counted on the calendar. Without a date the parser's
+    WEEKDAY_HOURS stays, said as not counted."""
+    day = next((a.removeprefix(WEEKDAY_PREFIX) for a in request.assumed if a.startswith(WEEKDAY_PREFIX)), None)
+    if today is None or day is None or not day.isdigit() or request.deadline_hours is None:
+        return request
+    days = (int(day) - today.weekday()) % 7 or 7
+    assumed = [a for a in request.assumed if a != "deadline_hours"] + ["deadline_calendar"]
+    return request.model_copy(update={"deadline_hours": days * 24.0, "assumed": assumed[:16]})
+
+
+def answer(request: Request, prices: PriceOptions | None = None, today: date | None = None) -> Answer:
+    """The complete answer to a parsed (or keyboard-altered) request; never raises on bad input. `today` counts a
+    weekday deadline on the calendar (`on_calendar`)."""
+    request = on_calendar(request, today)
     if request.model is None:
         market = market_answer(request, prices)
         if market is not None:
@@ -200,7 +220,8 @@ def with_said(a: PostTrainAnswer, request: Request, prices: PriceOptions | None)
 # Request.assumed entries the parser filled from what the question implied, as the answer's assumptions (Request field
 # → assumption key); "model" and "gpus" are said as notes (said_notes)
 PARSED_DEFAULTS = {"quantization": "quantization", "context_parallel": "context_parallel",
-                   "budget.currency": "budget_currency", "deadline_hours": "deadline_weekday"}
+                   "budget.currency": "budget_currency", "deadline_hours": "deadline_weekday",
+                   "deadline_calendar": "deadline_calendar"}
 
 
 def parsed_assumptions(request: Request) -> list[Assumption]:
@@ -210,7 +231,7 @@ def parsed_assumptions(request: Request) -> list[Assumption]:
     for said in request.assumed:
         key = PARSED_DEFAULTS.get(said)
         value = request.budget.currency if said == "budget.currency" and request.budget else \
-            getattr(request, said, None) if key else None
+            request.deadline_hours if said == "deadline_calendar" else getattr(request, said, None) if key else None
         if key is not None and value is not None:
             out.append(Assumption(key=key, value=value))
     return out
@@ -247,15 +268,16 @@ def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None,
         return "compare", None
     if asked is None or result.asked_fits is None:
         return None, None
-    if conflicts:
-        return "no_fit", None  # the GPU cannot run it as asked (QLoRA without bitsandbytes, ...)
-    room = capacity(asked.gpu, asked.memory_gb)
-    if fits(b, room, NO_HEADROOM):
-        return ("tight" if tight(b, room) else "fits"), None
     # full fine-tuning asked: a switch to LoRA/QLoRA is an alternative (listed under the changes), never the fix
     on_card = [c for c in result.changes if _on_the_gpus_asked(c) and c.fits and not (full_asked and changes_method(c))]
     # a comfortable fix before one that leaves under 10 % free (Change.tight, which the headline then says)
     fix = next((c for c in on_card if not c.tight), on_card[0] if on_card else None)
+    if conflicts:
+        # the GPU cannot run it as asked (QLoRA without bitsandbytes, ...): the fix is the way that runs there
+        return "no_fit", fix
+    room = capacity(asked.gpu, asked.memory_gb)
+    if fits(b, room, NO_HEADROOM):
+        return ("tight" if tight(b, room) else "fits"), None
     return ("fits_with_changes" if fix is not None else "no_fit"), fix
 
 
@@ -349,18 +371,60 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Serv
     """A serving question's answer: the engine's ServingResult and the verdict on the GPUs asked."""
     if prices is not None and request.currency is None:
         request = request.model_copy(update={"currency": prices.currency})
-    result = serve(request)
+    sides = serving_sides(request) if len({g.name for g in request.gpus}) > 1 else []
+    winner = next((x for x in sides if x.winner), None)
+    served = request
+    if winner is not None and winner.holds_count is not None:  # the body of the answer is the winner's arrangement
+        served = request.model_copy(update={"gpus": [GpuRef(name=winner.gpu, count=winner.holds_count)]})
+    result = serve(served)
     if prices is not None and result.cost is not None and result.gpu is not None:
         result = result.model_copy(update={"cost": _priced(result, prices)})
+    if sides:
+        result = result.model_copy(update={"compared": sides})
     notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
+    if "method" in request.assumed:  # a model on a GPU with no training word: read as running it (engine.parse)
+        notes.append(Note(key="assumed_inference"))
     if moe_active(request):  # "30b moe": the active share assumed, said
         result = result.model_copy(update={"assumptions": [*result.assumptions,
                                                           Assumption(key="moe_active", value=moe_active(request))]})
     if "quantization" in request.assumed and request.quantization:  # "q4": the parser's pick, said (engine.serving's
         result = result.model_copy(update={"assumptions": [  # own "weight_format" assumption words it)
             *result.assumptions, Assumption(key="weight_format", value=request.quantization)]})
-    return ServingAnswer(request=request, serving=result, verdict=serving_verdict(request, result), notes=notes,
+    judged = "compare" if sides else serving_verdict(request, result)
+    return ServingAnswer(request=request, serving=result, verdict=judged, notes=notes,
                   serving_users=serving_users(result), currency=result.cost.currency if result.cost else "USD")
+
+
+def serving_sides(request: Request) -> list[ServingSide]:
+    """Each GPU named for one serving job ("H100 or H200 for 32 users"), sized like a training comparison: whether
+    the count named holds the asked users, else the smallest arrangement of that GPU that does (engine.serving's own
+    search), with its price per hour, per 1M output tokens and speed per user. The winner holds the users at the
+    lowest price per 1M output tokens (per hour where no token price is known); the winner comes first."""
+    sides: list[ServingSide] = []
+    for ref in list({g.name: g for g in request.gpus}.values())[:4]:
+        r = serve(request.model_copy(update={"gpus": [ref]}))
+        name = r.gpu.name if r.gpu is not None else (ref.name or "")
+        side = ServingSide(gpu=name, count=ref.count, currency=request.currency or "USD")
+        if r.fits and r.gpu is not None:
+            side = side.model_copy(update={
+                "holds_as_named": True, "holds_count": r.gpu.count,
+                "per_hour": r.cost.per_hour if r.cost else None,
+                "per_million_output_tokens": r.cost.per_million_output_tokens if r.cost else None,
+                "per_user_tokens_s": r.speed.per_user_tokens_s if r.speed else None})
+        elif r.arrangement is not None and r.arrangement.gpu == name:
+            a = r.arrangement
+            side = side.model_copy(update={
+                "holds_count": a.count, "per_hour": a.per_hour,
+                "per_million_output_tokens": a.per_million_output_tokens, "per_user_tokens_s": a.per_user_tokens_s})
+        sides.append(side)
+    holding = [x for x in sides if x.holds_count is not None]
+    if not holding:
+        return sides
+    inf = float("inf")
+    best = min(holding, key=lambda x: (x.per_million_output_tokens if x.per_million_output_tokens is not None else inf,
+                                       x.per_hour if x.per_hour is not None else inf, -(x.per_user_tokens_s or 0.0)))
+    best = best.model_copy(update={"winner": True})
+    return [best, *(x for x in sides if x.gpu != best.gpu)]
 
 
 def _priced(r: ServingResult, prices: PriceOptions) -> ServingCost | None:

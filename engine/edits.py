@@ -81,6 +81,8 @@ def merge_follow_up(previous: Request, follow: FollowUp) -> Request:
     data["unsupported"] = list(dict.fromkeys(unsupported + list(new.unsupported)))[:32]
     if "model" in said:
         data["assumed"] = [a for a in data["assumed"] if a != "model"]
+    if data.get("method") != previous.method:  # a method said now: no longer the guessed inference
+        data["assumed"] = [a for a in data["assumed"] if a != "method"]
     data["assumed"] = list(dict.fromkeys(data["assumed"] + list(new.assumed)))[:16]
     reasons = [r for r in error_keys(previous.error) if r not in SETTLED] + error_keys(new.error)
     data["error"] = join_errors(list(dict.fromkeys(reasons)))

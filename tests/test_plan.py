@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.answer import answer
+from engine.catalog import find_gpu
 from engine.contract import plan_json
 from engine.fit import capacity
 from engine.parse import parse
@@ -23,8 +24,13 @@ def test_plans_fit_with_headroom_and_are_ranked_by_cost() -> None:
         assert p.headroom_gb >= 0.1 * capacity(p.gpu, p.memory_gb) - 1e-6
         assert p.hours is not None and p.usd is not None
         assert p.usd["min"] <= p.usd["typical"] <= p.usd["max"]
-    costs = [p.usd_per_hour * p.hours_per_100m_tokens for p in result.plans]  # type: ignore[operator]
-    assert costs == sorted(costs)
+    # cheapest first among the CUDA cards, then among the ROCm cards (engine.plan.search.cuda_first)
+    rocm = [find_gpu(p.gpu, p.memory_gb).rocm_arch is not None for p in result.plans]  # type: ignore[union-attr]
+    assert rocm == sorted(rocm)
+    for group in (False, True):
+        costs = [p.usd_per_hour * p.hours_per_100m_tokens  # type: ignore[operator]
+                 for p, r in zip(result.plans, rocm, strict=True) if r is group]
+        assert costs == sorted(costs)
 
 
 def test_without_data_amount_hours_and_money_are_null() -> None:

@@ -5,13 +5,16 @@ breaks it (the queue past capacity, a TTFT or TPOT above the promise)."""
 from __future__ import annotations
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import date_text, money, money_range, num
+from bot.views.formats import date_text, decimal, money, money_range, num
 from engine.schema import ServingAnswer
 
 
 def _s(lang: str, ms: float) -> str:
+    """Seconds as said: never "0" for a few milliseconds (≤ 0.01 s below a hundredth)."""
     x = ms / 1000.0
-    return num(lang, round(x, 2)) if x < 10 else num(lang, round(x))
+    if x < 0.01:
+        return "≤\u00a0" + decimal(lang, 0.01, 2)
+    return decimal(lang, x, 2) if x < 1 else num(lang, round(x, 1)) if x < 10 else num(lang, round(x))
 
 
 def load_lead(lang: str, a: ServingAnswer, where: str) -> tuple[str, str] | None:

@@ -143,8 +143,12 @@ def headline(lang: str, a: PlannedAnswer, gpu_label: str, compared: str) -> str:
                 **p, "fix": fix_text(lang, a.fix, inference), "fixed": num(lang, a.fix.total_gb)} + tight_suffix(
                 lang, a.fix)
         case "no_fit" if a.conflicts:
-            return _(lang, "Does not run on %(gpu)s: %(why)s") % {
+            why = _(lang, "Does not run on %(gpu)s: %(why)s") % {
                 "gpu": gpu_label, "why": _(lang, CONFLICTS.get(a.conflicts[0], a.conflicts[0]))}
+            if a.fix is None:
+                return why
+            return why + _(lang, "; runs there as %(fix)s: %(fixed)s GB") % {
+                "fix": fix_text(lang, a.fix, False), "fixed": num(lang, a.fix.total_gb)} + tight_suffix(lang, a.fix)
         case "no_fit" | "fits_with_changes":
             return _(lang, "Does not fit on %(gpu)s: needs %(used)s GB, %(avail)s GB available of %(total)s") % p
     if a.scenario is not None and a.scenario.gpu_count == 1:  # no GPU named: all of it, as on one card
@@ -196,7 +200,7 @@ def view_model(lang: str, a: PlannedAnswer) -> AnswerView:
         "price_date": (date_text(lang, a.price_date) + old_price_note(lang, a.price_date) + "".join(
             "; " + _(lang, "for %(gpu)s as of %(date)s, no newer figure") % {"gpu": gpu, "date": date_text(lang, day)}
             for gpu, day in a.old_prices.items() if day != a.price_date)) if a.price_date else "",
-        "rank_by": a.rank_by, "named": asked is not None,
+        "rank_by": a.rank_by, "named": asked is not None, "conflicted": bool(a.conflicts),
         "asked_gpu": gpu_name(lang, asked.gpu) if asked else "",
         "comparison": [comparison_line(lang, c) for c in a.comparison]
         + [comparison_line(lang, c) + " (QLoRA)" for c in a.comparison_fix if c.fits],

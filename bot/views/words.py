@@ -113,6 +113,8 @@ UNSUPPORTED_TEXTS = {  # what a question asked that the engine does not model ye
     "distillation": N_("distillation is not modelled yet: the student alone is estimated, without the teacher"),
     "lmdeploy": N_("LMDeploy is not modelled yet: the estimate is not specific to it"),
     "exllama": N_("ExLlama is not modelled yet: the estimate is not specific to it"),
+    "mlx": N_("MLX is not modelled as such: counted as the same weights and bits in the Mac's unified memory "
+              "(MLX runs on Apple Silicon only)"),
     "mlc": N_("MLC LLM is not modelled yet: the estimate is not specific to it"),
 }
 
@@ -137,6 +139,9 @@ def said_note_text(lang: str, n: Note) -> str | None:
             "asked": n.params.get("asked", ""), "shown": n.params.get("shown", "")}
     if n.key == "assumed_model":
         return _(lang, "estimated for %(model)s, the family's usual model") % {"model": n.params.get("model", "")}
+    if n.key == "assumed_inference":
+        return _(lang, "no training named: answered as running the model; say LoRA, QLoRA or full fine-tuning for a "
+                       "training estimate")
     if n.key == "assumed_gpu":
         return _(lang, "no GPU named: estimated for %(gpu)s, the service's usual one") % {
             "gpu": n.params.get("gpu", "")}
@@ -200,6 +205,8 @@ def assumption_text(lang: str, item: Assumption) -> str:
             return _(lang, "a mixture of experts with %(active)sB of its %(total)sB active per token (the median "
                            "share of the catalog's MoE models; say it as 30B-A3B to change it)") % {
                 "active": number_or_text(lang, float(active)), "total": number_or_text(lang, float(total))}
+        case "deadline_calendar":
+            return _(lang, "a deadline by a weekday counted from today: %(v)s h") % {"v": number_or_text(lang, value)}
         case "budget_currency":
             return _(lang, "budget in roubles") if value == "RUB" else _(lang, "budget in dollars")
         case "lora_rank":
@@ -235,8 +242,14 @@ def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
             return FUSED_LOSS
         case "cpu_offload" if p.get("params"):
             return _(lang, "CPU offload of the parameters and the optimizer state")
+        case "cpu_offload" if p.get("what") == "weights":
+            return _(lang, "CPU offload of the frozen weights (FSDP offload_params, the recipe's --use_cpu_offload)")
         case "cpu_offload":
             return _(lang, "CPU offload of the optimizer state")
+        case "mlx":
+            return _(lang, "MLX instead of bitsandbytes (mlx-lm LoRA on a 4-bit MLX model)")
+        case "method" if p.get("bits") == 16:
+            return _(lang, "16-bit LoRA, no bitsandbytes (PyTorch)")
         case "method":
             return _(lang, "switch to %(to)s") % {"to": {"lora": "LoRA", "qlora": "QLoRA"}.get(p.get("to", ""), "")}
         case "bits":
@@ -250,6 +263,8 @@ def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
             return _(lang, "micro-batch %(from)s → 1 with gradient accumulation") % {"from": p.get("from")}
         case "more_gpus" if inference:
             return _(lang, "%(gpus)s, the weights split across them") % {"gpus": _gpus(lang, p.get("count"))}
+        case "more_gpus" if p.get("sharding") == "fsdp":
+            return _(lang, "%(gpus)s with FSDP") % {"gpus": _gpus(lang, p.get("count"))}
         case "more_gpus":
             return _(lang, "%(gpus)s with ZeRO-3") % {"gpus": _gpus(lang, p.get("count"))}
     return key

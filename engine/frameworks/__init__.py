@@ -24,8 +24,8 @@ SWITCHES = (
     "lm_head_quantized", "bnb_inputs_outside_checkpoint", "fsdp_gather_bits", "fsdp_full_state_dict_load",
     "fused_adam", "default_mixed_precision",
 )
-# lora_kernels, lora_dropout and state_offload a profile may leave out (default: the plain Hugging Face / PEFT
-# behaviour); one it sets needs a source
+# lora_kernels, lora_dropout, state_offload and adapter_offload a profile may leave out (default: the plain
+# Hugging Face / PEFT behaviour); one it sets needs a source
 LORA_KERNELS = ("peft", "unsloth")
 
 
@@ -47,6 +47,9 @@ class Profile:
     lora_kernels: str = "peft"  # "peft" (a LoRA Linear per module) or "unsloth" (fused LoRA autograd functions)
     lora_dropout: bool | None = None  # the stack's default LoRA dropout is non-zero; None: catalog/memory.toml
     state_offload: bool = True  # `offload` moves states (ZeRO-Offload); False: the stack's only offload is activations
+    # the stack's recipe keeps a LoRA/QLoRA run's frozen base in CPU RAM when it does not fit (FSDP
+    # CPUOffload(offload_params=True)): the plans and "what to change" offer that offload for adapters too
+    adapter_offload: bool = False
     constants: dict[str, float] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -78,6 +81,7 @@ def _parse(name: str, data: dict[str, Any]) -> Profile:
         lora_kernels=str(switches.get("lora_kernels", "peft")),
         lora_dropout=None if "lora_dropout" not in switches else bool(switches["lora_dropout"]),
         state_offload=bool(switches.get("state_offload", True)),
+        adapter_offload=bool(switches.get("adapter_offload", False)),
         constants={k: float(v) for k, v in data.get("constants", {}).items()},
         sources=dict(data.get("sources", {})),
     )

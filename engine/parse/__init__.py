@@ -136,6 +136,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     settings.rank(s)
     serving.kv_cache(s)
     serving.quantization(s)
+    serving.other_formats(s)  # after the named formats, before bits: "exl2 4.0bpw", "mlx 4bit"
     training.bits(s)
     hardware.named(s)
     # sizes after GPU names ("8 H100" is a count), before bare memory ("70B 24GB")
@@ -157,6 +158,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     training.sharding(s)
     stack.fused_loss(s)
     stack.rollout(s)
+    training.inference_by_default(s)
     stack.unsupported(s)
     money.currency(s)
     errors += s.errors

@@ -157,7 +157,7 @@ INFERENCE_WORDS = frozenset({"inference", "inferencing", "infer", "инфере�
                              "запуск", "запуска", "вывод", "predict", "prediction", "инференсить"})
 WEAK_INFERENCE_WORDS = frozenset({"run", "running", "запущу", "запускать", "крутить", "гонять", "chat", "прогнать",
                                   "прогонять", "прогоню",
-                                  "поднять", "use", "gguf", "cpp", "exllama", "exl2", "lmstudio"})
+                                  "поднять", "use", "gguf", "cpp", "exllama", "exl2", "exl", "lmstudio"})
 TRAIN_WORDS = frozenset({"train", "training", "trained", "обучение", "обучения", "обучить", "дообучение",
                          "дообучения", "дообучить", "дообучении", "finetune", "finetuning", "fine", "tune",
                          "tuning", "файнтюн", "файнтюна", "файнтюнинг", "файнтюнить", "тюнинг", "sft", "ft",

@@ -43,10 +43,22 @@ NAMED_SPANS: dict[tuple[str, ...], float] = {
     ("за", "месяц"): 720, ("к", "завтра"): 24, ("до", "завтра"): 24, ("к", "завтрашнему"): 24,
     ("by", "tomorrow"): 24, ("overnight",): 12, ("in", "a", "day"): 24, ("within", "a", "day"): 24,
     ("in", "a", "week"): 168, ("within", "a", "week"): 168, ("in", "an", "hour"): 1, ("within", "an", "hour"): 1,
-    ("over", "the", "weekend"): 48, ("in", "a", "couple", "of", "hours"): 2, ("by", "monday"): 72,
-    ("к", "понедельнику"): 72, ("за", "одну", "ночь"): 12, ("в", "течение", "суток"): 24,
+    ("over", "the", "weekend"): 48, ("in", "a", "couple", "of", "hours"): 2, ("за", "одну", "ночь"): 12,
+    ("в", "течение", "суток"): 24,
     ("в", "течение", "дня"): 24, ("в", "течение", "недели"): 168, ("in", "one", "day"): 24,
 }
+# "к понедельнику", "до пятницы", "by Friday": the weekday (Monday = 0); the answer counts the days to it from the
+# date the door passes (engine.answer.on_calendar), else takes WEEKDAY_HOURS and says so
+WEEKDAYS: dict[tuple[str, str], int] = {
+    **{("к", w): d for d, w in enumerate(("понедельнику", "вторнику", "среде", "четвергу", "пятнице", "субботе",
+                                          "воскресенью"))},
+    **{("до", w): d for d, w in enumerate(("понедельника", "вторника", "среды", "четверга", "пятницы", "субботы",
+                                           "воскресенья"))},
+    **{(lead, w): d for d, w in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                                           "sunday")) for lead in ("by", "till", "until")},
+}
+WEEKDAY_HOURS = 72.0
+NAMED_SPANS.update({k: WEEKDAY_HOURS for k in WEEKDAYS})
 
 # ── cost / time asked ───────────────────────────────────────────────────────────────────
 TIME_ASKS = (("how", "long"), ("сколько", "часов"), ("сколько", "времени"), ("сколько", "дней"),

@@ -116,7 +116,7 @@ UNSUPPORTED_WORDS: dict[str, str] = {
     "whisper": "audio", "audio": "audio", "speech": "audio", "аудио": "audio", "речь": "audio", "tts": "audio",
     "asr": "audio", "голос": "audio",
     "mac": "apple", "macbook": "apple", "макбук": "apple", "макбуке": "apple", "мак": "apple", "маке": "apple",
-    "mps": "apple", "mlx": "apple",
+    "mps": "apple",
     "distillation": "distillation", "distill": "distillation", "distilling": "distillation",
     "дистилляция": "distillation", "дистилляции": "distillation", "дистилляцию": "distillation",
     "дистиллировать": "distillation", "дистиллят": "distillation",

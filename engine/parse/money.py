@@ -17,6 +17,7 @@ from engine.parse.lexicon_money import (
     NAMED_SPANS,
     PER_TIME,
     TIME_ASKS,
+    WEEKDAYS,
 )
 from engine.parse.normalize import NUM
 from engine.parse.scan import Phrases, Scan
@@ -162,8 +163,8 @@ MONEY = Phrases(MONEY_ASKS)
 TIME = Phrases(TIME_ASKS)
 
 
+WEEKDAY_PREFIX = "deadline_weekday:"  # Request.assumed: the weekday named (0 = Monday)
 BARE_SPAN_LEADS = frozenset({"срок", "сроком", "срока", "дедлайн", "дедлайном", "deadline"})
-WEEKDAY_SPANS = frozenset({("к", "понедельнику"), ("by", "monday")})
 
 
 def deadline(s: Scan) -> None:
@@ -177,8 +178,8 @@ def deadline(s: Scan) -> None:
         span = SPANS.at(s.texts, i)
         if span is not None and not any(toks[k].used for k in range(i, i + len(span))):
             _put_hours(s, NAMED_SPANS[span])
-            if span in WEEKDAY_SPANS:
-                s.assumed.append("deadline_hours")  # a weekday is not counted on a calendar: the answer says so
+            if span in WEEKDAYS:  # counted on the calendar by the answer (engine.answer.on_calendar), or said
+                s.assumed += ["deadline_hours", f"{WEEKDAY_PREFIX}{WEEKDAYS[span]}"]
             s.use(i, i + len(span) - 1)
             continue
         if t.text not in DEADLINE_LEADS:

@@ -166,6 +166,34 @@ def quantization(s: Scan) -> None:
         s.set("quantization", "gguf")
 
 
+EXL2_HEADS = frozenset({"exl", "exllama", "exllamav"})
+BPW = frozenset({"bpw", "bpw.", "bits-per-weight"})
+
+
+def other_formats(s: Scan) -> None:
+    """Weight formats the engine does not model as such, heard and said: ExLlamaV2's EXL2 ("exl2 4.0bpw",
+    "exllamav2 4.65 bpw") is an inference format, unmodelled (Request.unsupported "exllama"), its bits per weight
+    read as the nearest of 4 / 8 / 16 bits (shown in the summary); MLX ("mlx 4bit") is Apple's array framework,
+    unmodelled as such (Request.unsupported "mlx"), its bits read by training.bits."""
+    if not s.words & (EXL2_HEADS | BPW | {"mlx"}):
+        return
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD:
+            continue
+        if t.text in EXL2_HEADS and (t.text == "exllama" or (s.num(i + 1) and s.glued(i + 1))):
+            if "exllama" not in s.unsupported:
+                s.unsupported.append("exllama")
+            if s.num(i + 1) and s.glued(i + 1):
+                s.use(i + 1, i + 1)  # "exl2": the 2 is no count; the word stays for the method (weak inference)
+        elif t.text == "mlx" and "mlx" not in s.unsupported:
+            s.unsupported.append("mlx")
+        elif t.text in BPW and i > 0 and s.num(i - 1) and s.said.get("bits") is None:
+            bpw = float(s.toks[i - 1].val)
+            if 1.0 <= bpw <= 16.0:
+                s.set("bits", min((4, 8, 16), key=lambda b: (abs(b - bpw), -b)))
+                s.use(i - 1, i)
+
+
 # ── load ────────────────────────────────────────────────────────────────────────────────
 def _count(s: Scan, j: int) -> tuple[float, int] | None:
     if s.num(j):

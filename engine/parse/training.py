@@ -30,6 +30,7 @@ from engine.parse.lexicon import (
     WEIGHT_WORDS,
 )
 from engine.parse.lexicon_stack import SERVING_WORDS, STAGE_WORDS, UNMODELLED_SERVING
+from engine.parse.money import asks
 from engine.parse.normalize import NUM, WORD
 from engine.parse.scan import Scan
 from engine.parse.talk import serving_asks
@@ -275,3 +276,25 @@ def method(s: Scan) -> None:
         or s.said.get("framework") not in (None, "hf") or s.said.get("num_generations") is not None
     if weak and not training:
         s.set("method", "inference")
+
+
+# what only a training job has: a question that says one of these is not asked as inference by default
+TRAINING_ONLY = ("tokens", "epochs", "lora_rank", "optimizer", "gradient_checkpointing", "offload", "sharding",
+                 "fused_loss", "stage", "num_generations", "deadline_hours", "activation_offload", "tiled_mlp")
+
+
+def inference_by_default(s: Scan) -> None:
+    """A model named by name on a GPU with no method, no training word and no training setting ("gpt-oss-120b на
+    одной h100", "deepseek v3 on 8xh200") asks whether it runs there: inference, said as assumed (Request.assumed
+    "method") so the answer names the guess. A bare size ("70B на H100") keeps the training default."""
+    said = s.said
+    model = said.get("model")
+    if said.get("method") is not None or not s.gpus or not isinstance(model, dict) or not model.get("name"):
+        return
+    if s.words & TRAIN_WORDS or any(said.get(k) is not None for k in TRAINING_ONLY):
+        return
+    if said.get("framework") not in (None, "hf") or "time" in asks(s):  # "how long": a run's hours
+        return
+    s.set("method", "inference")
+    s.assumed.append("method")
+

@@ -15,7 +15,7 @@ from engine.memory import breakdown
 from engine.plan.advice import cheaper_gpu, compare, monthly, what_to_change
 from engine.plan.costing import Job
 from engine.plan.inputs import checked_inputs
-from engine.plan.search import asked_arrangements, catalog_arrangements, search
+from engine.plan.search import asked_arrangements, catalog_arrangements, cuda_first, search
 from engine.scenario import build_scenario, hardware_conflicts
 from engine.schema import (
     Assumption,
@@ -70,6 +70,7 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
         plans = sorted(plans, key=lambda p: (p.gpu, p.count) not in asked_first)
     else:
         plans = search(job, catalog_arrangements(), every_count=False)
+        plans = cuda_first(plans) if rank_by == "cost" else plans  # "the fastest" keeps the fastest first
 
     asked_fits = None
     changes: list[Change] = []
@@ -90,7 +91,8 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
         if not asked_fits:
             changes = what_to_change(base, b0, capacity(named[0].gpu, named[0].memory_gb), gpu, request)
         if not plans:
-            alternatives = search(job, catalog_arrangements(), every_count=False)[:3]
+            others = search(job, catalog_arrangements(), every_count=False)
+            alternatives = (cuda_first(others) if rank_by == "cost" else others)[:3]
         elif asked_fits:
             cheaper = cheaper_gpu(job, b0, named[0], plans)
             if cheaper is not None:

@@ -6,11 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 from engine import pricing, speed
-from engine.catalog import Gpu, find_gpu
+from engine.catalog import Gpu, find_gpu, unified_memory
 from engine.fit import HEADROOM, NO_HEADROOM, SPARE_SHARE, capacity, fits, need_gb, tight
 from engine.memory import breakdown
 from engine.plan.costing import Job, Option, cost_key, cost_plan, rank_key
-from engine.plan.search import at_count, catalog_arrangements, fit_on, on_gpu, plan_of, runnable, useless, variants
+from engine.plan.search import (
+    adapter_offload,
+    at_count,
+    catalog_arrangements,
+    fit_on,
+    on_gpu,
+    plan_of,
+    runnable,
+    useless,
+    variants,
+)
 from engine.schema import (
     Arrangement,
     Breakdown,
@@ -26,7 +36,7 @@ from engine.schema import (
 
 # The order a person gives things up in: free kernels first, then time, then what the run trains, then the
 # job itself. A combination adds changes in this order and keeps only those it needs.
-SACRIFICE = ("fused_loss", "gradient_checkpointing", "optimizer_8bit", "smaller_batch", "cpu_offload", "method",
+SACRIFICE = ("fused_loss", "gradient_checkpointing", "optimizer_8bit", "smaller_batch", "cpu_offload", "mlx", "method",
              "bits", "shorter_context")
 
 
@@ -54,6 +64,9 @@ def _single_changes(base: Scenario) -> list[tuple[str, dict[str, Any], dict[str,
         if base.method == "full" and not base.offload:
             # ZeRO-3's offload moves the parameters to CPU RAM too (DeepSpeed offload_param), said so
             changes.append(("cpu_offload", {"params": True} if base.sharding == "zero3" else {}, {"offload": True}))
+        elif adapter_offload(base) and not base.offload:
+            # the recipe's own offload (fsdp_qlora --use_cpu_offload true): the frozen 4-bit shards in CPU RAM
+            changes.append(("cpu_offload", {"what": "weights"}, {"offload": True, "optimizer": "adamw"}))
     else:
         if base.bits > 8:
             changes.append(("bits", {"to": 8}, {"bits": 8}))
@@ -93,6 +106,8 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
             key, params, update, b = _context_that_fits(base, room, (key, params, update, b))
         out.append(Change(key=key, params=params, saves_gb=round(b0.total - b.total, 1),
                           fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2), tight=tight(b, room)))
+    if base.method == "qlora" and gpu is not None and not gpu.bitsandbytes:
+        out += _without_bitsandbytes(base, b0, room, gpu)
     if singles:
         combined = _combination(base, b0, room, singles)
         if combined is not None:
@@ -103,7 +118,7 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
     if full_asked:  # what keeps full fine-tuning first, LoRA after it: an alternative, not the fix of full training
         out.sort(key=lambda c: any(p.key == "method" for p in (c.parts or [c])))
     for count in (c for c in (2, 4, 8) if c > base.gpu_count):
-        sharding = "zero3" if base.method != "inference" else "none"
+        sharding = "none" if base.method == "inference" else "fsdp" if base.sharding == "fsdp" else "zero3"
         if not runnable(None, base.model_copy(update={"gpu_count": count, "sharding": sharding}), gpu):
             break
         b = estimate({"gpu_count": count, "sharding": sharding})
@@ -111,6 +126,27 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
             out.append(Change(key="more_gpus", params={"count": count, "sharding": sharding},
                               saves_gb=round(b0.total - b.total, 1), fits=True, total_gb=round(need_gb(b), 2)))
             break
+    return out
+
+
+def _without_bitsandbytes(base: Scenario, b0: Breakdown, room: float, gpu: Gpu) -> list[Change]:
+    """QLoRA asked where bitsandbytes has no backend (Apple Silicon): the routes that run there instead.
+
+    On a Mac, MLX: mlx-lm trains LoRA on a 4-bit MLX model, which is QLoRA ("If --model points to a quantized
+    model, then the training will use QLoRA", ml-explore/mlx-lm mlx_lm/LORA.md). MLX's 4-bit format (group 64,
+    a 16-bit scale and bias per group: 4.5 bits) is the size the estimate already counts for NF4
+    (catalog memory.toml [weights] nf4), and MLX has no PEFT fp32 upcast of the other layers, so its memory is the
+    4-bit estimate less that upcast. Elsewhere and on a Mac too: 16-bit LoRA, which PyTorch (MPS) runs."""
+    out: list[Change] = []
+    if unified_memory(gpu):
+        mlx = b0.model_copy(update={"upcast": 0.0, "total": b0.total - b0.upcast})
+        out.append(Change(key="mlx", params={"bits": 4}, saves_gb=round(b0.upcast, 1),
+                          fits=fits(mlx, room, NO_HEADROOM), total_gb=round(need_gb(mlx), 2), tight=tight(mlx, room)))
+    lora = base.model_copy(update={"method": "lora", "bits": 16, "optimizer": "adamw"})
+    if runnable(None, lora, gpu):
+        b = breakdown(lora)
+        out.append(Change(key="method", params={"to": "lora", "bits": 16}, saves_gb=round(b0.total - b.total, 1),
+                          fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2), tight=tight(b, room)))
     return out
 
 

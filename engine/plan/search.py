@@ -13,6 +13,7 @@ from typing import Any
 from engine import speed
 from engine.catalog import Gpu, find_gpu, gpus, unified_memory
 from engine.fit import HEADROOM, capacity, fits
+from engine.frameworks import profile
 from engine.memory import breakdown
 from engine.plan.costing import Job, Option, bare_name, cost_plan, priced_gpus, rank_key, with_slowdown
 from engine.scenario import for_gpu, hardware_conflicts
@@ -77,7 +78,7 @@ def variants(base: Scenario) -> list[tuple[list[str], Scenario]]:
         chain.append("optimizer_8bit")
     if base.sharding not in ("zero3", "fsdp"):
         chain.append("zero3")  # full, and LoRA/QLoRA too (PEFT with DeepSpeed ZeRO-3 or FSDP)
-    if base.method == "full" and not base.offload:
+    if not base.offload and (base.method == "full" or adapter_offload(base)):
         chain.append("cpu_offload")
     chains = [chain]
     if "zero3" in chain and "cpu_offload" in chain:
@@ -99,6 +100,12 @@ def variants(base: Scenario) -> list[tuple[list[str], Scenario]]:
                 seen.add(tuple(names[: i + 1]))
                 out.append((used, current))
     return out
+
+
+def adapter_offload(s: Scenario) -> bool:
+    """A LoRA/QLoRA run whose stack's recipe offloads the frozen base to CPU RAM when it does not fit
+    (engine.frameworks Profile.adapter_offload: Answer.AI fsdp_qlora's --use_cpu_offload)."""
+    return s.method in ("lora", "qlora") and profile(s.framework).adapter_offload
 
 
 def on_gpu(variant: Scenario, gpu: Gpu | None, cache: dict[tuple[object, ...], Scenario],
@@ -239,3 +246,19 @@ def search(job: Job, candidates: Sequence[Arrangement], headroom: float = HEADRO
         order = [o for o in order if o is not nodes[0]]
         order.insert(min(1, len(order)), nodes[0])
     return [plan_of(job, o) for o in order[:MAX_PLANS]]
+
+
+def cuda_first(plans: list[Plan]) -> list[Plan]:
+    """A catalog-wide list ranked by cost (no GPU named) with the ROCm cards after the CUDA ones, each group in its
+    own order ("the fastest" keeps its own order).
+
+    Chosen over ranking by price alone: an everyday fine-tune runs a CUDA-first stack (bitsandbytes, FlashAttention-2
+    and Liger builds, Unsloth), and the AMD speed rests on an unmeasured utilisation (catalog speed.toml
+    [utilisation] amd, "assumption, unmeasured"), so a ROCm card's lower cost per token is not enough to lead the
+    list; it stays in it, and a question that names the card gets it as asked."""
+    def rocm(p: Plan) -> bool:
+        gpu = find_gpu(p.gpu, p.memory_gb)
+        return gpu is not None and gpu.rocm_arch is not None
+
+    return sorted(plans, key=rocm)
+

@@ -99,6 +99,7 @@ from engine.schema.serving import (
     ServingArrangement,
     ServingLoad,
     ServingResult,
+    ServingSide,
     Speed,
 )
 from engine.schema.serving import Settings as ServingSettings
@@ -179,6 +180,7 @@ __all__ = [
     "ServingLoad",
     "ServingResult",
     "ServingSettings",
+    "ServingSide",
     "Sharding",
     "Speed",
     "Stage",

@@ -167,6 +167,21 @@ class ServingLoad(BaseModel):
     hosted: HostedRange | None = None  # hosted-API prices of the model at this prompt/output mix
 
 
+class ServingSide(BaseModel):
+    """One GPU of a serving comparison ("H100 or H200 for 32 users"): whether the count named holds the asked users,
+    and the smallest arrangement of that GPU that does, with its price and speed."""
+
+    gpu: str
+    count: int  # as named
+    holds_as_named: bool = False
+    holds_count: int | None = None  # GPUs of this kind that hold the asked users (None: none up to the search limit)
+    per_hour: float | None = None
+    per_million_output_tokens: float | None = None
+    per_user_tokens_s: float | None = None
+    currency: str = "USD"
+    winner: bool = False
+
+
 class ServingResult(BaseModel):
     model: str
     model_known: bool = False
@@ -191,3 +206,5 @@ class ServingResult(BaseModel):
     assumptions: list[Assumption] = Field(default_factory=list)
     command: list[str] = Field(default_factory=list)  # argv of the launch command for this configuration
     load: ServingLoad | None = None  # the load model's answer (CONTRACT v2.1), when a load or a promise is said
+    # several GPUs named ("h100 or h200 for ..."): each side, the winner first; the rest of the result is the winner's
+    compared: list[ServingSide] = Field(default_factory=list)

@@ -24,10 +24,10 @@ from typing import Any, Literal
 from engine.catalog import HERE, Gpu
 from engine.schema import Architecture
 from engine.schema.serving import LoadPoint
-from engine.speed import weight_params_read
 from engine.speed.hardware import intra_node_gbs, network_gbs, node_network_gbs, pcie_gbs
 
 from .profile import data as serving_data
+from .weights import decode_read_bytes, experts_only
 
 Link = Literal["nvlink", "pcie", "infiniband"]
 Z95 = 1.645
@@ -94,9 +94,12 @@ def peak_flops(m: Machine) -> float:
     return g.bf16_tflops * 1e12  # W4A16 / W8A16 kernels dequantise to 16-bit compute
 
 
-def bandwidth(m: Machine) -> float:
+def bandwidth(m: Machine, dense: bool = False) -> float:
+    """Bytes/s a decode step reads weights at; `dense`: the non-expert part, 16-bit where the format quantizes
+    only the experts (MXFP4)."""
     eff = serving_data()["speed"]["bandwidth_efficiency"]
-    return m.gpu.bandwidth_tbs * 1e12 * float(eff.get(str(m.weight_bits), eff["16"]))
+    bits = "16" if dense and experts_only(m.weight_format) else str(m.weight_bits)
+    return m.gpu.bandwidth_tbs * 1e12 * float(eff.get(bits, eff["16"]))
 
 
 def link_gbs(m: Machine) -> float:
@@ -133,9 +136,9 @@ def decode_step(m: Machine, f: Features, batch: int, context: float, tokens_per_
     a, e = m.arch, engine_figures(m.engine)
     b = max(1, batch)
     stage_b = max(1, math.ceil(b / m.pp))  # PP: pp micro-batches in flight, one per stage
-    touched = weight_params_read(a, b) / a.params if a.params else 1.0
+    dense, routed = decode_read_bytes(a, m.weight_format, m.weight_bytes, m.tp, m.pp, b)  # MoE: routed experts only
     kv = stage_b * context * m.kv_bytes_per_token
-    memory = (m.weight_bytes * touched + kv) / bandwidth(m)
+    memory = dense / bandwidth(m, dense=True) + (routed + kv) / bandwidth(m)
     tokens = stage_b * tokens_per_seq
     flops = tokens * (2.0 * a.active_params / m.pp + attention_flops(a, 1, context) / m.pp) / m.tp
     compute = flops / (peak_flops(m) * float(e["decode_mfu"]))

@@ -10,12 +10,12 @@ from engine import pricing
 from engine.catalog import Gpu
 from engine.schema import Architecture
 from engine.schema.serving import Cost, GpuChoice, RankMemory, Settings, Speed
-from engine.speed import calibration, weight_params_read
+from engine.speed import calibration
 
 from .core import kv_element_bytes
 from .kv import plain_bytes_per_token
 from .profile import data
-from .weights import rank_weights
+from .weights import decode_read_bytes, experts_only, rank_weights
 
 
 def format_bits(fmt: str) -> int:
@@ -34,10 +34,14 @@ def decode_and_ttft(arch: Architecture, s: Settings, gpu: Gpu, choice: GpuChoice
     bits = format_bits(s.weight_format)
     sp = data()["speed"]
     bw = gpu.bandwidth_tbs * 1e12 * sp["bandwidth_efficiency"][str(bits)]
-    touched = weight_params_read(arch, batch) / arch.params if arch.params else 1.0
+    # the dense part at 16 bits' efficiency where the format quantizes only the experts (MXFP4)
+    dense_bits = "16" if experts_only(s.weight_format) else str(bits)
+    dense_bw = gpu.bandwidth_tbs * 1e12 * sp["bandwidth_efficiency"][dense_bits]
+    dense, routed = decode_read_bytes(arch, s.weight_format, weights_bytes, tp, pp, batch)
+    touched = (dense + routed) / weights_bytes if weights_bytes > 0 else 1.0
     context = prompt + output // 2  # the average context a decode step reads over a request's life
     kv_read = batch * context * plain_bytes_per_token(arch, tp, arch.layers // pp, element_bytes)
-    memory_step = (weights_bytes * touched + kv_read) / bw + host_bytes * touched / (sp["host_ram_gbs"] * 1e9)
+    memory_step = dense / dense_bw + (routed + kv_read) / bw + host_bytes * touched / (sp["host_ram_gbs"] * 1e9)
     peak = (gpu.fp8_tflops if bits == 8 and gpu.fp8_tflops else gpu.bf16_tflops) * 1e12
     util = calibration()["inference"]["compute_utilisation"]
     attention = 4.0 * arch.layers * context * arch.heads * arch.head_dim

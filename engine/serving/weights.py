@@ -55,6 +55,47 @@ def linear_bytes(arch: Architecture, fmt: str, tp: int = 1) -> float:
     return arch.linear_params * float(spec["linear"])
 
 
+def expert_bytes(arch: Architecture, fmt: str, tp: int = 1) -> float:
+    """The routed experts' part of `linear_bytes` (the whole model, before any split): what a decode step reads only
+    where the batch's tokens are routed."""
+    experts = min(expert_params(arch), arch.linear_params)
+    if not experts:
+        return 0.0
+    spec = data()["formats"].get(fmt)
+    if spec is None:
+        return experts * (gguf_bits(fmt) or 16.0) / 8.0
+    if spec.get("experts_only"):
+        return linear_bytes(arch, fmt, tp) - (arch.linear_params - experts) * 2.0
+    return experts * float(spec["linear"])
+
+
+def decode_read_bytes(arch: Architecture, fmt: str, rank_bytes: float, tp: int, pp: int, batch: int) -> tuple[
+        float, float]:
+    """(dense, routed): the bytes one decode step of `batch` tokens reads from `rank_bytes` of one rank's weights.
+    Everything but the routed experts is read whole (attention, shared experts, dense layers, lm_head, in their own
+    format: bf16 beside MXFP4 experts); of the routed experts only those a token of the batch is routed to. vLLM's
+    fused_moe_kernel (vllm-project/vllm@13cb3e4 vllm/model_executor/layers/fused_moe/fused_moe.py) loads, for each
+    block of tokens, the weights of its own expert only (off_experts = expert_ids[pid_m]; b_ptr + off_experts *
+    stride_be): uniform routing touches 1 - (1 - k/E)^batch of them. One stream reads the active parameters, never
+    fewer bytes: its dense part is at 16 bits where the format quantizes only the experts."""
+    every = expert_params(arch)
+    if not every or not arch.experts_per_token or arch.experts_per_token >= arch.experts:
+        return rank_bytes, 0.0
+    share = arch.experts_per_token / arch.experts
+    # the routed parameters from the model card's total and active counts (engine.speed.weight_params_read: the
+    # layer count cannot tell DeepSeek's first dense layers), at the bytes the format gives an expert weight
+    routed_params = max(0.0, arch.params - arch.active_params) / (1.0 - share)
+    per_param = expert_bytes(arch, fmt, tp) / every
+    routed = min(rank_bytes, routed_params * per_param / tp / max(1, pp))
+    touched = 1.0 - (1.0 - share) ** max(1, batch)
+    return rank_bytes - routed, routed * touched
+
+
+def experts_only(fmt: str) -> bool:
+    """The format quantizes the routed experts only; the rest stays 16-bit (MXFP4 in vLLM)."""
+    return bool(data()["formats"].get(fmt, {}).get("experts_only"))
+
+
 def embedding_bytes_per_param(fmt: str) -> float:
     bits = gguf_bits(fmt)
     if bits is not None:
