@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, ValidationError
 
-from bot.compute import off_loop
-from bot.enrich import enrich, may_fetch
 from bot.views.messages import t
 from bot.views.render import RenderedAnswer, plain, render
 from engine.answer import answer, asks_a_price
@@ -235,6 +233,7 @@ def with_note(html: str, note: str | None) -> str:
 async def make_reply(request: Request, storage: Storage, options: AnswerOptions, note: str | None = None,
                      qid: str | None = None) -> Reply:
     """Render `request` and, when there is an answer, store the request and put a keyboard under it."""
+    from bot.compute import off_loop
     from bot.views.keyboards import answer_keyboard
 
     rendered = await off_loop(render_request, request, options)
@@ -264,6 +263,9 @@ async def reply_to(text: str, request: Request | None, options: AnswerOptions, *
     engine.answer → render → keyboard. `request` skips the first two (a config.json file already read, a
     follow-up merged into `previous`, whose answer the reply then says what changed against);
     `before_fetch` runs before the Hub is asked (the bot shows "typing")."""
+    from bot.compute import off_loop  # asyncio and the enrichment: the bot's, not `gpu-advisor ask`'s
+    from bot.enrich import enrich, may_fetch
+
     note = None
     if request is None:
         request = parse(text)

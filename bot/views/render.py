@@ -14,7 +14,6 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from bot.views.catalogs import N_, _, translations
 from bot.views.formats import money, num
-from bot.views.serving_view import serving_view
 from bot.views.talk import market_price_text, rental_lines
 from bot.views.view import view_model
 from bot.views.words import error_lines
@@ -63,6 +62,8 @@ def render(a: Answer, lang: str) -> RenderedAnswer:
 def _serving(lang: str, a: Answer) -> RenderedAnswer:
     """A serving answer; over Telegram's limit (a long model id, many changes) the changes go first, then the
     assumptions."""
+    from bot.views.serving_view import serving_view  # the serving wording: only a serving answer needs it
+
     view = serving_view(lang, a)
     template = environment(lang).get_template("serving.html.j2")
     model = dict(view.model)

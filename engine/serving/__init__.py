@@ -15,23 +15,10 @@ from engine.catalog import architecture, find_gpu, find_model, gpus, reference_o
 from engine.catalog.ids import name_format
 from engine.schema import Architecture, GpuRef, Request
 
-from .advice import changes
-from .capacity import arrange, valid_tp
-from .command import command
-from .core import (
-    DEFAULT_CONTEXT_UNKNOWN,
-    catalog_gpu,
-    gpu_choice,
-    loads,
-    profile,
-    settings_for,
-    users_served,
-)
-from .loadplan import feature_flags, load_answer, load_block, machine_for
-from .profile import data, supports, weight_format
-from .sizing import size
-from .speed import cost, instance_speed
 from .types import Arrangement, Issue, ServingResult
+
+# The layer's modules (memory budget, KV cache, sizing, load plan, launch command) are imported by the functions
+# that use them: `is_serving_request` is asked of every question, and a training one needs none of them.
 
 __all__ = ["ServingResult", "is_serving_request", "serve", "serving_block"]
 
@@ -52,6 +39,8 @@ def is_serving_request(request: Request) -> bool:
 
 def _context(request: Request, arch: Architecture, assumptions: list[str]) -> tuple[int, int, int]:
     """(context, prompt, output): prompt + output when said, else seq_len / max_model_len, else the default."""
+    from .core import DEFAULT_CONTEXT_UNKNOWN
+
     opts = request.engine_options
     if request.prompt_len or request.output_len:
         output = request.output_len or DEFAULT_OUTPUT
@@ -80,6 +69,8 @@ def _model_id(request: Request, arch: Architecture) -> str:
 def _native_format(request: Request, engine: str) -> str | None:
     """The format the checkpoint ships in (models.toml native_format), when the request names none and the engine
     loads it: gpt-oss serves its MXFP4 experts, DeepSeek-V3 its block FP8, as their config.json says."""
+    from .profile import supports
+
     if request.quantization or request.bits or request.model is None or engine in ("llama.cpp", "ollama"):
         return None
     entry = find_model(request.model.name)
@@ -90,6 +81,8 @@ def _native_format(request: Request, engine: str) -> str | None:
 def _named_format(request: Request, engine: str) -> str | None:
     """The format a repository id says ("…-AWQ", "…-GPTQ-Int4", "…-FP8-Dynamic", "…-bnb-4bit"), when the request
     names none: the engine reads it from the checkpoint's quantization_config, not from a flag."""
+    from .profile import supports
+
     if request.quantization or request.bits or request.model is None:
         return None
     fmt = name_format(request.model.name)
@@ -108,6 +101,8 @@ def native_format_of(request: Request) -> str | None:
 
 def _candidates(engine: str) -> list[Any]:
     """The GPUs compared when none is named (serving.toml [limits]); Apple Silicon for llama.cpp / Ollama."""
+    from .profile import data
+
     limits = data()["limits"]
     names = list(limits["candidate_gpus"])
     if engine in ("llama.cpp", "ollama"):
@@ -122,6 +117,9 @@ def _fail(name: str, errors: list[Issue], assumptions: list[str]) -> ServingResu
 def _too_many(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtype: str, cands: list[Any],
               users: int, context: int, max_model_len: int) -> Issue:
     """More users than the largest arrangement serves: say how many the best instance serves, at most."""
+    from .capacity import arrange
+    from .profile import data
+
     most = int(data()["limits"]["max_gpus"])
     one = arrange(request, arch, engine, fmt, kv_dtype, cands, 1, context, max_model_len)
     best = 0
@@ -134,6 +132,15 @@ def _too_many(request: Request, arch: Architecture, engine: str, fmt: str, kv_dt
 
 def serve(request: Request, sized: bool = False) -> ServingResult:
     """`sized`: the request is the arrangement the sizing picked (no second search)."""
+    from .advice import changes
+    from .capacity import arrange, valid_tp
+    from .command import command
+    from .core import catalog_gpu, gpu_choice, loads, profile, settings_for, users_served
+    from .loadplan import feature_flags, load_answer, machine_for
+    from .profile import data, supports, weight_format
+    from .sizing import size
+    from .speed import cost, instance_speed
+
     assumptions: list[str] = []
     engine = request.serving_engine or "vllm"
     if request.serving_engine is None:
@@ -304,6 +311,8 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
 
 def serving_block(r: ServingResult) -> dict[str, Any]:
     """CONTRACT.md v2 `serving`: per GPU where it applies (rank 0 with PP; kv_tokens engine-wide)."""
+    from .loadplan import load_block
+
     errors = [e.model_dump() for e in r.errors]
     if r.settings is None or r.memory is None or r.kv is None or r.gpu is None:
         return {"error": errors[0]["key"] if errors else "serving.error", "errors": errors,
