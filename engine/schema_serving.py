@@ -7,12 +7,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 EngineFamily = Literal["vllm-v0", "vllm-v1", "sglang", "tgi", "llama.cpp", "ollama", "hf"]
 
 
-class Issue(BaseModel):
+class Deferred(BaseModel):
+    """Validators built on first use: a training answer never makes one of these (engine.schema's Answer, built at
+    import, takes their schema into its own), and building a dozen validators was a tenth of a CLI start."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class Issue(Deferred):
     """A message key with its parameters: an input error, or a change that helps (`effect` says by how much)."""
 
     key: str
@@ -20,7 +27,7 @@ class Issue(BaseModel):
     effect: dict[str, Any] = Field(default_factory=dict)
 
 
-class Settings(BaseModel):
+class Settings(Deferred):
     """The engine settings the answer ran with (said by the request or the engine's default)."""
 
     engine: str
@@ -38,7 +45,7 @@ class Settings(BaseModel):
     gpu_layers: int | None = None  # llama.cpp -ngl: layers on the GPU (the rest in host RAM)
 
 
-class GpuChoice(BaseModel):
+class GpuChoice(Deferred):
     name: str
     known: bool  # in the catalog (bandwidth, price) or only a memory size
     total_gib: float  # as the driver reports it
@@ -48,7 +55,7 @@ class GpuChoice(BaseModel):
     compute_capability: float | None = None  # NVIDIA sm version (None: AMD, Apple or not known)
 
 
-class RankMemory(BaseModel):
+class RankMemory(Deferred):
     """One GPU's budget, GiB: the figures a start-up log prints (rank 0 with PP)."""
 
     budget_gib: float  # what the engine lets itself use (gpu_memory_utilization x total, ...)
@@ -61,7 +68,7 @@ class RankMemory(BaseModel):
     host_ram_gib: float = 0.0  # llama.cpp layers left on the CPU; HF offload
 
 
-class KvCapacity(BaseModel):
+class KvCapacity(Deferred):
     bytes_per_token: float  # per GPU: K and V of every layer on the rank (sliding layers counted as full here)
     groups: int  # vLLM V1 KV cache groups (hybrid allocator); 1 for uniform models
     blocks: int
@@ -71,7 +78,7 @@ class KvCapacity(BaseModel):
     concurrency_at_context: float  # requests of the asked context (prompt + output) at once
 
 
-class Speed(BaseModel):
+class Speed(Deferred):
     per_user_tokens_s: float
     total_tokens_s: float
     ttft_s: float
@@ -80,7 +87,7 @@ class Speed(BaseModel):
     context: int
 
 
-class Cost(BaseModel):
+class Cost(Deferred):
     currency: str
     per_hour: float  # all GPUs of the arrangement, typical market price
     per_month: float
@@ -89,7 +96,7 @@ class Cost(BaseModel):
     price_source: str
 
 
-class Arrangement(BaseModel):
+class Arrangement(Deferred):
     """One way to serve the asked users: GPUs, TP x PP, and the room it leaves."""
 
     gpu: str
@@ -116,7 +123,7 @@ class Arrangement(BaseModel):
     cuda_graph_gib: float = 0.0  # the graphs' part of it (outside gpu_memory_utilization on vLLM >= 0.11 V1)
 
 
-class LoadPoint(BaseModel):
+class LoadPoint(Deferred):
     """One instance under load (engine/serving/load.py): throughput, latencies and what binds; CONTRACT v2.1."""
 
     stable: bool = True  # False: the arrivals exceed what the instance can serve, queues grow without bound
@@ -138,7 +145,7 @@ class LoadPoint(BaseModel):
     saturation_tpot_ms: float | None = None
 
 
-class ServingLoad(BaseModel):
+class ServingLoad(Deferred):
     """The load answer: the instance's point, the whole arrangement's figures, the promise and its margin."""
 
     replicas: int = 1
@@ -159,7 +166,7 @@ class ServingLoad(BaseModel):
     curve: list[LoadPoint] = Field(default_factory=list)  # concurrency sweep for the chart
 
 
-class ServingResult(BaseModel):
+class ServingResult(Deferred):
     model: str
     model_known: bool = False
     params_b: float = 0.0

@@ -14,10 +14,17 @@ CpKind = Literal["ulysses", "ring"]
 OptionKind = Literal["context_parallel", "tensor_parallel", "activation_offload", "tiled_mlp", "fused_loss"]
 
 
+class Deferred(BaseModel):
+    """Validators built on first use: only a post-training answer makes these (engine.schema's Answer, built at
+    import, takes PostTrainResult's schema into its own)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
 class PostTrainOptions(BaseModel):
     """Settings a request cannot say today (CONTRACT v2 has no field for them); None = the framework default."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     beta: float | None = Field(default=None, ge=0, le=100)  # GRPO/PPO KL coefficient (TRL GRPO default 0.0)
     precompute_ref_log_probs: bool = False  # DPOConfig.precompute_ref_log_probs
@@ -27,7 +34,7 @@ class PostTrainOptions(BaseModel):
     grad_accum: int = Field(default=1, ge=1, le=100_000)
 
 
-class Line(BaseModel):
+class Line(Deferred):
     """One extra line of the per-GPU breakdown, GiB (key is a message key suffix: posttrain.line.<key>)."""
 
     key: str
@@ -35,7 +42,7 @@ class Line(BaseModel):
     params: dict[str, float | int | str | bool] = Field(default_factory=dict)
 
 
-class Change(BaseModel):
+class Change(Deferred):
     """A change that would make the job fit or cheaper: message key, its parameters, the total it gives."""
 
     key: str
@@ -45,7 +52,7 @@ class Change(BaseModel):
     tight: bool = False  # fits, but under the planner's 10 % headroom (engine.fit.HEADROOM)
 
 
-class Settings(BaseModel):
+class Settings(Deferred):
     """What to set in the framework for this estimate (TRL names)."""
 
     per_device_train_batch_size: int
@@ -69,7 +76,7 @@ class Settings(BaseModel):
     gradient_checkpointing: bool = True
 
 
-class RlTime(BaseModel):
+class RlTime(Deferred):
     """Seconds per optimizer step of an RL job (generation + training), and the run's hours."""
 
     sequences_per_step: int
@@ -85,7 +92,7 @@ class RlTime(BaseModel):
     cost: dict[str, float | str] | None = None  # engine.pricing.cost of `hours` on `gpus` GPUs: min/typical/max USD
 
 
-class PostTrainResult(BaseModel):
+class PostTrainResult(Deferred):
     stage: str
     method: str
     per_gpu_total: float  # reserved peak of the busiest training GPU, GiB (cuda context not included)
@@ -108,7 +115,7 @@ class PostTrainResult(BaseModel):
     time: RlTime | None = None
 
 
-class LongContextOption(BaseModel):
+class LongContextOption(Deferred):
     """One way to fit a long sequence; per_gpu_total in GiB, time_factor against the plain step."""
 
     kind: OptionKind
