@@ -9,8 +9,7 @@ import html
 import re
 from dataclasses import dataclass
 from functools import cache
-
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from typing import TYPE_CHECKING
 
 from bot.views.catalogs import N_, _, translations
 from bot.views.formats import money, num
@@ -19,12 +18,17 @@ from bot.views.view import view_model
 from bot.views.words import error_lines
 from engine.schema import Answer
 
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
 MESSAGE_LIMIT = 4096  # Telegram's
 TAG = re.compile(r"<[^>]{1,40}>")
 
 
 @cache
 def environment(lang: str) -> Environment:
+    from jinja2 import Environment, PackageLoader, StrictUndefined  # only an answer laid out by a template needs it
+
     env = Environment(loader=PackageLoader("bot.views", "templates"), autoescape=True, undefined=StrictUndefined,
                       auto_reload=False,
                       extensions=["jinja2.ext.i18n"], trim_blocks=False, lstrip_blocks=False)
