@@ -43,7 +43,7 @@ def test_an_answer_imports_none_of_the_heavy_libraries(argv: tuple[str, ...]) ->
 NOT_FOR_TRAINING = ("engine.serving.sizing", "engine.serving.load", "engine.serving.loadplan", "engine.serving.core",
                     "engine.serving.command", "engine.posttrain.result", "engine.posttrain.advice",
                     "engine.posttrain.setup", "engine.posttrain.timing", "engine.plan.posttrain", "engine.configs",
-                    "bot.views.serving_view", "bot.compute", "bot.enrich", "asyncio", "matplotlib", "aiogram")
+                    "bot.views.serving_view", "bot.compute", "bot.enrich", "asyncio", "babel", "matplotlib", "aiogram")
 
 
 def _loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
