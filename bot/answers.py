@@ -26,9 +26,12 @@ from engine.schema import (
     Currency,
     GpuRef,
     Language,
+    MarketAnswer,
+    PlannedAnswer,
     PriceOptions,
     RankBy,
     Request,
+    ServingAnswer,
     Tier,
     error_keys,
     join_errors,
@@ -186,7 +189,7 @@ def market_price(lang: str, gpu: str, currency: Currency, own: str | None = None
 def price_reply(request: Request, rendered: RenderedAnswer, options: AnswerOptions) -> str:
     """"сколько стоит H100", "how much is an A100 per hour?" (engine.answer.asks_a_price): the engine's market
     answer (engine.answer.market_answer), or, for a GPU without market prices, how to set one's own."""
-    if rendered.answer.market is not None:
+    if isinstance(rendered.answer, MarketAnswer):
         return rendered.html
     from bot.views.formats import money
 
@@ -219,8 +222,9 @@ class Reply:
 
 def state_of(rendered: RenderedAnswer) -> tuple[str, int, int]:
     """(method, context, GPU count) of a rendered answer, as the keyboard shows them."""
-    s = rendered.answer.scenario
-    assert s is not None
+    a = rendered.answer
+    assert isinstance(a, PlannedAnswer), a.kind
+    s = a.scenario
     return s.method, s.seq_len, s.gpu_count
 
 
@@ -241,10 +245,10 @@ async def make_reply(request: Request, storage: Storage, options: AnswerOptions,
         return Reply(rendered.html, rendered.title, rendered.lang, None, rendered, None)
     if qid is None:
         qid = await storage.put_request(request)
-    serving = rendered.answer.serving
-    if serving is not None:  # a serving answer: format, users, context (bot/views/keyboards.py)
+    if isinstance(rendered.answer, ServingAnswer):  # a serving answer: format, users, context (bot/views/keyboards.py)
         from bot.views.keyboards import format_code, serving_keyboard
 
+        serving = rendered.answer.serving
         engine = serving.settings.engine if serving.settings else (request.serving_engine or "vllm")
         fmt = format_code(serving.settings.weight_format, engine) if serving.settings else "-"
         markup = serving_keyboard(qid, fmt, serving.users, serving.context or request.seq_len or 0, rendered.lang,

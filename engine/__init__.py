@@ -1,4 +1,1 @@
-"""The engine: pure, synchronous estimates. `engine.schema` loads first: its Answer holds engine.posttrain's result
-type, and engine.posttrain (through engine.catalog) imports engine.schema."""
-
-from engine import schema as _schema  # noqa: F401
+"""The engine: pure, synchronous estimates. Its types live in `engine.schema`, which imports no engine logic."""

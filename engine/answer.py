@@ -20,19 +20,25 @@ from engine.schema import (
     Assumption,
     Breakdown,
     Change,
+    ErrorAnswer,
     GpuLine,
     Limits,
     LineRole,
+    MarketAnswer,
     Note,
     Plan,
     PlanResult,
+    PostTrainAnswer,
     PriceOptions,
+    PriceRange,
     Rental,
     Request,
+    ServingAnswer,
+    ServingCost,
+    TrainingAnswer,
     Verdict,
     error_keys,
 )
-from engine.schema_serving import Cost as ServingCost
 from engine.serving import ServingResult, is_serving_request, serve
 
 # GPUs a chart draws next to the asked and planned ones, so that the need reads against familiar sizes.
@@ -45,7 +51,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         market = market_answer(request, prices)
         if market is not None:
             return market
-        return Answer(request=request, errors=model_errors(request))
+        return ErrorAnswer(request=request, errors=model_errors(request))
     if is_serving_request(request):  # a serving engine sizes it (engine.serving), never the training planner
         served = serving_answer(request, prices)
         asked_gpu = request.gpus[0].name if request.gpus else None
@@ -60,7 +66,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
         if long_context_instead(request, result):
             return with_said(posttrain_answer(request, prices), request, prices)
     except ScenarioError as exc:
-        return Answer(request=request, errors=[Note(key="no_estimate", params={
+        return ErrorAnswer(request=request, errors=[Note(key="no_estimate", params={
             "reason": str(exc), "why": exc.key, **exc.params})])
     named = asked_arrangements(request)
     asked = named[0] if named else None
@@ -71,7 +77,7 @@ def answer(request: Request, prices: PriceOptions | None = None) -> Answer:
     conflicts = hardware_conflicts(s, gpu, request) if gpu is not None and not result.comparison else []
     said, fix = verdict(result, b, asked, conflicts)
     fused = fused_loss_alternative(s) if s.framework_assumed else None
-    return Answer(
+    return TrainingAnswer(
         request=request, scenario=s, breakdown=b,
         verdict=said, asked=asked, fix=fix, conflicts=conflicts,
         capacity_gib=capacity(asked.gpu, asked.memory_gb) if asked else 0.0,
@@ -118,7 +124,7 @@ def asks_a_price(request: Request) -> bool:
             and request.gpus[0].name is not None)
 
 
-def market_answer(request: Request, prices: PriceOptions | None) -> Answer | None:
+def market_answer(request: Request, prices: PriceOptions | None) -> MarketAnswer | None:
     """A price question without a model: the GPU's market range per GPU-hour (what /price shows), in the currency
     the question asks (else the chat's), with the chat's own price; None when it is not one, or there are no prices
     (then the answer is the usual "no model" one)."""
@@ -137,12 +143,12 @@ def market_answer(request: Request, prices: PriceOptions | None) -> Answer | Non
     own = None
     if currency == options.currency:
         own = next((v for k, v in options.overrides.items() if find_gpu(k) == gpu), None)
-    return Answer(request=request, market=found.model_copy(deep=True), own_price=own, currency=found.currency,
+    return MarketAnswer(request=request, market=found.model_copy(deep=True), own_price=own, currency=found.currency,
                   notes=said_notes(request, "", gpu.name, found.currency),
                   rental=rental_cost(request, found, currency))
 
 
-def rental_cost(request: Request, found: pricing.PriceRange, currency: str) -> Rental | None:
+def rental_cost(request: Request, found: PriceRange, currency: str) -> Rental | None:
     """"неделя 8xh100", "месяц a100", "100 часов в месяц h100": the period at the hourly market prices for all the
     GPUs, and, for a month, the cheapest monthly offer per GPU against hourly at the stated use."""
     hours = request.rent_hours
@@ -183,10 +189,8 @@ def stale_prices(shown: list[Plan]) -> dict[str, str]:
             if p.price_date and p.price_date != "given" and p.price_date < PRICE_WINDOW_START}
 
 
-def with_said(a: Answer, request: Request, prices: PriceOptions | None) -> Answer:
+def with_said(a: PostTrainAnswer, request: Request, prices: PriceOptions | None) -> PostTrainAnswer:
     """A post-training answer with what the question said around the estimate (notes, budget, deadline)."""
-    if a.scenario is None:
-        return a
     a.notes = [*a.notes, *said_notes(request, a.scenario.arch.name, a.asked.gpu if a.asked else None, a.currency)]
     known = {x.key for x in a.assumptions}
     a.assumptions = [*a.assumptions, *(x for x in parsed_assumptions(request) if x.key not in known)]
@@ -295,7 +299,7 @@ def posttrain_verdict(result: PlanResult, b: Breakdown,
     return said, fix
 
 
-def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
+def posttrain_answer(request: Request, prices: PriceOptions | None) -> PostTrainAnswer:
     """The answer of a post-training (or long-context) request: plans judged by the post-training peak, the
     verdict by engine.fit's rule on it, the post-training result for the view to word."""
     from engine.plan import posttrain as posttrain_plan
@@ -305,7 +309,7 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     result = posttrain_plan.plan(request, prices)
     pt = posttrain.posttrain_result(request)
     if request.sharding != said.sharding:  # a default of this path, shown as one
-        pt.assumptions.append(f"sharding={request.sharding}")
+        pt.assumptions.append(Assumption(key="sharding", value=str(request.sharding)))
         result.scenario.assumptions.append(Assumption(key="sharding", value=str(request.sharding)))
     named = asked_arrangements(request)
     asked = named[0] if named else None
@@ -316,7 +320,7 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
     shown = [*result.plans[:SHOWN_PLANS], *result.alternatives]
     gpus = max(s.gpu_count, pt.train_gpus)
     judged, fix = posttrain_verdict(result, b, asked)
-    return Answer(
+    return PostTrainAnswer(
         request=request, scenario=s, breakdown=b, verdict=judged, fix=fix, asked=asked,
         capacity_gib=capacity(asked.gpu, asked.memory_gb) if asked else 0.0,
         need_gb=need_gb(b), cluster_gb=need_gb(b) * gpus,
@@ -334,7 +338,7 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> Answer:
 # ---- serving -------------------------------------------------------------------------------------------------
 
 
-def serving_answer(request: Request, prices: PriceOptions | None = None) -> Answer:
+def serving_answer(request: Request, prices: PriceOptions | None = None) -> ServingAnswer:
     """A serving question's answer: the engine's ServingResult and the verdict on the GPUs asked."""
     if prices is not None and request.currency is None:
         request = request.model_copy(update={"currency": prices.currency})
@@ -344,8 +348,8 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Answ
     notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
     if "quantization" in request.assumed and request.quantization:  # "q4": the parser's pick, said (engine.serving's
         result = result.model_copy(update={"assumptions": [  # own "weight_format" assumption words it)
-            *result.assumptions, f"weight_format={request.quantization}"]})
-    return Answer(request=request, serving=result, verdict=serving_verdict(request, result), notes=notes,
+            *result.assumptions, Assumption(key="weight_format", value=request.quantization)]})
+    return ServingAnswer(request=request, serving=result, verdict=serving_verdict(request, result), notes=notes,
                   serving_users=serving_users(result), currency=result.cost.currency if result.cost else "USD")
 
 

@@ -13,7 +13,21 @@ from engine.fit import NO_HEADROOM, capacity, fits, headroom_gb
 from engine.parts import parts, posttrain_parts
 from engine.plan.search import all_arrangements, asked_arrangements
 from engine.scenario import ScenarioError
-from engine.schema import PARSE_FIELDS, Answer, Arrangement, Breakdown, Change, Fit, Request, Scenario
+from engine.schema import (
+    PARSE_FIELDS,
+    Answer,
+    Arrangement,
+    Breakdown,
+    Change,
+    ErrorAnswer,
+    Fit,
+    MarketAnswer,
+    PlannedAnswer,
+    PostTrainAnswer,
+    Request,
+    Scenario,
+    ServingAnswer,
+)
 from engine.serving import serving_block
 
 NO_MODEL = "no model size in the question"
@@ -41,10 +55,10 @@ def estimate_json(request: Request) -> dict[str, Any]:
     """`estimate` for a validated request; raises ScenarioError when it cannot be made. Everything comes from the one
     Answer (engine.answer): `per_gpu` is the memory the verdict was judged on, and `fits[]` the same rule on it."""
     a = answer(request)
-    if a.serving is not None:
+    if isinstance(a, ServingAnswer):
         return serving_estimate_json(a)
-    if a.errors or a.scenario is None or a.breakdown is None:
-        reason = a.errors[0].params.get("reason") if a.errors else None
+    if not isinstance(a, PlannedAnswer):  # an error, or a price question: no memory to estimate
+        reason = a.errors[0].params.get("reason") if isinstance(a, ErrorAnswer) else None
         raise ScenarioError(str(reason or a.request.error or NO_MODEL))
     request, scenario, b = a.request, a.scenario, a.breakdown
     extra: dict[str, Any] = {}
@@ -55,7 +69,7 @@ def estimate_json(request: Request) -> dict[str, Any]:
     out = {**extra,
         "request": scenario_json(scenario),
         "assumptions": [str(x) for x in scenario.assumptions],
-        "per_gpu": per_gpu_json(b, posttrain_parts(a.posttrain) if a.posttrain is not None else parts(b)),
+        "per_gpu": per_gpu_json(b, posttrain_parts(a.posttrain) if isinstance(a, PostTrainAnswer) else parts(b)),
         "cpu_ram_gb": round(b.cpu_ram, 2),
         "trainable_params": round(b.trainable_params),
         "gpu_count": scenario.gpu_count,
@@ -73,7 +87,7 @@ def per_gpu_json(b: Breakdown, lines: dict[str, float]) -> dict[str, Any]:
             "shape_margin": round(b.shape_margin, 3)}
 
 
-def fit_json(a: Answer, b: Breakdown, c: Arrangement) -> dict[str, Any]:
+def fit_json(a: PlannedAnswer, b: Breakdown, c: Arrangement) -> dict[str, Any]:
     """One arrangement judged by engine.fit's rule on the answer's breakdown; the GPUs asked as the verdict says
     (a GPU that cannot run the job as asked, QLoRA on Apple, does not fit whatever its memory)."""
     room = capacity(c.gpu, c.memory_gb)
@@ -83,12 +97,11 @@ def fit_json(a: Answer, b: Breakdown, c: Arrangement) -> dict[str, Any]:
     return Fit(gpu=c.gpu, memory_gb=c.memory_gb, count=c.count, fits=ok, headroom_gb=headroom_gb(b, room)).model_dump()
 
 
-def serving_estimate_json(a: Answer) -> dict[str, Any]:
+def serving_estimate_json(a: ServingAnswer) -> dict[str, Any]:
     """A serving question's `estimate`: `per_gpu` is the serving engine's accounting of one GPU (weights, activation
     peak, KV pool, CUDA graphs; non-torch memory as `cuda_context`), `fits[]` the GPUs it runs on, judged as the
     verdict is (the asked users at the asked context in the KV pool)."""
     r = a.serving
-    assert r is not None
     if r.memory is None or r.gpu is None:
         first = r.errors[0] if r.errors else None  # what the serving engine could say, beside the reason
         return {"error": first.key if first else NO_MODEL, "serving": serving_block(r), "verdict": a.verdict}
@@ -107,7 +120,7 @@ def serving_estimate_json(a: Answer) -> dict[str, Any]:
     return {
         "request": {"model": {"name": r.model, "params_b": r.params_b, "known": r.model_known},
                     "method": "inference", "gpu_count": g.count},
-        "assumptions": list(r.assumptions),
+        "assumptions": [str(x) for x in r.assumptions],
         "per_gpu": {k: round(v, 3) for k, v in per_gpu.items()},
         "cpu_ram_gb": round(m.host_ram_gib, 2),
         "trainable_params": 0,
@@ -146,14 +159,14 @@ def validation_reason(exc: ValidationError) -> str:
 def plan_json(a: Answer) -> dict[str, Any]:
     """`plan`: ranked arrangements, the changes as short lines, whether the asked GPU fits."""
     asked_fits = None if a.verdict in (None, "compare") else a.verdict in ("fits", "tight")
-    if a.serving is not None:
+    if isinstance(a, ServingAnswer):
         return serving_plan_json(a, asked_fits)
-    if a.market is not None:  # a price question: the GPU's market range per GPU-hour, no plans to rank
+    if isinstance(a, MarketAnswer):  # a price question: the GPU's market range per GPU-hour, no plans to rank
         return {"plans": [], "suggestions": [], "asked_fits": None, "verdict": None, "assumptions": [],
                 "market": a.market.model_dump(mode="json")}
     if asks_a_price(a.request):  # the bot's and `ask`'s answer to it: no market prices for this GPU
         return {"error": f"no market prices for {a.request.gpus[0].name}"}
-    if a.errors or a.scenario is None:
+    if not isinstance(a, PlannedAnswer):
         reason = a.errors[0].params.get("reason") if a.errors else None
         return {"error": reason or a.request.error or NO_MODEL}
     return {
@@ -168,11 +181,10 @@ def plan_json(a: Answer) -> dict[str, Any]:
     }
 
 
-def serving_plan_json(a: Answer, asked_fits: bool | None) -> dict[str, Any]:
+def serving_plan_json(a: ServingAnswer, asked_fits: bool | None) -> dict[str, Any]:
     """`plan` of a serving question: the arrangements that serve the asked users (smallest first), the engine's
     changes as message keys, whether the GPUs asked serve them (the verdict's own reading)."""
     r = a.serving
-    assert r is not None
     if r.memory is None and r.arrangement is None:
         first = r.errors[0] if r.errors else None
         return {"error": first.key if first else NO_MODEL}
@@ -190,8 +202,17 @@ def serving_plan_json(a: Answer, asked_fits: bool | None) -> dict[str, Any]:
         "suggestions": [c.key for c in r.changes],
         "asked_fits": asked_fits,
         "verdict": a.verdict,
-        "assumptions": list(r.assumptions),
+        "assumptions": [str(x) for x in r.assumptions],
     }
+
+
+TRAINING_CHANGE_FIELDS = {"key", "params", "saves_gb", "fits", "total_gb", "tight"}
+
+
+def change_json(c: Change) -> dict[str, Any]:
+    """A training change as `check --json` gives it: key, params, what it saves, whether it fits, what one GPU then
+    holds, and the changes made together (the other kinds' figures of a Change are theirs)."""
+    return {**c.model_dump(mode="json", include=TRAINING_CHANGE_FIELDS), "parts": [change_json(p) for p in c.parts]}
 
 
 def change_line(c: Change) -> str:

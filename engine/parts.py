@@ -8,8 +8,8 @@ own lines stay as the memory model gives them; what the peak does not hold of th
 
 from __future__ import annotations
 
-from engine.posttrain.models import PostTrainResult
 from engine.schema import Breakdown
+from engine.schema.posttrain import PostTrainResult
 
 # the lines of a breakdown in the order they are shown; cuda_context is outside the allocator, beside the total
 TENSOR_LINES = ("weights", "upcast", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache",

@@ -20,12 +20,10 @@ import re
 import statistics
 from collections.abc import Callable
 from functools import cache
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from typing import Any
 
 from engine.catalog import Gpu, data_file, find_gpu, gpus
-from engine.schema import Currency
+from engine.schema import Currency, FxRate, MonthlyVsHourly, Offer, PriceRange, RunCost
 
 HOURS_PER_MONTH = 730.0  # 365 × 24 / 12: "full use" of a monthly rental
 # Above these a per-GPU-hour price is a typo (the dearest row in the data is $12.29 / 1,667 ₽).
@@ -34,79 +32,6 @@ MAX_MONTHLY = {"USD": 1_000_000.0, "RUB": 100_000_000.0}
 
 KINDS: tuple[str, ...] = ("on_demand", "spot", "marketplace", "reserved", "serverless", "discounted",
                           "monthly", "other")
-
-
-class Offer(BaseModel):
-    """One published price per GPU-hour (or per GPU-month for monthly offers)."""
-
-    gpu: str
-    provider: str
-    price: float
-    currency: Currency
-    tier: str
-    kind: str
-    date: str
-    source: str
-    note: str = ""
-    weak: bool = False
-
-
-class PriceRange(BaseModel):
-    """Price per GPU-hour over providers, with where each end comes from."""
-
-    gpu: str
-    currency: Currency
-    min: float
-    typical: float
-    max: float
-    min_where: str
-    typical_where: str
-    max_where: str
-    date: str  # newest date among the figures used
-    oldest: str
-    providers: list[str]
-    source: str
-    converted: bool = False  # dollar prices converted at `rate`
-    rate: float | None = None  # RUB per USD used for the conversion
-    rate_date: str | None = None
-    rate_source: str | None = None
-    weak: bool = False  # only approximate/unattributed/undated figures were found
-    override: bool = False  # the user's own price
-    proxy_of: str | None = None  # prices of this sibling GPU stand in (no data for the asked one)
-
-
-class Money(BaseModel):
-    """Cost of `hours` on `count` GPUs: min / typical / max."""
-
-    currency: Currency
-    min: float
-    typical: float
-    max: float
-    hours: float
-    count: int
-    gpu_hours: float
-    price: PriceRange
-
-
-class MonthlyVsHourly(BaseModel):
-    gpu: str
-    currency: Currency
-    monthly_price: float
-    monthly_source: str
-    hours_per_month: float
-    effective_hourly: float  # monthly price / hours actually used
-    full_use_hourly: float  # monthly price / 730 h
-    hourly_price: float  # the hourly alternative compared against
-    hourly_source: str
-    break_even_hours: float  # hours per month above which the monthly rental is cheaper
-    cheaper: Literal["monthly", "hourly"]
-    saving: float  # per month, of the cheaper option
-
-
-class FxRate(BaseModel):
-    rub_per_usd: float
-    date: str
-    source: str
 
 
 # ---- loading ---------------------------------------------------------------------------------------------
@@ -337,7 +262,7 @@ def convert(usd: PriceRange, usd_rub: float | None = None) -> PriceRange:
 
 def cost(hours: float, gpu_name: str, count: int = 1, currency: Currency = "USD",
          overrides: dict[str, float] | None = None, tier: str | None = None,
-         usd_rub: float | None = None) -> Money:
+         usd_rub: float | None = None) -> RunCost:
     """Money for `hours` of wall-clock time on `count` GPUs: hours × count × price per GPU-hour."""
     if isinstance(hours, bool) or not isinstance(hours, int | float) or not math.isfinite(hours) or hours < 0:
         raise ValueError(f"hours must be a finite non-negative number, got {hours!r}")
@@ -345,7 +270,7 @@ def cost(hours: float, gpu_name: str, count: int = 1, currency: Currency = "USD"
         raise ValueError(f"GPU count must be at least 1, got {count}")
     price = price_range(gpu_name, tier=tier, overrides=overrides, currency=currency, usd_rub=usd_rub)
     gpu_hours = hours * count
-    return Money(currency=currency, min=gpu_hours * price.min, typical=gpu_hours * price.typical,
+    return RunCost(currency=currency, min=gpu_hours * price.min, typical=gpu_hours * price.typical,
                  max=gpu_hours * price.max, hours=float(hours), count=count, gpu_hours=gpu_hours, price=price)
 
 

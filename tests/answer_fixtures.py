@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from engine.schema import (
-    Answer,
     Architecture,
     Arrangement,
     Assumption,
@@ -19,6 +18,7 @@ from engine.schema import (
     Plan,
     Request,
     Scenario,
+    TrainingAnswer,
 )
 
 
@@ -59,7 +59,7 @@ def plan(gpu: str = "H100 SXM", count: int = 1, memory: float = 80.0, **changes:
     return Plan(**fields)
 
 
-def answer(**changes: Any) -> Answer:
+def answer(**changes: Any) -> TrainingAnswer:
     """An answer with one H100 asked and a 70B QLoRA that fits on it; `changes` replace fields."""
     s = changes.pop("scenario", None) or scenario()
     b = changes.pop("breakdown", None) or breakdown()
@@ -74,10 +74,10 @@ def answer(**changes: Any) -> Answer:
                   GpuLine(gpu="H200 SXM", memory_gb=141.0, fits=True, role="common")],
     )
     fields.update(changes)
-    return Answer(**fields)
+    return TrainingAnswer(**fields)
 
 
-def no_fit(**changes: Any) -> Answer:
+def no_fit(**changes: Any) -> TrainingAnswer:
     """8B LoRA at 8k on one RTX 4090: 51 GB of 24, with changes and plans on more GPUs."""
     fields: dict[str, Any] = dict(
         scenario=scenario("lora", arch=arch("Llama-3.1-8B", known=True, params=8.03e9), seq_len=8192,
@@ -104,7 +104,7 @@ COMMON_NONE_FIT = (("RTX 4090", 24.0, False, "common"), ("A100 80GB SXM", 80.0, 
                    ("H100 SXM", 80.0, False, "common"), ("H200 SXM", 141.0, False, "common"))
 
 
-def inference() -> Answer:
+def inference() -> TrainingAnswer:
     """Llama 3.1 8B served, no GPU named."""
     return answer(scenario=scenario("inference", arch=arch("Llama-3.1-8B", known=True, params=8.03e9)),
                   breakdown=breakdown(16.9, weights=15.0, adapters=0.0, gradients=0.0, optimizer=0.0, activations=0.3,
@@ -112,7 +112,7 @@ def inference() -> Answer:
                   verdict=None, asked=None, shape_reference=None)
 
 
-def full(params_b: float = 7.0, total: float = 120.0) -> Answer:
+def full(params_b: float = 7.0, total: float = 120.0) -> TrainingAnswer:
     """Full fine-tuning of a bare size, no GPU named."""
     return answer(scenario=scenario("full", arch=arch(f"{params_b:g}B", params=params_b * 1e9), lora_rank=0,
                                     lora_targets="", optimizer="adamw"),
@@ -122,7 +122,7 @@ def full(params_b: float = 7.0, total: float = 120.0) -> Answer:
                   capacity=lines(*COMMON_NONE_FIT) if total > 141 else answer().capacity)
 
 
-def comparison(**changes: Any) -> Answer:
+def comparison(**changes: Any) -> TrainingAnswer:
     """A100 against H100 against RTX 3060 for a 100M-token LoRA run."""
     fits_a100 = plan("A100 80GB SXM", hours=40.0, cost_per_1m_tokens=0.51, per_hour=1.29, headroom_gb=40.1)
     fits_h100 = plan("H100 SXM", hours=17.0, cost_per_1m_tokens=0.56, headroom_gb=41.2,
@@ -139,7 +139,7 @@ def comparison(**changes: Any) -> Answer:
     return answer(**fields)
 
 
-def with_notes(*notes: Note, **changes: Any) -> Answer:
+def with_notes(*notes: Note, **changes: Any) -> TrainingAnswer:
     return answer(notes=list(notes), **changes)
 
 

@@ -71,7 +71,7 @@ def test_no_model_is_an_error_key_not_an_exception() -> None:
         a = answer(parse(text))
         keys = [e.key for e in a.errors]  # what the parser could not use ("empty"), then the missing model
         assert keys[-1] == "no_model" and set(keys) <= {"request_error", "no_model"}
-        assert a.scenario is None and a.verdict is None
+        assert a.kind == "error" and a.verdict is None
 
 
 def test_assumptions_are_keys_with_values() -> None:

@@ -24,3 +24,15 @@ async def test_a_log_document_and_a_pasted_log_are_read_back(tmp_path: Path, api
         assert "vllm" in reply and "KV pool" in reply and "theirs" in reply
         assert "sk-live" not in reply and "/mnt/models" not in reply and "hf_AbCd" not in reply
     assert h.metrics.errors == 0
+
+
+async def test_a_russian_chat_gets_the_log_table_in_russian(tmp_path: Path, api: FakeBotAPI) -> None:
+    pasted = (LOGS / "vllm-v0-llama8b-a10g.log").read_text(encoding="utf-8")
+    async with harness(tmp_path, api) as h:
+        await h.feed(message(pasted, user_id=9503, language_code="ru"))
+    reply = texts(api, 9503)[0]
+    assert "пул KV-кэша" in reply and "замер" in reply and "причина" in reply
+    assert "профилировочный прогон" in reply  # the reason, not only the labels
+    for english in ("KV pool", "theirs", "reason", "profile run", "settings:", "assumed:"):
+        assert english not in reply
+    assert h.metrics.errors == 0

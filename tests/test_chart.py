@@ -19,7 +19,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
 from bot.views.chart import DPI, FONT, capacity_lines, chart_figure, chart_png, columns
-from engine.schema import Answer
+from engine.schema import TrainingAnswer
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SCENARIOS = {
@@ -31,7 +31,7 @@ SCENARIOS = {
 }
 
 
-def planned(key: str) -> Answer:
+def planned(key: str) -> TrainingAnswer:
     return SCENARIOS[key]()
 
 

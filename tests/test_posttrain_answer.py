@@ -9,7 +9,7 @@ from engine.answer import answer
 from engine.fit import NO_HEADROOM, fits
 from engine.parse import parse
 from engine.plan import posttrain as posttrain_plan
-from engine.schema import GpuRef, ModelRef, Request, Rollout
+from engine.schema import ErrorAnswer, GpuRef, ModelRef, PostTrainAnswer, Request, Rollout
 
 H100 = GpuRef(name="H100 SXM", memory_gb=80)
 
@@ -22,7 +22,7 @@ def grpo(**kw: object) -> Request:
 def test_s19_128k_context_on_8_h100_fits_with_context_parallelism_over_the_8_cards() -> None:
     request = Request(model=ModelRef(name="Llama-3.1-8B"), seq_len=131072, gpus=[H100.model_copy(update={"count": 8})])
     a = answer(request)
-    assert a.posttrain is not None and a.verdict == "fits_with_changes"
+    assert isinstance(a, PostTrainAnswer) and a.verdict == "fits_with_changes"
     # as asked (DDP, one 128K sequence per card) the sequence lines are the largest ones
     p = a.posttrain.policy
     assert max(p, key=lambda k: p[k]) in ("activations", "logits")
@@ -46,13 +46,13 @@ def test_s19_cp_over_8_gpus_divides_the_sequence_lines_and_fits() -> None:
 def test_short_context_sft_keeps_the_plain_answer() -> None:
     a = answer(Request(model=ModelRef(name="Llama-3.1-8B"), method="lora", seq_len=8192,
                        gpus=[GpuRef(name="RTX 4090", memory_gb=24)]))
-    assert a.posttrain is None
+    assert not isinstance(a, PostTrainAnswer)
 
 
 def test_grpo_plans_are_judged_by_the_post_training_peak_and_get_hours_and_money() -> None:
     request = grpo(rollout=Rollout(gpu_memory_utilization=0.3), output_len=1024)
     a = answer(request)
-    assert a.posttrain is not None and a.posttrain.stage == "grpo"
+    assert isinstance(a, PostTrainAnswer) and a.posttrain.stage == "grpo"
     pt_total = posttrain.posttrain_result(request, advise=False).per_gpu_total
     assert abs(a.breakdown.total - pt_total) < 0.01  # type: ignore[union-attr]
     sft = answer(request.model_copy(update={"stage": None, "rollout": None}))
@@ -75,7 +75,7 @@ def test_grpo_that_does_not_fit_is_not_called_a_fit() -> None:
 def test_ppo_full_on_8_a100_counts_reference_reward_and_value_models() -> None:
     a = answer(Request(model=ModelRef(params_b=7), method="full", stage="ppo",
                        gpus=[GpuRef(name="A100 80GB SXM", memory_gb=80, count=8)]))
-    assert a.posttrain is not None
+    assert isinstance(a, PostTrainAnswer)
     keys = {line.key for line in a.posttrain.lines}
     assert {"reference_model", "reward_model", "value_model"} <= keys
     assert all(p.hours is not None for p in a.plans)
@@ -155,7 +155,7 @@ def test_grpo_without_a_gpu_is_planned_over_the_catalog() -> None:
 
 def test_impossible_context_parallel_degree_is_an_error_not_a_traceback() -> None:
     a = answer(grpo(context_parallel=16))
-    assert a.errors and a.errors[0].key == "no_estimate"
+    assert isinstance(a, ErrorAnswer) and a.errors[0].key == "no_estimate"
     assert "16" in a.errors[0].params["reason"]
 
 
@@ -163,7 +163,7 @@ def test_s19_from_32k_tokens_the_sequence_lines_are_the_largest() -> None:
     for tokens in (32768, 65536, 131072):
         a = answer(Request(model=ModelRef(name="Llama-3.1-8B"), method="lora", seq_len=tokens,
                            gpus=[H100.model_copy(update={"count": 8})], context_parallel=8))
-        assert a.posttrain is not None
+        assert isinstance(a, PostTrainAnswer)
         p = a.posttrain.policy
         assert max(p, key=lambda k: p[k]) in ("activations", "logits"), tokens
         assert a.posttrain.tokens_per_gpu == tokens // 8

@@ -11,15 +11,15 @@ import pytest
 
 from bot.views.render import plain, render
 from engine.posttrain import Change
-from engine.schema import Answer
+from engine.schema import PostTrainAnswer
 
 DATA = Path(__file__).parent / "data" / "posttrain_answers"
 NAMES = sorted(p.stem for p in DATA.glob("*.json"))
 PRE = re.compile(r"<pre>(.*?)</pre>", re.S)
 
 
-def load(name: str) -> Answer:
-    return Answer.model_validate_json((DATA / f"{name}.json").read_text())
+def load(name: str) -> PostTrainAnswer:
+    return PostTrainAnswer.model_validate_json((DATA / f"{name}.json").read_text())
 
 
 def test_fixtures_are_there() -> None:
@@ -62,7 +62,7 @@ def test_grpo_reads_native_in_russian() -> None:
                                          (21, "21 генерация")])
 def test_generations_are_plural_forms_in_russian(n: int, word: str) -> None:
     a = load("grpo_colocate")
-    assert a.posttrain is not None
+    assert isinstance(a, PostTrainAnswer)
     pt = a.posttrain.model_copy(update={"settings": a.posttrain.settings.model_copy(update={"num_generations": n})})
     assert render(a.model_copy(update={"posttrain": pt}), "ru").title.startswith(f"GRPO, {word} × ")
 
@@ -77,7 +77,7 @@ def test_settings_are_trl_names_in_a_code_block() -> None:
 
 def test_changes_show_the_total_they_give_and_a_check_when_it_fits() -> None:
     a = load("grpo_colocate")
-    assert a.posttrain is not None
+    assert isinstance(a, PostTrainAnswer)
     ctx = a.posttrain.cuda_context
     changes = [Change(key="posttrain.change.sleep_mode", params={"vllm_enable_sleep_mode": True}, per_gpu_total=40.0,
                       fits=True),

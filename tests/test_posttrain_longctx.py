@@ -7,8 +7,8 @@ import pytest
 
 from engine.contract import estimate_json as estimate
 from engine.posttrain import long_context_options, pick_long_context, posttrain_result
-from engine.posttrain.models import PostTrainOptions
 from engine.schema import Request
+from engine.schema.posttrain import PostTrainOptions
 
 
 def llama8b(**kw: object) -> Request:

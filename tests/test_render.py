@@ -19,7 +19,7 @@ from bot.views.formats import (
 )
 from bot.views.render import plain, render
 from bot.views.words import assumption_text
-from engine.schema import Arrangement, Assumption, Change, Note, Plan
+from engine.schema import Arrangement, Assumption, Change, ErrorAnswer, Note, Plan
 
 
 def text_of(answer: object, lang: str = "en") -> str:
@@ -182,7 +182,7 @@ def test_an_unknown_model_says_whose_shape_it_borrows() -> None:
 
 
 def test_an_answer_without_a_model_offers_an_example_and_no_markup_of_the_user() -> None:
-    rendered = render(fx.Answer(request=fx.Request(), errors=[Note(key="no_model")]), "en")
+    rendered = render(ErrorAnswer(request=fx.Request(), errors=[Note(key="no_model")]), "en")
     assert "70B QLoRA" in rendered.html and rendered.title == "Not understood" and not rendered.understood
 
 

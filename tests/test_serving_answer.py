@@ -12,7 +12,7 @@ from bot.views.keyboards import ServingCb, format_code, pack_serving, serving_ke
 from bot.views.render import plain
 from engine.answer import answer, serving_breakdown
 from engine.contract import estimate_request
-from engine.schema import GpuRef, ModelRef, Request
+from engine.schema import GpuRef, ModelRef, Request, ServingAnswer
 
 PRE = re.compile(r"<pre>(.*?)</pre>", re.S)
 
@@ -42,7 +42,7 @@ def table(text: str) -> list[str]:
 
 def test_a_serving_request_gets_the_serving_answer_not_the_training_planner() -> None:
     a = answer(serving(gpu="H100 SXM", count=4))
-    assert a.serving is not None and a.scenario is None and a.breakdown is None and not a.plans
+    assert isinstance(a, ServingAnswer)
     assert a.serving.settings is not None and a.serving.settings.tensor_parallel == 4
     assert a.serving.memory is not None and a.serving.memory.activation_peak_gib < 5  # not HF generate's 58 GB
     assert a.verdict == "fits" and a.serving_users >= 32
@@ -54,7 +54,7 @@ def test_the_verdict_is_the_fit_rule_on_the_gpus_asked() -> None:
     assert answer(serving()).verdict is None  # no GPU named: the engine picks the arrangement
     # a change on the same GPUs makes 32 users fit: FP8 KV doubles the KV pool's tokens
     a = answer(serving(users=64, gpu="H100 SXM", count=4))
-    assert a.serving is not None and not a.serving.fits
+    assert isinstance(a, ServingAnswer) and not a.serving.fits
     assert a.verdict == "fits_with_changes"
     b = serving_breakdown(a.serving)
     assert b is not None and b.kv_cache <= a.serving.memory.kv_pool_gib  # type: ignore[union-attr]
@@ -125,7 +125,7 @@ def test_qwen_coder_32b_on_one_h100_says_how_many_fit_and_not_eight_h100() -> No
 def test_no_gpu_named_gives_the_cheapest_arrangement() -> None:
     a = answer(serving())
     text = plain(html(serving()))
-    assert a.serving is not None and a.serving.gpu is not None
+    assert isinstance(a, ServingAnswer) and a.serving.gpu is not None
     assert text.startswith(f"✅ 32 users at 8k on {a.serving.gpu.count}×{a.serving.gpu.name}")
     assert "the cheapest that serves it" in text
 
@@ -203,7 +203,7 @@ def test_serving_state_changes_format_users_and_context() -> None:
     r = apply_serving_state(stored, "8", 128, 32768)
     assert r.quantization == "fp8" and r.concurrency == 128 and r.seq_len == 32768 and r.prompt_len is None
     a = answer(r)
-    assert a.serving is not None and a.serving.settings is not None
+    assert isinstance(a, ServingAnswer) and a.serving.settings is not None
     assert a.serving.settings.weight_format == "fp8" and a.serving.users == 128 and a.serving.context == 32768
     assert apply_serving_state(stored, "-", 8, 4096).quantization is None
     local = apply_serving_state(serving("Llama 3.1 8B", serving_engine="llama.cpp"), "a", 1, 4096)
@@ -244,14 +244,14 @@ def test_every_key_the_serving_engine_emits_is_worded() -> None:
 
     from bot.views.serving_words import change_line as change_words
     from bot.views.serving_words import error_line
-    from engine.schema_serving import Issue
+    from engine.schema import Change
 
     code = "\n".join(p.read_text() for p in (Path(__file__).parents[1] / "engine" / "serving").glob("*.py"))
     keys = set(re.findall(r'"(serving\.(?:error|warning|change)\.[a-z0-9_]+)"', code))
     assert len(keys) >= 13
     for key in keys:
         for lang in ("en", "ru"):
-            text = (change_words(lang, Issue(key=key, params={"from": 2, "to": 1}), 4) if ".change." in key
+            text = (change_words(lang, Change(key=key, params={"from": 2, "to": 1}), 4) if ".change." in key
                     else error_line(lang, key, {"context": 8192, "limit": 4096}))
             assert "serving." not in text and text.strip(), (key, lang)
 

@@ -16,7 +16,7 @@ from bot.views.serving_chart import bars, serving_figure
 from bot.views.serving_view import serving_view
 from engine.answer import answer
 from engine.parse import parse
-from engine.schema import Answer
+from engine.schema import ServingAnswer
 
 QUESTIONS = {
     "searched": "Llama 3.1 70B on vLLM for 32 users at 8k?",
@@ -26,8 +26,10 @@ QUESTIONS = {
 }
 
 
-def asked(key: str) -> Answer:
-    return answer(parse(QUESTIONS[key]))
+def asked(key: str) -> ServingAnswer:
+    a = answer(parse(QUESTIONS[key]))
+    assert isinstance(a, ServingAnswer)
+    return a
 
 
 def drawn(fig: Figure) -> list[Text]:
@@ -104,7 +106,7 @@ def test_llama_cpp_has_no_engine_share_line() -> None:
 
 def test_an_unanswerable_serving_question_is_not_drawn() -> None:
     a = answer(parse("Llama 3.1 8B vLLM context 1000000"))
-    assert a.serving is not None and a.serving.memory is None
+    assert isinstance(a, ServingAnswer) and a.serving.memory is None
     with pytest.raises(AssertionError):
         bars("en", a)
 

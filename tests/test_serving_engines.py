@@ -132,3 +132,20 @@ def test_every_serving_table_says_where_its_figures_come_from():
     missing = [name for name, table in tables if isinstance(table, dict) and "source" not in table]
     missing += [f"formats.{k}" for k, spec in data()["formats"].items() if "source" not in spec]
     assert tables and not missing, missing
+
+
+def test_a_multimodal_checkpoint_loads_its_vision_tower_beside_the_decoder() -> None:
+    from engine.catalog import architecture
+    from engine.schema import ModelRef
+    from engine.serving.weights import rank_weights, vision_tower_bytes
+
+    gemma = architecture(ModelRef(name="google/gemma-3-27b-it"))
+    tower = vision_tower_bytes(gemma, "bf16", 1, "vllm")
+    assert 0.75 * 2**30 < tower < 0.85 * 2**30  # SigLIP so400m + projector, 16-bit
+    assert vision_tower_bytes(gemma, "bf16", 2, "vllm") == tower / 2  # sharded over TP
+    assert vision_tower_bytes(gemma, "fp8", 1, "vllm") == tower  # the tower stays 16-bit
+    assert vision_tower_bytes(gemma, "gguf:q4_k_m", 1, "llama.cpp") == 0.0  # only with an mmproj file
+    text_only = architecture(ModelRef(name="google/gemma-3-1b-it"))
+    assert vision_tower_bytes(text_only, "bf16", 1, "vllm") == 0.0
+    with_tower = rank_weights(gemma, "bf16", 1, 1, "vllm").first
+    assert with_tower - rank_weights(gemma, "bf16", 1, 1, "hf").first > 0.7 * 2**30

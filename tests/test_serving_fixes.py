@@ -9,7 +9,7 @@ from bot.views.keyboards import serving_keyboard
 from bot.views.render import plain
 from engine.answer import answer
 from engine.catalog import find_model, gpus
-from engine.schema import GpuRef, ModelRef, Request
+from engine.schema import GpuRef, ModelRef, Request, ServingAnswer
 from engine.serving import is_serving_request, serve
 from engine.serving.profile import weight_format
 
@@ -37,7 +37,7 @@ def test_catalog_carries_native_checkpoint_formats() -> None:
 def test_gpt_oss_120b_is_served_in_mxfp4_not_16_bits() -> None:
     r = serve(req("gpt-oss-120b", "H100 SXM"))
     assert r.settings is not None and r.memory is not None
-    assert r.settings.weight_format == "mxfp4" and "native_format=mxfp4" in r.assumptions
+    assert r.settings.weight_format == "mxfp4" and "native_format=mxfp4" in {str(x) for x in r.assumptions}
     assert 60 < r.memory.weights_gib < 68  # MXFP4 experts (Marlin-padded) + bf16 attention, not 217 GiB of bf16
     assert r.fits  # one H100 serves it (tightly) at the default context
     assert "--quantization" not in r.command  # vLLM reads the checkpoint's quantization_config itself
@@ -52,15 +52,16 @@ def test_deepseek_v3_on_8_h200_is_served_in_its_fp8_and_fits() -> None:
 def test_a_named_format_overrides_the_native_one() -> None:
     r = serve(req("DeepSeek-V3", "H200 SXM", 16, quantization="bf16"))
     assert r.settings is not None and r.settings.weight_format == "bf16"
-    assert not any(a.startswith("native_format") for a in r.assumptions)
+    assert not any(a.key == "native_format" for a in r.assumptions)
 
 
 def test_plain_inference_of_a_quantized_checkpoint_takes_the_serving_path() -> None:
     plain_q = req("gpt-oss-120b", "H100 SXM", engine=None)
     assert is_serving_request(plain_q)
     a = answer(plain_q)
-    assert a.serving is not None and a.serving.settings is not None
-    assert a.serving.settings.weight_format == "mxfp4" and "serving_engine=vllm" in a.serving.assumptions
+    assert isinstance(a, ServingAnswer) and a.serving.settings is not None
+    assert a.serving.settings.weight_format == "mxfp4"
+    assert "serving_engine=vllm" in {str(x) for x in a.serving.assumptions}
     assert not is_serving_request(req("Llama 3.1 8B", "H100 SXM", engine=None))  # a bf16 model stays on HF generate
 
 
@@ -153,7 +154,7 @@ def test_llama_cpp_70b_q4_on_a_4090_offloads_layers_to_host_ram() -> None:
     assert r.settings is not None and r.memory is not None and r.speed is not None
     assert r.settings.gpu_layers is not None and 20 < r.settings.gpu_layers < r.layers == 80
     assert r.memory.host_ram_gib > 10 and "-ngl" in r.command
-    assert "weight_format=gguf:q4_k_m" in r.assumptions
+    assert "weight_format=gguf:q4_k_m" in {str(x) for x in r.assumptions}
     assert r.speed.per_user_tokens_s < 10  # the CPU layers run at host RAM bandwidth
     first = text(req("Llama 3.1 70B", "RTX 4090", engine="llama.cpp", quantization="gguf:q4")).split("\n")[0]
     assert f"{r.settings.gpu_layers} of 80 layers on the GPU, the rest in host RAM" in first

@@ -254,3 +254,74 @@ def test_questions_naming_engines_or_torch_calls_are_not_logs() -> None:
     assert not looks_like_log("why does max_memory_allocated say so much for Llama 8B on vllm?")
     assert not looks_like_log("How many users can vLLM serve with Qwen2.5-7B on an L4?")
     assert looks_like_log("torch.cuda.max_memory_allocated() = 18.42 GiB")
+
+
+@pytest.mark.parametrize(("repo", "name", "kv_bytes_tp1"), [
+    # MHA Llama-architecture models that the size in the name used to shape like a GQA model
+    ("codellama/CodeLlama-7b-hf", "CodeLlama-7B", 32 * 32 * 128 * 2 * 2),
+    ("codellama/CodeLlama-13b-Instruct-hf", "CodeLlama-13B", 40 * 40 * 128 * 2 * 2),
+    ("deepseek-ai/deepseek-coder-6.7b-instruct", "DeepSeek-Coder-6.7B", 32 * 32 * 128 * 2 * 2),
+    ("TheBloke/deepseek-coder-6.7B-instruct-AWQ", "DeepSeek-Coder-6.7B", 32 * 32 * 128 * 2 * 2),
+    ("ibm-granite/granite-3.1-2b-instruct", "Granite-3.1-2B", 40 * 8 * 64 * 2 * 2),
+    ("ibm-granite/granite-3.3-8b-instruct", "Granite-3.1-8B", 40 * 8 * 128 * 2 * 2),
+    ("Qwen/Qwen1.5-MoE-A2.7B-Chat", "Qwen1.5-MoE-A2.7B", 24 * 16 * 128 * 2 * 2),
+    # hybrids: only the attention layers keep a per-token KV (4 of Nemotron-H's 56 blocks, 16 of Qwen3.5's 64)
+    ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "Nemotron-Nano-9B-v2", 4 * 8 * 128 * 2 * 2),
+    ("Qwen/Qwen3.5-27B", "Qwen3.5-27B", 16 * 4 * 256 * 2 * 2),
+    ("Qwen/Qwen3.5-35B-A3B", "Qwen3.5-35B-A3B", 10 * 2 * 256 * 2 * 2),
+])
+def test_ids_that_carry_no_usable_size_resolve_to_their_own_architecture(repo: str, name: str,
+                                                                         kv_bytes_tp1: int) -> None:
+    found = find_model(repo)
+    assert found is not None and found.name == name
+    out = estimate_request({"model": {"name": repo}, "method": "inference", "serving_engine": "vllm",
+                            "gpus": [{"name": "H100", "count": 1}], "engine_options": {"max_model_len": 4096}})
+    s = out["serving"]
+    assert s["kv_bytes_per_token"] == kv_bytes_tp1
+    assert not any(a.startswith("architecture=like") for a in s["assumptions"])
+
+
+def test_a_moe_id_with_only_its_active_size_is_answered_from_the_catalog() -> None:
+    # "A2.7B" names the active parameters only: without a catalog row there was no total to size
+    arch = architecture(ModelRef(name="Qwen/Qwen1.5-MoE-A2.7B"))
+    assert arch.experts == 60 and arch.experts_per_token == 4
+    assert 14.0e9 < arch.params < 14.6e9
+
+
+def test_hybrid_state_pages_come_from_the_kv_pool() -> None:
+    from engine.serving.kv import capacity, state_bytes
+
+    arch = architecture(ModelRef(name="Qwen/Qwen3-Next-80B-A3B-Instruct"))
+    # Gated DeltaNet state per layer and rank at TP4: conv 3 x (2 x 16 x 128 + 32 x 128) / 4 + 32 / 4 x 128 x 128
+    assert state_bytes(arch, 4) == (3 * (2 * 16 * 128 + 32 * 128) / 4 + 8 * 128 * 128) * 2
+    pool = 20 * 2**30
+    cap = capacity(arch, "vllm-v1", pool, 4, arch.layers, 2.0, 16, 32768, 8192, 32768)
+    # the attention block grows to hold one state page (16 x cdiv(274432, 16 x 1024) = 272 tokens); 12 attention
+    # layers and 36 state layers make 1 + 3 groups of 12; a request: cdiv(32768, 272) blocks + one per state group
+    blocks = int(pool // (272 * 1024 * 12))
+    assert cap.blocks == blocks and cap.groups == 4
+    assert cap.max_concurrency == round(blocks / (121 + 3), 2)
+    plain = capacity(arch, "vllm-v0", pool, 4, arch.layers, 2.0, 16, 32768, 8192, 32768)
+    assert cap.tokens < plain.tokens  # the state pages are taken from the same pool
+    nemotron = architecture(ModelRef(name="nvidia/NVIDIA-Nemotron-Nano-9B-v2"))
+    mamba = state_bytes(nemotron, 1)
+    assert mamba == (3 * (128 * 80 + 2 * 8 * 128) + 128 * 80 * 128) * 2  # Mamba-2: conv + SSM state
+    assert state_bytes(architecture(ModelRef(name="Qwen/Qwen3.5-27B")), 1) is None  # no sourced state shape
+
+
+def test_an_excerpt_without_timestamps_is_read_as_a_v0_log() -> None:
+    # as logs are quoted in issues: no INFO prefix, no timestamps, "GPU blocks" without its '#'
+    text = ("Loading model weights took 7.1 GB\n"
+            "Memory profiling results: total_gpu_memory=22.00GiB initial_memory_usage=7.50GiB "
+            "peak_torch_memory=8.10GiB memory_usage_post_profile=7.51GiB non_torch_memory=0.30GiB "
+            "kv_cache_size=11.40GiB gpu_memory_utilization=0.85\n"
+            "GPU blocks: 1000, # CPU blocks: 2048\n"
+            "Maximum concurrency for 8000 tokens per request: 2.00x\n")
+    assert looks_like_log(text)
+    reading = read_log(text)
+    assert reading is not None and reading.kind == "vllm" and reading.version == "(V0)"
+    assert reading.settings["gpu_memory_utilization"] == 0.85 and reading.settings["gpu_total_gib"] == 22.0
+    assert reading.settings["max_model_len"] == 8000
+    assert reading.measured["activation_peak_gib"] == 1.0  # the 0.6.4 peak includes the weights
+    assert reading.measured["kv_tokens"] == 16000 and reading.measured["kv_cache_gib"] == 11.4
+    assert not looks_like_log("GPU blocks are a vLLM idea")  # words alone are not a log

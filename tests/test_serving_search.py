@@ -109,7 +109,7 @@ def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_said_to_run_weight_only() -> N
                                           "serving_engine": "vllm", "quantization": "fp8", "concurrency": 16,
                                           "gpus": [GpuRef(name=gpu, count=1)]}))
         assert r.settings is not None and r.settings.weight_format == "fp8" and r.fits
-        return r.assumptions
+        return [str(x) for x in r.assumptions]
 
     assert "fp8_compute=weight-only" in fp8_on("A100 80GB SXM")  # Ampere: FP8 Marlin, W8A16
     assert "fp8_compute=weight-only" not in fp8_on("H100 SXM")  # Hopper computes in FP8

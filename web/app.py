@@ -152,21 +152,42 @@ async def computed(request: web.Request, user: WebAppUser, fn: Callable[..., Any
         compute.ACCOUNT.reset(token)
 
 
-async def answer_route(request: web.Request) -> web.Response:
-    from web.payload import answer_payload
+@dataclass(frozen=True)
+class Asked:
+    """What every POST route starts from: the validated user, the JSON body and the Request it names."""
 
+    user: WebAppUser
+    data: dict[str, Any]
+    request: Any  # engine.schema.Request
+
+
+async def asked(request: web.Request, needs: Callable[[WebAppUser], web.Response | None] | None = None,
+                ) -> Asked | web.Response:
+    """The one prologue of the POST routes: initData and the throttle (401/429) before anything is read, then what
+    the route itself needs of the user (`needs`: a refusal or None), then the body (413/400) and its Request (400)."""
     user = await authorized(request)
     if isinstance(user, web.Response):
         return user
+    refusal = needs(user) if needs is not None else None
+    if refusal is not None:
+        return refusal
     data = await body_json(request)
     if isinstance(data, web.Response):
         return data
     req = await the_request(data, request.app[DEPS].store)
     if isinstance(req, str):
         return error(400, req)
-    lang = language(data, user)
+    return Asked(user, data, req)
+
+
+async def answer_route(request: web.Request) -> web.Response:
+    from web.payload import answer_payload
+
+    got = await asked(request)
+    if isinstance(got, web.Response):
+        return got
     try:
-        out = await computed(request, user, answer_payload, req, lang)
+        out = await computed(request, got.user, answer_payload, got.request, language(got.data, got.user))
     except ValueError as exc:  # a request the engine refuses (ScenarioError is one)
         return error(422, str(exc))
     return web.json_response(out, headers={"Cache-Control": "no-store"})
@@ -176,20 +197,14 @@ async def config_route(request: web.Request) -> web.Response:
     from engine.configs import config_for
     from engine.configs.model import TARGETS
 
-    user = await authorized(request)
-    if isinstance(user, web.Response):
-        return user
-    data = await body_json(request)
-    if isinstance(data, web.Response):
-        return data
-    req = await the_request(data, request.app[DEPS].store)
-    if isinstance(req, str):
-        return error(400, req)
-    target = data.get("framework") or None
+    got = await asked(request)
+    if isinstance(got, web.Response):
+        return got
+    target = got.data.get("framework") or None
     if target is not None and target not in TARGETS:
         return error(400, f"framework must be one of {', '.join(TARGETS)}")
     try:
-        out = await computed(request, user, config_for, req, target)
+        out = await computed(request, got.user, config_for, got.request, target)
     except ValueError as exc:
         return error(422, str(exc))
     return web.json_response(out.model_dump(mode="json"), headers={"Cache-Control": "no-store"})
@@ -197,17 +212,11 @@ async def config_route(request: web.Request) -> web.Response:
 
 async def share_route(request: web.Request) -> web.Response:
     """The state as a stored question: its id, and the t.me link that opens the Mini App on it."""
-    user = await authorized(request)
-    if isinstance(user, web.Response):
-        return user
-    data = await body_json(request)
-    if isinstance(data, web.Response):
-        return data
+    got = await asked(request)
+    if isinstance(got, web.Response):
+        return got
     deps = request.app[DEPS]
-    req = await the_request(data, deps.store)
-    if isinstance(req, str):
-        return error(400, req)
-    qid = await deps.store.put_request(req)
+    qid = await deps.store.put_request(got.request)
     link = f"https://t.me/{deps.bot_username}?startapp={qid}" if deps.bot_username else None
     return web.json_response({"qid": qid, "link": link})
 
@@ -217,21 +226,21 @@ async def send_route(request: web.Request) -> web.Response:
     it, sent by the bot with answerWebAppQuery on the initData's query_id."""
     from bot.answers import AnswerOptions, render_request
 
-    user = await authorized(request)
-    if isinstance(user, web.Response):
-        return user
     deps = request.app[DEPS]
-    if deps.send is None or not user.query_id:
-        return error(501, "sending to the chat needs the bot's webhook server and an app opened from a button")
-    data = await body_json(request)
-    if isinstance(data, web.Response):
-        return data
-    req = await the_request(data, deps.store)
-    if isinstance(req, str):
-        return error(400, req)
-    rendered = await computed(request, user, render_request, req, AnswerOptions(lang=language(data, user)))
+
+    def can_send(user: WebAppUser) -> web.Response | None:
+        if deps.send is None or not user.query_id:
+            return error(501, "sending to the chat needs the bot's webhook server and an app opened from a button")
+        return None
+
+    got = await asked(request, can_send)
+    if isinstance(got, web.Response):
+        return got
+    options = AnswerOptions(lang=language(got.data, got.user))
+    rendered = await computed(request, got.user, render_request, got.request, options)
+    assert deps.send is not None and got.user.query_id  # can_send
     try:
-        await deps.send(user.query_id, rendered.title, rendered.html)
+        await deps.send(got.user.query_id, rendered.title, rendered.html)
     except Exception as exc:  # the Bot API refused (an expired query): said, not raised
         log.info("answerWebAppQuery failed: %s", type(exc).__name__)
         return error(502, "Telegram did not take the message: reopen the app")

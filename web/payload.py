@@ -11,7 +11,7 @@ from bot.views.render import RenderedAnswer, plain
 from bot.views.words import COMPONENTS, component_label
 from engine.contract import estimate_request, plan_json
 from engine.parts import parts as breakdown_lines
-from engine.schema import Answer, Change, Language, Request, ServingIssue
+from engine.schema import Answer, Change, Language, MarketAnswer, PlannedAnswer, Request, ServingAnswer
 
 CONTRACT_EXCLUDE = {"language", "intent", "error"}  # what `gpu-advisor estimate` leaves out of a parsed question
 
@@ -64,14 +64,14 @@ SERVING_PATCHES = {
 }
 
 
-def serving_patch(c: ServingIssue) -> dict[str, Any] | None:
+def serving_patch(c: Change) -> dict[str, Any] | None:
     make = SERVING_PATCHES.get(c.key)
     return make(c.params) if make is not None else None
 
 
 def bar(lang: str, a: Answer) -> dict[str, Any]:
     """The per-GPU memory as segments against the card: the chat's own table rows (training) or serving table."""
-    r = a.serving
+    r = a.serving if isinstance(a, ServingAnswer) else None
     if r is not None and r.memory is not None and r.gpu is not None:
         from bot.views.catalogs import _
 
@@ -83,9 +83,9 @@ def bar(lang: str, a: Answer) -> dict[str, Any]:
         total = sum(p[2] for p in parts)
         return {"segments": [{"key": k, "label": label, "gib": round(v, 2)} for k, label, v in parts if v >= 0.05],
                 "total": round(total, 2), "capacity": round(r.gpu.total_gib, 2), "gpu": r.gpu.name}
-    b = a.breakdown
-    if b is None:
+    if not isinstance(a, PlannedAnswer):
         return {"segments": [], "total": 0.0, "capacity": 0.0, "gpu": None}
+    b = a.breakdown
     values = breakdown_lines(b)  # the lines as the table shows them (engine.parts); the bar draws the positive ones
     return {"segments": [{"key": k, "label": component_label(lang, k), "gib": round(values[k], 2)}
                          for k in COMPONENTS if values.get(k, 0.0) >= 0.05],
@@ -97,8 +97,8 @@ def view(rendered: RenderedAnswer) -> dict[str, Any]:
     """What the page shows in the user's language, worded by the chat's own views."""
     lang, a = rendered.lang, rendered.answer
     out: dict[str, Any] = {"headline": rendered.title, "line": rendered.description, "text": plain(rendered.html),
-                           "verdict": a.verdict, "bar": bar(lang, a), "serving": a.serving is not None}
-    if a.serving is not None:
+                           "verdict": a.verdict, "bar": bar(lang, a), "serving": isinstance(a, ServingAnswer)}
+    if isinstance(a, ServingAnswer):
         from bot.views.serving_view import serving_view
 
         model = serving_view(lang, a).model
@@ -110,8 +110,9 @@ def view(rendered: RenderedAnswer) -> dict[str, Any]:
         return out
     from bot.views.view import view_model
 
+    assert isinstance(a, PlannedAnswer), a.kind  # an error or a price is answered before (answer_payload)
     model = view_model(lang, a).model
-    count = a.scenario.gpu_count if a.scenario else 1
+    count = a.scenario.gpu_count
     out["summary"] = model["summary"]
     out["figures"] = [x for x in (model["lead"], model["per_card"]) if x]
     out["plans"] = model["plans"] + model["alternatives"]
@@ -126,7 +127,7 @@ def answer_payload(request: Request, lang: Language) -> dict[str, Any]:
     talk = smalltalk_reply(request, options)
     rendered = render_request(request, options)
     out: dict[str, Any] = {"lang": rendered.lang, "request": request.model_dump(mode="json", exclude_none=True)}
-    if talk is not None or not rendered.understood or rendered.answer.market is not None:
+    if talk is not None or not rendered.understood or isinstance(rendered.answer, MarketAnswer):
         out["error"] = plain(talk or rendered.html)
         return out
     out["estimate"] = estimate_request(contract_data(request))

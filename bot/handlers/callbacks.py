@@ -20,7 +20,7 @@ from bot.handlers.common import answer_question, button_request, calculator_row,
 from bot.storage import ChatSettings, Storage
 from bot.views.keyboards import CODE_FORMATS, CODE_METHODS, AnswerCb, ExampleCb, ServingCb
 from bot.views.messages import EXAMPLES, t
-from engine.schema import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN, Answer, Language, Request
+from engine.schema import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN, Answer, Language, PlannedAnswer, Request, ServingAnswer
 
 log = logging.getLogger(__name__)
 _chart_lock = asyncio.Lock()  # matplotlib is not thread-safe: one chart at a time, off the event loop
@@ -75,7 +75,7 @@ async def redraw(query: CallbackQuery, lang: Language, settings: ChatSettings, s
     options = answer_options(settings, answer_lang, config.default_language)  # type: ignore[arg-type]
     reply = await make_reply(request, store, options, qid=qid)
     if action == "p":
-        if not serving and reply.rendered.answer.serving is not None:  # a training chart on a serving question: forged
+        if not serving and isinstance(reply.rendered.answer, ServingAnswer):  # a training chart of serving: forged
             await query.answer(t(lang, "This button no longer works."))
             return
         message = query.message
@@ -109,8 +109,9 @@ async def edit_in_place(query: CallbackQuery, bot: Bot, store: Storage, reply: R
 
 async def send_chart(query: CallbackQuery, bot: Bot, reply: Reply, chat_id: int) -> None:
     lang = reply.lang
-    served = reply.rendered.answer.serving
-    if not reply.rendered.understood or (served is not None and served.memory is None):  # nothing to draw
+    a = reply.rendered.answer
+    drawn = isinstance(a, PlannedAnswer) or (isinstance(a, ServingAnswer) and a.serving.memory is not None)
+    if not drawn:  # nothing to draw: no memory figures (an error, a price, a serving answer that did not load)
         await query.answer(t(lang, "This button no longer works."))
         return
     png = await render_chart(reply.rendered.answer, lang)

@@ -30,7 +30,7 @@ from bot.storage import ChatSettings, Storage
 from bot.views.catalogs import _
 from bot.views.messages import EXAMPLES, t
 from engine.parse import parse
-from engine.schema import Language, Request
+from engine.schema import Language, PlannedAnswer, Request, ServingAnswer
 
 MAX_RESULTS = 3
 CACHE_TIME_S = 300  # how long Telegram's own servers may keep our results
@@ -113,11 +113,11 @@ async def build_results(query: str, lang: str, settings: ChatSettings, store: St
     if request.model is None:
         return []
     first = await make_reply(request, store, options)
-    scenario = first.rendered.answer.scenario
-    if scenario is None:  # a serving answer stands alone (its variants are its keyboard's); nothing else answers
-        return [_entry(first)] if first.rendered.answer.serving is not None else []
+    answered = first.rendered.answer
+    if not isinstance(answered, PlannedAnswer):  # a serving answer stands alone (its variants are its keyboard's)
+        return [_entry(first)] if isinstance(answered, ServingAnswer) else []
     out = [_entry(first)]
-    asked = scenario.method
+    asked = answered.scenario.method
     for method in ALTERNATIVES.get(asked, ()):
         if len(out) >= MAX_RESULTS:
             break

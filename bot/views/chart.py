@@ -26,7 +26,7 @@ from bot.views.catalogs import _
 from bot.views.formats import num
 from bot.views.view import view_model
 from bot.views.words import COMPONENTS, component_label, gpu_name
-from engine.schema import Answer, Breakdown
+from engine.schema import Answer, Breakdown, PlannedAnswer, PostTrainAnswer, ServingAnswer
 
 WIDTH_PX, HEIGHT_PX, DPI = 1080, 1350, 100
 TEXT = 26 / (DPI / 72)  # 26 px in points: the smallest text on the chart (ticks, legend, labels)
@@ -61,7 +61,7 @@ class Column:
 Line = tuple[float, list[str], bool]  # memory GB, GPU names of that size, whether the job fits on them
 
 
-def capacity_lines(a: Answer, limit: int = MAX_LINES) -> list[Line]:
+def capacity_lines(a: PlannedAnswer, limit: int = MAX_LINES) -> list[Line]:
     """One line per memory size, smallest first: the GPU asked about, the GPUs of the plans, and the
     common GPUs that bracket the need (the largest below it, the smallest above, those within 2.5×)."""
     need = a.need_gb
@@ -87,7 +87,7 @@ def capacity_lines(a: Answer, limit: int = MAX_LINES) -> list[Line]:
     return [(memory, names, ok) for memory, (names, ok) in sorted(groups.items())]
 
 
-def columns(a: Answer, lang: str) -> list[Column]:
+def columns(a: PlannedAnswer, lang: str) -> list[Column]:
     """The arrangement asked about (at its count), then the recommended plans, each once."""
     assert a.breakdown is not None
     out: list[Column] = []
@@ -115,14 +115,13 @@ def _stack(b: Breakdown) -> list[tuple[str, float]]:
     return [(key, float(values[key])) for key in COMPONENTS if values.get(key, 0.0) >= MIN_GB]
 
 
-def _bars(lang: str, a: Answer) -> list[tuple[str, str, float]]:
+def _bars(lang: str, a: PlannedAnswer) -> list[tuple[str, str, float]]:
     """(colour, label, GB) of each stacked component; a post-training answer stacks its own lines."""
-    if a.posttrain is not None:
+    if isinstance(a, PostTrainAnswer):
         from bot.views.posttrain import chart_rows
 
         rows = chart_rows(lang, a.posttrain)
         return [(COLOURS.get(key) or colour, label, value) for key, label, value, colour in rows]
-    assert a.breakdown is not None
     return [(COLOURS[key], component_label(lang, key), value) for key, value in _stack(a.breakdown)]
 
 
@@ -134,7 +133,7 @@ def _gb(lang: str, value: float) -> str:
     return f"{num(lang, value)}\u00a0{_(lang, 'GB')}"
 
 
-def chart_figure(a: Answer, lang: str) -> Figure:
+def chart_figure(a: PlannedAnswer, lang: str) -> Figure:
     """The chart as a matplotlib Figure (not yet rendered): the verdict as its title, one stacked bar per
     arrangement against its card's capacity (or, with none, against familiar GPUs' lines), the legend below."""
     assert a.scenario is not None and a.breakdown is not None
@@ -225,9 +224,10 @@ def render_png(fig: Figure) -> bytes:
 def chart_png(a: Answer, lang: str) -> bytes:
     """The chart as PNG bytes, 1080 × 1350 px: a serving answer's per card against the engine's share (its own
     module), a training answer's components against each arrangement."""
-    if a.serving is not None:
+    if isinstance(a, ServingAnswer):
         from bot.views.serving_chart import serving_figure
 
         return render_png(serving_figure(a, lang))
+    assert isinstance(a, PlannedAnswer), a.kind  # a chart is drawn for an answer with memory figures only
     return render_png(chart_figure(a, lang))
 

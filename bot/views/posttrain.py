@@ -22,7 +22,7 @@ from bot.views.words import (
 from engine.parts import posttrain_parts
 from engine.posttrain import PostTrainResult
 from engine.posttrain.setup import constants
-from engine.schema import Answer, Assumption
+from engine.schema import Assumption, PostTrainAnswer
 
 TABLE_WIDTH = 34
 STAGES = {"dpo": "DPO", "orpo": "ORPO", "kto": "KTO", "simpo": "SimPO", "ppo": "PPO", "grpo": "GRPO"}
@@ -90,13 +90,13 @@ def stage_label(lang: str, r: PostTrainResult) -> str:
                                                           "method": method}
 
 
-def vllm_share_used(a: Answer) -> float:
+def vllm_share_used(a: PostTrainAnswer) -> float:
     """The gpu_memory_utilization the estimate holds for a colocated vLLM: the one asked, else TRL's default."""
     asked = a.request.rollout.gpu_memory_utilization if a.request.rollout else None
     return float(asked if asked is not None else constants()["defaults"]["vllm_gpu_memory_utilization"])
 
 
-def rollout_text(lang: str, a: Answer, r: PostTrainResult) -> str:
+def rollout_text(lang: str, a: PostTrainAnswer, r: PostTrainResult) -> str:
     st = r.settings
     if st.vllm_mode == "colocate":
         return " " + _(lang, "with vLLM colocated at %(util)s") % {"util": decimal(lang, vllm_share_used(a), 2)}
@@ -107,7 +107,7 @@ def rollout_text(lang: str, a: Answer, r: PostTrainResult) -> str:
     return ""
 
 
-def headline(lang: str, a: Answer, r: PostTrainResult) -> str:
+def headline(lang: str, a: PostTrainAnswer, r: PostTrainResult) -> str:
     what = stage_label(lang, r)
     used = gb(lang, a.need_gb)
     if a.asked is None or a.verdict is None:
@@ -134,7 +134,7 @@ def headline(lang: str, a: Answer, r: PostTrainResult) -> str:
     return _(lang, "%(what)s: does not fit on %(gpu)s as asked%(rollout)s: needs %(used)s of %(total)s") % params
 
 
-def summary(lang: str, a: Answer, r: PostTrainResult) -> str:
+def summary(lang: str, a: PostTrainAnswer, r: PostTrainResult) -> str:
     """model · method · context per sequence (and per GPU under CP) · sequences per micro-step."""
     s = a.scenario
     assert s is not None
@@ -260,9 +260,9 @@ def settings_lines(r: PostTrainResult) -> list[str]:
     return out
 
 
-def assumption_words(lang: str, item: str) -> str:
+def assumption_words(lang: str, item: Assumption) -> str:
     """One default of the estimate: posttrain's own ("num_generations=8") here, the scenario's by words.py."""
-    key, _eq, value = item.partition("=")
+    key, _eq, value = str(item).partition("=")  # the value as the contract prints it
     match key:
         case "num_generations":
             n = int(value) if value.isdigit() else 5
@@ -314,7 +314,7 @@ def time_text(lang: str, r: PostTrainResult) -> str:
     return f"{step}; {steps} ≈ {hours_text(lang, t.hours)}"
 
 
-def speedup_text(lang: str, a: Answer) -> str:
+def speedup_text(lang: str, a: PostTrainAnswer) -> str:
     """"speed-up over 1×A100: ×2 on 2 GPUs, ×7.8 on 8 GPUs": how much sooner more of the asked GPU ends the run
     (the same prompts split over more data-parallel ranks)."""
     if a.asked is None:
@@ -331,7 +331,7 @@ def speedup_text(lang: str, a: Answer) -> str:
         "n": base.count, "gpu": gpu_name(lang, base.gpu), "parts": ", ".join(parts)} if parts else ""
 
 
-def apply(lang: str, a: Answer, model: dict[str, Any]) -> tuple[str, str]:
+def apply(lang: str, a: PostTrainAnswer, model: dict[str, Any]) -> tuple[str, str]:
     """Replaces the plain answer's parts with the post-training ones in the view model; returns the headline and
     the summary line."""
     r = a.posttrain

@@ -16,7 +16,7 @@ from bot.views.formats import money, num
 from bot.views.talk import market_price_text, rental_lines
 from bot.views.view import view_model
 from bot.views.words import error_lines
-from engine.schema import Answer
+from engine.schema import Answer, ErrorAnswer, MarketAnswer, ServingAnswer
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -47,23 +47,23 @@ class RenderedAnswer:
 
     @property
     def understood(self) -> bool:
-        return not self.answer.errors
+        return not isinstance(self.answer, ErrorAnswer)
 
 
 def render(a: Answer, lang: str) -> RenderedAnswer:
     """The complete reply to an answer in `lang`."""
-    if a.market is not None:
+    if isinstance(a, MarketAnswer):
         return _market(lang, a)
-    if a.errors:
+    if isinstance(a, ErrorAnswer):
         return _not_understood(lang, a)
-    if a.serving is not None:
+    if isinstance(a, ServingAnswer):
         return _serving(lang, a)
     view = view_model(lang, a)
     body = environment(lang).get_template("answer.html.j2").render(a=view.model).strip()
     return RenderedAnswer(lang, body, view.headline, view.answer_line or view.summary, a)
 
 
-def _serving(lang: str, a: Answer) -> RenderedAnswer:
+def _serving(lang: str, a: ServingAnswer) -> RenderedAnswer:
     """A serving answer; over Telegram's limit (a long model id, many changes) the changes go first, then the
     assumptions."""
     from bot.views.serving_view import serving_view  # the serving wording: only a serving answer needs it
@@ -80,9 +80,8 @@ def _serving(lang: str, a: Answer) -> RenderedAnswer:
     return RenderedAnswer(lang, body, view.headline, view.answer_line or view.summary, a)
 
 
-def _market(lang: str, a: Answer) -> RenderedAnswer:
+def _market(lang: str, a: MarketAnswer) -> RenderedAnswer:
     """"сколько стоит T4 в час": the GPU's market range, as /price shows it (engine.answer.market_answer)."""
-    assert a.market is not None
     own = money(lang, a.own_price, a.currency) + _(lang, "/h") if a.own_price is not None else None
     body = market_price_text(lang, a.market.model_dump(), own)
     if a.rental is not None:
@@ -92,7 +91,7 @@ def _market(lang: str, a: Answer) -> RenderedAnswer:
     return RenderedAnswer(lang, body, line, line, a)
 
 
-def _not_understood(lang: str, a: Answer) -> RenderedAnswer:
+def _not_understood(lang: str, a: ErrorAnswer) -> RenderedAnswer:
     """No estimate: why, when the engine says (a negative size, CP over more GPUs than named), and the usual hint
     when the model size is what is missing."""
     reasons = [f"⚠️ {html.escape(line, quote=False)}" for line in error_lines(lang, a.errors)]

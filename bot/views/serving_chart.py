@@ -20,7 +20,7 @@ from bot.views.formats import decimal, num
 from bot.views.serving_view import serving_view
 from bot.views.serving_words import ENGINE_SETTINGS
 from bot.views.words import gpu_name
-from engine.schema import Answer, ServingResult
+from engine.schema import ServingAnswer, ServingResult
 
 MAX_COLUMNS = 4
 COLOURS = {"weights": "#4C72B0", "activation": "#55A868", "non_torch": "#8C8C8C", "kv_pool": "#937860",
@@ -49,7 +49,7 @@ def _par(tp: int, pp: int, replicas: int) -> str:
     return (f"{replicas}×({par})" if replicas > 1 else par) if tp * pp * replicas > 1 else ""
 
 
-def bars(lang: str, a: Answer) -> list[Bar]:
+def bars(lang: str, a: ServingAnswer) -> list[Bar]:
     """The arrangement answered, then the other GPUs that serve the asked users (each GPU kind once)."""
     r = a.serving
     assert r is not None and r.memory is not None and r.gpu is not None and r.settings is not None
@@ -96,7 +96,7 @@ def _tick(lang: str, c: Bar) -> str:
     return "\n".join([_wrap(gpus, 12), *rest, held])
 
 
-def serving_figure(a: Answer, lang: str) -> Figure:
+def serving_figure(a: ServingAnswer, lang: str) -> Figure:
     from bot.views.chart import DPI, FONT, HEIGHT_PX, TEXT, TITLE, WIDTH_PX, _gb, _wrap, style_axes
 
     r = a.serving

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bot.views.catalogs import _, _n
 from bot.views.formats import money, num
-from engine.schema import Answer
+from engine.schema import ServingAnswer
 
 
 def _s(lang: str, ms: float) -> str:
@@ -14,7 +14,7 @@ def _s(lang: str, ms: float) -> str:
     return num(lang, round(x, 2)) if x < 10 else num(lang, round(x))
 
 
-def load_lead(lang: str, a: Answer, where: str) -> tuple[str, str] | None:
+def load_lead(lang: str, a: ServingAnswer, where: str) -> tuple[str, str] | None:
     """(mark, line) when the question set a request rate or a latency promise; None otherwise."""
     r = a.serving
     q = a.request

@@ -22,7 +22,7 @@ from bot.views.serving_words import (
 )
 from bot.views.view import TABLE_WIDTH, AnswerView, verdict_mark
 from bot.views.words import NOTE_TEXTS, gpu_name, said_note_text
-from engine.schema import Answer, ServingResult
+from engine.schema import Assumption, ServingAnswer, ServingResult
 
 NBSP = "\u00a0"
 
@@ -49,7 +49,7 @@ def gpus_label(lang: str, r: ServingResult) -> str:
     return f"{r.gpu.count}×{gpu_name(lang, r.gpu.name)} ({par})"
 
 
-def verdict(a: Answer) -> str:
+def verdict(a: ServingAnswer) -> str:
     """The Answer's verdict on the GPUs asked; on GPUs the engine picked: fits (or no_fit when none serves)."""
     r = a.serving
     assert r is not None
@@ -58,7 +58,7 @@ def verdict(a: Answer) -> str:
     return "fits" if r.fits and r.memory is not None else "no_fit"
 
 
-def headline(lang: str, a: Answer) -> tuple[str, str]:
+def headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
     """(mark, line): the verdict's mark (the training answer's) and the serving headline, which leads with users,
     speed or time to first token as asked."""
     r = a.serving
@@ -70,7 +70,7 @@ def headline(lang: str, a: Answer) -> tuple[str, str]:
     return verdict_mark(verdict(a)) if mark else "❌", line
 
 
-def _headline(lang: str, a: Answer) -> tuple[str, str]:
+def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
     r = a.serving
     assert r is not None
     if r.memory is None or r.gpu is None or r.settings is None:
@@ -100,7 +100,7 @@ def _headline(lang: str, a: Answer) -> tuple[str, str]:
     return "✓", _(lang, "%(users)s at %(ctx)s on %(gpus)s: %(room)s") % params
 
 
-def _asked_lead(lang: str, a: Answer, where: str) -> str:
+def _asked_lead(lang: str, a: ServingAnswer, where: str) -> str:
     """What the question asked first, as the headline: time to first token, tokens/s, or (no users said) how many
     users the GPUs hold at the context."""
     r = a.serving
@@ -244,8 +244,8 @@ def command_text(r: ServingResult) -> str:
     return " ".join(shlex.quote(a) if "=" not in a or not a.split("=", 1)[0].isupper() else a for a in r.command)
 
 
-def serving_view(lang: str, a: Answer) -> AnswerView:
-    """The template's data for a serving answer (`a.serving` set)."""
+def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
+    """The template's data for a serving answer."""
     r = a.serving
     assert r is not None
     mark, title = headline(lang, a)
@@ -290,13 +290,12 @@ def note_line(lang: str, key: str, r: ServingResult) -> str:
 
 def _shape_ref(r: ServingResult) -> str:
     """The catalog model an unknown model's shape is borrowed from ("" for a known model)."""
-    like = next((x for x in r.assumptions if x.startswith("architecture=like ")), "")
-    return like.removeprefix("architecture=like ")
+    return next((str(x.value) for x in r.assumptions if x.key == "architecture"), "")
 
 
-def _assumptions(r: ServingResult) -> list[str]:
+def _assumptions(r: ServingResult) -> list[Assumption]:
     out = list(r.assumptions)
     if r.settings is not None:
-        out.insert(0, f"engine_version={r.settings.version or ''}")
+        out.insert(0, Assumption(key="engine_version", value=r.settings.version or ""))
     return out
 

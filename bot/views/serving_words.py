@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.views.catalogs import _, _n
 from bot.views.formats import context_text, money, num
-from engine.schema import ServingIssue as Issue
+from engine.schema import Assumption, Change
 from engine.schema import ServingSettings as Settings
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "llama.cpp": "llama.cpp", "ollama": "Ollama",
@@ -108,7 +108,7 @@ def _served(e: dict[str, Any]) -> int:
     return math.floor(float(e.get("concurrency_at_context", 0)) + 1e-9)
 
 
-def change_line(lang: str, c: Issue, users: int | None) -> str:
+def change_line(lang: str, c: Change, users: int | None) -> str:
     """One change that helps, with the number it gives; ✓ when it serves the asked users."""
     p, e = c.params, c.effect
     served = _served(e)
@@ -166,9 +166,9 @@ ENGINE_SETTINGS = {
 }
 
 
-def assumption_line(lang: str, item: str, family: str = "vllm-v1") -> str:
-    """A "key=value" default of engine.serving in words, with the engine's own name for a setting."""
-    key, _sep, value = item.partition("=")
+def assumption_line(lang: str, item: Assumption, family: str = "vllm-v1") -> str:
+    """A default of engine.serving in words, with the engine's own name for a setting."""
+    key, _sep, value = str(item).partition("=")  # the value as the contract prints it ("like Llama-3.1-8B")
     named = ENGINE_SETTINGS.get(family, {}).get(key, key)
     match key:
         case "engine_version":
@@ -202,4 +202,4 @@ def assumption_line(lang: str, item: str, family: str = "vllm-v1") -> str:
             return _n(lang, "output %(v)s token", "output %(v)s tokens", n) % {"v": num(lang, n)}
         case "gpu_memory_utilization" | "max_num_seqs" | "max_num_batched_tokens":
             return f"{named} {value}"
-    return item
+    return str(item)

@@ -7,7 +7,7 @@ from typing import Any
 from bot.views.catalogs import _, _n
 from bot.views.formats import context_text, date_text, decimal, gpus_text, hours_text, money, money_range, money_typical
 from bot.views.words import gpu_name, method_label
-from engine.schema import Answer, Limits, Plan, Rental, Scenario
+from engine.schema import Answer, Limits, Plan, PlannedAnswer, Rental, Scenario
 
 EXAMPLE = {"en": "70B QLoRA on H100?", "ru": "70B QLoRA на H100?"}
 
@@ -37,7 +37,7 @@ def smalltalk_text(lang: str, kind: str) -> str:
 # ---- what a follow-up changed ------------------------------------------------------------------------------
 
 
-def _gpus(lang: str, a: Answer, s: Scenario) -> str:
+def _gpus(lang: str, a: PlannedAnswer, s: Scenario) -> str:
     if a.asked is not None:
         return f"{a.asked.count}×{gpu_name(lang, a.asked.gpu)}"
     return gpus_text(lang, s.gpu_count)
@@ -45,9 +45,9 @@ def _gpus(lang: str, a: Answer, s: Scenario) -> str:
 
 def what_changed(lang: str, before: Answer, after: Answer) -> str:
     """"Changed: context 8k instead of 2k" for an answer to a follow-up; "" when nothing shown differs."""
-    b, a = before.scenario, after.scenario
-    if b is None or a is None:
+    if not isinstance(before, PlannedAnswer) or not isinstance(after, PlannedAnswer):
         return ""
+    b, a = before.scenario, after.scenario
     parts = []
     if a.arch.name != b.arch.name:
         parts.append(_(lang, "model %(new)s instead of %(old)s") % {"new": a.arch.name, "old": b.arch.name})
@@ -196,16 +196,15 @@ def rental_lines(lang: str, r: Rental, gpu: str, currency: str, monthly_asked: b
     if m is not None:
         cheaper = _(lang, "the monthly rental") if m.cheaper == "monthly" else _(lang, "hourly")
         never = m.break_even_hours > HOURS_PER_MONTH  # dearer than a whole month by the hour: it never pays off
-        lines.append("📅 " + (_(lang, "By the month: %(month)s per GPU a month; at %(use)s of use a month that is "
-                                      "%(effective)s per hour against %(hourly)s by the hour, so %(cheaper)s is "
-                                      "cheaper (monthly never pays off: it costs more than the whole month by the "
-                                      "hour)") if never else
-                              _(lang, "By the month: %(month)s per GPU a month; at %(use)s of use a month that is "
-                                      "%(effective)s per hour against %(hourly)s by the hour, so %(cheaper)s is "
-                                      "cheaper (monthly pays off from %(even)s a month)")) % {
+        why = (_(lang, "monthly never pays off: it costs more than the whole month by the hour") if never else
+               _(lang, "monthly pays off from %(even)s a month") % {
+                   "even": hours_text(lang, round(m.break_even_hours))})
+        lines.append("📅 " + _(lang, "By the month: %(month)s per GPU a month; at %(use)s of use a month that is "
+                                     "%(effective)s per hour against %(hourly)s by the hour, so %(cheaper)s is "
+                                     "cheaper (%(why)s)") % {
             "month": money(lang, m.monthly_price, currency), "use": hours_text(lang, m.hours_per_month),
             "effective": money(lang, m.effective_hourly, currency), "hourly": money(lang, m.hourly_price, currency),
-            "cheaper": cheaper, "even": hours_text(lang, round(m.break_even_hours))})
+            "cheaper": cheaper, "why": why})
     elif monthly_asked:
         lines.append("📅 " + _(lang, "No monthly offers for %(gpu)s in the catalog: only hourly prices.") % {
             "gpu": gpu})

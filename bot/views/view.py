@@ -35,7 +35,17 @@ from bot.views.words import (
     tight_suffix,
 )
 from engine.parts import parts
-from engine.schema import SHOWN_PLANS, Answer, Breakdown, Change, Comparison, Monthly, Plan, Scenario
+from engine.schema import (
+    SHOWN_PLANS,
+    Breakdown,
+    Change,
+    Comparison,
+    Monthly,
+    Plan,
+    PlannedAnswer,
+    PostTrainAnswer,
+    Scenario,
+)
 
 TABLE_WIDTH = 34
 
@@ -146,7 +156,7 @@ def plan_view(lang: str, p: Plan, tokens: float | None = None, lead: str = "") -
             "techniques": techniques_text(lang, p), "figures": plan_figures(lang, p, tokens, lead)}
 
 
-def lead_of(a: Answer) -> str:
+def lead_of(a: PlannedAnswer) -> str:
     """What the answer leads with: "money" for a cost question, "time" for a how-long one, else nothing."""
     asks = [x for x in a.request.asks if x in ("money", "time")]
     if asks:
@@ -154,7 +164,7 @@ def lead_of(a: Answer) -> str:
     return "money" if a.request.intent == "cost" else ""
 
 
-def lead_line(lang: str, a: Answer, lead: str) -> str:
+def lead_line(lang: str, a: PlannedAnswer, lead: str) -> str:
     """The first line of a cost or time question: the best plan's money (or hours), for the job when known."""
     if not lead or not a.plans or (a.scenario is not None and a.scenario.method == "inference"):
         return ""
@@ -198,7 +208,7 @@ def old_price_note(lang: str, day: str) -> str:
     return " — " + _(lang, "old figures, nothing newer in the catalog") if day < OLD_PRICES else ""
 
 
-def count_lead(lang: str, a: Answer) -> str:
+def count_lead(lang: str, a: PlannedAnswer) -> str:
     """"сколько нод h100", "скока надо гпу": the fewest of the GPU asked (else the cheapest plan) that holds the job,
     as the engine's own plans count them, with the nodes they span and the techniques they need."""
     if "count" not in a.request.asks or not a.plans:
@@ -254,7 +264,7 @@ def _speed_of(c: Comparison) -> float | None:
     return (c.plan.hours or c.plan.hours_per_100m_tokens) if c.plan is not None else None  # the job's, else 100M
 
 
-def comparison_headline(lang: str, a: Answer) -> str:
+def comparison_headline(lang: str, a: PlannedAnswer) -> str:
     """Two or more GPUs named: which one to take and why (faster; cheaper only on prices from enough
     providers); when none holds the job as asked, the way forward (QLoRA) and the winner with it."""
     names = {(c.gpu, c.count): f"{c.count}×{gpu_name(lang, c.gpu)}" for c in a.comparison}
@@ -300,7 +310,7 @@ def comparison_headline(lang: str, a: Answer) -> str:
     return text
 
 
-def fused_note(lang: str, a: Answer) -> str:
+def fused_note(lang: str, a: PlannedAnswer) -> str:
     """No framework named: what a fused linear cross-entropy (Unsloth, Liger) would make of the total."""
     if a.fused_loss_gb is None:
         return ""
@@ -361,7 +371,7 @@ CONFLICTS = {
 }
 
 
-def headline(lang: str, a: Answer, gpu_label: str, compared: str) -> str:
+def headline(lang: str, a: PlannedAnswer, gpu_label: str, compared: str) -> str:
     total = num(lang, a.asked.memory_gb if a.asked else 0)
     used, avail = gb_pair(lang, a.need_gb, a.capacity_gib)
     p = {"gpu": gpu_label, "used": used, "avail": avail, "total": total}
@@ -392,7 +402,7 @@ def headline(lang: str, a: Answer, gpu_label: str, compared: str) -> str:
     return _(lang, "Needs %(used)s GB per GPU") % {"used": num(lang, a.need_gb)}
 
 
-def per_card(lang: str, a: Answer) -> str:
+def per_card(lang: str, a: PlannedAnswer) -> str:
     """Several GPUs: what each card holds and all of them together."""
     s = a.scenario
     if s is None or s.gpu_count < 2 or a.verdict == "compare":
@@ -409,10 +419,9 @@ def summary(lang: str, s: Scenario) -> str:
     return line + (f" · {gpus_text(lang, s.gpu_count)}" if s.gpu_count > 1 else "")
 
 
-def view_model(lang: str, a: Answer) -> AnswerView:
-    """The template's data for an answer that has a scenario (`a.errors` empty)."""
+def view_model(lang: str, a: PlannedAnswer) -> AnswerView:
+    """The template's data for a training or post-training answer."""
     s, b = a.scenario, a.breakdown
-    assert s is not None and b is not None
     asked = a.asked
     gpu_label = f"{asked.count}×{gpu_name(lang, asked.gpu)}" if asked else ""
     compared = comparison_headline(lang, a) if a.comparison else ""
@@ -428,7 +437,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
         "model_note": model_note(lang, a),
         "table": memory_table(lang, b, a.need_gb),
         "shape_note": b.shape_margin >= 0.05,  # a bare size whose smaller neighbours' shape needs more
-        "reserve_note": b.overhead >= 0.05,  # issue 13: the two lines a user does not know, explained once
+        "reserve_note": b.overhead >= 0.05,  # the two lines a user does not know, explained once
         "plans": [plan_view(lang, p, a.tokens, lead) for p in a.plans[:SHOWN_PLANS]],
         "changes": [change_line(lang, c, s.method == "inference") for c in a.changes[:5]],
         "cpu_ram": _(lang, "CPU RAM for the CPU offload: %(gb)s") % {"gb": gb(lang, a.cpu_ram_gb)}
@@ -448,7 +457,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
         "monthly": monthly_text(lang, a.monthly) if a.monthly else "",
         "limits": limits_lines(lang, a.limits, a.plans[:SHOWN_PLANS]) if a.limits else [],
     }
-    if a.posttrain is not None:
+    if isinstance(a, PostTrainAnswer):
         from bot.views import posttrain
 
         title, line = posttrain.apply(lang, a, model)
@@ -456,7 +465,7 @@ def view_model(lang: str, a: Answer) -> AnswerView:
     return AnswerView(model, title, line, answer_line(lang, a, first))
 
 
-def best_plan(a: Answer) -> Plan | None:
+def best_plan(a: PlannedAnswer) -> Plan | None:
     """The arrangement asked about when a plan has it ("how long on 8×A100" is answered for 8×A100), else the
     best plan, else the best other GPU."""
     if a.asked is not None:
@@ -466,7 +475,7 @@ def best_plan(a: Answer) -> Plan | None:
     return a.plans[0] if a.plans else (a.alternatives[0] if a.alternatives else None)
 
 
-def answer_line(lang: str, a: Answer, lead: str) -> str:
+def answer_line(lang: str, a: PlannedAnswer, lead: str) -> str:
     """The one-line answer under an inline result's verdict title: what was asked (money, hours: the lead line),
     else the best arrangement with its time and money."""
     if lead:
@@ -478,10 +487,10 @@ def answer_line(lang: str, a: Answer, lead: str) -> str:
     return f"{p.count}×{gpu_name(lang, p.gpu)}" + (": " + ", ".join(details) if details else "")
 
 
-def model_note(lang: str, a: Answer) -> str:
+def model_note(lang: str, a: PlannedAnswer) -> str:
     """Where the model's shape came from when it is not a known one: a bare size is a typical model of it."""
     s = a.scenario
-    if s is None or s.arch.known:
+    if s.arch.known:
         return ""
     size = num(lang, s.arch.params / 1e9) + "B"
     ref = a.shape_reference or ""

@@ -118,7 +118,7 @@ def best_job(request: Request, target: Target | None = None) -> tuple[ConfigJob,
 
 def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str | None]:
     """(estimate answer, smallest changes that fit, error) for a request read from a config."""
-    from engine.contract import estimate_json
+    from engine.contract import change_json, estimate_json
     from engine.scenario import ScenarioError
 
     named = [g for g in request.gpus if g.name or g.memory_gb]
@@ -140,7 +140,7 @@ def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[s
         except (ScenarioError, ValueError):
             result = None
         if result is not None:
-            changes = [c.model_dump(mode="json") for c in result.changes]
+            changes = [change_json(c) for c in result.changes]
     return answer, changes, None
 
 

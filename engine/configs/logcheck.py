@@ -17,41 +17,65 @@ COMPONENTS = (("weights_gib", "weights_gib", "weights"), ("activation_peak_gib",
               ("cuda_graph_gib", "cuda_graph_gib", "CUDA graphs"), ("kv_cache_gib", "kv_pool_gib", "KV pool"),
               ("kv_tokens", "kv_tokens", "KV tokens"), ("max_concurrency", "max_concurrency", "max concurrency"))
 
+# The mechanism behind each component, as %(name)s templates: the English reason is filled in here; the bot
+# translates the same templates (bot/views/logcheck.py), so each row also carries them as `reason_parts`.
 MECHANISM: dict[str, str | dict[str, str]] = {
-    "weights": "the rank's share of the weights in {fmt} (vLLM / SGLang pad the vocabulary to 64 x TP)",
-    "activation peak": {"vllm-v1": "profile run: forward of max_num_batched_tokens ({mnbt}) tokens and the sampler "
+    "weights": "the rank's share of the weights in %(fmt)s (vLLM / SGLang pad the vocabulary to 64 x TP)",
+    "activation peak": {"vllm-v1": "profile run: forward of max_num_batched_tokens (%(mnbt)s) tokens and the sampler "
                                    "over min(max_num_seqs, max_num_batched_tokens) rows of fp32 logits",
-                        "vllm-v0": "profile run: max_num_seqs ({mns}) dummy sequences through the sampler (fp32 "
+                        "vllm-v0": "profile run: max_num_seqs (%(mns)s) dummy sequences through the sampler (fp32 "
                                    "logits of the vocabulary)",
                         "llama.cpp": "compute buffer: n_ubatch (512) x vocabulary fp32 logits plus the layer work "
                                      "space",
                         "": "the engine's warm-up batch"},
     "non-torch memory": "NCCL / custom all-reduce buffers under TP, cuBLAS workspace",
-    "CUDA graphs": "graph pool of the captured batch sizes ({graphs})",
-    "KV pool": {"vllm-v1": "total x gpu_memory_utilization ({util}) minus weights, activation peak and non-torch "
-                           "memory", "vllm-v0": "total x gpu_memory_utilization ({util}) minus weights, activation "
+    "CUDA graphs": {"in": "graph pool of the captured batch sizes (counted inside the budget)",
+                    "": "graph pool of the captured batch sizes (taken after the KV pool, outside it)"},
+    "KV pool": {"vllm-v1": "total x gpu_memory_utilization (%(util)s) minus weights, activation peak and non-torch "
+                           "memory", "vllm-v0": "total x gpu_memory_utilization (%(util)s) minus weights, activation "
                            "peak and non-torch memory",
                 "sglang": "total x mem_fraction_static minus what the process holds after loading",
                 "tgi": "free memory after the warm-up x cuda_memory_fraction x 0.90 (TGI_WIGGLE_ROOM)",
                 "llama.cpp": "n_ctx x layers x K+V bytes, allocated whole at start (not paged)",
                 "": "the KV cache the engine allocates"},
-    "KV tokens": "pool / (bytes per token: {bpt} B), in blocks of 16",
-    "max concurrency": "KV tokens / blocks one max_model_len ({mml}) request needs",
+    "KV tokens": "pool / (bytes per token: %(bpt)s B), in blocks of 16",
+    "max concurrency": "KV tokens / blocks one max_model_len (%(mml)s) request needs",
 }
+UPSTREAM = "the pool is what is left, so it moves against %(components)s"
+FOLLOWS_POOL = "follows the KV pool (%(gib)s GiB)"
+GRAPHS_FITTED = "fitted per layer on vLLM 0.19 logs (serving.toml [vllm.cuda_graphs])"
 CLOSE = 0.05  # within 5 %: no reason needed beyond the mechanism
 
+Part = tuple[str, dict[str, Any]]
 
-def _mechanism(label: str, s: dict[str, Any]) -> str:
+
+def _mechanism(label: str, s: dict[str, Any]) -> Part:
     entry = MECHANISM[label]
-    text = entry if isinstance(entry, str) else entry.get(s.get("engine_family") or "", entry[""])
-    graphs = "counted inside the budget" if s.get("cuda_graphs_in_budget") else "taken after the KV pool, outside it"
-    return text.format(fmt=s.get("weight_format"), mnbt=s.get("max_num_batched_tokens"), mns=s.get("max_num_seqs"),
-                       util=s.get("gpu_memory_utilization"), bpt=s.get("kv_bytes_per_token"),
-                       mml=s.get("max_model_len"), graphs=graphs)
+    if isinstance(entry, str):
+        text = entry
+    elif label == "CUDA graphs":
+        text = entry["in" if s.get("cuda_graphs_in_budget") else ""]
+    else:
+        text = entry.get(s.get("engine_family") or "", entry[""])
+    args = {"fmt": s.get("weight_format"), "mnbt": s.get("max_num_batched_tokens"), "mns": s.get("max_num_seqs"),
+            "util": s.get("gpu_memory_utilization"), "bpt": s.get("kv_bytes_per_token"),
+            "mml": s.get("max_model_len")}
+    return text, {k: v for k, v in args.items() if f"%({k})s" in text}
+
+
+def _english(parts: list[Part]) -> str:
+    """The reason as one English line: the templates filled in, joined with '; '."""
+    out = []
+    for text, args in parts:
+        if "components" in args:
+            args = {"components": ", ".join(f"{k} ({v:+.2f} GiB)" for k, v in args["components"])}
+        out.append(text % args if args else text)
+    return "; ".join(out)
 
 
 def compare(reading: LogReading, serving: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per component the log measured: theirs, ours, the difference and its reason."""
+    """One row per component the log measured: theirs, ours, the difference and its reason (English, and the
+    templates with their parameters in `reason_parts`)."""
     rows: list[dict[str, Any]] = []
     diffs: dict[str, float] = {}
     for measured_key, ours_key, label in COMPONENTS:
@@ -61,20 +85,20 @@ def compare(reading: LogReading, serving: dict[str, Any]) -> list[dict[str, Any]
         diff = float(ours) - float(theirs)
         rel = diff / theirs if theirs else None
         diffs[label] = diff
-        reason = _mechanism(label, serving)
+        parts = [_mechanism(label, serving)]
         if rel is not None and abs(rel) > CLOSE:
             if label == "KV pool":
-                upstream = [(k, v) for k, v in diffs.items() if k in ("weights", "activation peak",
-                                                                      "non-torch memory") and abs(v) >= 0.05]
+                upstream = [(k, round(v, 2)) for k, v in diffs.items() if k in ("weights", "activation peak",
+                                                                                 "non-torch memory") and abs(v) >= 0.05]
                 if upstream:
-                    reason += "; the pool is what is left, so it moves against " + ", ".join(
-                        f"{k} ({v:+.2f} GiB)" for k, v in upstream)
+                    parts.append((UPSTREAM, {"components": upstream}))
             elif label in ("KV tokens", "max concurrency") and "KV pool" in diffs and abs(diffs["KV pool"]) >= 0.05:
-                reason += f"; follows the KV pool ({diffs['KV pool']:+.2f} GiB)"
+                parts.append((FOLLOWS_POOL, {"gib": f"{diffs['KV pool']:+.2f}"}))
             elif label == "CUDA graphs":
-                reason += "; fitted per layer on vLLM 0.19 logs (serving.toml [vllm.cuda_graphs])"
+                parts.append((GRAPHS_FITTED, {}))
         rows.append({"component": label, "theirs": theirs, "ours": ours,
-                     "diff_pct": round(100 * rel, 1) if rel is not None else None, "reason": reason})
+                     "diff_pct": round(100 * rel, 1) if rel is not None else None, "reason": _english(parts),
+                     "reason_parts": [[text, args] for text, args in parts]})
     return rows
 
 

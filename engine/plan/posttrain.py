@@ -336,8 +336,6 @@ def adopt_plan(result: posttrain.PostTrainResult, request: Request, plans: Seque
     use: the answer names the change it plans with, not another that fits more tightly. Without such a plan, the
     first change that fits on the GPUs asked gives the settings."""
     plan = next((p for p in plans if asked and p.gpu == asked.gpu and p.count == asked.count and p.techniques), None)
-    from engine.posttrain.models import Change as PtChange
-
     if plan is not None and asked is not None and set(plan.techniques) <= {"fused_loss"} | {
             t for t in plan.techniques if t.startswith(CP + ":")}:
         req = request_at(request, plan.techniques, asked)
@@ -352,10 +350,10 @@ def adopt_plan(result: posttrain.PostTrainResult, request: Request, plans: Seque
                                       "time_factor": round(cp_time_factor([cp]), 2)}
             if "fused_loss" in plan.techniques:
                 params["with"] = "fused_loss"
-            change = PtChange(key="posttrain.change.context_parallel", params=params, per_gpu_total=r.per_gpu_total,
+            change = Change(key="posttrain.change.context_parallel", params=params, per_gpu_total=r.per_gpu_total,
                               fits=True)
         else:
-            change = PtChange(key="posttrain.change.fused_loss", params={"use_liger_kernel": True},
+            change = Change(key="posttrain.change.fused_loss", params={"use_liger_kernel": True},
                               per_gpu_total=r.per_gpu_total, fits=True)
         rest = [c for c in result.changes if (c.key, c.params.get("degree"), c.params.get("with"))
                 != (change.key, change.params.get("degree"), change.params.get("with"))]

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.memo import by_value
-from engine.posttrain.models import (
+from engine.schema import Breakdown, Change, GpuRef, Request
+from engine.schema.posttrain import (
     POSTTRAIN_STAGES,
-    Change,
     Line,
     LongContextOption,
     PostTrainOptions,
@@ -25,14 +25,13 @@ from engine.posttrain.models import (
     RlTime,
     Settings,
 )
-from engine.schema import Breakdown, GpuRef, Request
 
 if TYPE_CHECKING:
     from engine.posttrain.advice import long_context_options, pick_long_context
     from engine.posttrain.result import posttrain_result
 
-# The layer itself (setup, timing, advice, result) loads on first use: engine.schema imports this package for its
-# result type, and a plain fine-tuning question never needs the rest.
+# The layer itself (setup, timing, advice, result) loads on first use: engine.answer and engine.contract import this
+# package to ask `applies`, and a plain fine-tuning question needs nothing else of it.
 _LAZY = {"long_context_options": "engine.posttrain.advice", "pick_long_context": "engine.posttrain.advice",
          "posttrain_result": "engine.posttrain.result"}
 
@@ -78,7 +77,12 @@ def estimate_block(request: Request) -> tuple[float, dict[str, Any]]:
     from engine.posttrain.result import posttrain_result
 
     r = posttrain_result(request)
-    return r.per_gpu_total, r.model_dump(exclude={"per_gpu_total"})
+    block = r.model_dump(exclude={"per_gpu_total"})
+    # the contract's shapes: a change as key, params, the peak it gives, whether it fits; assumptions as "key=value"
+    block["changes"] = [{"key": c.key, "params": c.params, "per_gpu_total": c.per_gpu_total, "fits": c.fits,
+                         "tight": c.tight} for c in r.changes]
+    block["assumptions"] = [str(x) for x in r.assumptions]
+    return r.per_gpu_total, block
 
 
 __all__ = ["POSTTRAIN_STAGES", "Change", "Line", "LongContextOption", "PostTrainOptions", "PostTrainResult", "RlTime",

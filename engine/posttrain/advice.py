@@ -7,10 +7,10 @@ from typing import Any
 
 from engine import speed
 from engine.fit import HEADROOM
-from engine.posttrain.models import Change, LongContextOption, PostTrainOptions, PostTrainResult
 from engine.posttrain.setup import Setup, build_setup, constants, heads_divide
 from engine.scenario import ScenarioError
-from engine.schema import GpuRef, Request, Rollout
+from engine.schema import Change, GpuRef, Request, Rollout
+from engine.schema.posttrain import LongContextOption, PostTrainOptions, PostTrainResult
 
 
 def _total(request: Request, options: PostTrainOptions | None) -> float | None:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from engine import memory
 from engine.frameworks import profile
-from engine.posttrain.models import PREFERENCE_STAGES
 from engine.posttrain.setup import Setup, constants
 from engine.schema import Breakdown, Scenario
+from engine.schema.posttrain import PREFERENCE_STAGES
 
 GIB = float(2**30)
 

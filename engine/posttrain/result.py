@@ -10,10 +10,10 @@ from engine.catalog import find_gpu
 from engine.fit import capacity
 from engine.memo import by_value
 from engine.posttrain.compose import Composed, compose
-from engine.posttrain.models import Line, PostTrainOptions, PostTrainResult, Settings
 from engine.posttrain.setup import Setup, build_setup, constants
 from engine.posttrain.timing import rl_time, steps_for_tokens
-from engine.schema import Request
+from engine.schema import Assumption, Request
+from engine.schema.posttrain import Line, PostTrainOptions, PostTrainResult, Settings
 
 
 def card_limit(request: Request) -> float | None:
@@ -102,7 +102,8 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
     time = rl_time(setup, steps)
     assumptions = list(setup.assumptions)
     if time is not None and time.prompts is not None:
-        assumptions.append(f"prompts={time.prompts}")  # the yardstick amount of data (engine/catalog/posttrain.toml)
+        # the yardstick amount of data (engine/catalog/posttrain.toml)
+        assumptions.append(Assumption(key="prompts", value=time.prompts))
     result = PostTrainResult(
         stage=setup.stage, method=setup.scenario.method, per_gpu_total=round(comp.total, 3),
         cuda_context=float(memory.constants()["overhead"]["cuda_context_gib"]),

@@ -13,9 +13,9 @@ from typing import Any
 
 from engine.catalog import HERE, find_gpu
 from engine.frameworks import profile
-from engine.posttrain.models import PREFERENCE_STAGES, REFERENCE_FREE, CpKind, PostTrainOptions
 from engine.scenario import ScenarioError, build_scenario
-from engine.schema import Request, Scenario
+from engine.schema import Assumption, Request, Scenario
+from engine.schema.posttrain import PREFERENCE_STAGES, REFERENCE_FREE, CpKind, PostTrainOptions
 
 
 @cache
@@ -49,7 +49,7 @@ class Setup:
     framework: str | None
     generations: int
     options: PostTrainOptions
-    assumptions: list[str] = field(default_factory=list)
+    assumptions: list[Assumption] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -65,11 +65,6 @@ def _card(request: Request) -> tuple[str | None, float | None]:
     return (gpu.name if gpu else ref.name), (ref.memory_gb * 0.98 if ref.memory_gb else None)
 
 
-def _key(assumption: object) -> str:
-    """An assumption's key: engine.schema.Assumption.key, or the part before "=" of a "key=value" string."""
-    return str(getattr(assumption, "key", str(assumption).split("=", 1)[0]))
-
-
 def heads_divide(heads: int, kv_heads: int, degree: int) -> bool:
     """DeepSpeed Ulysses splits attention heads over the degree: q heads must divide, KV heads divide or replicate."""
     return heads % degree == 0 and (kv_heads % degree == 0 or degree % kv_heads == 0)
@@ -83,7 +78,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
         opts = opts.model_copy(update=said)
     c = constants()["defaults"]
     stage = request.stage or "sft"
-    extra: list[str] = []
+    extra: list[Assumption] = []
     notes: list[str] = []
     updates: dict[str, Any] = {}
 
@@ -96,21 +91,21 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
             if request.seq_len and not prompt:
                 completion = max(1, request.seq_len - c["prompt_len"]) if request.seq_len > c["prompt_len"] \
                     else request.seq_len
-            extra.append(f"output_len={completion}")
+            extra.append(Assumption(key="output_len", value=completion))
         if not prompt:
             prompt = max(0, request.seq_len - completion) if request.seq_len else c["prompt_len"]
             if not request.seq_len:
-                extra.append(f"prompt_len={prompt}")
+                extra.append(Assumption(key="prompt_len", value=prompt))
         updates["seq_len"] = prompt + completion
     elif (stage in PREFERENCE_STAGES or stage == "rm") and request.seq_len is None:
         updates["seq_len"] = c["preference_max_length"]
-        extra.append(f"max_length={c['preference_max_length']}")
+        extra.append(Assumption(key="max_length", value=c['preference_max_length']))
 
     generations = 0
     if stage == "grpo":
         generations = request.num_generations or c["num_generations"]
         if request.num_generations is None:
-            extra.append(f"num_generations={generations}")
+            extra.append(Assumption(key="num_generations", value=generations))
         if request.batch_size is None:
             rows = generations
             budget = profile(request.framework).constant("rl_micro_batch_tokens", 0.0)
@@ -118,18 +113,18 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
                 # the stack cuts the generations into micro-batches of a token budget (profile source)
                 rows = max(1, min(generations, int(budget // max(1, prompt + completion))))
             updates["batch_size"] = rows
-            extra.append(f"batch_size={rows}")
+            extra.append(Assumption(key="batch_size", value=rows))
 
     if (request.context_parallel or 1) > 1 and request.sharding is None:
         # sequence parallelism runs with model states sharded over all ranks (ALST: ZeRO-3; 360-LLaMA-Factory,
         # ms-swift: ZeRO-3 / FSDP)
         updates["sharding"] = "zero3"
-        extra.append("sharding=zero3")
+        extra.append(Assumption(key="sharding", value="zero3"))
     req = request.model_copy(update=updates) if updates else request
     scenario = build_scenario(req)
     drop = {k for k in ("seq_len", "batch_size") if k in updates}
-    scenario.assumptions = [a for a in scenario.assumptions if _key(a) not in drop]
-    assumptions = [str(a) for a in scenario.assumptions] + extra
+    scenario.assumptions = [a for a in scenario.assumptions if a.key not in drop]
+    assumptions = [*scenario.assumptions, *extra]
     if scenario.method == "inference":
         raise ScenarioError(f"{stage} is training: choose full, lora or qlora (context parallelism here is for "
                             "training, not serving)", "stage_is_training", stage=stage)
@@ -148,7 +143,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
     elif stage == "grpo":
         beta = opts.beta if opts.beta is not None else (0.04 if request.reference_model else c["grpo_beta"])
         if opts.beta is None and not request.reference_model:
-            assumptions.append(f"beta={beta:g}")
+            assumptions.append(Assumption(key="beta", value=f"{beta:g}"))
         if beta > 0:
             reference = "copy" if full else "adapter_off"
     elif stage in REFERENCE_FREE:
@@ -164,7 +159,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
 
     if stage in ("grpo", "ppo") and "grad_accum" not in opts.model_fields_set:
         # TrainingArguments.gradient_accumulation_steps = 1; GRPO generates steps_per_generation (= it) micro-batches
-        assumptions.append(f"grad_accum={opts.grad_accum}")
+        assumptions.append(Assumption(key="grad_accum", value=opts.grad_accum))
 
     # parallelism
     n = scenario.gpu_count
@@ -181,7 +176,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
                                 f"to divide by {cp}; use ring attention or another degree", "ulysses_heads", cp=cp,
                                 heads=arch.heads)
         if opts.cp_kind is None:
-            assumptions.append(f"cp_kind={kind}")
+            assumptions.append(Assumption(key="cp_kind", value=kind))
         if math.ceil(tokens / cp) < 1:
             raise ScenarioError("sequence shorter than the context parallel degree", "sequence_under_cp")
     tp = request.tensor_parallel or 1
@@ -201,7 +196,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
         r = request.rollout
         rollout = r.mode or "colocate"
         if r.mode is None:
-            assumptions.append("vllm_mode=colocate")
+            assumptions.append(Assumption(key="vllm_mode", value="colocate"))
         vtp = r.tensor_parallel or 1
         sleep = bool(r.sleep)
         if rollout == "server":

@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 
 from engine import pricing, speed
-from engine.posttrain.models import RlTime
 from engine.posttrain.setup import Setup, constants
+from engine.schema.posttrain import RlTime
 
 
 def rl_time(setup: Setup, steps: int | None = None) -> RlTime | None:

@@ -13,9 +13,8 @@ from typing import Any
 
 from engine.catalog import architecture, find_gpu, find_model, gpus, reference_of
 from engine.catalog.ids import name_format
-from engine.schema import Architecture, GpuRef, Request
-
-from .types import Arrangement, Issue, ServingResult
+from engine.schema import Architecture, Assumption, GpuRef, Note, Request
+from engine.schema.serving import ServingArrangement, ServingResult
 
 # The layer's modules (memory budget, KV cache, sizing, load plan, launch command) are imported by the functions
 # that use them: `is_serving_request` is asked of every question, and a training one needs none of them.
@@ -37,7 +36,7 @@ def is_serving_request(request: Request) -> bool:
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 
 
-def _context(request: Request, arch: Architecture, assumptions: list[str]) -> tuple[int, int, int]:
+def _context(request: Request, arch: Architecture, assumptions: list[Assumption]) -> tuple[int, int, int]:
     """(context, prompt, output): prompt + output when said, else seq_len / max_model_len, else the default."""
     from .core import DEFAULT_CONTEXT_UNKNOWN
 
@@ -45,13 +44,13 @@ def _context(request: Request, arch: Architecture, assumptions: list[str]) -> tu
     if request.prompt_len or request.output_len:
         output = request.output_len or DEFAULT_OUTPUT
         if not request.output_len:
-            assumptions.append(f"output_len={output}")
+            assumptions.append(Assumption(key="output_len", value=output))
         prompt = request.prompt_len or max(1, (request.seq_len or DEFAULT_CONTEXT) - output)
         return prompt + output, prompt, output
     context = request.seq_len or (opts.max_model_len if opts else None)
     if context is None:
         context = DEFAULT_CONTEXT if arch.known else min(DEFAULT_CONTEXT, DEFAULT_CONTEXT_UNKNOWN)
-        assumptions.append(f"context={context}")
+        assumptions.append(Assumption(key="context", value=context))
     output = min(DEFAULT_OUTPUT, max(1, context // 4))
     return context, max(1, context - output), output
 
@@ -110,12 +109,12 @@ def _candidates(engine: str) -> list[Any]:
     return [g for g in gpus() if g.name in names]
 
 
-def _fail(name: str, errors: list[Issue], assumptions: list[str]) -> ServingResult:
+def _fail(name: str, errors: list[Note], assumptions: list[Assumption]) -> ServingResult:
     return ServingResult(model=name, errors=errors, assumptions=assumptions)
 
 
 def _too_many(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtype: str, cands: list[Any],
-              users: int, context: int, max_model_len: int) -> Issue:
+              users: int, context: int, max_model_len: int) -> Note:
     """More users than the largest arrangement serves: say how many the best instance serves, at most."""
     from .capacity import arrange
     from .profile import data
@@ -126,8 +125,8 @@ def _too_many(request: Request, arch: Architecture, engine: str, fmt: str, kv_dt
     for a in one:
         gpus_each = a.tensor_parallel * a.pipeline_parallel
         best = max(best, a.users_per_instance * (most // gpus_each))
-    return Issue(key="serving.error.users_too_many",
-                 params={"users": users, "max_users": best, "max_gpus": most, "context": context})
+    return Note(key="serving.error.users_too_many",
+                params={"users": users, "max_users": best, "max_gpus": most, "context": context})
 
 
 def serve(request: Request, sized: bool = False) -> ServingResult:
@@ -141,36 +140,38 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
     from .sizing import size
     from .speed import cost, instance_speed
 
-    assumptions: list[str] = []
+    assumptions: list[Assumption] = []
     engine = request.serving_engine or "vllm"
     if request.serving_engine is None:
-        assumptions.append("serving_engine=vllm")
+        assumptions.append(Assumption(key="serving_engine", value="vllm"))
     elif engine in ("tensorrt-llm", "nim"):
-        assumptions.append("memory_model=vllm-v1")  # sized with vLLM V1's budget rules (no TRT-LLM profile yet)
+        # sized with vLLM V1's budget rules (no TRT-LLM profile yet)
+        assumptions.append(Assumption(key="memory_model", value="vllm-v1"))
     name = request.model.name if request.model and request.model.name else "?"
     try:
         if request.model is None:
             raise ValueError("no model")
         arch = architecture(request.model)
     except ValueError:
-        return _fail(name, [Issue(key="serving.error.unknown_model", params={"model": name})], assumptions)
+        return _fail(name, [Note(key="serving.error.unknown_model", params={"model": name})], assumptions)
     name = arch.name
     if not arch.known:
-        assumptions.append(f"architecture=like {reference_of(arch)}")
+        assumptions.append(Assumption(key="architecture", value=reference_of(arch)))
     native = _native_format(request, engine) or _named_format(request, engine)
     fmt = native or weight_format(request.quantization, request.bits, engine)
     if fmt is None:
-        return _fail(name, [Issue(key="serving.error.unknown_format", params={"quantization": request.quantization})],
+        return _fail(name, [Note(key="serving.error.unknown_format", params={"quantization": request.quantization})],
                      assumptions)
     if native:
-        assumptions.append(f"native_format={fmt}")
+        assumptions.append(Assumption(key="native_format", value=fmt))
     elif not request.quantization or (fmt.startswith("gguf:") and fmt.split(":", 1)[1] not in request.quantization
                                       .lower().replace("gguf:", "")):
-        assumptions.append(f"weight_format={fmt}")  # none said, or "q4" read as its usual mix (Q4_K_M)
+        # none said, or "q4" read as its usual mix (Q4_K_M)
+        assumptions.append(Assumption(key="weight_format", value=fmt))
     if not supports(engine, fmt):
         engines = [e for e in data()["support"] if e != "source" and supports(e, fmt)]
-        return _fail(name, [Issue(key="serving.error.format_not_supported",
-                                  params={"engine": engine, "format": fmt, "engines": engines})], assumptions)
+        return _fail(name, [Note(key="serving.error.format_not_supported",
+                                 params={"engine": engine, "format": fmt, "engines": engines})], assumptions)
     local = engine in ("llama.cpp", "ollama")
     kv_dtype: str = request.kv_cache_dtype or ("f16" if local else "auto")
     if local and kv_dtype in ("int8", "fp8"):
@@ -186,40 +187,40 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
         # an engine configuration without max_model_len: vLLM / SGLang take the model's own limit
         max_model_len = limit
     if not (opts and opts.max_model_len):
-        assumptions.append(f"max_model_len={max_model_len}")
-    warnings: list[Issue] = []
+        assumptions.append(Assumption(key="max_model_len", value=max_model_len))
+    warnings: list[Note] = []
     if limit and max(context, max_model_len) > limit:
         beyond = {"context": max(context, max_model_len), "limit": limit, "model": name}
         if not (opts and opts.max_model_len and opts.max_model_len >= context):
-            return _fail(name, [Issue(key="serving.error.context_beyond_model", params=beyond)], assumptions)
+            return _fail(name, [Note(key="serving.error.context_beyond_model", params=beyond)], assumptions)
         # a power user set max_model_len past the model's limit (RoPE scaling, VLLM_ALLOW_LONG_MAX_MODEL_LEN)
-        warnings.append(Issue(key="serving.warning.beyond_model_context", params=beyond))
+        warnings.append(Note(key="serving.warning.beyond_model_context", params=beyond))
     users = request.concurrency or (request.batch_size if request.method == "inference" else None)
     pp = request.pipeline_parallel or 1
     ref: GpuRef | None = request.gpus[0] if request.gpus else None
     if request.tensor_parallel is not None and request.tensor_parallel not in valid_tp(arch, engine, 1 << 20) \
             and (arch.heads % request.tensor_parallel or
                  (arch.kv_heads % request.tensor_parallel and request.tensor_parallel % arch.kv_heads)):
-        return _fail(name, [Issue(key="serving.error.tp_not_divisor",
-                                  params={"tensor_parallel": request.tensor_parallel, "heads": arch.heads,
-                                          "kv_heads": arch.kv_heads,
-                                          "valid": valid_tp(arch, engine, max(8, request.tensor_parallel))})],
+        return _fail(name, [Note(key="serving.error.tp_not_divisor",
+                                 params={"tensor_parallel": request.tensor_parallel, "heads": arch.heads,
+                                         "kv_heads": arch.kv_heads,
+                                         "valid": valid_tp(arch, engine, max(8, request.tensor_parallel))})],
                      assumptions)
-    arrangements: list[Arrangement] = []
+    arrangements: list[ServingArrangement] = []
     if ref is None:
         cands = _candidates(engine)
         arrangements = arrange(request, arch, engine, fmt, kv_dtype, list(cands), users or 1, context, max_model_len,
                                prompt, output)
         if not arrangements:
             if (users or 1) <= 1:
-                return _fail(name, [Issue(key="serving.error.no_arrangement", params={"context": context})],
+                return _fail(name, [Note(key="serving.error.no_arrangement", params={"context": context})],
                              assumptions)
             return _fail(name, [_too_many(request, arch, engine, fmt, kv_dtype, list(cands), users or 1, context,
                                           max_model_len)], assumptions)
         best = arrangements[0]
         ref = GpuRef(name=best.gpu, count=best.count)
         tp, pp = best.tensor_parallel, best.pipeline_parallel
-        assumptions.append(f"gpu={best.gpu}")
+        assumptions.append(Assumption(key="gpu", value=best.gpu))
     else:
         if request.tensor_parallel is not None:
             tp = request.tensor_parallel
@@ -227,10 +228,10 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
             fits_in = max(1, ref.count // pp)
             tp = max([t for t in valid_tp(arch, engine, fits_in)] or [1])
             if engine not in ("llama.cpp", "ollama", "hf"):  # those split layers, never tensors
-                assumptions.append(f"tensor_parallel={tp}")
+                assumptions.append(Assumption(key="tensor_parallel", value=tp))
     if tp * pp > ref.count:
         ref = ref.model_copy(update={"count": tp * pp})
-        assumptions.append(f"gpu_count={tp * pp}")
+        assumptions.append(Assumption(key="gpu_count", value=tp * pp))
     choice, cat = gpu_choice(ref)
     if cat is None and choice.name:
         cat = catalog_gpu(choice.name) or find_gpu(choice.name)
@@ -241,12 +242,12 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
     if fmt == "fp8" and cat is not None and not cat.fp8_tflops and cat.compute_capability:
         # no FP8 tensor cores (Ampere): vLLM runs FP8 checkpoints weight-only, W8A16 through FP8 Marlin
         # (vLLM docs/features/quantization/fp8.md): the memory of FP8, the compute of bf16
-        assumptions.append("fp8_compute=weight-only")
+        assumptions.append(Assumption(key="fp8_compute", value="weight-only"))
     p = profile(request, arch, s, choice, context, users or 1)
     if p.gpu_layers is not None:
         s = s.model_copy(update={"gpu_layers": p.gpu_layers})
     served = users_served(p, s) * replicas if loads(p) else 0
-    errors: list[Issue] = warnings
+    errors: list[Note] = warnings
     if ((users and served < users) or not loads(p)) and request.gpus:
         arrangements = arrange(request, arch, engine, fmt, kv_dtype, [ref.model_copy(update={"count": 1})],
                                users or 1, context, max_model_len, prompt, output)
@@ -275,7 +276,8 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
         # "how many tokens/s will a 70B give on an H100": 16-bit does not load there, 4-bit AWQ weights do
         again = serve(request.model_copy(update={"quantization": "awq", "bits": 4}), sized=True)
         if again.memory is not None and again.speed is not None:
-            again.assumptions.append("weight_format=awq (16-bit does not load on the GPUs asked)")
+            again.assumptions.append(Assumption(key="weight_format",
+                                                value="awq (16-bit does not load on the GPUs asked)"))
             return again
     promise = request.ttft_p95_ms or request.tpot_ms
     target = promise or (request.request_rate and not request.gpus)  # a named setup past capacity says so
@@ -292,7 +294,8 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
                 update["kv_cache_dtype"] = "fp8"
             again = serve(request.model_copy(update=update), sized=True)
             asked = f"{ref.count}x{ref.name}" if request.gpus and ref is not None else "none"
-            again.assumptions.append(f"sized_for_load={pick.count}x{pick.gpu} (asked: {asked})")
+            again.assumptions.append(Assumption(key="sized_for_load",
+                                                value=f"{pick.count}x{pick.gpu} (asked: {asked})"))
             return again
     return ServingResult(
         model=name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), layers=arch.layers,
@@ -309,14 +312,19 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
     )
 
 
+def arrangement_json(a: ServingArrangement) -> dict[str, Any]:
+    """An arrangement as the contract has it: the GPUs by name and count (one card's memory is `total_gib`)."""
+    return a.model_dump(exclude={"memory_gb"})
+
+
 def serving_block(r: ServingResult) -> dict[str, Any]:
     """CONTRACT.md v2 `serving`: per GPU where it applies (rank 0 with PP; kv_tokens engine-wide)."""
     from .loadplan import load_block
 
-    errors = [e.model_dump() for e in r.errors]
+    errors = [{**e.model_dump(), "effect": {}} for e in r.errors]  # the contract's message shape: key, params, effect
     if r.settings is None or r.memory is None or r.kv is None or r.gpu is None:
         return {"error": errors[0]["key"] if errors else "serving.error", "errors": errors,
-                "assumptions": r.assumptions}
+                "assumptions": [str(x) for x in r.assumptions]}
     m, k, s = r.memory, r.kv, r.settings
     return {
         "tensor_parallel": s.tensor_parallel, "pipeline_parallel": s.pipeline_parallel,
@@ -338,9 +346,10 @@ def serving_block(r: ServingResult) -> dict[str, Any]:
         "host_ram_gib": round(m.host_ram_gib, 2), "kv_blocks": k.blocks, "kv_groups": k.groups,
         "users": r.users, "context": r.context, "concurrency_at_context": k.concurrency_at_context, "fits": r.fits,
         "cost": r.cost.model_dump() if r.cost else None,
-        "arrangement": r.arrangement.model_dump() if r.arrangement else None,
-        "alternatives": [a.model_dump() for a in r.alternatives],
-        "changes": [c.model_dump() for c in r.changes], "errors": errors, "assumptions": r.assumptions,
+        "arrangement": arrangement_json(r.arrangement) if r.arrangement else None,
+        "alternatives": [arrangement_json(a) for a in r.alternatives],
+        "changes": [c.model_dump(include={"key", "params", "effect"}) for c in r.changes], "errors": errors,
+        "assumptions": [str(x) for x in r.assumptions],
         "command": r.command,
         "load": load_block(r.load),  # CONTRACT v2.1
     }

@@ -7,9 +7,9 @@ import math
 from dataclasses import dataclass
 
 from engine.schema import Architecture
+from engine.schema.serving import GpuChoice, RankMemory, Settings
 
 from .profile import cuda_graphs_in_budget, data
-from .types import GpuChoice, RankMemory, Settings
 from .weights import RankWeights
 
 GIB = float(2**30)

@@ -9,12 +9,12 @@ import math
 from engine import pricing
 from engine.catalog import Gpu
 from engine.schema import Architecture, GpuRef, Request
+from engine.schema.serving import ServingArrangement
 
 from .budget import GIB
 from .core import Profile, gpu_choice, loads, profile, settings_for, users_served
 from .profile import data
 from .speed import instance_speed, per_million
-from .types import Arrangement
 from .weights import rank_weights
 
 
@@ -54,7 +54,7 @@ def _price(name: str, currency: str) -> float | None:
         return None
 
 
-def _rank(a: Arrangement) -> tuple[bool, float, float, int]:
+def _rank(a: ServingArrangement) -> tuple[bool, float, float, int]:
     """What a team pays for the asked load: one node before several, then per 1M output tokens, per hour, GPUs."""
     inf = math.inf
     return (a.nodes > 1, a.per_million_output_tokens if a.per_million_output_tokens is not None else inf,
@@ -63,7 +63,7 @@ def _rank(a: Arrangement) -> tuple[bool, float, float, int]:
 
 def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtype: str, candidates: list[Gpu | GpuRef],
             users: int, context: int, max_model_len: int, prompt: int | None = None,
-            output: int | None = None) -> list[Arrangement]:
+            output: int | None = None) -> list[ServingArrangement]:
     """Per GPU kind the arrangement that serves `users` requests of `context` tokens for the least money (per 1M
     output tokens at that load, then per hour), one-node arrangements first; desktop cards on one machine only."""
     currency = request.currency or "USD"
@@ -72,11 +72,11 @@ def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtyp
     one_machine = set(limits["single_machine_gpus"])
     out_len = output or min(512, max(1, context // 4))
     in_len = prompt or max(1, context - out_len)
-    found: list[Arrangement] = []
+    found: list[ServingArrangement] = []
     for cand in candidates:
         ref = cand if isinstance(cand, GpuRef) else GpuRef(name=cand.name, memory_gb=cand.memory_gb)
         price = _price(ref.name or "", currency) if ref.name else None
-        options: list[Arrangement] = []
+        options: list[ServingArrangement] = []
         wider = 0  # TP degrees tried past the first one instance serves the users with
         for tp, pp in instance_shapes(arch, engine):
             if pp > 1 and any(o.pipeline_parallel == 1 for o in options):
@@ -109,8 +109,9 @@ def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtyp
             sp = instance_speed(arch, s, gpu, choice, p.memory, -(-users // replicas), in_len, out_len) \
                 if gpu is not None else None
             m = p.memory
-            options.append(Arrangement(
-                gpu=choice.name, count=count, tensor_parallel=tp, pipeline_parallel=pp, replicas=replicas,
+            options.append(ServingArrangement(
+                gpu=choice.name, memory_gb=gpu.memory_gb if gpu is not None else ref.memory_gb or choice.total_gib,
+                count=count, tensor_parallel=tp, pipeline_parallel=pp, replicas=replicas,
                 users_per_instance=each, users=users, context=context,
                 concurrency_at_context=p.kv.concurrency_at_context, kv_pool_gib=round(m.kv_pool_gib, 2),
                 per_hour=per_hour, currency=currency,

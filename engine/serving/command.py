@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from engine.catalog.checkpoints import gguf_weights, serving_weights
-
-from .types import Settings
+from engine.schema.serving import Settings
 
 # the serving format → the checkpoint format that holds it (engine/catalog/checkpoints.toml)
 CHECKPOINT_FORMAT = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "bitsandbytes": "bnb-4bit"}

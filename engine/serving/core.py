@@ -7,13 +7,13 @@ import re
 from dataclasses import dataclass
 
 from engine.catalog import Gpu, find_gpu, gpus, usable_memory_gib
-from engine.schema import Architecture, GpuRef, Request
+from engine.schema import Architecture, Assumption, GpuRef, Request
+from engine.schema.serving import GpuChoice, KvCapacity, RankMemory, Settings
 
 from .budget import GIB, paged_budget
 from .kv import capacity
 from .local import hf_generate, llama_cpp
 from .profile import batch_defaults, data, family, sglang_fraction
-from .types import GpuChoice, KvCapacity, RankMemory, Settings
 from .weights import rank_weights
 
 APPLE = re.compile(r"\b(apple|mac ?(book|studio|mini|pro)?|m[1-5]( ?(pro|max|ultra))?)\b", re.IGNORECASE)
@@ -60,7 +60,7 @@ def catalog_gpu(name: str) -> Gpu | None:
 
 
 def settings_for(request: Request, engine: str, fmt: str, kv_dtype: str, gpu: GpuChoice, tp: int, pp: int,
-                 max_model_len: int, assumptions: list[str] | None = None) -> Settings:
+                 max_model_len: int, assumptions: list[Assumption] | None = None) -> Settings:
     opts = request.engine_options
     version = opts.engine_version if opts else None
     fam = family(engine, version, gpu.compute_capability, opts.vllm_use_v1 if opts else None)
@@ -79,11 +79,11 @@ def settings_for(request: Request, engine: str, fmt: str, kv_dtype: str, gpu: Gp
     util = opts.gpu_memory_utilization if opts and opts.gpu_memory_utilization else None
     if util is None:
         util = util_default
-        note(f"gpu_memory_utilization={util:g}")
+        note(Assumption(key="gpu_memory_utilization", value=f"{util:g}"))
     mnbt = opts.max_num_batched_tokens if opts and opts.max_num_batched_tokens else None
     if mnbt is None:
         mnbt = mnbt_default
-        note(f"max_num_batched_tokens={mnbt}")
+        note(Assumption(key="max_num_batched_tokens", value=mnbt))
     seqs = opts.max_num_seqs if opts and opts.max_num_seqs else None
     if fam in ("llama.cpp", "ollama"):
         seqs = seqs or request.concurrency or int(data()["llama_cpp"]["default_parallel"])
@@ -91,7 +91,7 @@ def settings_for(request: Request, engine: str, fmt: str, kv_dtype: str, gpu: Gp
         seqs = seqs or request.concurrency or request.batch_size or 1
     if seqs is None:
         seqs = seqs_default
-        note(f"max_num_seqs={seqs}")
+        note(Assumption(key="max_num_seqs", value=seqs))
     return Settings(engine=engine, family=fam, version=version, weight_format=fmt, kv_cache_dtype=kv_dtype,
                     gpu_memory_utilization=util, max_model_len=max_model_len, max_num_seqs=seqs,
                     max_num_batched_tokens=mnbt, block_size=block, tensor_parallel=tp, pipeline_parallel=pp)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from engine.schema import Architecture
+from engine.schema.serving import EngineFamily, KvCapacity
 
-from .types import EngineFamily, KvCapacity
+from .profile import data
 
 
 @dataclass(frozen=True)
@@ -63,11 +65,71 @@ def _groups(kinds: list[LayerKind]) -> list[tuple[LayerKind, int]]:
     return [(k, math.ceil(k.count / size)) for k in kinds]
 
 
+def _state_spec(arch: Architecture) -> dict[str, Any] | None:
+    table = data().get("hybrid_state", {})
+    spec = table.get(arch.name) or (table.get(arch.reference) if arch.reference else None)
+    return spec if isinstance(spec, dict) else None
+
+
+def state_layers(arch: Architecture, layers: int) -> int:
+    """The layers holding a per-sequence state among the rank's `layers` (the model's proportion)."""
+    spec = _state_spec(arch) or {}
+    total = int(spec.get("layers") or arch.layers - (arch.attention_layers or 0))
+    return max(0, round(layers * total / arch.layers)) if arch.layers else 0
+
+
+def state_bytes(arch: Architecture, tp: int, element_bytes: float = 2.0) -> float | None:
+    """The fixed state one linear-attention / Mamba layer holds per sequence on one TP rank (serving.toml
+    [hybrid_state], vLLM MambaStateShapeCalculator shapes), or None when the catalog has no state shape for it."""
+    spec = _state_spec(arch)
+    if spec is None:
+        return None
+    k = int(spec["conv_kernel"]) - 1
+    if spec["kind"] == "mamba2":
+        inner = spec["heads"] * spec["head_dim"]
+        conv = k * (inner + 2 * spec["groups"] * spec["state"]) / tp
+        ssm = spec["heads"] / tp * spec["head_dim"] * spec["state"]
+    else:  # gated_deltanet
+        conv = k * (2 * spec["key_heads"] * spec["key_dim"] + spec["value_heads"] * spec["value_dim"]) / tp
+        ssm = spec["value_heads"] / tp * spec["key_dim"] * spec["value_dim"]
+    return float(conv + ssm) * element_bytes
+
+
+def _hybrid_state_capacity(arch: Architecture, per_layer: float, state: float, pool: float, layers: int,
+                           max_model_len: int, context: int, limit: int | None, block: int) -> KvCapacity:
+    """vLLM V1 with state layers in the pool: the attention block grown so its page holds one state page, layers
+    grouped by kind (groups of the smaller kind's size), a request needing cdiv(length, block) blocks per attention
+    group and one block per state group; GPU KV cache size = max concurrency x max_model_len."""
+    attention = layer_kinds(arch, layers)[0].count
+    states = state_layers(arch, layers)
+    align = max(16, block)
+    block = align * math.ceil(state / (align * per_layer))
+    page = block * per_layer
+    size = max(1, min(attention, states) if states else attention)
+    attention_groups, state_groups = math.ceil(attention / size), math.ceil(states / size)
+    blocks = int(pool // (page * size))
+
+    def need(length: int) -> int:
+        return attention_groups * math.ceil(length / block) + state_groups
+
+    concurrency = blocks / need(max_model_len) if blocks else 0.0
+    at_context = blocks / need(min(context, max_model_len)) if blocks else 0.0
+    longest = max(0, (blocks - state_groups) // attention_groups * block) if blocks > state_groups else 0
+    if limit:
+        longest = min(longest, limit)
+    return KvCapacity(bytes_per_token=round(per_layer * attention), groups=attention_groups + state_groups,
+                      blocks=blocks, tokens=int(concurrency * max_model_len), max_concurrency=round(concurrency, 2),
+                      max_model_len_that_fits=longest, concurrency_at_context=round(at_context, 2))
+
+
 def capacity(arch: Architecture, family: EngineFamily, pool_bytes: float, tp: int, layers: int,
              element_bytes: float, block: int, max_model_len: int, mnbt: int, context: int) -> KvCapacity:
     per_layer = token_layer_bytes(arch, tp, element_bytes)
     limit = arch.max_position_embeddings if arch.known and arch.max_position_embeddings else None
     pool = max(pool_bytes, 0.0)
+    state = state_bytes(arch, tp) if family == "vllm-v1" and arch.attention_layers is not None else None
+    if state:
+        return _hybrid_state_capacity(arch, per_layer, state, pool, layers, max_model_len, context, limit, block)
     kinds = layer_kinds(arch, layers)
     hybrid = family == "vllm-v1" and len(kinds) > 1 and not arch.kv_lora_rank
     uniform_local = family == "vllm-v1" and len(kinds) == 1 and kinds[0].kind != "full"

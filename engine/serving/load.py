@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from engine.catalog import HERE, Gpu
 from engine.schema import Architecture
-from engine.schema_serving import LoadPoint
+from engine.schema.serving import LoadPoint
 from engine.speed import weight_params_read
 from engine.speed.hardware import intra_node_gbs, network_gbs, node_network_gbs, pcie_gbs
 

@@ -8,13 +8,12 @@ import math
 from dataclasses import replace
 
 from engine.catalog import Gpu
-from engine.schema import Architecture, Request
-from engine.schema_serving import LoadPoint, ServingLoad
+from engine.schema import Architecture, Assumption, Request
+from engine.schema.serving import GpuChoice, KvCapacity, LoadPoint, RankMemory, ServingLoad, Settings
 from engine.speed.hardware import gpus_per_node
 
 from .load import Features, Machine, Workload, engine_figures, point, speculation, sweep
 from .speed import format_bits
-from .types import GpuChoice, KvCapacity, RankMemory, Settings
 from .weights import rank_weights
 
 CURVE = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -97,19 +96,20 @@ def load_answer(request: Request, m: Machine, prompt: int, output: int, replicas
     f = features_for(request)
     w = workload_for(request, prompt, output, replicas)
     p = point(m, f, w)
-    notes = ["queueing=kingman(poisson arrivals, deterministic prefill)",
-             f"engine_figures={m.engine if m.engine in ('vllm', 'sglang', 'tensorrt-llm', 'nim') else 'vllm'}"]
+    notes = [Assumption(key="queueing", value="kingman(poisson arrivals, deterministic prefill)"),
+             Assumption(key="engine_figures",
+                        value=m.engine if m.engine in ("vllm", "sglang", "tensorrt-llm", "nim") else "vllm")]
     if request.request_rate is None and not request.concurrency:
-        notes.append("concurrency=1")
+        notes.append(Assumption(key="concurrency", value="1"))
     speedup = None
     if f.speculative:
         k, alpha, _ = speculation(f)
-        notes.append(f"speculative={f.speculative}(k={k}, acceptance={alpha:g})")
+        notes.append(Assumption(key="speculative", value=f"{f.speculative}(k={k}, acceptance={alpha:g})"))
         plain = point(m, replace(f, speculative=None), w)
         if plain.per_user_tokens_s and p.per_user_tokens_s:
             speedup = round(p.per_user_tokens_s / plain.per_user_tokens_s, 2)
     if f.max_loras:
-        notes.append(f"max_lora_rank={f.max_lora_rank}")
+        notes.append(Assumption(key="max_lora_rank", value=f.max_lora_rank))
     r = max(1, replicas)
     out_s = p.output_tokens_s * r if p.output_tokens_s is not None else None
     tot_s = p.total_tokens_s * r if p.total_tokens_s is not None else None
@@ -143,7 +143,7 @@ def load_block(load: ServingLoad | None) -> dict[str, object] | None:
         "users_within_promise": load.users_within_promise,
         "per_million_tokens": load.per_million_tokens, "per_million_output_tokens": load.per_million_output_tokens,
         "currency": load.currency, "speculative_speedup": load.speculative_speedup,
-        "assumptions": load.assumptions,
+        "assumptions": [str(x) for x in load.assumptions],
         "curve": [{"concurrency": c.concurrency, "output_tokens_s": c.output_tokens_s,
                    "ttft_p95_ms": c.ttft_ms.get("p95"), "tpot_ms": c.tpot_ms.get("p50")} for c in load.curve],
     }

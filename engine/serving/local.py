@@ -4,10 +4,10 @@ host RAM, the KV cache allocated whole for n_ctx) and Hugging Face `generate` (e
 from __future__ import annotations
 
 from engine.schema import Architecture, Request
+from engine.schema.serving import GpuChoice, KvCapacity, RankMemory, Settings
 
 from .kv import plain_bytes_per_token
 from .profile import data
-from .types import GpuChoice, KvCapacity, RankMemory, Settings
 from .weights import rank_weights
 
 GIB = float(2**30)

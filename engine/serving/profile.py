@@ -8,8 +8,7 @@ from functools import cache
 from typing import Any
 
 from engine.catalog import HERE
-
-from .types import EngineFamily
+from engine.schema.serving import EngineFamily
 
 ENGINES = ("vllm", "sglang", "tgi", "llama.cpp", "ollama", "hf", "tensorrt-llm")
 BARE_GGUF = {"2": "q2_k", "3": "q3_k_m", "4": "q4_k_m", "5": "q5_k_m", "6": "q6_k", "8": "q8_0"}

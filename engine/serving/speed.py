@@ -9,12 +9,12 @@ from typing import Literal
 from engine import pricing
 from engine.catalog import Gpu
 from engine.schema import Architecture
+from engine.schema.serving import Cost, GpuChoice, RankMemory, Settings, Speed
 from engine.speed import calibration, weight_params_read
 
 from .core import kv_element_bytes
 from .kv import plain_bytes_per_token
 from .profile import data
-from .types import Cost, GpuChoice, RankMemory, Settings, Speed
 from .weights import rank_weights
 
 

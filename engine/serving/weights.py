@@ -62,10 +62,22 @@ def embedding_bytes_per_param(fmt: str) -> float:
     return float(data()["formats"].get(fmt, {}).get("embedding", 2.0))
 
 
+def vision_tower_bytes(arch: Architecture, fmt: str, tp: int, engine: str) -> float:
+    """The vision encoder + projector a multimodal checkpoint loads beside its decoder, on one TP rank (16-bit;
+    serving.toml [vision_towers]); none for llama.cpp / Ollama (an mmproj file of its own) and text-only rows."""
+    if engine not in ("vllm", "sglang", "tgi", "tensorrt-llm"):
+        return 0.0
+    towers = data().get("vision_towers", {})
+    tower = towers.get(arch.name) or (towers.get(arch.reference) if arch.reference else None)
+    if not tower:
+        return 0.0
+    return float(tower["params"]) * max(2.0, embedding_bytes_per_param(fmt)) / tp
+
+
 def rank_weights(arch: Architecture, fmt: str, tp: int, pp: int, engine: str) -> RankWeights:
     vocab = padded_vocab(arch.vocab, tp, engine)
     row = arch.hidden * embedding_bytes_per_param(fmt)
-    embedding = vocab * row / tp
+    embedding = vocab * row / tp + vision_tower_bytes(arch, fmt, tp, engine)  # the first stage holds both
     head = 0.0 if arch.tied and pp == 1 else vocab * row / tp
     per_layer = linear_bytes(arch, fmt, tp) / arch.layers / tp
     layers_first = arch.layers // pp if pp > 1 else arch.layers

@@ -48,7 +48,8 @@ def safe_model(name: str) -> str:
 
 
 _MARKERS = {
-    "vllm": re.compile(r"vllm|GPU KV cache size|Model loading took|# GPU blocks|Available KV cache memory", re.I),
+    "vllm": re.compile(r"vllm|GPU KV cache size|Model loading took|Loading model weights took|#? ?GPU blocks: \d|"
+                       r"Available KV cache memory|Memory profiling results", re.I),
     "sglang": re.compile(r"sglang|ServerArgs\(|KV Cache is allocated|max_total_num_tokens"),
     "tgi": re.compile(r"text_generation_launcher|text_generation_router|max_batch_total_tokens|Args \{"),
     "llama.cpp": re.compile(r"llama_model_loader|llama_context|llama_kv_cache|load_tensors:|llama_new_context"),
@@ -74,7 +75,15 @@ def looks_like_log(text: str) -> bool:
     if kind in ("nvidia-smi", "torch"):
         return True
     return bool(re.search(r"^(?:INFO|DEBUG|WARNING|\(\w+ pid=\d+\)|\[?\d{4}-\d\d-\d\d|\d\d-\d\d \d\d:|llama_|load_|"
-                          r"print_info|.*\bINFO\b)", text, re.M))
+                          r"print_info|.*\bINFO\b)", text, re.M)
+                or re.search(LOG_LINE_WORDS, text, re.M))
+
+
+# lines an engine prints at start-up, recognised when a pasted excerpt lost its timestamps and INFO prefixes (as
+# logs are quoted in issues): vLLM's loading and profiling lines, its block count, SGLang's pool line
+LOG_LINE_WORDS = (r"^\s*(?:Loading model weights took|Model loading took|Memory profiling (?:results|takes)|"
+                  r"#? ?(?:GPU|cuda) blocks: \d|GPU KV cache size:|Available KV cache memory:|"
+                  r"Maximum concurrency for|KV Cache is allocated|Load weight end)")
 
 
 def _search(pattern: str, text: str, flags: int = 0) -> re.Match[str] | None:
@@ -132,7 +141,8 @@ def _vllm(text: str, r: LogReading) -> None:
     v = (_search(r"vLLM API server version ([\w.+-]+)", text) or _search(r"LLM engine \(v([\w.+-]+)\)", text)
          or _search(r"version[= ]v?(\d+\.\d+\.\d+[\w.+-]*)", text))
     engine_v1 = bool(_search(r"V1 LLM engine|v1/(?:worker|core|engine)|EngineCore|VLLM_USE_V1=1", text))
-    engine_v0 = bool(_search(r"Initializing an LLM engine|# GPU blocks:|worker/model_runner\.py|VLLM_USE_V1=0", text))
+    engine_v0 = bool(_search(r"Initializing an LLM engine|#? ?GPU blocks: \d+, # CPU blocks|worker/model_runner\.py|"
+                             r"VLLM_USE_V1=0|Memory profiling results: total_gpu_memory=", text))
     r.version = ((v.group(1) + " ") if v else "") + ("(V1)" if engine_v1 and not engine_v0 else
                                                      "(V0)" if engine_v0 else "")
     r.version = r.version.strip() or None
@@ -158,7 +168,7 @@ def _vllm(text: str, r: LogReading) -> None:
         m["kv_cache_gib"] = _f(g.group(1))
     if g := _search(r"GPU KV cache size: " + _NUM + r" tokens", text):
         m["kv_tokens"] = _f(g.group(1))
-    if g := _search(r"# GPU blocks: " + _NUM, text) or _search(r"num_gpu_blocks is: " + _NUM, text):
+    if g := _search(r"(?:^|# |\s)GPU blocks: " + _NUM, text) or _search(r"num_gpu_blocks is: " + _NUM, text):
         m["gpu_blocks"] = _f(g.group(1))
     if g := _search(r"Maximum concurrency for " + _NUM + r" tokens per request: " + _NUM + "x", text):
         m["max_concurrency"] = _f(g.group(2))
@@ -184,7 +194,8 @@ def _vllm(text: str, r: LogReading) -> None:
     if g := _search(r"Requested memory: " + _NUM + r" \(util\), " + _NUM + r"\s*GiB", text):
         s.setdefault("gpu_memory_utilization", _f(g.group(1)))
         s.setdefault("gpu_total_gib", round(_f(g.group(2)) / _f(g.group(1)), 2))
-    if g := _search(r"gpu_memory_utilization \(" + _NUM + r"\)", text):
+    if g := _search(r"gpu_memory_utilization \(" + _NUM + r"\)", text) or \
+            _search(r"kv_cache_size=[\d.]+GiB gpu_memory_utilization=" + _NUM, text):  # the 0.6.4 profiling line
         s.setdefault("gpu_memory_utilization", _f(g.group(1)))
     if "kv_tokens" not in m and "gpu_blocks" in m:
         m["kv_tokens"] = m["gpu_blocks"] * 16  # vllm/config/cache.py block_size 16 on CUDA

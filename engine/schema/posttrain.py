@@ -6,6 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.schema.result import Change
+from engine.schema.scenario import Assumption
+
 POSTTRAIN_STAGES = ("dpo", "orpo", "kto", "simpo", "rm", "ppo", "grpo")
 PREFERENCE_STAGES = ("dpo", "orpo", "kto", "simpo")
 REFERENCE_FREE = ("orpo", "simpo")
@@ -14,17 +17,10 @@ CpKind = Literal["ulysses", "ring"]
 OptionKind = Literal["context_parallel", "tensor_parallel", "activation_offload", "tiled_mlp", "fused_loss"]
 
 
-class Deferred(BaseModel):
-    """Validators built on first use: only a post-training answer makes these (engine.schema's Answer, built at
-    import, takes PostTrainResult's schema into its own)."""
-
-    model_config = ConfigDict(defer_build=True)
-
-
 class PostTrainOptions(BaseModel):
     """Settings a request cannot say today (CONTRACT v2 has no field for them); None = the framework default."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid")
 
     beta: float | None = Field(default=None, ge=0, le=100)  # GRPO/PPO KL coefficient (TRL GRPO default 0.0)
     precompute_ref_log_probs: bool = False  # DPOConfig.precompute_ref_log_probs
@@ -34,7 +30,7 @@ class PostTrainOptions(BaseModel):
     grad_accum: int = Field(default=1, ge=1, le=100_000)
 
 
-class Line(Deferred):
+class Line(BaseModel):
     """One extra line of the per-GPU breakdown, GiB (key is a message key suffix: posttrain.line.<key>)."""
 
     key: str
@@ -42,17 +38,7 @@ class Line(Deferred):
     params: dict[str, float | int | str | bool] = Field(default_factory=dict)
 
 
-class Change(Deferred):
-    """A change that would make the job fit or cheaper: message key, its parameters, the total it gives."""
-
-    key: str
-    params: dict[str, float | int | str | bool] = Field(default_factory=dict)
-    per_gpu_total: float
-    fits: bool | None = None
-    tight: bool = False  # fits, but under the planner's 10 % headroom (engine.fit.HEADROOM)
-
-
-class Settings(Deferred):
+class Settings(BaseModel):
     """What to set in the framework for this estimate (TRL names)."""
 
     per_device_train_batch_size: int
@@ -76,7 +62,7 @@ class Settings(Deferred):
     gradient_checkpointing: bool = True
 
 
-class RlTime(Deferred):
+class RlTime(BaseModel):
     """Seconds per optimizer step of an RL job (generation + training), and the run's hours."""
 
     sequences_per_step: int
@@ -92,7 +78,7 @@ class RlTime(Deferred):
     cost: dict[str, float | str] | None = None  # engine.pricing.cost of `hours` on `gpus` GPUs: min/typical/max USD
 
 
-class PostTrainResult(Deferred):
+class PostTrainResult(BaseModel):
     stage: str
     method: str
     per_gpu_total: float  # reserved peak of the busiest training GPU, GiB (cuda context not included)
@@ -110,12 +96,12 @@ class PostTrainResult(Deferred):
     tokens_per_gpu: int  # per sequence, after context parallelism
     settings: Settings
     changes: list[Change]
-    assumptions: list[str]
+    assumptions: list[Assumption]
     notes: list[str]  # message keys (posttrain.note.*)
     time: RlTime | None = None
 
 
-class LongContextOption(Deferred):
+class LongContextOption(BaseModel):
     """One way to fit a long sequence; per_gpu_total in GiB, time_factor against the plain step."""
 
     kind: OptionKind

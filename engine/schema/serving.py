@@ -1,33 +1,19 @@
 """The data of a serving answer (engine.serving builds it): small named pydantic types, no text for people (message
-keys with parameters). Part of the schema: `engine.schema` re-exports ServingResult for the views; it lives apart so
-that schema.py stays small and imports nothing of engine.serving (whose package imports the catalog, which imports
-the schema)."""
+keys with parameters)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from engine.schema.result import Arrangement, Change, Note
+from engine.schema.scenario import Assumption
 
 EngineFamily = Literal["vllm-v0", "vllm-v1", "sglang", "tgi", "llama.cpp", "ollama", "hf"]
 
 
-class Deferred(BaseModel):
-    """Validators built on first use: a training answer never makes one of these (engine.schema's Answer, built at
-    import, takes their schema into its own), and building a dozen validators was a tenth of a CLI start."""
-
-    model_config = ConfigDict(defer_build=True)
-
-
-class Issue(Deferred):
-    """A message key with its parameters: an input error, or a change that helps (`effect` says by how much)."""
-
-    key: str
-    params: dict[str, Any] = Field(default_factory=dict)
-    effect: dict[str, Any] = Field(default_factory=dict)
-
-
-class Settings(Deferred):
+class Settings(BaseModel):
     """The engine settings the answer ran with (said by the request or the engine's default)."""
 
     engine: str
@@ -45,7 +31,7 @@ class Settings(Deferred):
     gpu_layers: int | None = None  # llama.cpp -ngl: layers on the GPU (the rest in host RAM)
 
 
-class GpuChoice(Deferred):
+class GpuChoice(BaseModel):
     name: str
     known: bool  # in the catalog (bandwidth, price) or only a memory size
     total_gib: float  # as the driver reports it
@@ -55,7 +41,7 @@ class GpuChoice(Deferred):
     compute_capability: float | None = None  # NVIDIA sm version (None: AMD, Apple or not known)
 
 
-class RankMemory(Deferred):
+class RankMemory(BaseModel):
     """One GPU's budget, GiB: the figures a start-up log prints (rank 0 with PP)."""
 
     budget_gib: float  # what the engine lets itself use (gpu_memory_utilization x total, ...)
@@ -68,7 +54,7 @@ class RankMemory(Deferred):
     host_ram_gib: float = 0.0  # llama.cpp layers left on the CPU; HF offload
 
 
-class KvCapacity(Deferred):
+class KvCapacity(BaseModel):
     bytes_per_token: float  # per GPU: K and V of every layer on the rank (sliding layers counted as full here)
     groups: int  # vLLM V1 KV cache groups (hybrid allocator); 1 for uniform models
     blocks: int
@@ -78,7 +64,7 @@ class KvCapacity(Deferred):
     concurrency_at_context: float  # requests of the asked context (prompt + output) at once
 
 
-class Speed(Deferred):
+class Speed(BaseModel):
     per_user_tokens_s: float
     total_tokens_s: float
     ttft_s: float
@@ -87,7 +73,7 @@ class Speed(Deferred):
     context: int
 
 
-class Cost(Deferred):
+class Cost(BaseModel):
     currency: str
     per_hour: float  # all GPUs of the arrangement, typical market price
     per_month: float
@@ -96,11 +82,10 @@ class Cost(Deferred):
     price_source: str
 
 
-class Arrangement(Deferred):
-    """One way to serve the asked users: GPUs, TP x PP, and the room it leaves."""
+class ServingArrangement(Arrangement):
+    """One way to serve the asked users: the GPUs (which, the memory of each, how many), TP x PP, replicas, and
+    the room it leaves on one card."""
 
-    gpu: str
-    count: int
     tensor_parallel: int
     pipeline_parallel: int
     replicas: int = 1  # data-parallel copies of the TP x PP instance
@@ -111,7 +96,7 @@ class Arrangement(Deferred):
     kv_pool_gib: float
     per_hour: float | None = None
     currency: str = "USD"
-    # appended (what a team pays for the asked load, and one card's memory for the chart)
+    # what a team pays for the asked load, and one card's memory for the chart
     per_million_output_tokens: float | None = None  # at the asked users, all replicas (typical hourly price)
     per_user_tokens_s: float | None = None
     nodes: int = 1  # machines of gpus_per_node the arrangement spans
@@ -123,7 +108,7 @@ class Arrangement(Deferred):
     cuda_graph_gib: float = 0.0  # the graphs' part of it (outside gpu_memory_utilization on vLLM >= 0.11 V1)
 
 
-class LoadPoint(Deferred):
+class LoadPoint(BaseModel):
     """One instance under load (engine/serving/load.py): throughput, latencies and what binds; CONTRACT v2.1."""
 
     stable: bool = True  # False: the arrivals exceed what the instance can serve, queues grow without bound
@@ -145,7 +130,7 @@ class LoadPoint(Deferred):
     saturation_tpot_ms: float | None = None
 
 
-class ServingLoad(Deferred):
+class ServingLoad(BaseModel):
     """The load answer: the instance's point, the whole arrangement's figures, the promise and its margin."""
 
     replicas: int = 1
@@ -162,11 +147,11 @@ class ServingLoad(Deferred):
     per_million_output_tokens: float | None = None
     currency: str = "USD"
     speculative_speedup: float | None = None  # tokens/s per user with / without speculative decoding
-    assumptions: list[str] = Field(default_factory=list)
+    assumptions: list[Assumption] = Field(default_factory=list)
     curve: list[LoadPoint] = Field(default_factory=list)  # concurrency sweep for the chart
 
 
-class ServingResult(Deferred):
+class ServingResult(BaseModel):
     model: str
     model_known: bool = False
     params_b: float = 0.0
@@ -183,10 +168,10 @@ class ServingResult(Deferred):
     output_len: int = 0
     replicas: int = 1  # copies of the TP x PP instance on the GPUs of the request
     fits: bool = False  # the model loads and the asked users at the asked context fit in the KV pool
-    arrangement: Arrangement | None = None  # the smallest that serves the asked users (None when none does)
-    alternatives: list[Arrangement] = Field(default_factory=list)
-    changes: list[Issue] = Field(default_factory=list)
-    errors: list[Issue] = Field(default_factory=list)
-    assumptions: list[str] = Field(default_factory=list)
+    arrangement: ServingArrangement | None = None  # the smallest that serves the asked users (None when none does)
+    alternatives: list[ServingArrangement] = Field(default_factory=list)
+    changes: list[Change] = Field(default_factory=list)
+    errors: list[Note] = Field(default_factory=list)  # input errors, and warnings beside an answer
+    assumptions: list[Assumption] = Field(default_factory=list)
     command: list[str] = Field(default_factory=list)  # argv of the launch command for this configuration
     load: ServingLoad | None = None  # the load model's answer (CONTRACT v2.1), when a load or a promise is said
