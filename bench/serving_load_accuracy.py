@@ -27,11 +27,15 @@ def runs() -> list[dict[str, Any]]:
 
 def request(r: dict[str, Any]) -> Request:
     opts = {k: r[k] for k in ("max_num_seqs", "max_model_len") if k in r}
-    inf = r["concurrency"] == "inf"
+    rate = r.get("request_rate")  # an open Poisson stream (bench_serving --request-rate), else a closed loop
+    inf = r.get("concurrency") == "inf"
     q: dict[str, Any] = {"model": {"name": r["model"]}, "method": "inference", "serving_engine": r["engine"],
                          "tensor_parallel": r["tp"], "gpus": [{"name": r["gpu"], "count": r["tp"]}],
-                         "prompt_len": r["prompt"], "output_len": r["output"],
-                         "concurrency": MAX_BATCH if inf else int(r["concurrency"])}
+                         "prompt_len": r["prompt"], "output_len": r["output"]}
+    if rate is not None:
+        q["request_rate"] = float(rate)
+    else:
+        q["concurrency"] = MAX_BATCH if inf else int(r["concurrency"])
     if r.get("quantization") and r["quantization"] != "bf16":
         q["quantization"] = r["quantization"]
     if r.get("kv_cache_dtype"):
@@ -68,7 +72,8 @@ def main() -> int:
                 errors[(r["half"], r["engine"], r["gpu"], label)].append(e)
                 errors[(r["half"], "all", "all", label)].append(e)
                 if args.v:
-                    print(f"{r['source']:22} {r['model']:15} {r['gpu']:9} c={r['concurrency']!s:>4} "
+                    print(f"{r['source']:22} {r['model']:15} {r['gpu']:9} "
+                          f"{'rps=' + str(r['request_rate']) if 'request_rate' in r else 'c=' + str(r['concurrency'])} "
                           f"{r['prompt']}/{r['output']} {label:10} measured {float(r[key]):10.1f} "
                           f"ours {got[key]:10.1f} {e:+.0%}")
     print("| half | engine | GPU | metric | runs | median abs error | median signed |")

@@ -251,6 +251,13 @@ async def make_reply(request: Request, storage: Storage, options: AnswerOptions,
         serving = rendered.answer.serving
         engine = serving.settings.engine if serving.settings else (request.serving_engine or "vllm")
         fmt = format_code(serving.settings.weight_format, engine) if serving.settings else "-"
+        if serving.load is not None and (request.request_rate or request.ttft_p95_ms or request.tpot_ms):
+            from bot.views.keyboards import load_keyboard  # the load, the promise, the latency chart
+
+            state = (request.request_rate or 0.0, request.concurrency or (0 if request.request_rate else 1),
+                     round(request.ttft_p95_ms or 0), round(request.tpot_ms or 0))
+            markup = load_keyboard(qid, fmt, state, rendered.lang, engine)
+            return Reply(with_note(rendered.html, note), rendered.title, rendered.lang, markup, rendered, qid)
         markup = serving_keyboard(qid, fmt, serving.users, serving.context or request.seq_len or 0, rendered.lang,
                                   engine)
         return Reply(with_note(rendered.html, note), rendered.title, rendered.lang, markup, rendered, qid)
@@ -339,6 +346,31 @@ def apply_serving_state(stored: Request, fmt_code: str, users: int, ctx: int) ->
         data["engine_options"]["max_model_len"] = None
     settled = {"context length out of range", "batch size out of range"}
     data["error"] = join_errors([r for r in error_keys(stored.error) if r not in settled])
+    try:
+        return Request.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError("state out of range") from exc
+
+
+def apply_load_state(stored: Request, fmt_code: str, rate: float, users: int, ttft_ms: int, tpot_ms: int) -> Request:
+    """The stored serving request with the weight format, load (request rate or users at once) and promise (TTFT p95,
+    TPOT; 0 for none) a button under a load answer says; prompt and output lengths stay. ValueError when the state
+    is not a possible one."""
+    from bot.views.keyboards import CODE_FORMATS, LOCAL_ENGINES, LOCAL_FORMATS
+
+    data = stored.model_dump()
+    if fmt_code != "-":
+        if fmt_code not in CODE_FORMATS:
+            raise ValueError("unknown format")
+        local = stored.serving_engine in LOCAL_ENGINES
+        data["quantization"] = LOCAL_FORMATS[fmt_code] if local else CODE_FORMATS[fmt_code]
+        data["bits"] = None
+    if not (rate or users):
+        raise ValueError("no load")
+    data["request_rate"] = rate or None
+    data["concurrency"] = users or None
+    data["ttft_p95_ms"] = float(ttft_ms) if ttft_ms else None
+    data["tpot_ms"] = float(tpot_ms) if tpot_ms else None
     try:
         return Request.model_validate(data)
     except ValidationError as exc:

@@ -13,12 +13,24 @@ from aiogram import Bot, Router
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
 from aiogram.types import BufferedInputFile, CallbackQuery, InaccessibleMessage, Message
 
-from bot.answers import Reply, answer_options, apply_serving_state, apply_state, make_reply
+from bot.answers import Reply, answer_options, apply_load_state, apply_serving_state, apply_state, make_reply
 from bot.config import BotConfig
 from bot.conversation import remember
 from bot.handlers.common import answer_question, button_request, calculator_row, is_private
 from bot.storage import ChatSettings, Storage
-from bot.views.keyboards import CODE_FORMATS, CODE_METHODS, AnswerCb, ExampleCb, ServingCb
+from bot.views.keyboards import (
+    CODE_FORMATS,
+    CODE_METHODS,
+    MAX_RATE,
+    MAX_TPOT_MS,
+    MAX_TTFT_MS,
+    MAX_USERS,
+    MIN_RATE,
+    AnswerCb,
+    ExampleCb,
+    LoadCb,
+    ServingCb,
+)
 from bot.views.messages import EXAMPLES, t
 from engine.schema import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN, Answer, Language, PlannedAnswer, Request, ServingAnswer
 
@@ -36,10 +48,21 @@ def valid_serving(cb: ServingCb) -> bool:
             and 1 <= cb.u <= MAX_BATCH and 1 <= cb.c <= MAX_SEQ_LEN and cb.lg in ("ru", "en") and cb.x in ("r", "p"))
 
 
-async def render_chart(answer: Answer, lang: str) -> bytes:
+def valid_load(cb: LoadCb) -> bool:
+    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
+            and (cb.r == 0 or MIN_RATE <= cb.r <= MAX_RATE) and 0 <= cb.u <= MAX_USERS and (cb.r > 0 or cb.u > 0)
+            and 0 <= cb.t <= MAX_TTFT_MS and 0 <= cb.o <= MAX_TPOT_MS and cb.lg in ("ru", "en")
+            and cb.x in ("r", "p", "l"))
+
+
+async def render_chart(answer: Answer, lang: str, kind: str = "memory") -> bytes:
     from bot.views.chart import chart_png  # matplotlib loads on the first chart, not at start-up
 
     async with _chart_lock:
+        if kind == "load" and isinstance(answer, ServingAnswer):
+            from bot.views.load_chart import load_png
+
+            return await asyncio.to_thread(load_png, answer, lang)
         return await asyncio.to_thread(chart_png, answer, lang)
 
 
@@ -65,6 +88,17 @@ async def serving_button(query: CallbackQuery, callback_data: ServingCb, lang: L
                  lambda stored: apply_serving_state(stored, cb.f, cb.u, cb.c), serving=True)
 
 
+async def load_button(query: CallbackQuery, callback_data: LoadCb, lang: Language, settings: ChatSettings,
+                      store: Storage, config: BotConfig, bot: Bot) -> None:
+    """Redraw a serving answer under load with the format, load and promise the button names, or send a chart."""
+    cb = callback_data
+    if not valid_load(cb):
+        await query.answer(t(lang, "This button no longer works."))
+        return
+    await redraw(query, lang, settings, store, config, bot, cb.q, cb.lg, cb.x,
+                 lambda stored: apply_load_state(stored, cb.f, cb.r, cb.u, cb.t, cb.o), serving=True)
+
+
 async def redraw(query: CallbackQuery, lang: Language, settings: ChatSettings, store: Storage, config: BotConfig,
                  bot: Bot, qid: str, answer_lang: str, action: str, state: Callable[[Request], Request], *,
                  serving: bool) -> None:
@@ -74,12 +108,13 @@ async def redraw(query: CallbackQuery, lang: Language, settings: ChatSettings, s
         return
     options = answer_options(settings, answer_lang, config.default_language)  # type: ignore[arg-type]
     reply = await make_reply(request, store, options, qid=qid)
-    if action == "p":
+    if action in ("p", "l"):
         if not serving and isinstance(reply.rendered.answer, ServingAnswer):  # a training chart of serving: forged
             await query.answer(t(lang, "This button no longer works."))
             return
         message = query.message
-        await send_chart(query, bot, reply, message.chat.id if message is not None else query.from_user.id)
+        await send_chart(query, bot, reply, message.chat.id if message is not None else query.from_user.id,
+                         "load" if action == "l" else "memory")
         return
     chat = query.message.chat if query.message is not None else None
     private = chat is not None and is_private(chat)
@@ -107,15 +142,17 @@ async def edit_in_place(query: CallbackQuery, bot: Bot, store: Storage, reply: R
     await query.answer()
 
 
-async def send_chart(query: CallbackQuery, bot: Bot, reply: Reply, chat_id: int) -> None:
+async def send_chart(query: CallbackQuery, bot: Bot, reply: Reply, chat_id: int, kind: str = "memory") -> None:
     lang = reply.lang
     a = reply.rendered.answer
     drawn = isinstance(a, PlannedAnswer) or (isinstance(a, ServingAnswer) and a.serving.memory is not None)
+    if kind == "load":
+        drawn = isinstance(a, ServingAnswer) and a.serving.load is not None and bool(a.serving.load.curve)
     if not drawn:  # nothing to draw: no memory figures (an error, a price, a serving answer that did not load)
         await query.answer(t(lang, "This button no longer works."))
         return
-    png = await render_chart(reply.rendered.answer, lang)
-    photo = BufferedInputFile(png, filename="memory.png")
+    png = await render_chart(reply.rendered.answer, lang, kind)
+    photo = BufferedInputFile(png, filename=f"{kind}.png")
     try:
         await bot.send_photo(chat_id, photo, caption=reply.title[:1000], parse_mode=None)
     except TelegramAPIError as exc:
@@ -150,6 +187,7 @@ def make_router() -> Router:
     router = Router(name="callbacks")
     router.callback_query.register(answer_button, AnswerCb.filter())
     router.callback_query.register(serving_button, ServingCb.filter())
+    router.callback_query.register(load_button, LoadCb.filter())
     router.callback_query.register(example_button, ExampleCb.filter())
     router.callback_query.register(unknown_button)
     return router

@@ -19,6 +19,8 @@ CODE_METHODS = {v: k for k, v in METHOD_CODES.items()}
 CONTEXTS = (2048, 8192, 32768)
 GPU_COUNTS = (1, 2, 4, 8)
 MARK = "✓ "
+# the bounds of a load button's state (engine.schema Request: request_rate, concurrency, ttft_p95_ms, tpot_ms)
+MIN_RATE, MAX_RATE, MAX_USERS, MAX_TTFT_MS, MAX_TPOT_MS = 1e-3, 1e6, 1_000_000, 10**7, 10**6
 MAX_CALLBACK_BYTES = 64
 
 
@@ -64,6 +66,20 @@ class ConfigCb(CallbackData, prefix="g"):
     n: int
     lg: str
     f: str = ""
+
+
+class LoadCb(CallbackData, prefix="w"):
+    """The state a button under a serving answer under load leads to: question id, weight format code, request rate
+    (0: none), users at once (0: none), TTFT p95 and TPOT promises in ms (0: none), language, action."""
+
+    q: str
+    f: str  # FORMAT_CODES value, or "-": the format the question named
+    r: float
+    u: int
+    t: int
+    o: int
+    lg: str
+    x: str = "r"  # r: redraw the answer, p: send its memory chart, l: send its latency/throughput chart
 
 
 class ServingConfigCb(CallbackData, prefix="h"):
@@ -178,6 +194,73 @@ def serving_keyboard(qid: str, fmt: str, users: int | None, ctx: int, lang: str,
         [_button(_label("RU", lang == "ru"), cb(lg="ru")), _button(_label("EN", lang == "en"), cb(lg="en")),
          _button("📊 " + t(lang, "Chart"), cb(x="p")),
          _button("⚙️ " + t(lang, "Config"), pack_serving_config(qid, fmt, u, ctx, lang))],
+    ]
+    return InlineKeyboardMarkup.model_construct(inline_keyboard=rows)
+
+
+def pack_load(q: str, f: str, r: float, u: int, t: int, o: int, lg: str, x: str = "r") -> str:
+    """`LoadCb(...).pack()` without building the model (a test keeps the two identical)."""
+    return f"{LoadCb.__prefix__}:{q}:{f}:{_rate(r)}:{u}:{t}:{o}:{lg}:{x}"
+
+
+def _rate(r: float) -> str:
+    """A request rate as the button carries it: at most 4 significant digits (short data, no float noise)."""
+    return f"{float(f'{r:.4g}')}" if r else "0.0"
+
+
+def _short(lang: str, x: float) -> str:
+    """A rate or a count on a button: 0.6, 12.5, 40."""
+    from bot.views.formats import num
+
+    return num(lang, float(f"{x:.3g}")) if x < 100 else num(lang, round(x))
+
+
+def _ms_label(lang: str, ms: int) -> str:
+    from bot.views.formats import num
+
+    return t(lang, "%(x)s\u00a0s") % {"x": num(lang, ms / 1000)} if ms >= 1000 and ms % 100 == 0 else \
+        t(lang, "%(x)s\u00a0ms") % {"x": num(lang, ms)}
+
+
+def load_keyboard(qid: str, fmt: str, load: tuple[float, int, int, int], lang: str, engine: str = "vllm"
+                  ) -> InlineKeyboardMarkup:
+    """Under a serving answer under load: weight format; half / twice the request rate (or the users); a tighter
+    / looser TTFT p95 promise (one at 500 ms when none was made) and TPOT when one was; language, the memory
+    chart, the latency/throughput chart (no config: it would rebuild the request from a context alone).
+    `load` = (request rate, users, TTFT p95 ms, TPOT ms), 0 for what the question did not say; every button
+    carries the whole state it leads to."""
+    lang = lang_of(lang)
+    rate, users, ttft, tpot = load
+
+    def cb(f: str = fmt, r: float = rate, u: int = users, tt: int = ttft, o: int = tpot, lg: str = lang,
+           x: str = "r") -> str:
+        return pack_load(qid, f, r, u, tt, o, lg, x)
+
+    local = engine in LOCAL_ENGINES
+    formats = [("F16", "b"), ("Q8_0", "8"), ("Q4_K_M", "a")] if local else [("BF16", "b"), ("FP8", "8"), ("AWQ", "a")]
+    load_row: list[InlineKeyboardButton] = []
+    if rate:
+        half, double = float(f"{rate / 2:.4g}"), float(f"{rate * 2:.4g}")
+        if half >= MIN_RATE:
+            load_row.append(_button(t(lang, "÷2: %(n)s req/s") % {"n": _short(lang, half)}, cb(r=half)))
+        if double <= MAX_RATE:
+            load_row.append(_button(t(lang, "×2: %(n)s req/s") % {"n": _short(lang, double)}, cb(r=double)))
+    else:
+        n = max(1, users)
+        if n >= 2:
+            load_row.append(_button(t(lang, "÷2: %(n)s users") % {"n": n // 2}, cb(u=n // 2)))
+        if n * 2 <= MAX_USERS:
+            load_row.append(_button(t(lang, "×2: %(n)s users") % {"n": n * 2}, cb(u=n * 2)))
+    promise_row = ([_button(f"TTFT ≤ {_ms_label(lang, x)}", cb(tt=x)) for x in (ttft // 2, ttft * 2)
+                    if 1 <= x <= MAX_TTFT_MS] if ttft else [_button(f"TTFT ≤ {_ms_label(lang, 500)}", cb(tt=500))])
+    if tpot:
+        promise_row += [_button(f"TPOT ≤ {_ms_label(lang, x)}", cb(o=x)) for x in (tpot // 2, tpot * 2)
+                        if 1 <= x <= MAX_TPOT_MS]
+    rows = [
+        [_button(_label(label, fmt == code), cb(f=code)) for label, code in formats],
+        *[row for row in (load_row, promise_row) if row],
+        [_button(_label("RU", lang == "ru"), cb(lg="ru")), _button(_label("EN", lang == "en"), cb(lg="en")),
+         _button("📊 " + t(lang, "Chart"), cb(x="p")), _button("📈 " + t(lang, "Load"), cb(x="l"))],
     ]
     return InlineKeyboardMarkup.model_construct(inline_keyboard=rows)
 

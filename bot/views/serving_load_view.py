@@ -5,7 +5,7 @@ breaks it (the queue past capacity, a TTFT or TPOT above the promise)."""
 from __future__ import annotations
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import money, num
+from bot.views.formats import date_text, money, money_range, num
 from engine.schema import ServingAnswer
 
 
@@ -54,3 +54,33 @@ def load_lead(lang: str, a: ServingAnswer, where: str) -> tuple[str, str] | None
         line += "; " + _(lang, "%(money)s per 1M tokens") % {"money": money(lang, load.per_million_tokens,
                                                                              load.currency)}
     return ("❌" if load.meets is False else "✅"), line
+
+
+def hosted_line(lang: str, a: ServingAnswer) -> str:
+    """Our cost per 1M tokens at the load against the hosted APIs' range for the same model at the same prompt/output
+    mix, in dollars and roubles (the catalog's dated rate); "" when the catalog has no hosted price of the model."""
+    r = a.serving
+    if r.load is None or r.load.hosted is None:
+        return ""
+    load, h = r.load, r.load.hosted
+    rate = h.rub_per_usd
+    hosted = _(lang, "hosted APIs for this model: %(usd)s (%(rub)s) per 1M tokens at your prompt/output mix, "
+                     "%(low)s to %(high)s, %(n)s offers, prices as of %(date)s") % {
+        "usd": money_range(lang, h.low_usd, h.high_usd, "USD"),
+        "rub": money_range(lang, h.low_usd * rate, h.high_usd * rate, "RUB"),
+        "low": h.low_provider, "high": h.high_provider, "n": num(lang, h.offers), "date": date_text(lang, h.oldest)}
+    rub_note = _(lang, "₽ at %(rate)s per $ (%(date)s)") % {"rate": num(lang, round(rate, 2)),
+                                                            "date": date_text(lang, h.rate_date)}
+    ours = load.per_million_tokens
+    if ours is None:
+        return f"{hosted}; {rub_note}"
+    usd, rub = (ours, ours * rate) if load.currency != "RUB" else (ours / rate, ours)
+    if usd <= h.low_usd:
+        verdict = _(lang, "%(x)s× cheaper than the cheapest") % {"x": num(lang, round(h.low_usd / max(usd, 1e-9), 1))}
+    elif usd >= h.high_usd:
+        verdict = _(lang, "%(x)s× dearer than the dearest") % {"x": num(lang, round(usd / h.high_usd, 1))}
+    else:
+        verdict = _(lang, "within their range")
+    mine = _(lang, "ours at this load: %(usd)s (%(rub)s) per 1M tokens, %(verdict)s") % {
+        "usd": money(lang, usd, "USD"), "rub": money(lang, rub, "RUB"), "verdict": verdict}
+    return f"{mine}; {hosted}; {rub_note}"

@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.views.catalogs import N_, _, _n
 from bot.views.formats import context_text, money, num
-from bot.views.serving_load_view import load_lead
+from bot.views.serving_load_view import hosted_line, load_lead
 from bot.views.serving_words import (
     assumption_line,
     change_line,
@@ -22,7 +22,7 @@ from bot.views.serving_words import (
 )
 from bot.views.view import TABLE_WIDTH, AnswerView, verdict_mark
 from bot.views.words import NOTE_TEXTS, gpu_name, said_note_text
-from engine.schema import Assumption, ServingAnswer, ServingResult
+from engine.schema import Assumption, Change, ServingAnswer, ServingResult
 
 NBSP = "\u00a0"
 
@@ -261,7 +261,8 @@ def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
         "model_known": r.model_known, "errors": errors, "shape_ref": _shape_ref(r),
         "table": table(lang, r) if ready else [], "kv": kv_line(lang, r) if ready else "",
         "speed": speed_line(lang, r) if ready else "", "price": price_line(lang, r) if ready else "",
-        "changes": [change_line(lang, c, r.users) for c in r.changes[:6]],
+        "hosted": hosted_line(lang, a) if ready else "",
+        "changes": [change_line(lang, c, r.users) for c in shown_changes(r)],
         "assumptions": "; ".join(x for x in (assumption_line(lang, s, r.settings.family if r.settings else "")
                                               for s in _assumptions(r)) if x) or "—",
         # the one place the unit is said: the table's GB are the training table's, 2^30 bytes (vLLM logs GiB)
@@ -272,6 +273,14 @@ def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
         if ready and any(a.startswith("your-org/") for a in r.command) else "",
     }
     return AnswerView(model, title, line, answer_line(lang, r) if ready else "")
+
+
+def shown_changes(r: ServingResult, most: int = 6) -> list[Change]:
+    """The changes the reply lists: up to `most` on the asked GPUs, then other arrangements to fill `most`, and at
+    least one of them (renting more is always said when the engine found an arrangement)."""
+    here = [c for c in r.changes if c.key != "serving.change.arrangement"]
+    other = [c for c in r.changes if c.key == "serving.change.arrangement"]
+    return here[:most] + other[:max(1, most - len(here))]
 
 
 SERVING_NOTES = {

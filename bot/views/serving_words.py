@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import context_text, money, num
+from bot.views.formats import context_text, decimal, money, num, pct
 from engine.schema import Assumption, Change
 from engine.schema import ServingSettings as Settings
 
@@ -108,8 +108,52 @@ def _served(e: dict[str, Any]) -> int:
     return math.floor(float(e.get("concurrency_at_context", 0)) + 1e-9)
 
 
+def _latency(lang: str, e: dict[str, Any]) -> str:
+    """"TTFT p95 ≈ 0.4 s, ~35 tokens/s per user" of a load figure; the capacity when the queue grows without bound."""
+    if not e.get("stable") or e.get("ttft_p95_ms") is None:
+        return _(lang, "capacity %(cap)s requests/s") % {"cap": decimal(lang, float(e.get("capacity_rps") or 0), 2)}
+    tps = round(float(e.get("per_user_tokens_s") or 0))
+    return _(lang, "TTFT p95 ≈ %(ttft)s s, ~%(tps)s tokens/s per user") % {
+        "ttft": decimal(lang, float(e["ttft_p95_ms"]) / 1000, 2), "tps": num(lang, tps)}
+
+
+def load_change_line(lang: str, c: Change) -> str | None:
+    """A change under load with the load model's figures at the asked load, before → after; ✓ when it keeps the
+    promise (or the queue bounded); None for a change that is not one of these."""
+    p, e = c.params, c.effect
+    before = e.get("before") or {}
+    match c.key:
+        case "serving.change.prefix_caching":
+            text = _(lang, "prompts sharing a prefix (%(hit)s of each prompt assumed cached): prefix caching "
+                           "(--enable-prefix-caching, on by default in vLLM V1): %(before)s → %(after)s") % {
+                "hit": pct(lang, round(float(p.get("hit_rate", 0)) * 100)), "after": _latency(lang, e),
+                "before": _latency(lang, before)}
+        case "serving.change.speculative":
+            text = _(lang, "EAGLE speculative decoding (%(k)s proposals, acceptance %(a)s assumed; needs an EAGLE "
+                           "head for the model): %(before)s → %(after)s, ×%(x)s per user") % {
+                "k": p.get("k"), "a": decimal(lang, float(p.get("acceptance", 0)), 2), "after": _latency(lang, e),
+                "before": _latency(lang, before), "x": num(lang, float(e.get("speedup", 1)))}
+            if e.get("stops_paying_at"):
+                text += "; " + _(lang, "it stops paying from about %(n)s requests at once") % {
+                    "n": num(lang, _n_int(e["stops_paying_at"]))}
+            return text
+        case "serving.change.more_replicas":
+            par = f"TP\u00a0{p.get('tensor_parallel')}"
+            if _n_int(p.get("pipeline_parallel")) > 1:
+                par += f" × PP\u00a0{p.get('pipeline_parallel')}"
+            text = _(lang, "%(count)s×%(gpu)s (%(replicas)s × %(par)s): %(before)s → %(after)s") % {
+                "count": p.get("count"), "gpu": p.get("gpu"), "replicas": p.get("replicas"), "par": par,
+                "after": _latency(lang, e), "before": _latency(lang, before)}
+        case _:
+            return None
+    return text + (" ✓" if e.get("meets") else "")
+
+
 def change_line(lang: str, c: Change, users: int | None) -> str:
     """One change that helps, with the number it gives; ✓ when it serves the asked users."""
+    under_load = load_change_line(lang, c)
+    if under_load is not None:
+        return under_load
     p, e = c.params, c.effect
     served = _served(e)
     if c.key == "serving.change.arrangement":
@@ -124,6 +168,12 @@ def change_line(lang: str, c: Change, users: int | None) -> str:
             text = _(lang, "FP8 KV cache (--kv-cache-dtype fp8): %(room)s") % {"room": room}
         case "serving.change.combined":
             text = _(lang, "FP8 weights and FP8 KV cache together (%(gib)s GB of weights per GPU): %(room)s") % {
+                "gib": num(lang, float(e.get("weights_gib", 0))), "room": room}
+        case "serving.change.int4_weights":
+            text = _(lang, "4-bit %(format)s weights (%(checkpoint)s)%(kv)s: %(gib)s GB of weights per GPU, "
+                           "%(room)s") % {
+                "format": format_label(str(p.get("format", ""))), "checkpoint": p.get("checkpoint", ""),
+                "kv": _(lang, " and FP8 KV cache") if p.get("kv_cache_dtype") == "fp8" else "",
                 "gib": num(lang, float(e.get("weights_gib", 0))), "room": room}
         case "serving.change.q8_kv_cache":
             text = _(lang, "q8_0 KV cache (-ctk q8_0 -ctv q8_0): %(room)s") % {"room": room}

@@ -146,6 +146,20 @@ class LoadPoint(BaseModel):
     saturation_tpot_ms: float | None = None
 
 
+class HostedRange(BaseModel):
+    """Hosted-API prices of the model at the workload's prompt/output mix (engine/catalog/hosted_prices.toml)."""
+
+    low_usd: float  # USD per 1M tokens (prompt + output), the cheapest offer
+    high_usd: float
+    low_provider: str
+    high_provider: str
+    offers: int
+    oldest: str  # the oldest date among the offers
+    rub_per_usd: float  # the catalog's rate for the rouble figures
+    rate_date: str
+    sources: list[str] = Field(default_factory=list)
+
+
 class ServingLoad(BaseModel):
     """The load answer: the instance's point, the whole arrangement's figures, the promise and its margin."""
 
@@ -167,6 +181,8 @@ class ServingLoad(BaseModel):
     speculative_speedup: float | None = None  # tokens/s per user with / without speculative decoding
     assumptions: list[Assumption] = Field(default_factory=list)
     curve: list[LoadPoint] = Field(default_factory=list)  # concurrency sweep for the chart
+    saturation_limit: str | None = None  # what caps the requests running at once: kv_cache | max_num_seqs
+    hosted: HostedRange | None = None  # hosted-API prices of the model at this prompt/output mix
 
 
 class ServingResult(BaseModel):

@@ -131,7 +131,7 @@ def _too_many(request: Request, arch: Architecture, engine: str, fmt: str, kv_dt
 
 def serve(request: Request, sized: bool = False) -> ServingResult:
     """`sized`: the request is the arrangement the sizing picked (no second search)."""
-    from .advice import changes
+    from .advice import changes, load_changes, merged
     from .capacity import arrange, valid_tp
     from .command import command
     from .core import catalog_gpu, gpu_choice, loads, profile, settings_for, users_served
@@ -303,7 +303,8 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
         memory=p.memory, kv=p.kv, speed=speed, cost=price, users=users, context=context, prompt_len=prompt,
         output_len=output, replicas=replicas, fits=fits,
         arrangement=arrangements[0] if arrangements else None, alternatives=arrangements[1:4],
-        changes=changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements),
+        changes=merged(changes(request, arch, s, choice, cat, p, context, users, replicas, arrangements),
+                       load_changes(request, arch, s, choice, cat, p, load, prompt, output, replicas)),
         errors=errors, assumptions=assumptions,
         command=command(_model_id(request, arch), s, users, prompt, native=native is not None, layers=arch.layers,
                         bf16=cat.bf16 if cat is not None else True)

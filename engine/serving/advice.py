@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import replace
 
 from engine.catalog import Gpu
+from engine.catalog.checkpoints import checkpoint
 from engine.schema import Architecture, Change, Request
-from engine.schema.serving import GpuChoice, ServingArrangement, Settings
+from engine.schema.serving import GpuChoice, LoadPoint, ServingArrangement, ServingLoad, Settings
 
 from .core import Profile, loads, profile, users_served
-from .profile import supports
+from .load import point, speculation, sweep
+from .loadplan import CURVE as SWEEP
+from .loadplan import features_for, machine_for, meets, workload_for
+from .profile import data, supports
 
 Run = Callable[..., tuple[Settings, Profile]]
 
@@ -56,6 +62,9 @@ def changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
     combo = _combination(run, s, paged, fp8_ok, context, out, asked, replicas)
     if combo is not None:
         out.append(combo)
+    int4 = int4_change(request, arch, s, gpu, base, context, users, replicas)
+    if int4 is not None:
+        out.append(int4)
     served = users_served(base, s) * replicas if loads(base) else 0
     if users and 0 < served < users:
         out.append(Change(key="serving.change.fewer_users", params={"from": users, "to": served},
@@ -98,6 +107,100 @@ def _combination(run: Run, s: Settings, paged: bool, fp8_ok: bool, context: int,
     if served <= best_single:
         return None
     return Change(key="serving.change.combined", params={"changes": steps, "weight_format": s2.weight_format,
-                                                         "kv_cache_dtype": s2.kv_cache_dtype,
-                                                         "max_model_len": s2.max_model_len},
-                  effect={**_effect(p, s2, replicas), "weights_gib": round(p.memory.weights_gib, 2)})
+                                                        "kv_cache_dtype": s2.kv_cache_dtype,
+                                                        "max_model_len": s2.max_model_len},
+                 effect={**_effect(p, s2, replicas), "weights_gib": round(p.memory.weights_gib, 2)})
+
+
+def int4_change(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, base: Profile, context: int,
+                users: int | None, replicas: int) -> Change | None:
+    """When the model does not load or does not serve the asked users: 4-bit weights from a published AWQ (else GPTQ)
+    checkpoint of the model, with the KV cache in FP8 where it is 16-bit, and the room that gives."""
+    paged = s.family not in ("llama.cpp", "ollama", "hf")
+    asked = users or 1
+    served = users_served(base, s) * replicas if loads(base) else 0
+    if not paged or s.weight_format not in ("bf16", "fp16", "fp32", "fp8") or (loads(base) and served >= asked):
+        return None
+    found = next(((fmt, c) for fmt in ("awq", "gptq") if supports(s.engine, fmt)
+                  and (c := checkpoint(arch.name, fmt)) is not None), None)
+    if found is None:
+        return None
+    fmt, ck = found
+    update: dict[str, object] = {"weight_format": fmt}
+    if s.kv_cache_dtype in ("auto", "bf16", "fp16") and supports(s.engine, "fp8"):
+        update["kv_cache_dtype"] = "fp8"
+    s2 = s.model_copy(update=update)
+    p = profile(request, arch, s2, gpu, min(context, s2.max_model_len), asked)
+    if not loads(p):
+        return None
+    return Change(key="serving.change.int4_weights",
+                 params={"format": fmt, "checkpoint": ck.repo, "kv_cache_dtype": s2.kv_cache_dtype},
+                 effect={**_effect(p, s2, replicas), "weights_gib": round(p.memory.weights_gib, 2)})
+
+
+ASSUMED_PREFIX_HIT = 0.5  # share of each prompt a shared system prompt / few-shot block makes (assumed, said)
+FULL = 0.8  # without a promise, replicas enough to keep arrivals under this share of capacity (queues stay short)
+LOW_LOAD = 8  # requests running at once below which decoding is memory-bound enough for speculation to pay
+
+
+def _figures(p: LoadPoint, replicas: int) -> dict[str, object]:
+    return {"ttft_p95_ms": p.ttft_ms.get("p95"), "per_user_tokens_s": p.per_user_tokens_s, "stable": p.stable,
+            "capacity_rps": round(p.capacity_rps * replicas, 4)}
+
+
+def load_changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, catalog_gpu: Gpu | None,
+                 base: Profile, load: ServingLoad | None, prompt: int, output: int, replicas: int) -> list[Change]:
+    """Changes under load, each with its figures from the load model at the asked load: prefix caching when prompts
+    share a prefix, speculative decoding at low load (and where it stops paying), more replicas when the promise is
+    missed or the queue grows without bound."""
+    if load is None or catalog_gpu is None or not loads(base) or s.family in ("llama.cpp", "ollama", "hf"):
+        return []
+    m = machine_for(request, arch, s, catalog_gpu, gpu, base.memory, base.kv)
+    f = features_for(request)
+    w = workload_for(request, prompt, output, replicas)
+    now = load.point
+    out: list[Change] = []
+    if not request.prefix_cache_hit_rate and prompt >= 512:
+        cached = point(m, f, replace(w, prefix_hit=ASSUMED_PREFIX_HIT))
+        out.append(Change(key="serving.change.prefix_caching", params={"hit_rate": ASSUMED_PREFIX_HIT},
+                         effect={**_figures(cached, replicas), "before": _figures(now, replicas),
+                                 "meets": meets(cached, request.ttft_p95_ms, request.tpot_ms)}))
+    if not f.speculative and now.stable and (now.running or 1) <= LOW_LOAD:
+        spec = replace(f, speculative="eagle")
+        k, alpha, _ = speculation(spec)
+        fast = point(m, spec, w)
+        if fast.per_user_tokens_s and now.per_user_tokens_s and fast.per_user_tokens_s > now.per_user_tokens_s * 1.05:
+            plain = sweep(m, f, w, list(SWEEP))
+            sped = sweep(m, spec, w, list(SWEEP))
+            stops = next((a.concurrency for a, b in zip(plain, sped, strict=True)
+                          if a.per_user_tokens_s and b.per_user_tokens_s
+                          and b.per_user_tokens_s <= a.per_user_tokens_s * 1.05), None)
+            out.append(Change(key="serving.change.speculative",
+                             params={"method": "eagle", "k": k, "acceptance": alpha},
+                             effect={**_figures(fast, replicas), "before": _figures(now, replicas),
+                                     "speedup": round(fast.per_user_tokens_s / now.per_user_tokens_s, 2),
+                                     "stops_paying_at": stops * replicas if stops else None}))
+    promised = request.ttft_p95_ms is not None or request.tpot_ms is not None
+    if (not now.stable or (promised and load.meets is False)) and (request.request_rate or request.concurrency):
+        per = s.tensor_parallel * s.pipeline_parallel
+        most = int(data()["limits"]["max_gpus"]) // per
+        need = math.ceil((request.request_rate or 0.0) / now.capacity_rps) if now.capacity_rps > 0 else 0
+        start = max(replicas + 1, need)
+        for more in range(start, min(most, start + 12) + 1):
+            lp = point(m, f, workload_for(request, prompt, output, more))
+            ok = meets(lp, request.ttft_p95_ms, request.tpot_ms) if promised else \
+                lp.stable and (lp.utilisation or 0.0) <= FULL
+            if ok:
+                out.append(Change(key="serving.change.more_replicas",
+                                 params={"replicas": more, "tensor_parallel": s.tensor_parallel,
+                                         "pipeline_parallel": s.pipeline_parallel, "count": more * per,
+                                         "gpu": gpu.name},
+                                 effect={**_figures(lp, more), "before": _figures(now, replicas), "meets": True}))
+                break
+    return out
+
+
+def merged(base: list[Change], under_load: list[Change]) -> list[Change]:
+    """The changes under load after the changes on these GPUs and before other arrangements (renting more)."""
+    first = next((i for i, c in enumerate(base) if c.key == "serving.change.arrangement"), len(base))
+    return base[:first] + under_load + base[first:]

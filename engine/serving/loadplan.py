@@ -12,7 +12,8 @@ from engine.schema import Architecture, Assumption, Request
 from engine.schema.serving import GpuChoice, KvCapacity, LoadPoint, RankMemory, ServingLoad, Settings
 from engine.speed.hardware import gpus_per_node
 
-from .load import Features, Machine, Workload, engine_figures, point, speculation, sweep
+from .hosted import hosted_range
+from .load import Features, Machine, Workload, engine_figures, kv_room, point, speculation, sweep
 from .speed import format_bits
 from .weights import rank_weights
 
@@ -125,7 +126,8 @@ def load_answer(request: Request, m: Machine, prompt: int, output: int, replicas
         users_within_promise=held,
         per_million_tokens=per_million(per_hour, tot_s) if p.stable else None,
         per_million_output_tokens=per_million(per_hour, out_s) if p.stable else None,
-        currency=currency, speculative_speedup=speedup, assumptions=notes, curve=curve)
+        currency=currency, speculative_speedup=speedup, assumptions=notes, curve=curve,
+        saturation_limit=kv_room(m, f, w)[1], hosted=hosted_range(m.arch.name, prompt, output))
 
 
 def load_block(load: ServingLoad | None) -> dict[str, object] | None:
@@ -143,7 +145,8 @@ def load_block(load: ServingLoad | None) -> dict[str, object] | None:
         "users_within_promise": load.users_within_promise,
         "per_million_tokens": load.per_million_tokens, "per_million_output_tokens": load.per_million_output_tokens,
         "currency": load.currency, "speculative_speedup": load.speculative_speedup,
-        "assumptions": [str(x) for x in load.assumptions],
+        "assumptions": [str(x) for x in load.assumptions], "saturation_limit": load.saturation_limit,
+        "hosted": load.hosted.model_dump() if load.hosted else None,
         "curve": [{"concurrency": c.concurrency, "output_tokens_s": c.output_tokens_s,
                    "ttft_p95_ms": c.ttft_ms.get("p95"), "tpot_ms": c.tpot_ms.get("p50")} for c in load.curve],
     }

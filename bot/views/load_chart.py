@@ -1,0 +1,117 @@
+"""A serving answer under load → its chart: TTFT p95 and TPOT against requests in flight (left axis, ms, log
+scale), output tokens/s on the right axis, the promise as dotted lines, the point asked about, and where the KV
+pool or max_num_seqs binds (the arrangement's saturation) as a vertical line.
+
+Every figure comes from `ServingResult.load` (engine/serving/loadplan.py: the instance's concurrency sweep times
+its replicas), the chart decides nothing. The same page, fonts and sizes as the other charts (bot/views/chart.py:
+1080 × 1350 px, DejaVu Sans, no text under 24 px); matplotlib is imported only when a chart is drawn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from bot.views.catalogs import _
+from bot.views.formats import num
+from bot.views.serving_view import serving_view
+from engine.schema import ServingAnswer
+from engine.schema.serving import ServingLoad
+
+TTFT_COLOUR, TPOT_COLOUR, THROUGHPUT_COLOUR, LIMIT_COLOUR = "#C44E52", "#4C72B0", "#55A868", "#1F1F1F"
+
+
+@dataclass(frozen=True)
+class Series:
+    """The sweep for the whole arrangement: requests in flight, TTFT p95 and TPOT (ms), output tokens/s."""
+
+    concurrency: list[int]
+    ttft_p95_ms: list[float]
+    tpot_ms: list[float]
+    output_tokens_s: list[float]
+    saturation: int  # requests the arrangement runs at once (all replicas)
+    saturation_limit: str  # kv_cache | max_num_seqs
+    asked: tuple[int, float] | None  # (requests in flight, TTFT p95) at the load asked, when it is stable
+
+
+def series(load: ServingLoad) -> Series:
+    r = max(1, load.replicas)
+    pts = [c for c in load.curve if c.stable and c.concurrency and "p95" in c.ttft_ms and "p50" in c.tpot_ms]
+    p = load.point
+    asked = ((p.concurrency or 1) * r, p.ttft_ms["p95"]) if p.stable and "p95" in p.ttft_ms else None
+    return Series([(c.concurrency or 0) * r for c in pts], [c.ttft_ms["p95"] for c in pts],
+                  [c.tpot_ms["p50"] for c in pts], [(c.output_tokens_s or 0.0) * r for c in pts],
+                  p.max_concurrency * r, load.saturation_limit or "kv_cache", asked)
+
+
+def _limit_label(lang: str, s: Series) -> str:
+    if s.saturation_limit == "max_num_seqs":
+        return _(lang, "max_num_seqs binds: %(n)s at once") % {"n": num(lang, s.saturation)}
+    return _(lang, "the KV pool binds: %(n)s at once") % {"n": num(lang, s.saturation)}
+
+
+def load_figure(a: ServingAnswer, lang: str) -> Figure:
+    from bot.views.chart import DPI, FONT, HEIGHT_PX, TEXT, TITLE, WIDTH_PX, _wrap
+
+    load = a.serving.load
+    assert load is not None
+    s = series(load)
+    view = serving_view(lang, a)
+    fig = Figure(figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI)
+    FigureCanvasAgg(fig)
+    title = _wrap(view.headline, 46)
+    fig.text(0.04, 0.975, title, fontsize=TITLE, fontweight="bold", ha="left", va="top", family=FONT)
+    below = 0.96 - 0.036 * (title.count("\n") + 1)
+    summary = _wrap(view.summary, 62)
+    fig.text(0.04, below, summary, fontsize=TEXT, ha="left", va="top", color="#444444", family=FONT)
+    top_of_axes = min(0.78, below - 0.03 * (summary.count("\n") + 1) - 0.05)  # a long title pushes the plot down
+    ax = fig.add_axes((0.15, 0.36, 0.68, top_of_axes - 0.36))
+    right = ax.twinx()
+    ax.plot(s.concurrency, s.ttft_p95_ms, color=TTFT_COLOUR, linewidth=3, marker="o", markersize=7,
+            label=_(lang, "TTFT p95, ms"), zorder=4)
+    ax.plot(s.concurrency, s.tpot_ms, color=TPOT_COLOUR, linewidth=3, marker="s", markersize=7,
+            label=_(lang, "TPOT, ms"), zorder=4)
+    right.plot(s.concurrency, s.output_tokens_s, color=THROUGHPUT_COLOUR, linewidth=3, linestyle="--",
+               label=_(lang, "output tokens/s, all GPUs"), zorder=3)
+    if load.ttft_p95_target_ms:
+        ax.axhline(load.ttft_p95_target_ms, color=TTFT_COLOUR, linewidth=2.5, linestyle=":",
+                   label=_(lang, "promise: TTFT p95 ≤ %(x)s\u00a0ms") % {"x": num(lang, load.ttft_p95_target_ms)})
+    if load.tpot_target_ms:
+        ax.axhline(load.tpot_target_ms, color=TPOT_COLOUR, linewidth=2.5, linestyle=":",
+                   label=_(lang, "promise: TPOT ≤ %(x)s\u00a0ms") % {"x": num(lang, load.tpot_target_ms)})
+    if s.saturation >= 1:
+        ax.axvline(s.saturation, color=LIMIT_COLOUR, linewidth=2.5, linestyle="-.", label=_limit_label(lang, s))
+    if s.asked is not None:
+        ax.plot([s.asked[0]], [s.asked[1]], linestyle="none", marker="*", markersize=26, color="#F2A900",
+                markeredgecolor=LIMIT_COLOUR, label=_(lang, "your load"), zorder=6)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(_(lang, "requests in flight") if load.replicas <= 1 else
+                  _(lang, "requests in flight, all %(n)s replicas") % {"n": num(lang, load.replicas)},
+                  fontsize=TEXT, family=FONT)
+    ax.set_ylabel(_(lang, "latency, ms"), fontsize=TEXT, family=FONT)
+    right.set_ylabel(_(lang, "tokens/s"), fontsize=TEXT, family=FONT, color=THROUGHPUT_COLOUR)
+    right.set_ylim(0, max(s.output_tokens_s or [1.0]) * 1.15)
+    from matplotlib.ticker import FuncFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: num(lang, round(v))))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: num(lang, round(v, 1))))
+    right.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: num(lang, round(v))))
+    for axis in (ax, right):
+        axis.tick_params(labelsize=TEXT)
+        for label in axis.get_xticklabels() + axis.get_yticklabels():
+            label.set_fontfamily(FONT)
+    ax.grid(True, which="major", color="#DDDDDD", linewidth=1)
+    handles, names = ax.get_legend_handles_labels()
+    more, more_names = right.get_legend_handles_labels()
+    fig.legend(handles + more, names + more_names, loc="upper left", bbox_to_anchor=(0.04, 0.27), ncols=1,
+               frameon=False, prop={"family": FONT, "size": TEXT}, handlelength=1.6)
+    return fig
+
+
+def load_png(a: ServingAnswer, lang: str) -> bytes:
+    from bot.views.chart import render_png
+
+    return render_png(load_figure(a, lang))
