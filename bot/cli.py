@@ -286,7 +286,10 @@ class VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(config_choices: bool = True) -> argparse.ArgumentParser:
+    """`config_choices=False` leaves `config --framework` unchecked: its list lives with the config models, whose
+    import (and the schema under it) would cost every other command's start; _main asks for it only when the
+    command line can be a `config` one."""
     ap = argparse.ArgumentParser(prog="gpu-advisor", description="What GPU do I need, and what will it cost?")
     ap.add_argument("--version", action=VersionAction)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -313,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("text", nargs="*")
     cf = sub.add_parser("config", help="the best plan as a ready-to-run config of a framework")
     cf.add_argument("--json", action="store_true")
-    cf.add_argument("--framework", choices=list(_config_targets()), default=None,
+    cf.add_argument("--framework", choices=list(_config_targets()) if config_choices else None, default=None,
                     help="the framework to write for (default: the one the question names, else TRL or vLLM)")
     cf.add_argument("text", nargs="*")
     ck = sub.add_parser("check", help="estimate the job a config file or command line describes")
@@ -348,11 +351,17 @@ def _main(argv: list[str] | None) -> int:
         sys.stdin.reconfigure(encoding="utf-8", errors="replace")
     from bot.cli_input import bad_argument
 
-    bad = bad_argument(sys.argv[1:] if argv is None else argv)
+    words = sys.argv[1:] if argv is None else argv
+    bad = bad_argument(words)
     if bad is not None:
         sys.stderr.write(f"gpu-advisor: argument {bad} is not valid UTF-8\n")
         return 2
-    args = build_parser().parse_args(argv)
+    args = build_parser(config_choices="config" in words).parse_args(argv)
+    if args.command not in ("run", "web"):
+        # A one-shot command builds its models once and exits: pydantic's plugin lookup (every installed
+        # distribution's entry points, through importlib.metadata) would cost it more than some answers take.
+        # gpu-advisor uses no pydantic plugin; a value the caller set is kept (PYDANTIC_DISABLE_PLUGINS= loads them).
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if args.command == "parse":
         return _run_lines(_parse_one, args.text)
     if args.command == "estimate":

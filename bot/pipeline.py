@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from bot.compute import off_loop
-from bot.enrich import enrich, may_fetch
 from bot.lru import LRU
 from bot.views.messages import t
 from bot.views.render import RenderedAnswer, plain, render
@@ -267,6 +265,7 @@ def with_note(html: str, note: str | None) -> str:
 async def make_reply(request: Request, storage: Storage, options: AnswerOptions, note: str | None = None,
                      qid: str | None = None) -> Reply:
     """Render `request` and, when there is an answer, store the request and put a keyboard under it."""
+    from bot.compute import off_loop
     from bot.views.keyboards import answer_keyboard
 
     rendered = await off_loop(render_request, request, options)
@@ -304,6 +303,9 @@ async def reply_to(text: str, request: Request | None, options: AnswerOptions, *
     reading); `request` skips parse and enrich (a config.json file already read, a follow-up merged into
     `previous`, whose answer the reply then says what changed against); `before_fetch` runs before the Hub is
     asked (the bot shows "typing")."""
+    from bot.compute import off_loop  # asyncio and the enrichment: the bot's, not `gpu-advisor ask`'s
+    from bot.enrich import enrich, may_fetch
+
     note = None
     if request is None:
         request = parsed if parsed is not None else parse(text)

@@ -15,7 +15,6 @@ from engine.parse.money import WEEKDAY_PREFIX
 from engine.plan import plan
 from engine.plan.budget import within_limits
 from engine.plan.search import asked_arrangements
-from engine.posttrain import planner as posttrain_plan
 from engine.scenario import ScenarioError, hardware_conflicts, request_gpu
 from engine.schema import (
     SHOWN_PLANS,
@@ -80,6 +79,8 @@ def answer(request: Request, prices: PriceOptions | None = None, today: date | N
         return served
     try:
         if posttrain.applies(request):
+            from engine.posttrain import planner as posttrain_plan  # the post-training planner: only its questions
+
             return with_said(posttrain_answer(posttrain_plan.with_rollout(request), prices), request, prices)
         result = plan(request, prices)
         if long_context_instead(request, result):
@@ -314,8 +315,12 @@ def long_context_instead(request: Request, result: PlanResult) -> bool:
     gpu = request_gpu(request)
     if gpu is not None and hardware_conflicts(result.scenario, gpu, request):
         return False  # nothing fits because the GPU cannot run it (QLoRA on Apple), not because of the length
-    if result.plans and (result.asked_fits is not False or not posttrain_plan.long_sequence(request)):
+    if result.plans and result.asked_fits is not False:
         return False  # a plain plan exists: kept unless a long sequence does not fit on the GPU asked
+    from engine.posttrain import planner as posttrain_plan  # the post-training planner: only when a plan is missing
+
+    if result.plans and not posttrain_plan.long_sequence(request):
+        return False
     return posttrain_plan.is_long_context(request)
 
 
@@ -333,6 +338,8 @@ def posttrain_verdict(result: PlanResult, b: Breakdown,
 def posttrain_answer(request: Request, prices: PriceOptions | None) -> PostTrainAnswer:
     """The answer of a post-training (or long-context) request: plans judged by the post-training peak, the
     verdict by engine.fit's rule on it, the post-training result for the view to word."""
+    from engine.posttrain import planner as posttrain_plan
+
     said = request
     request = posttrain_plan.default_sharding(request)
     result = posttrain_plan.plan(request, prices)

@@ -9,16 +9,17 @@ import html
 import re
 from dataclasses import dataclass
 from functools import cache
-
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from typing import TYPE_CHECKING
 
 from bot.views.catalogs import N_, _, translations
 from bot.views.formats import money, num
-from bot.views.serving_view import serving_view
 from bot.views.talk import market_price_text, rental_lines
 from bot.views.view import view_model
 from bot.views.words import error_lines
 from engine.schema import Answer, ErrorAnswer, MarketAnswer, ServingAnswer
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 MESSAGE_LIMIT = 4096  # Telegram's
 TAG = re.compile(r"<[^>]{1,40}>")
@@ -26,6 +27,8 @@ TAG = re.compile(r"<[^>]{1,40}>")
 
 @cache
 def environment(lang: str) -> Environment:
+    from jinja2 import Environment, PackageLoader, StrictUndefined  # only an answer laid out by a template needs it
+
     env = Environment(loader=PackageLoader("bot.views", "templates"), autoescape=True, undefined=StrictUndefined,
                       auto_reload=False,
                       extensions=["jinja2.ext.i18n"], trim_blocks=False, lstrip_blocks=False)
@@ -63,6 +66,8 @@ def render(a: Answer, lang: str) -> RenderedAnswer:
 def _serving(lang: str, a: ServingAnswer) -> RenderedAnswer:
     """A serving answer; over Telegram's limit (a long model id, many changes) the changes go first, then the
     assumptions."""
+    from bot.views.serving_view import serving_view  # the serving wording: only a serving answer needs it
+
     view = serving_view(lang, a)
     template = environment(lang).get_template("serving.html.j2")
     model = dict(view.model)

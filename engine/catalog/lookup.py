@@ -67,7 +67,7 @@ def data_file(name: str) -> dict[str, Any]:
 
 @cache
 def gpus() -> tuple[Gpu, ...]:
-    driver_fraction = _load("gpus.toml")["driver"]["fraction"]
+    driver_fraction = data_file("gpus.toml")["driver"]["fraction"]
     return tuple(
         Gpu(
             name=g["name"],
@@ -89,7 +89,7 @@ def gpus() -> tuple[Gpu, ...]:
             compute_capability=g.get("compute_capability"),
             rocm_arch=g.get("rocm_arch"),
         )
-        for g in _load("gpus.toml")["gpu"]
+        for g in data_file("gpus.toml")["gpu"]
     )
 
 
@@ -104,8 +104,8 @@ def usable_memory_gib(gpu: Gpu | None = None, memory_gb: float | None = None) ->
         return gpu.driver_gib
     if memory_gb is None:
         raise ValueError("no GPU and no memory size")
-    share = _load("gpus.toml")["driver"]["apple_gpu_share"] if gpu is not None and gpu.vendor == "Apple" else \
-        _load("gpus.toml")["driver"]["fraction"]
+    share = data_file("gpus.toml")["driver"]["apple_gpu_share"] if gpu is not None and gpu.vendor == "Apple" else \
+        data_file("gpus.toml")["driver"]["fraction"]
     return round(float(memory_gb) * float(share), 2)
 
 

@@ -12,13 +12,9 @@ API for the answer/plan layers:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine import memory
 from engine.memo import by_value
-from engine.posttrain.advice import long_context_options, pick_long_context
-from engine.posttrain.result import posttrain_result
-from engine.scenario import build_scenario
 from engine.schema import Breakdown, Change, GpuRef, Request
 from engine.schema.posttrain import (
     POSTTRAIN_STAGES,
@@ -29,6 +25,23 @@ from engine.schema.posttrain import (
     RlTime,
     Settings,
 )
+
+if TYPE_CHECKING:
+    from engine.posttrain.advice import long_context_options, pick_long_context
+    from engine.posttrain.result import posttrain_result
+
+# The layer itself (setup, timing, advice, result) loads on first use: engine.answer and engine.contract import this
+# package to ask `applies`, and a plain fine-tuning question needs nothing else of it.
+_LAZY = {"long_context_options": "engine.posttrain.advice", "pick_long_context": "engine.posttrain.advice",
+         "posttrain_result": "engine.posttrain.result"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def applies(request: Request) -> bool:
@@ -44,6 +57,10 @@ def breakdown_for(request: Request, *, count: int | None = None, gpu_name: str |
     """The memory model's Breakdown of the policy with `total` the post-training peak, for one arrangement
     (gpu × count): what engine/plan's search can use in place of engine.memory.breakdown when `applies(request)`.
     Raises engine.scenario.ScenarioError (a ValueError) when the arrangement cannot run the job."""
+    from engine import memory
+    from engine.posttrain.result import posttrain_result
+    from engine.scenario import build_scenario
+
     gpus = request.gpus
     if count is not None or gpu_name is not None or memory_gb is not None:
         first = gpus[0] if gpus else GpuRef()
@@ -57,6 +74,8 @@ def breakdown_for(request: Request, *, count: int | None = None, gpu_name: str |
 
 def estimate_block(request: Request) -> tuple[float, dict[str, Any]]:
     """(per_gpu.total, the `posttrain` block of the estimate answer)."""
+    from engine.posttrain.result import posttrain_result
+
     r = posttrain_result(request)
     block = r.model_dump(exclude={"per_gpu_total"})
     # the contract's shapes: a change as key, params, the peak it gives, whether it fits; assumptions as "key=value"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine.schema.posttrain import PostTrainResult
 from engine.schema.prices import PriceRange, Rental
@@ -70,11 +70,15 @@ class TrainingAnswer(PlannedAnswer):
 
 
 class PostTrainAnswer(PlannedAnswer):
+    model_config = ConfigDict(defer_build=True)  # built by the first post-training answer, not at import
+
     kind: Literal["posttrain"] = "posttrain"
     posttrain: PostTrainResult  # the post-training / long-context estimate (engine.posttrain)
 
 
 class ServingAnswer(AnswerBase):
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer, not at import
+
     kind: Literal["serving"] = "serving"
     serving: ServingResult  # the serving engine's whole answer as data (engine.serving)
     serving_users: int = 0  # requests of the asked context the serving arrangement runs at once (all replicas)

@@ -20,7 +20,7 @@ OptionKind = Literal["context_parallel", "tensor_parallel", "activation_offload"
 class PostTrainOptions(BaseModel):
     """Settings a request cannot say today (CONTRACT v2 has no field for them); None = the framework default."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     beta: float | None = Field(default=None, ge=0, le=100)  # GRPO/PPO KL coefficient (TRL GRPO default 0.0)
     precompute_ref_log_probs: bool = False  # DPOConfig.precompute_ref_log_probs
@@ -33,6 +33,8 @@ class PostTrainOptions(BaseModel):
 class Line(BaseModel):
     """One extra line of the per-GPU breakdown, GiB (key is a message key suffix: posttrain.line.<key>)."""
 
+    model_config = ConfigDict(defer_build=True)  # built by the first post-training answer
+
     key: str
     gib: float
     params: dict[str, float | int | str | bool] = Field(default_factory=dict)
@@ -40,6 +42,8 @@ class Line(BaseModel):
 
 class Settings(BaseModel):
     """What to set in the framework for this estimate (TRL names)."""
+
+    model_config = ConfigDict(defer_build=True)  # built by the first post-training answer
 
     per_device_train_batch_size: int
     num_generations: int | None = None
@@ -65,6 +69,8 @@ class Settings(BaseModel):
 class RlTime(BaseModel):
     """Seconds per optimizer step of an RL job (generation + training), and the run's hours."""
 
+    model_config = ConfigDict(defer_build=True)  # built by the first post-training answer
+
     sequences_per_step: int
     generation_s: float
     training_s: float
@@ -79,6 +85,8 @@ class RlTime(BaseModel):
 
 
 class PostTrainResult(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built by the first post-training answer
+
     stage: str
     method: str
     per_gpu_total: float  # reserved peak of the busiest training GPU, GiB (cuda context not included)
@@ -103,6 +111,8 @@ class PostTrainResult(BaseModel):
 
 class LongContextOption(BaseModel):
     """One way to fit a long sequence; per_gpu_total in GiB, time_factor against the plain step."""
+
+    model_config = ConfigDict(defer_build=True)  # built by the first post-training answer
 
     kind: OptionKind
     degree: int = 1

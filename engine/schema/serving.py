@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine.schema.result import Arrangement, Change, Note
 from engine.schema.scenario import Assumption
@@ -15,6 +15,8 @@ EngineFamily = Literal["vllm-v0", "vllm-v1", "sglang", "tgi", "llama.cpp", "olla
 
 class Settings(BaseModel):
     """The engine settings the answer ran with (said by the request or the engine's default)."""
+
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
 
     engine: str
     family: EngineFamily
@@ -32,6 +34,8 @@ class Settings(BaseModel):
 
 
 class GpuChoice(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
+
     name: str
     known: bool  # in the catalog (bandwidth, price) or only a memory size
     total_gib: float  # as the driver reports it
@@ -44,6 +48,8 @@ class GpuChoice(BaseModel):
 class RankMemory(BaseModel):
     """One GPU's budget, GiB: the figures a start-up log prints (rank 0 with PP)."""
 
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
+
     budget_gib: float  # what the engine lets itself use (gpu_memory_utilization x total, ...)
     weights_gib: float
     activation_peak_gib: float
@@ -55,6 +61,8 @@ class RankMemory(BaseModel):
 
 
 class KvCapacity(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
+
     bytes_per_token: float  # per GPU: K and V of every layer on the rank (sliding layers counted as full here)
     groups: int  # vLLM V1 KV cache groups (hybrid allocator); 1 for uniform models
     blocks: int
@@ -65,6 +73,8 @@ class KvCapacity(BaseModel):
 
 
 class Speed(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
+
     per_user_tokens_s: float
     total_tokens_s: float
     ttft_s: float
@@ -74,6 +84,8 @@ class Speed(BaseModel):
 
 
 class Cost(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
+
     currency: str
     per_hour: float  # all GPUs of the arrangement, typical market price
     per_month: float
@@ -85,6 +97,8 @@ class Cost(BaseModel):
 class ServingArrangement(Arrangement):
     """One way to serve the asked users: the GPUs (which, the memory of each, how many), TP x PP, replicas, and
     the room it leaves on one card."""
+
+    model_config = ConfigDict(defer_build=True)  # the training Arrangement's fields and config, built on first use
 
     tensor_parallel: int
     pipeline_parallel: int
@@ -110,6 +124,8 @@ class ServingArrangement(Arrangement):
 
 class LoadPoint(BaseModel):
     """One instance under load (engine/serving/load.py): throughput, latencies and what binds; CONTRACT v2.1."""
+
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
 
     stable: bool = True  # False: the arrivals exceed what the instance can serve, queues grow without bound
     binding_limit: str = "none"  # kv_cache | max_num_seqs | memory_bandwidth | compute | near_capacity | overloaded
@@ -147,6 +163,8 @@ class HostedRange(BaseModel):
 class ServingLoad(BaseModel):
     """The load answer: the instance's point, the whole arrangement's figures, the promise and its margin."""
 
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
+
     replicas: int = 1
     point: LoadPoint
     output_tokens_s: float | None = None  # all replicas
@@ -183,6 +201,8 @@ class ServingSide(BaseModel):
 
 
 class ServingResult(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
+
     model: str
     model_known: bool = False
     params_b: float = 0.0

@@ -10,26 +10,25 @@ API (pure, synchronous):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.catalog import find_gpu, find_model, gpus, reference_of
 from engine.schema import Architecture, Assumption, GpuRef, Note, Request
 from engine.schema.serving import ServingArrangement, ServingResult
 
-from .advice import changes, load_changes, merged
-from .asked import Asked, failed, native_format_of, read_asked
-from .capacity import valid_tp
-from .command import command
-from .core import catalog_gpu, gpu_choice, loads, profile, settings_for, users_served
-from .loadplan import feature_flags, load_answer, load_block, machine_for
-from .profile import data, supports
-from .speed import cost, instance_speed
+if TYPE_CHECKING:
+    from .asked import Asked
+
+# The layer's modules (memory budget, KV cache, sizing, load plan, launch command) are imported by the functions
+# that use them: `is_serving_request` is asked of every question, and a training one needs none of them.
 
 __all__ = ["ServingResult", "is_serving_request", "serve", "serving_block"]
 
 def is_serving_request(request: Request) -> bool:
     """A serving engine or a concurrency is named; or plain inference of a model that ships quantized (the HF
     `generate` model has no MXFP4-experts / block-FP8 weights: an engine serves it in its own format)."""
+    from .asked import native_format_of
+
     if request.method == "inference" and native_format_of(request) is not None:
         return True
     if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
@@ -50,6 +49,9 @@ def _model_id(request: Request, arch: Architecture) -> str:
 
 def _candidates(engine: str) -> list[Any]:
     """The GPUs compared when none is named (serving.toml [limits]); Apple Silicon for llama.cpp / Ollama."""
+    from .profile import data
+
+
     limits = data()["limits"]
     names = list(limits["candidate_gpus"])
     if engine in ("llama.cpp", "ollama"):
@@ -69,6 +71,8 @@ class Placed:
 
 def serve(request: Request, sized: bool = False) -> ServingResult:
     """`sized`: the request is the arrangement the sizing picked (no second search)."""
+    from .asked import read_asked
+
     assumptions: list[Assumption] = []
     asked = read_asked(request, assumptions)
     if isinstance(asked, ServingResult):
@@ -82,6 +86,9 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
 def _place(asked: Asked, assumptions: list[Assumption]) -> Placed | ServingResult:
     """The GPUs named (their tensor-parallel degree the largest that fits), else the best arrangement of the
     catalog's candidates; a failed result when none serves the question."""
+    from .asked import failed
+    from .capacity import valid_tp
+
     request, arch, engine = asked.request, asked.arch, asked.engine
     pp = request.pipeline_parallel or 1
     ref: GpuRef | None = request.gpus[0] if request.gpus else None
@@ -114,6 +121,12 @@ def _place(asked: Asked, assumptions: list[Assumption]) -> Placed | ServingResul
 def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: bool) -> ServingResult:
     """The answer on the placed GPUs: memory, users served, speed, cost, load, changes and the launch command; or
     the answer of the arrangement that does what was asked (4-bit weights that load, GPUs sized for the load)."""
+    from .advice import changes, load_changes, merged
+    from .command import command
+    from .core import catalog_gpu, gpu_choice, loads, profile, settings_for, users_served
+    from .loadplan import feature_flags, load_answer, machine_for
+    from .speed import cost, instance_speed
+
     request, arch, engine, fmt, users = asked.request, asked.arch, asked.engine, asked.fmt, asked.users
     ref, tp, pp = placed.ref, placed.tp, placed.pp
     choice, cat = gpu_choice(ref)
@@ -176,6 +189,8 @@ def _served_instead(asked: Asked, ref: GpuRef, cat: Any, loaded: bool, load: Any
     """The answer of another arrangement when the one placed does not do what was asked: 4-bit AWQ weights for a
     throughput question whose 16-bit weights do not load, the GPUs sized for a request rate or latency promise
     the placed ones miss; None when the placed one stands."""
+    from .profile import supports
+
     request, fmt = asked.request, asked.fmt
     if not loaded and "throughput" in request.asks and not (request.quantization or request.bits) \
             and not asked.local and supports(asked.engine, "awq"):
@@ -213,6 +228,9 @@ def arrangement_json(a: ServingArrangement) -> dict[str, Any]:
 
 def serving_block(r: ServingResult) -> dict[str, Any]:
     """CONTRACT.md v2 `serving`: per GPU where it applies (rank 0 with PP; kv_tokens engine-wide)."""
+    from .loadplan import load_block
+
+
     errors = [{**e.model_dump(), "effect": {}} for e in r.errors]  # the contract's message shape: key, params, effect
     if r.settings is None or r.memory is None or r.kv is None or r.gpu is None:
         return {"error": errors[0]["key"] if errors else "serving.error", "errors": errors,

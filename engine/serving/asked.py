@@ -13,10 +13,7 @@ from engine.catalog.ids import name_format
 from engine.schema import Architecture, Assumption, Note, Request
 from engine.schema.serving import ServingArrangement, ServingResult
 
-from .capacity import arrange, valid_tp
-from .core import DEFAULT_CONTEXT_UNKNOWN
 from .profile import data, supports, weight_format
-from .sizing import size
 
 DEFAULT_CONTEXT = 4096  # tokens in + out when the question names no context (shown as an assumption)
 DEFAULT_OUTPUT = 512
@@ -24,6 +21,8 @@ DEFAULT_OUTPUT = 512
 
 def _context(request: Request, arch: Architecture, assumptions: list[Assumption]) -> tuple[int, int, int]:
     """(context, prompt, output): prompt + output when said, else seq_len / max_model_len, else the default."""
+    from .core import DEFAULT_CONTEXT_UNKNOWN
+
     opts = request.engine_options
     if request.prompt_len or request.output_len:
         output = request.output_len or DEFAULT_OUTPUT
@@ -75,6 +74,8 @@ def failed(name: str, errors: list[Note], assumptions: list[Assumption]) -> Serv
 def _too_many(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtype: str, cands: list[Any],
               users: int, context: int, max_model_len: int) -> Note:
     """More users than the largest arrangement serves: say how many the best instance serves, at most."""
+    from .capacity import arrange
+
     most = int(data()["limits"]["max_gpus"])
     one = arrange(request, arch, engine, fmt, kv_dtype, cands, 1, context, max_model_len)
     best = 0
@@ -109,6 +110,8 @@ class Asked:
 
     def arrange(self, candidates: list[Any]) -> list[ServingArrangement]:
         """Per GPU kind of `candidates`, the arrangement that serves the users asked (engine.serving.capacity)."""
+        from .capacity import arrange
+
         return arrange(self.request, self.arch, self.engine, self.fmt, self.kv_dtype, candidates, self.users or 1,
                        self.context, self.max_model_len, self.prompt, self.output)
 
@@ -118,12 +121,16 @@ class Asked:
 
     def size(self, kinds: list[Any]) -> Any:
         """The cheapest arrangement that meets the load's promise (engine.serving.sizing), or None."""
+        from .sizing import size
+
         return size(self.request, self.arch, self.engine, self.fmt, self.kv_dtype, kinds, self.prompt, self.output,
                     self.context, self.max_model_len)
 
 
 def read_asked(request: Request, assumptions: list[Assumption]) -> Asked | ServingResult:
     """The serving question's settings, each default an assumption; a failed result when it cannot be served."""
+    from .capacity import valid_tp
+
     engine = request.serving_engine or "vllm"
     if request.serving_engine is None:
         assumptions.append(Assumption(key="serving_engine", value="vllm"))
