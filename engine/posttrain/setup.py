@@ -70,18 +70,9 @@ def heads_divide(heads: int, kv_heads: int, degree: int) -> bool:
     return heads % degree == 0 and (kv_heads % degree == 0 or degree % kv_heads == 0)
 
 
-def build_setup(request: Request, options: PostTrainOptions | None = None) -> Setup:
-    opts = options or PostTrainOptions()
-    # CONTRACT v2.1: the request's own ALST switches (activation-checkpoint offload, TiledMLP) turn the options on
-    said = {k: True for k in ("activation_offload", "tiled_mlp") if getattr(request, k)}
-    if said:
-        opts = opts.model_copy(update=said)
-    c = constants()["defaults"]
-    stage = request.stage or "sft"
-    extra: list[Assumption] = []
-    notes: list[str] = []
-    updates: dict[str, Any] = {}
-
+def _lengths(request: Request, stage: str, c: dict[str, Any], extra: list[Assumption],
+             updates: dict[str, Any]) -> tuple[int, int]:
+    """(prompt, completion) of an RL stage, and the row length of a preference stage, with what was assumed."""
     prompt = completion = 0
     if stage in ("grpo", "ppo"):
         completion = request.output_len or 0
@@ -100,7 +91,12 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
     elif (stage in PREFERENCE_STAGES or stage == "rm") and request.seq_len is None:
         updates["seq_len"] = c["preference_max_length"]
         extra.append(Assumption(key="max_length", value=c['preference_max_length']))
+    return prompt, completion
 
+
+def _generations(request: Request, stage: str, c: dict[str, Any], prompt: int, completion: int,
+                 extra: list[Assumption], updates: dict[str, Any]) -> int:
+    """GRPO's completions per prompt, and the micro-batch the stack cuts them into (a token budget, its profile)."""
     generations = 0
     if stage == "grpo":
         generations = request.num_generations or c["num_generations"]
@@ -114,23 +110,12 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
                 rows = max(1, min(generations, int(budget // max(1, prompt + completion))))
             updates["batch_size"] = rows
             extra.append(Assumption(key="batch_size", value=rows))
+    return generations
 
-    if (request.context_parallel or 1) > 1 and request.sharding is None:
-        # sequence parallelism runs with model states sharded over all ranks (ALST: ZeRO-3; 360-LLaMA-Factory,
-        # ms-swift: ZeRO-3 / FSDP)
-        updates["sharding"] = "zero3"
-        extra.append(Assumption(key="sharding", value="zero3"))
-    req = request.model_copy(update=updates) if updates else request
-    scenario = build_scenario(req)
-    drop = {k for k in ("seq_len", "batch_size") if k in updates}
-    scenario.assumptions = [a for a in scenario.assumptions if a.key not in drop]
-    assumptions = [*scenario.assumptions, *extra]
-    if scenario.method == "inference":
-        raise ScenarioError(f"{stage} is training: choose full, lora or qlora (context parallelism here is for "
-                            "training, not serving)", "stage_is_training", stage=stage)
-    full = scenario.method == "full"
 
-    # reference model
+def _reference(request: Request, stage: str, opts: PostTrainOptions, full: bool, c: dict[str, Any],
+               assumptions: list[Assumption]) -> tuple[float | None, str | None]:
+    """(GRPO's KL beta, how the reference model is held: a copy, the adapter switched off, precomputed, none)."""
     beta: float | None = None
     reference: str | None = None
     if stage in ("dpo", "kto"):
@@ -148,20 +133,12 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
             reference = "copy" if full else "adapter_off"
     elif stage in REFERENCE_FREE:
         reference = None
+    return beta, reference
 
-    # a pair is two sequences through the policy (trl/trainer/dpo_trainer.py concatenated_inputs stacks chosen over
-    # rejected); padding-free / packing flattens them into one row (TRL v0.24.0, 04fd1203 dpo_trainer.py
-    # concatenated_forward: `input_ids = input_ids[attention_mask.bool()].unsqueeze(0)`; ms-swift --packing packs
-    # pairs into rows of max_length), so the row the request states is the whole micro-step: seq_len x batch, no 2x
-    pairs = stage in ("dpo", "orpo", "simpo", "rm") and not request.padding_free
-    sequences = scenario.batch_size * (2 if pairs else 1)
-    tokens = scenario.seq_len
 
-    if stage in ("grpo", "ppo") and "grad_accum" not in opts.model_fields_set:
-        # TrainingArguments.gradient_accumulation_steps = 1; GRPO generates steps_per_generation (= it) micro-batches
-        assumptions.append(Assumption(key="grad_accum", value=opts.grad_accum))
-
-    # parallelism
+def _parallel(request: Request, scenario: Scenario, opts: PostTrainOptions, tokens: int,
+              assumptions: list[Assumption]) -> tuple[int, CpKind | None, int]:
+    """(context parallel degree, its kind, tensor parallel degree), checked against the heads and the GPUs."""
     n = scenario.gpu_count
     cp = request.context_parallel or 1
     if cp > n:
@@ -186,8 +163,13 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
     if cp * tp > n:
         raise ScenarioError(f"context parallel {cp} x tensor parallel {tp} needs {cp * tp} GPUs, {n} given",
                             "cp_tp_needs_gpus", cp=cp, tp=tp, needs=cp * tp, gpus=n)
+    return cp, kind, tp
 
-    # rollout
+
+def _rollout(request: Request, stage: str, n: int, c: dict[str, Any], assumptions: list[Assumption],
+             notes: list[str]) -> tuple[str | None, float | None, int, bool, int, int]:
+    """Where an RL stage generates (vLLM colocated or a server on GPUs of its own, else HF generate):
+    (mode, gpu_memory_utilization, vLLM TP, sleep mode, training GPUs, rollout GPUs)."""
     rollout: str | None = None
     util: float | None = None
     vtp, sleep = 1, False
@@ -210,6 +192,57 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
             util = r.gpu_memory_utilization
     elif stage in ("grpo", "ppo"):
         notes.append("posttrain.note.hf_generate")
+    return rollout, util, vtp, sleep, train_gpus, rollout_gpus
+
+
+def build_setup(request: Request, options: PostTrainOptions | None = None) -> Setup:
+    opts = options or PostTrainOptions()
+    # CONTRACT v2.1: the request's own ALST switches (activation-checkpoint offload, TiledMLP) turn the options on
+    said = {k: True for k in ("activation_offload", "tiled_mlp") if getattr(request, k)}
+    if said:
+        opts = opts.model_copy(update=said)
+    c = constants()["defaults"]
+    stage = request.stage or "sft"
+    extra: list[Assumption] = []
+    notes: list[str] = []
+    updates: dict[str, Any] = {}
+
+    prompt, completion = _lengths(request, stage, c, extra, updates)
+    generations = _generations(request, stage, c, prompt, completion, extra, updates)
+
+    if (request.context_parallel or 1) > 1 and request.sharding is None:
+        # sequence parallelism runs with model states sharded over all ranks (ALST: ZeRO-3; 360-LLaMA-Factory,
+        # ms-swift: ZeRO-3 / FSDP)
+        updates["sharding"] = "zero3"
+        extra.append(Assumption(key="sharding", value="zero3"))
+    req = request.model_copy(update=updates) if updates else request
+    scenario = build_scenario(req)
+    drop = {k for k in ("seq_len", "batch_size") if k in updates}
+    scenario.assumptions = [a for a in scenario.assumptions if a.key not in drop]
+    assumptions = [*scenario.assumptions, *extra]
+    if scenario.method == "inference":
+        raise ScenarioError(f"{stage} is training: choose full, lora or qlora (context parallelism here is for "
+                            "training, not serving)", "stage_is_training", stage=stage)
+    full = scenario.method == "full"
+
+    beta, reference = _reference(request, stage, opts, full, c, assumptions)
+
+    # a pair is two sequences through the policy (trl/trainer/dpo_trainer.py concatenated_inputs stacks chosen over
+    # rejected); padding-free / packing flattens them into one row (TRL v0.24.0, 04fd1203 dpo_trainer.py
+    # concatenated_forward: `input_ids = input_ids[attention_mask.bool()].unsqueeze(0)`; ms-swift --packing packs
+    # pairs into rows of max_length), so the row the request states is the whole micro-step: seq_len x batch, no 2x
+    pairs = stage in ("dpo", "orpo", "simpo", "rm") and not request.padding_free
+    sequences = scenario.batch_size * (2 if pairs else 1)
+    tokens = scenario.seq_len
+
+    if stage in ("grpo", "ppo") and "grad_accum" not in opts.model_fields_set:
+        # TrainingArguments.gradient_accumulation_steps = 1; GRPO generates steps_per_generation (= it) micro-batches
+        assumptions.append(Assumption(key="grad_accum", value=opts.grad_accum))
+
+    n = scenario.gpu_count
+    cp, kind, tp = _parallel(request, scenario, opts, tokens, assumptions)
+
+    rollout, util, vtp, sleep, train_gpus, rollout_gpus = _rollout(request, stage, n, c, assumptions, notes)
     if train_gpus != n:
         scenario = scenario.model_copy(update={"gpu_count": train_gpus})
     name, card = _card(request)
