@@ -1,5 +1,5 @@
 """Serving load and the features deployments turn on (CONTRACT v2.1): a request rate («20 запросов в секунду»,
-"20 rps"), the latency promise («TTFT p95 под 500 мс», "TPOT under 50 ms", "30 tok/s per user"), a prefix-cache
+"20 rps", "72000 requests per hour"), the latency promise («TTFT p95 под 500 мс», "TPOT under 50 ms", "30 tok/s per user"), a prefix-cache
 hit rate («с префикс-кэшем 50 %»), speculative decoding (EAGLE, MTP, a draft model, n-gram), multi-LoRA
 («100 LoRA-адаптеров»), expert parallelism, --enforce-eager, the interconnect, NIM as an engine, and a question
 for a number of users ("how many concurrent users", «сколько пользователей»)."""
@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import re
 
+from engine.parse.numbers import number_value
 from engine.parse.scan import Scan
 
 NUMBER = r"(\d+(?:[.,]\d+)?)"
-RATE = re.compile(NUMBER + r"\s*(?:rps|qps|req/s|reqs?/s|requests?\s*(?:/|per|a|an)\s*(sec(?:ond)?|s|min(?:ute)?)\b"
-                  r"|запрос\w*\s*(?:в|/|за)\s*(секунду|сек|с|минуту|мин)\b|rpm\b)")
+RATE = re.compile(NUMBER + r"\s*(?:rps|qps|req/s|reqs?/s|requests?\s*(?:/|per|a|an)\s*(sec(?:ond)?|s|min(?:ute)?|h(?:our)?"
+                  r"|hr)\b|запрос\w*\s*(?:в|/|за)\s*(секунду|сек|с|минуту|мин|час|ч)\b|rpm\b|rph\b)")
+PER_SECONDS = {"min": 60.0, "мин": 60.0, "h": 3600.0, "час": 3600.0, "ч": 3600.0}
 TTFT = re.compile(r"(?:ttft|time to first token|первого токена|первый токен)(?:\s*p\s*(\d{2}))?[^\d]{0,24}?" + NUMBER
                   + r"\s*(мс|ms|msec|с|s|sec|сек|секунд\w*|seconds?)\b")
 TPOT = re.compile(r"(?:tpot|itl|inter[- ]token latency)(?:\s*p\s*\d{2})?[^\d]{0,20}?" + NUMBER + r"\s*(мс|ms)\b")
@@ -49,7 +51,7 @@ def _mark(s: Scan, start: int, end: int) -> None:
 
 
 def _num(x: str) -> float:
-    return float(x.replace(",", "."))
+    return number_value(x)  # "0,5 с" is a half, "72,000 requests per hour" seventy-two thousand
 
 
 def load(s: Scan) -> None:
@@ -58,8 +60,8 @@ def load(s: Scan) -> None:
     if m:
         v = _num(m.group(1))
         unit = (m.group(2) or m.group(3) or "").lower()
-        if unit.startswith("min") or unit.startswith("мин") or "rpm" in m.group(0):
-            v /= 60.0
+        unit = "min" if "rpm" in m.group(0) else "h" if "rph" in m.group(0) else unit
+        v /= next((sec for head, sec in PER_SECONDS.items() if unit.startswith(head)), 1.0)
         if 0 < v <= 1e6:
             s.set("request_rate", v)
             _mark(s, m.start(), m.end())
