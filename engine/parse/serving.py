@@ -321,7 +321,7 @@ def _counts_other(s: Scan, j: int) -> bool:
 def _generated(s: Scan, i: int) -> None:
     """"generate 256 tokens", «сгенерировать 1к токенов» (a data amount, "generate 1M tokens", is none)."""
     j = s.skip(i + 1, LEN_FILLERS - TOKEN_WORDS | {"up", "to"}, 3)
-    got = _length(s, j)
+    got = _length(s, j) if s.unit_after(j)[0] <= 1e3 else None
     if got and s.word(got[1]) in TOKEN_WORDS and 1 <= got[0] <= MAX_SEQ_LEN:
         _put_len(s, "output_len", got[0])
         s.use(i, got[1])
