@@ -78,7 +78,8 @@ PROMPT_WORDS = frozenset({"prompt", "prompts", "промпт", "промпта",
                           "inputs", "вход", "входа", "входе", "входной", "входных", "isl", "инпут", "входы"})
 OUTPUT_WORDS = frozenset({"output", "outputs", "выход", "выхода", "выходе", "выходной", "выходных", "ответ",
                           "ответа", "ответы", "completion", "completions", "генерация", "osl", "аутпут",
-                          "max_tokens", "maxtokens", "response", "responses", "answer", "answers", "выходы", "ответами", "ответах"})
+                          "max_tokens", "maxtokens", "response", "responses", "answer", "answers", "выходы",
+                          "ответами", "ответах"})
 # plural nouns a number before counts rather than measures: "1000 промптов" is no prompt length
 COUNTED = frozenset({"prompts", "промптов", "промпты", "inputs", "outputs", "completions", "responses", "ответов",
                      "ответы", "входов", "выходов", "answers", "входы", "выходы", "ответами", "ответах"})

@@ -1,8 +1,9 @@
 """Serving load and the features deployments turn on (CONTRACT v2.1): a request rate («20 запросов в секунду»,
-"20 rps", "72000 requests per hour"), the latency promise («TTFT p95 под 500 мс», "TPOT under 50 ms", "50 ms per token", "30 tok/s per user"), a prefix-cache
-hit rate («с префикс-кэшем 50 %»), speculative decoding (EAGLE, MTP, a draft model, n-gram), multi-LoRA
-(«100 LoRA-адаптеров»), expert parallelism, --enforce-eager, the interconnect, NIM as an engine, and a question
-for a number of users ("how many concurrent users", «сколько пользователей»)."""
+"20 rps", "72000 requests per hour"), the latency promise («TTFT p95 под 500 мс», "TPOT under 50 ms",
+"50 ms per token", "30 tok/s per user"), a prefix-cache hit rate («с префикс-кэшем 50 %»), speculative decoding
+(EAGLE, MTP, a draft model, n-gram), multi-LoRA («100 LoRA-адаптеров»), expert parallelism, --enforce-eager, the
+interconnect, NIM as an engine, and a question for a number of users ("how many concurrent users",
+«сколько пользователей»)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from engine.parse.scan import Scan
 
 NUMBER = r"(\d+(?:[.,]\d+)?)"
 THOUSANDS = r"(?:\s*(k|к|тыс\.?|thousand)(?![a-zа-яё]))?"  # "1.2k requests per minute", «2к запросов в минуту»
-RATE = re.compile(NUMBER + THOUSANDS + r"\s*(?:rps|qps|req/s|reqs?/s|requests?\s*(?:/|per|a|an)\s*(sec(?:ond)?|s|min(?:ute)?|h(?:our)?"
-                  r"|hr)\b|запрос\w*\s*(?:в|/|за)\s*(секунду|сек|с|минуту|мин|час|ч)\b|rpm\b|rph\b)")
+RATE = re.compile(NUMBER + THOUSANDS + r"\s*(?:rps|qps|req/s|reqs?/s|requests?\s*(?:/|per|a|an)\s*"
+                  r"(sec(?:ond)?|s|min(?:ute)?|h(?:our)?|hr)\b"
+                  r"|запрос\w*\s*(?:в|/|за)\s*(секунду|сек|с|минуту|мин|час|ч)\b|rpm\b|rph\b)")
 PER_SECONDS = {"min": 60.0, "мин": 60.0, "h": 3600.0, "час": 3600.0, "ч": 3600.0}
-TTFT = re.compile(r"(?:ttft|time to first token|first token|первого токена|первый токен)(?:\s*p\s*(\d{2}))?[^\d]{0,24}?" + NUMBER
-                  + r"\s*(мс|ms|msec|с|s|sec|сек|секунд\w*|seconds?)\b")
+TTFT = re.compile(r"(?:ttft|(?:time to )?first token|первого токена|первый токен)(?:\s*p\s*(\d{2}))?[^\d]{0,24}?"
+                  + NUMBER + r"\s*(мс|ms|msec|с|s|sec|сек|секунд\w*|seconds?)\b")
 TPOT = re.compile(r"(?:tpot|itl|inter[- ]token latency)(?:\s*p\s*\d{2})?[^\d]{0,20}?" + NUMBER + r"\s*(мс|ms)\b")
 PER_TOKEN = re.compile(NUMBER + r"\s*(?:мс|ms)\s*(?:per|на|/|a|each)\s*(?:output\s*|выходной\s*)?(?:token|токен)\b")
 PER_USER = re.compile(NUMBER + r"\s*(?:tok(?:ens)?/s|t/s|tps|ток(?:ен\w*)?/с|ток(?:ен\w*)? в секунду|tokens per second)"
