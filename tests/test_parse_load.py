@@ -101,6 +101,8 @@ def test_a_model_size_or_context_nearby_is_not_stolen(q: str, params_b: float, s
     ("vllm 70b генерация по 8 ответов на промпт", "num_generations", 8),  # counts answers, not tokens
     ("grpo 7b 1000 prompts, 8 answers each", "output_len", None),
     ("generate 1M tokens of synthetic data with llama 8b", "output_len", None),  # a data amount, no length
+    ("can a 4090 answer 100 users at once with llama 8b?", "concurrency", 100),  # "answer" the verb, no length
+    ("can a 4090 answer 100 users at once with llama 8b?", "output_len", None),
     ("vllm 70b 20 rps", "concurrency", None),  # a rate is not users at once
     ("vllm 70b 1.2k requests per minute", "concurrency", None),
     ("vllm 70b 2к запросов в минуту", "seq_len", None),  # «2к» counts requests here, no context

@@ -82,7 +82,7 @@ OUTPUT_WORDS = frozenset({"output", "outputs", "выход", "выхода", "в
                           "ответами", "ответах"})
 # plural nouns a number before counts rather than measures: "1000 промптов" is no prompt length
 COUNTED = frozenset({"prompts", "промптов", "промпты", "inputs", "outputs", "completions", "responses", "ответов",
-                     "ответы", "входов", "выходов", "answers", "входы", "выходы", "ответами", "ответах"})
+                     "ответы", "входов", "выходов", "answer", "answers", "входы", "выходы", "ответами", "ответах"})
 GENERATION_WORDS = frozenset({"генераций", "генерации", "генерациями", "generations", "completions", "rollouts",
                               "роллаутов", "роллаута", "роллауты", "samples", "сэмплов", "семплов", "ответов",
                               "responses", "комплишенов"})

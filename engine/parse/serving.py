@@ -287,8 +287,8 @@ def lengths(s: Scan) -> None:
                     continue
         j = s.skip(i + 1, LEN_FILLERS | {"new", "по"}, 4)
         got = _length(s, j)
-        if got and s.word(i + 1) == "по" and _counts_other(s, j):
-            got = None  # «ответы по 300 токенов» measures; «генерация по 8 ответов» counts
+        if got and (s.word(i + 1) == "по" or t.text in ("answer", "answers")) and _counts_other(s, j):
+            got = None  # «ответы по 300 токенов» measures; «генерация по 8 ответов», "answer 100 users" count
         if got:
             _put_len(s, field, got[0])
             s.use(i, got[1])
