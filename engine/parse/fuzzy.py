@@ -38,6 +38,7 @@ REAL_WORDS = frozenset({
     "compute", "computed", "production", "reduction", "turing", "doubles", "torchrun", "state", "stated",
     "status", "stats", "stages", "generator", "predictor", "precomputed", "slang", "sessions", "stream",
     "сотках", "сотка", "сотки", "фото", "лора", "плата", "платы", "карты", "карта", "очень", "можно",
+    "generate", "generates", "generating", "generated",
 })
 
 

@@ -77,13 +77,14 @@ USER_NOUNS = frozenset({"users", "user", "пользователей", "поль
                         "streams", "потоков", "concurrent", "одновременных", "параллельных", "одновременно",
                         "параллельно", "simultaneous"})
 PROMPT_WORDS = frozenset({"prompt", "prompts", "промпт", "промпта", "промпты", "промптом", "промпте", "input",
-                          "inputs", "вход", "входа", "входе", "входной", "входных", "isl", "инпут"})
+                          "inputs", "вход", "входа", "входе", "входной", "входных", "isl", "инпут", "входы"})
 OUTPUT_WORDS = frozenset({"output", "outputs", "выход", "выхода", "выходе", "выходной", "выходных", "ответ",
                           "ответа", "ответы", "completion", "completions", "генерация", "osl", "аутпут",
-                          "max_tokens", "maxtokens", "response", "responses"})
+                          "max_tokens", "maxtokens", "response", "responses", "answer", "answers", "выходы",
+                          "ответами", "ответах"})
 # plural nouns a number before counts rather than measures: "1000 промптов" is no prompt length
 COUNTED = frozenset({"prompts", "промптов", "промпты", "inputs", "outputs", "completions", "responses", "ответов",
-                     "ответы", "входов", "выходов"})
+                     "ответы", "входов", "выходов", "answer", "answers", "входы", "выходы", "ответами", "ответах"})
 GENERATION_WORDS = frozenset({"генераций", "генерации", "генерациями", "generations", "completions", "rollouts",
                               "роллаутов", "роллаута", "роллауты", "samples", "сэмплов", "семплов", "ответов",
                               "responses", "комплишенов"})

@@ -1,21 +1,27 @@
 """Serving load and the features deployments turn on (CONTRACT v2.1): a request rate («20 запросов в секунду»,
-"20 rps"), the latency promise («TTFT p95 под 500 мс», "TPOT under 50 ms", "30 tok/s per user"), a prefix-cache
-hit rate («с префикс-кэшем 50 %»), speculative decoding (EAGLE, MTP, a draft model, n-gram), multi-LoRA
-(«100 LoRA-адаптеров»), expert parallelism, --enforce-eager, the interconnect, NIM as an engine, and a question
-for a number of users ("how many concurrent users", «сколько пользователей»)."""
+"20 rps", "72000 requests per hour"), the latency promise («TTFT p95 под 500 мс», "TPOT under 50 ms",
+"50 ms per token", "30 tok/s per user"), a prefix-cache hit rate («с префикс-кэшем 50 %»), speculative decoding
+(EAGLE, MTP, a draft model, n-gram), multi-LoRA («100 LoRA-адаптеров»), expert parallelism, --enforce-eager, the
+interconnect, NIM as an engine, and a question for a number of users ("how many concurrent users",
+«сколько пользователей»)."""
 
 from __future__ import annotations
 
 import re
 
+from engine.parse.numbers import number_value
 from engine.parse.scan import Scan
 
 NUMBER = r"(\d+(?:[.,]\d+)?)"
-RATE = re.compile(NUMBER + r"\s*(?:rps|qps|req/s|reqs?/s|requests?\s*(?:/|per|a|an)\s*(sec(?:ond)?|s|min(?:ute)?)\b"
-                  r"|запрос\w*\s*(?:в|/|за)\s*(секунду|сек|с|минуту|мин)\b|rpm\b)")
-TTFT = re.compile(r"(?:ttft|time to first token|первого токена|первый токен)(?:\s*p\s*(\d{2}))?[^\d]{0,24}?" + NUMBER
-                  + r"\s*(мс|ms|msec|с|s|sec|сек|секунд\w*|seconds?)\b")
+THOUSANDS = r"(?:\s*(k|к|тыс\.?|thousand)(?![a-zа-яё]))?"  # "1.2k requests per minute", «2к запросов в минуту»
+RATE = re.compile(NUMBER + THOUSANDS + r"\s*(?:rps|qps|req/s|reqs?/s|requests?\s*(?:/|per|a|an)\s*"
+                  r"(sec(?:ond)?|s|min(?:ute)?|h(?:our)?|hr)\b"
+                  r"|запрос\w*\s*(?:в|/|за)\s*(секунду|сек|с|минуту|мин|час|ч)\b|rpm\b|rph\b)")
+PER_SECONDS = {"min": 60.0, "мин": 60.0, "h": 3600.0, "час": 3600.0, "ч": 3600.0}
+TTFT = re.compile(r"(?:ttft|(?:time to )?first token|первого токена|первый токен)(?:\s*p\s*(\d{2}))?[^\d]{0,24}?"
+                  + NUMBER + r"\s*(мс|ms|msec|с|s|sec|сек|секунд\w*|seconds?)\b")
 TPOT = re.compile(r"(?:tpot|itl|inter[- ]token latency)(?:\s*p\s*\d{2})?[^\d]{0,20}?" + NUMBER + r"\s*(мс|ms)\b")
+PER_TOKEN = re.compile(NUMBER + r"\s*(?:мс|ms)\s*(?:per|на|/|a|each)\s*(?:output\s*|выходной\s*)?(?:token|токен)\b")
 PER_USER = re.compile(NUMBER + r"\s*(?:tok(?:ens)?/s|t/s|tps|ток(?:ен\w*)?/с|ток(?:ен\w*)? в секунду|tokens per second)"
                       r"\s*(?:на|per|for each|each|/)\s*(?:пользовател\w*|юзер\w*|user|request|запрос\w*)")
 PREFIX = re.compile(r"(?:prefix[- ]?cach\w*|префикс\w*[- ]?кэш\w*|кэш\w* префикс\w*|cache hit\w*|попадани\w* в кэш)"
@@ -49,17 +55,17 @@ def _mark(s: Scan, start: int, end: int) -> None:
 
 
 def _num(x: str) -> float:
-    return float(x.replace(",", "."))
+    return number_value(x)  # "0,5 с" is a half, "72,000 requests per hour" seventy-two thousand
 
 
 def load(s: Scan) -> None:
     text = s.text
     m = RATE.search(text)
     if m:
-        v = _num(m.group(1))
-        unit = (m.group(2) or m.group(3) or "").lower()
-        if unit.startswith("min") or unit.startswith("мин") or "rpm" in m.group(0):
-            v /= 60.0
+        v = _num(m.group(1)) * (1000.0 if m.group(2) else 1.0)
+        unit = (m.group(3) or m.group(4) or "").lower()
+        unit = "min" if "rpm" in m.group(0) else "h" if "rph" in m.group(0) else unit
+        v /= next((sec for head, sec in PER_SECONDS.items() if unit.startswith(head)), 1.0)
         if 0 < v <= 1e6:
             s.set("request_rate", v)
             _mark(s, m.start(), m.end())
@@ -71,6 +77,10 @@ def load(s: Scan) -> None:
             s.set("ttft_p95_ms", ms)  # a promise is read as the p95 unless another percentile is said
             _mark(s, m.start(), m.end())
     m = TPOT.search(text)
+    if m and 0 < _num(m.group(1)) <= 1e6:
+        s.set("tpot_ms", _num(m.group(1)))
+        _mark(s, m.start(), m.end())
+    m = PER_TOKEN.search(text)  # "50 ms per token", «50 мс на токен»
     if m and 0 < _num(m.group(1)) <= 1e6:
         s.set("tpot_ms", _num(m.group(1)))
         _mark(s, m.start(), m.end())

@@ -50,7 +50,12 @@ SECOND = frozenset({"s", "sec", "second", "секунду", "сек", "с", "day
                     "month", "месяц", "week", "неделю", "сутки"})
 CONCURRENT_WORDS = USER_NOUNS | CONCURRENCY_ADJ | CONCURRENCY_NOUNS
 QUANT_TRIGGERS = frozenset({"awq", "gptq", "nf", "fp", "int", "mxfp", "nvfp", "w", "e", "bnb", "q", "iq"}) | GGUF
-LENGTH_TRIGGERS = PROMPT_WORDS | OUTPUT_WORDS | {"new"}
+# verbs that measure the output only with a token count after them: "generate 256 tokens", «сгенерировать 1к токенов»
+GENERATE_VERBS = frozenset({"generate", "generates", "generating", "generated", "генерировать", "сгенерировать",
+                            "генерирует", "генерит", "генерим", "генерировал"})
+# "300 tokens per answer", «по 300 токенов на ответ»: the number is before, the noun after these
+PER_NOUN = frozenset({"per", "each", "a", "an", "for", "на", "в", "каждый"})
+LENGTH_TRIGGERS = PROMPT_WORDS | OUTPUT_WORDS | GENERATE_VERBS | {"new"}
 HEAD_FIRSTS = frozenset({"num", "numgenerations", "group", "groupsize", "g", "rollout", "n", "nsamples"})
 MAX_GENERATIONS = 4096
 
@@ -282,6 +287,9 @@ def lengths(s: Scan) -> None:
         field = "prompt_len" if t.text in PROMPT_WORDS else "output_len" if t.text in OUTPUT_WORDS else None
         if t.text == "new" and s.word(s.skip(i + 1, GLUE, 1)) in TOKEN_WORDS:
             field = "output_len"  # max_new_tokens
+        if t.text in GENERATE_VERBS:
+            _generated(s, i)
+            continue
         if field is None:
             continue
         # "prompt/output 2k/512", "isl/osl 1024/128"
@@ -295,8 +303,10 @@ def lengths(s: Scan) -> None:
                     _put_len(s, "output_len", b[0])
                     s.use(i, b[1])
                     continue
-        j = s.skip(i + 1, LEN_FILLERS | {"new"}, 4)
+        j = s.skip(i + 1, LEN_FILLERS | {"new", "по"}, 4)
         got = _length(s, j)
+        if got and (s.word(i + 1) == "по" or t.text in ("answer", "answers")) and _counts_other(s, j):
+            got = None  # «ответы по 300 токенов» measures; «генерация по 8 ответов», "answer 100 users" count
         if got:
             _put_len(s, field, got[0])
             s.use(i, got[1])
@@ -304,16 +314,35 @@ def lengths(s: Scan) -> None:
         # "2048 input tokens", "2k prompt", "512 токенов ответа" ("1000 промптов" counts prompts)
         k = i - 1
         tokens_said = s.word(i + 1) in TOKEN_WORDS
+        if s.word(k) in PER_NOUN and s.word(k - 1) in TOKEN_WORDS:
+            k -= 1  # "300 tokens per answer"
         if s.word(k) in TOKEN_WORDS:
-            k -= 1
+            k = s.skip(k - 1, GLUE, 1, -1)  # "300-token answers", "2k-token prompts"
             tokens_said = True
+        need = k  # the number read must reach here: nothing but its unit between it and the noun
         if s.word(k) in ("k", "к") and s.glued(k):
             k -= 1
             tokens_said = True
         got = _length(s, k) if tokens_said or t.orig not in COUNTED else None
-        if got and got[1] >= i - 1:
+        if got and got[1] >= need:
             _put_len(s, field, got[0])
             s.use(k, i)
+
+
+def _counts_other(s: Scan, j: int) -> bool:
+    """Number j counts something other than tokens: «по 8 ответов» (not «по 300 токенов», «по 2к», «по 300,»)."""
+    _, end = s.unit_after(j)
+    k = end + 1
+    return k < s.n and s.toks[k].kind == WORD and s.toks[k].text not in TOKEN_WORDS
+
+
+def _generated(s: Scan, i: int) -> None:
+    """"generate 256 tokens", «сгенерировать 1к токенов» (a data amount, "generate 1M tokens", is none)."""
+    j = s.skip(i + 1, LEN_FILLERS - TOKEN_WORDS | {"up", "to"}, 3)
+    got = _length(s, j) if s.unit_after(j)[0] <= 1e3 else None
+    if got and s.word(got[1]) in TOKEN_WORDS and 1 <= got[0] <= MAX_SEQ_LEN:
+        _put_len(s, "output_len", got[0])
+        s.use(i, got[1])
 
 
 def generations(s: Scan) -> None:

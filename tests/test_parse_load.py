@@ -1,0 +1,111 @@
+"""Serving-load questions heard in full (CONTRACT v2.1): prompt and output lengths, request rate, concurrency and the
+TTFT / TPOT promise, in Russian and English, without stealing a model size or a context said next to them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.parse import _parse as parse_strict
+
+LOAD = ("prompt_len", "output_len", "request_rate", "concurrency", "ttft_p95_ms", "tpot_ms")
+
+
+def heard(q: str) -> dict[str, Any]:
+    r = parse_strict(q)
+    assert r.error is None, (q, r.error)
+    return {k: getattr(r, k) for k in LOAD if getattr(r, k) is not None}
+
+
+@pytest.mark.parametrize(("q", "want"), [
+    # output length
+    ("vllm 70b ответы по 300 токенов", {"output_len": 300}),
+    ("vllm 70b ответ ~300 токенов", {"output_len": 300}),
+    ("vllm 70b 300-token answers", {"output_len": 300}),
+    ("vllm 70b 300-token responses", {"output_len": 300}),
+    ("vllm 70b 300-token outputs", {"output_len": 300}),
+    ("vllm 70b 300 token completions", {"output_len": 300}),
+    ("vllm 70b answers of 300 tokens", {"output_len": 300}),
+    ("vllm 70b 300 tokens per answer", {"output_len": 300}),
+    ("vllm 70b по 300 токенов на ответ", {"output_len": 300}),
+    ("llama 8b на 4090 с ответами в 200 токенов", {"output_len": 200}),
+    ("vllm 70b выходы по 300 токенов", {"output_len": 300}),
+    ("vllm 70b output 300", {"output_len": 300}),
+    ("vllm 70b generate 256 tokens", {"output_len": 256}),
+    ("vllm 70b generating 512 tokens per request", {"output_len": 512}),
+    ("vllm 70b сгенерировать 256 токенов", {"output_len": 256}),
+    ("vllm 8b генерация 1к токенов", {"output_len": 1024}),
+    # prompt length
+    ("vllm 8b промпт 2к", {"prompt_len": 2048}),
+    ("vllm 8b входы по 4k токенов", {"prompt_len": 4096}),
+    ("vllm 8b 2k-token prompts", {"prompt_len": 2048}),
+    ("vllm 8b 4k-token inputs", {"prompt_len": 4096}),
+    ("vllm 8b input 1024", {"prompt_len": 1024}),
+    ("vllm 70b промпты по 2к токенов, ответы по 300", {"prompt_len": 2048, "output_len": 300}),
+    # request rate, per second
+    ("vllm 70b 20 запросов в секунду", {"request_rate": 20.0}),
+    ("vllm 70b 20 rps", {"request_rate": 20.0}),
+    ("vllm 70b 20 req/s", {"request_rate": 20.0}),
+    ("vllm 70b 1200 запросов в минуту", {"request_rate": 20.0}),
+    ("vllm 70b 1.2k requests per minute", {"request_rate": 20.0}),
+    ("vllm 70b 1,2 тыс. запросов в минуту", {"request_rate": 20.0}),
+    ("vllm 70b 72,000 requests per hour", {"request_rate": 20.0}),
+    ("vllm 70b 3600 запросов в час", {"request_rate": 1.0}),
+    # concurrency
+    ("vllm 70b 200 одновременных пользователей", {"concurrency": 200}),
+    ("vllm 70b 200 concurrent users", {"concurrency": 200}),
+    # the promise
+    ("vllm 70b TTFT p95 до 500 мс", {"ttft_p95_ms": 500.0}),
+    ("vllm 70b p95 TTFT under 0.5 s", {"ttft_p95_ms": 500.0}),
+    ("vllm 70b TTFT p95 ≤ 0,5 с", {"ttft_p95_ms": 500.0}),
+    ("vllm 70b first token within 300 ms", {"ttft_p95_ms": 300.0}),
+    ("vllm 70b TPOT не больше 50 мс", {"tpot_ms": 50.0}),
+    ("vllm 70b ITL ≤ 40ms", {"tpot_ms": 40.0}),
+    ("vllm 70b 50 ms per token", {"tpot_ms": 50.0}),
+    ("vllm 70b 50 мс на токен", {"tpot_ms": 50.0}),
+])
+def test_each_load_field_is_heard(q: str, want: dict[str, Any]) -> None:
+    assert heard(q) == want, q
+
+
+def test_the_reviewers_question_is_heard_in_full() -> None:
+    q = "what's our cost per 1M tokens at 200 concurrent users with 2k prompts and 300-token answers?"
+    r = parse_strict(q)
+    assert heard(q) == {"prompt_len": 2048, "output_len": 300, "concurrency": 200}
+    assert r.seq_len is None and r.method == "inference"
+
+
+@pytest.mark.parametrize(("q", "params_b", "seq_len", "want"), [
+    ("70B, контекст 8k, промпт 2к, ответ 300", 70, 8192, {"prompt_len": 2048, "output_len": 300}),
+    ("vllm 70b, context 8k, 2k prompts, 300-token answers, 20 rps", 70, 8192,
+     {"prompt_len": 2048, "output_len": 300, "request_rate": 20.0}),
+    ("qwen 32b 128k context, 4k-token prompts, 1k-token outputs, 50 rps, TTFT p95 under 1 s", 32.8, 131072,
+     {"prompt_len": 4096, "output_len": 1024, "request_rate": 50.0, "ttft_p95_ms": 1000.0}),
+    ("qwen 32b контекст 32к, вход 4к, выход 512, 10 запросов в секунду, TPOT до 40 мс", 32.8, 32768,
+     {"prompt_len": 4096, "output_len": 512, "request_rate": 10.0, "tpot_ms": 40.0}),
+    ("llama 70b контекст 16к, 2к запросов в минуту, ответы по 300 токенов", 70.6, 16384,
+     {"request_rate": pytest.approx(2000 / 60), "output_len": 300}),
+    ("Llama 3.1 70B на 4×H100, 2к промпт, 300 токенов ответа, 32 одновременных пользователя", 70.6, None,
+     {"prompt_len": 2048, "output_len": 300, "concurrency": 32}),
+])
+def test_a_model_size_or_context_nearby_is_not_stolen(q: str, params_b: float, seq_len: int | None,
+                                                      want: dict[str, Any]) -> None:
+    r = parse_strict(q)
+    assert r.model is not None and r.model.params_b == pytest.approx(params_b, rel=0.05), q
+    assert r.seq_len == seq_len, q
+    assert heard(q) == want, q
+
+
+@pytest.mark.parametrize(("q", "field", "value"), [
+    ("vllm 70b генерация по 8 ответов на промпт", "num_generations", 8),  # counts answers, not tokens
+    ("grpo 7b 1000 prompts, 8 answers each", "output_len", None),
+    ("generate 1M tokens of synthetic data with llama 8b", "output_len", None),  # a data amount, no length
+    ("can a 4090 answer 100 users at once with llama 8b?", "concurrency", 100),  # "answer" the verb, no length
+    ("can a 4090 answer 100 users at once with llama 8b?", "output_len", None),
+    ("vllm 70b 20 rps", "concurrency", None),  # a rate is not users at once
+    ("vllm 70b 1.2k requests per minute", "concurrency", None),
+    ("vllm 70b 2к запросов в минуту", "seq_len", None),  # «2к» counts requests here, no context
+])
+def test_a_count_is_not_read_as_a_length_or_a_rate_as_users(q: str, field: str, value: Any) -> None:
+    assert getattr(parse_strict(q), field) == value, q
