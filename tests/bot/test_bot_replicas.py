@@ -23,7 +23,7 @@ import aiohttp
 from fake_botapi import TOKEN, FakeBotAPI, button, callback, message, texts
 from redis_server import RedisServer, free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "replica_secret_42"
 HOOK_PATH = "/tg/hook"
 START_TIMEOUT_S = 90.0  # a replica imports aiogram, matplotlib and the catalogs: slow on a loaded 2-core machine

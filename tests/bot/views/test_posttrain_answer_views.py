@@ -13,7 +13,7 @@ from bot.views.render import plain, render
 from engine.posttrain import Change
 from engine.schema import PostTrainAnswer
 
-DATA = Path(__file__).parent / "data" / "posttrain_answers"
+DATA = Path(__file__).parents[2] / "data" / "posttrain_answers"
 NAMES = sorted(p.stem for p in DATA.glob("*.json"))
 PRE = re.compile(r"<pre>(.*?)</pre>", re.S)
 

@@ -157,7 +157,8 @@ def optimizer_only_offload(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "constants", params_on_the_gpu)
 
 
-def test_zero3_optimizer_offload_keeps_the_16bit_parameter_shards_on_the_gpu(optimizer_only_offload: None) -> None:
+@pytest.mark.usefixtures("optimizer_only_offload")
+def test_zero3_optimizer_offload_keeps_the_16bit_parameter_shards_on_the_gpu() -> None:
     base = {"model": {"name": "Qwen3-4B"}, "method": "full", "sharding": "zero3", "seq_len": 4096,
             "framework": "trl", "gpus": [{"name": "H100 SXM", "count": 4}]}
     s = build_scenario(Request.model_validate({**base, "offload": True}))
@@ -226,7 +227,8 @@ def test_unsloth_fused_loss_never_materialises_the_logits() -> None:
     assert fused["logits"] * GIB < 0.5 * tokens_vocab  # unsloth_fused_ce_loss / CCE: chunks of hidden x lm_head
 
 
-def test_zero3_optimizer_offload_time_fetches_no_parameters_over_the_host_link(optimizer_only_offload: None) -> None:
+@pytest.mark.usefixtures("optimizer_only_offload")
+def test_zero3_optimizer_offload_time_fetches_no_parameters_over_the_host_link() -> None:
     from engine.speed.training import step_time
 
     base = {"model": {"name": "Llama-3.1-8B"}, "method": "full", "sharding": "zero3", "offload": True,

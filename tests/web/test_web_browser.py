@@ -22,8 +22,8 @@ from web.app import mount, webapp
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
-STUB = Path(__file__).parent / "data" / "telegram-web-app-stub.js"
-SCREENSHOT = Path(__file__).parent.parent / "docs" / "img" / "miniapp.png"
+STUB = Path(__file__).parents[1] / "data" / "telegram-web-app-stub.js"
+SCREENSHOT = Path(__file__).parents[2] / "docs" / "img" / "miniapp.png"
 DARK = {"bg_color": "#17212b", "text_color": "#f5f5f5", "hint_color": "#708499", "button_color": "#5288c1",
         "button_text_color": "#ffffff", "secondary_bg_color": "#232e3c"}
 LIGHT = {"bg_color": "#ffffff", "text_color": "#000000", "hint_color": "#999999", "button_color": "#3390ec",

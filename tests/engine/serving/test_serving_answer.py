@@ -246,7 +246,7 @@ def test_every_key_the_serving_engine_emits_is_worded() -> None:
     from bot.views.serving_words import error_line
     from engine.schema import Change
 
-    code = "\n".join(p.read_text() for p in (Path(__file__).parents[1] / "engine" / "serving").glob("*.py"))
+    code = "\n".join(p.read_text() for p in (Path(__file__).parents[3] / "engine" / "serving").glob("*.py"))
     keys = set(re.findall(r'"(serving\.(?:error|warning|change)\.[a-z0-9_]+)"', code))
     assert len(keys) >= 13
     for key in keys:

@@ -21,7 +21,7 @@ from fake_botapi import TOKEN, FakeBotAPI, callback, chat, html_error, inline_qu
 
 from bot.middlewares import TokenBucket
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GROUP = -100999
 
 

@@ -38,7 +38,7 @@ from bot.storage import (
 )
 from engine.parse import parse
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

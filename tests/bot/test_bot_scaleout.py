@@ -1,7 +1,7 @@
 """State shared by replicas through a real Redis, the webhook registered once, and Redis outages.
 
 Each "replica" here is its own storage object with its own Redis connection pool and breaker, as in
-separate processes; tests/test_bot_replicas.py does the same with real subprocesses.
+separate processes; tests/bot/test_bot_replicas.py does the same with real subprocesses.
 """
 
 from __future__ import annotations

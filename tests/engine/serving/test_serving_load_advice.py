@@ -22,7 +22,7 @@ from engine.pricing import default_rate
 from engine.schema import Answer
 from engine.schema.serving import ServingResult
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def serving(q: str) -> ServingResult:

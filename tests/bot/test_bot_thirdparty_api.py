@@ -13,7 +13,7 @@ import pytest
 from bot_harness import bot_process, harness
 from fake_botapi import TOKEN, FakeBotAPI, callback, inline_query, message
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LACKING = {"setMyCommands", "setMyDescription", "setMyShortDescription", "sendChatAction", "getWebhookInfo"}
 LLAMA = {"hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
          "num_key_value_heads": 8, "vocab_size": 128256, "model_type": "llama"}

@@ -8,7 +8,7 @@ from pathlib import Path
 from bot_harness import harness
 from fake_botapi import FakeBotAPI, message, texts
 
-LOGS = Path(__file__).parent / "data" / "logs"
+LOGS = Path(__file__).parents[1] / "data" / "logs"
 
 
 async def test_a_log_document_and_a_pasted_log_are_read_back(tmp_path: Path, api: FakeBotAPI) -> None:

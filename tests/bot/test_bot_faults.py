@@ -16,7 +16,7 @@ from bot.metrics import Metrics
 from bot.middlewares import RetryRequests
 from bot.storage import SQLiteStorage
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cret_token"
 HEADERS = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
 

@@ -16,7 +16,7 @@ from engine.configs.readers.logs import looks_like_log, read_log
 from engine.contract import estimate_request
 from engine.schema import ModelRef
 
-LOGS = Path(__file__).parent / "data" / "logs"
+LOGS = Path(__file__).parents[2] / "data" / "logs"
 
 
 def log(name: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bot.cli_input import JsonTooHostile, loads_limited, read_lines
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(args: list[bytes], stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:

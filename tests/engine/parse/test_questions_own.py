@@ -1,5 +1,5 @@
 """Our own phrasings of the classes the reply must get right (tests/data/questions_own.jsonl): what the parser reads
-(the shared scorer's comparison rules, as tests/test_parse_v2.py) and the first line of `gpu-advisor ask`."""
+(the shared scorer's comparison rules, tests/parse_checks.py) and the first line of `gpu-advisor ask`."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_parse_v2 import check
+from parse_checks import check
 
 from bot.pipeline import ask_text
 from engine.configs.readers.cmdline import looks_like_command
 from engine.parse import _parse as parse_strict
 
-CASES = [json.loads(line) for line in (Path(__file__).parent / "data" / "questions_own.jsonl")
+CASES = [json.loads(line) for line in (Path(__file__).parents[2] / "data" / "questions_own.jsonl")
          .read_text("utf-8").splitlines() if line.strip()]
 
 

@@ -19,7 +19,7 @@ from engine.catalog import architecture, find_gpu
 from engine.schema import ModelRef, Scenario
 from engine.speed import hardware
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def scenario(method: str = "full", *, params_b: float | None = None, model: str | None = "Llama-2-7B",
