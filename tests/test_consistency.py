@@ -203,7 +203,7 @@ async def test_every_door_gives_the_same_answer(h: Harness, api: FakeBotAPI,
 
 
 def test_check_judges_fit_against_the_driver_reported_capacity(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
-    from test_configs_readers import TRL_YAML
+    from configs_golden_cases import TRL_YAML
 
     from engine.fit import capacity
 
@@ -218,7 +218,7 @@ def test_check_judges_fit_against_the_driver_reported_capacity(tmp_path, capsys:
 
 
 async def test_the_bot_sizes_a_config_file_by_its_model_id_as_check_does(h: Harness, api: FakeBotAPI) -> None:
-    from test_configs_readers import TRL_YAML
+    from configs_golden_cases import TRL_YAML
 
     api.add_file("sft", TRL_YAML.encode(), path="documents/sft.yaml")
     doc = {"file_id": "sft", "file_unique_id": "usft", "file_name": "sft.yaml"}
