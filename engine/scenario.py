@@ -225,7 +225,7 @@ def for_gpu(s: Scenario, gpu: Gpu, said: Request | None = None) -> Scenario:
         notes.append(Assumption(key="train_precision", value="bf16"))
     adapted = s.model_copy(update=update)
     if adapted.method != "inference":
-        from engine.speed.training import assumed_speed  # the time model reads the scenario: imported late
+        from engine.speed.flops import assumed_speed  # the time model reads the scenario: imported late
 
         speed = assumed_speed(adapted, gpu)
         if speed is not None:  # timed at a published MFU: the answer says which and for which stack

@@ -10,6 +10,13 @@ from engine.speed.costs import (
     multi_node_cost,
     offload_cost,
 )
+from engine.speed.flops import (
+    attention_flops_per_token,
+    dense_flops_per_token,
+    matmul_params,
+    training_flops_per_token,
+    utilisation,
+)
 from engine.speed.hardware import (
     calibration,
     gpu_class,
@@ -34,16 +41,11 @@ from engine.speed.training import (
     TOKENS_100M,
     StepTime,
     TrainingTime,
-    attention_flops_per_token,
     default_accumulation,
-    dense_flops_per_token,
-    matmul_params,
     seconds_per_token,
     step_time,
     trainable_params,
-    training_flops_per_token,
     training_time,
-    utilisation,
 )
 
 __all__ = [

@@ -34,8 +34,13 @@ from engine.memory import LoraTargets, lora_parameters
 from engine.memory.state import zero_offload
 from engine.schema import Scenario
 from engine.speed import hardware
+from engine.speed.flops import (
+    peak_flops,
+    published_mfu,
+    training_flops_per_token,
+    utilisation,
+)
 from engine.speed.hardware import (
-    by_class,
     gpus_per_node,
     intra_node_gbs,
     network_gbs,
@@ -43,7 +48,6 @@ from engine.speed.hardware import (
     pcie_gbs,
     resolve_gpu,
 )
-from engine.speed.inference import attention_width
 
 TOKENS_100M = 1e8
 SECONDS_PER_HOUR = 3600.0
@@ -94,77 +98,6 @@ class TrainingTime(BaseModel):
 
 
 # ---- FLOPs ------------------------------------------------------------------------------------------------
-
-
-def matmul_params(scenario: Scenario) -> float:
-    """Active parameters that take part in matmuls: an untied input embedding is a lookup."""
-    arch = scenario.arch
-    embedding = 0.0 if arch.tied else float(arch.vocab * arch.hidden)
-    return max(arch.active_params - embedding, arch.active_params * 0.5)
-
-
-def dense_flops_per_token(scenario: Scenario, *, recompute: bool) -> float:
-    """k · P_matmul (+ 2 · P_matmul recomputed forward when `recompute`)."""
-    k = 6.0 if scenario.method == "full" else 4.0
-    return (k + (2.0 if recompute else 0.0)) * matmul_params(scenario)
-
-
-def attention_flops_per_token(scenario: Scenario, *, recompute: bool) -> float:
-    """12 · L · s · h_attn for forward + backward, + 4 · L · s · h_attn recomputed."""
-    arch = scenario.arch
-    forward = 4.0 * arch.layers * scenario.seq_len * attention_width(arch)
-    return 3.0 * forward + (forward if recompute else 0.0)
-
-
-def training_flops_per_token(scenario: Scenario) -> tuple[float, float]:
-    """(hardware FLOPs, model FLOPs) per training token; they differ by the checkpointing recompute."""
-    def per_token(recompute: bool) -> float:
-        return dense_flops_per_token(scenario, recompute=recompute) + attention_flops_per_token(
-            scenario, recompute=recompute)
-
-    return per_token(scenario.gradient_checkpointing), per_token(False)
-
-
-# ---- utilisation ------------------------------------------------------------------------------------------
-
-
-def published_mfu(scenario: Scenario, gpu: Gpu) -> tuple[float, float, float] | None:
-    """The end-to-end MFU published runs reached (typical, low, high) when the scenario is timed by it: training from
-    scratch, or a stack whose profile says so (NeMo / Megatron); None for the fine-tuning step model."""
-    if not (scenario.pretraining or profile(scenario.framework).constant("published_mfu", 0.0)):
-        return None
-    table = hardware.calibration()["published_mfu"]
-    key = "fp8" if scenario.train_precision == "fp8" else f"{hardware.gpu_class(gpu)}_bf16"
-    band = table.get(key, table["hopper_bf16"])
-    return float(band["typical"]), float(band["low"]), float(band["high"])
-
-
-def peak_flops(scenario: Scenario, gpu: Gpu) -> float:
-    """The dense peak of the precision the matmuls run in, FLOP/s."""
-    if scenario.train_precision == "fp8" and gpu.fp8_tflops:
-        return float(gpu.fp8_tflops) * 1e12
-    return gpu.bf16_tflops * 1e12
-
-
-def assumed_speed(scenario: Scenario, gpu: Gpu) -> str | None:
-    """What the time assumed, for the answer to say: "40% MFU bf16 (NVIDIA NeMo)"; None for the step model."""
-    mfu = published_mfu(scenario, gpu)
-    if mfu is None:
-        return None
-    return f"{mfu[0]:.0%} MFU {scenario.train_precision} ({profile(scenario.framework).label})"
-
-
-def utilisation(scenario: Scenario, gpu: Gpu) -> tuple[float, float, float]:
-    """Utilisation of the dense BF16 peak by the matmuls (typical, low, high) on this GPU. The same for every
-    method: LoRA runs the base model's matmuls (4 · P instead of 6 · P); what its adapters add is a separate
-    memory-bound term. Timed at a published MFU (published_mfu): that MFU."""
-    mfu = published_mfu(scenario, gpu)
-    if mfu is not None:
-        return mfu
-    cal = hardware.calibration()
-    band = by_class(cal["utilisation"], gpu)
-    factor = float(cal["gpu_factor"].get(gpu.name, 1.0))
-    return band["typical"] * factor, band["low"] * factor, band["high"] * factor
 
 
 def trainable_params(scenario: Scenario) -> float:

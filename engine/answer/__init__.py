@@ -1,4 +1,5 @@
-"""Request → Answer: the one entry point the bot and the command line call for a reply.
+"""Request → Answer: the one entry point the bot and the command line call for a reply (a serving question's
+answer in engine/answer/serving.py).
 
 The verdict is decided here, once, with the fit rule of `engine.fit`; views only word what this returns.
 """
@@ -8,6 +9,8 @@ from __future__ import annotations
 from datetime import date
 
 from engine import posttrain, pricing, speed
+from engine.answer.serving import serving_answer
+from engine.answer.serving import serving_breakdown as serving_breakdown  # the contract reads it here
 from engine.catalog import find_gpu, reference_of
 from engine.fit import NO_HEADROOM, capacity, fits, need_gb, tight
 from engine.memory import fused_loss_alternative
@@ -25,7 +28,6 @@ from engine.schema import (
     Change,
     ErrorAnswer,
     GpuLine,
-    GpuRef,
     Limits,
     LineRole,
     MarketAnswer,
@@ -37,14 +39,11 @@ from engine.schema import (
     PriceRange,
     Rental,
     Request,
-    ServingAnswer,
-    ServingCost,
-    ServingSide,
     TrainingAnswer,
     Verdict,
     error_keys,
 )
-from engine.serving import ServingResult, is_serving_request, serve
+from engine.serving import is_serving_request
 
 # GPUs a chart draws next to the asked and planned ones, so that the need reads against familiar sizes.
 COMMON_GPUS = ("RTX 4090", "A100 80GB SXM", "H100 SXM", "H200 SXM")
@@ -372,117 +371,3 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> PostTrain
 
 
 # ---- serving -------------------------------------------------------------------------------------------------
-
-
-def serving_answer(request: Request, prices: PriceOptions | None = None) -> ServingAnswer:
-    """A serving question's answer: the engine's ServingResult and the verdict on the GPUs asked."""
-    if prices is not None and request.currency is None:
-        request = request.model_copy(update={"currency": prices.currency})
-    sides = serving_sides(request) if len({g.name for g in request.gpus}) > 1 else []
-    winner = next((x for x in sides if x.winner), None)
-    served = request
-    if winner is not None and winner.holds_count is not None:  # the body of the answer is the winner's arrangement
-        served = request.model_copy(update={"gpus": [GpuRef(name=winner.gpu, count=winner.holds_count)]})
-    result = serve(served)
-    if prices is not None and result.cost is not None and result.gpu is not None:
-        result = result.model_copy(update={"cost": _priced(result, prices)})
-    if sides:
-        result = result.model_copy(update={"compared": sides})
-    notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
-    if "method" in request.assumed:  # a model on a GPU with no training word: read as running it (engine.parse)
-        notes.append(Note(key="assumed_inference"))
-    if moe_active(request):  # "30b moe": the active share assumed, said
-        result = result.model_copy(update={"assumptions": [*result.assumptions,
-                                                          Assumption(key="moe_active", value=moe_active(request))]})
-    if "quantization" in request.assumed and request.quantization:  # "q4": the parser's pick, said (engine.serving's
-        result = result.model_copy(update={"assumptions": [  # own "weight_format" assumption words it)
-            *result.assumptions, Assumption(key="weight_format", value=request.quantization)]})
-    judged = "compare" if sides else serving_verdict(request, result)
-    return ServingAnswer(request=request, serving=result, verdict=judged, notes=notes,
-                  serving_users=serving_users(result), currency=result.cost.currency if result.cost else "USD")
-
-
-def serving_sides(request: Request) -> list[ServingSide]:
-    """Each GPU named for one serving job ("H100 or H200 for 32 users"), sized like a training comparison: whether
-    the count named holds the asked users, else the smallest arrangement of that GPU that does (engine.serving's own
-    search), with its price per hour, per 1M output tokens and speed per user. The winner holds the users at the
-    lowest price per 1M output tokens (per hour where no token price is known); the winner comes first."""
-    sides: list[ServingSide] = []
-    for ref in list({g.name: g for g in request.gpus}.values())[:4]:
-        r = serve(request.model_copy(update={"gpus": [ref]}))
-        name = r.gpu.name if r.gpu is not None else (ref.name or "")
-        side = ServingSide(gpu=name, count=ref.count, currency=request.currency or "USD")
-        if r.fits and r.gpu is not None:
-            side = side.model_copy(update={
-                "holds_as_named": True, "holds_count": r.gpu.count,
-                "per_hour": r.cost.per_hour if r.cost else None,
-                "per_million_output_tokens": r.cost.per_million_output_tokens if r.cost else None,
-                "per_user_tokens_s": r.speed.per_user_tokens_s if r.speed else None})
-        elif r.arrangement is not None and r.arrangement.gpu == name:
-            a = r.arrangement
-            side = side.model_copy(update={
-                "holds_count": a.count, "per_hour": a.per_hour,
-                "per_million_output_tokens": a.per_million_output_tokens, "per_user_tokens_s": a.per_user_tokens_s})
-        sides.append(side)
-    holding = [x for x in sides if x.holds_count is not None]
-    if not holding:
-        return sides
-    inf = float("inf")
-    best = min(holding, key=lambda x: (x.per_million_output_tokens if x.per_million_output_tokens is not None else inf,
-                                       x.per_hour if x.per_hour is not None else inf, -(x.per_user_tokens_s or 0.0)))
-    best = best.model_copy(update={"winner": True})
-    return [best, *(x for x in sides if x.gpu != best.gpu)]
-
-
-def _priced(r: ServingResult, prices: PriceOptions) -> ServingCost | None:
-    """The serving cost at the chat's prices: its own price for the GPU, the figure of the range it picks, its rate."""
-    assert r.cost is not None and r.gpu is not None
-    try:
-        found = pricing.price_range(r.gpu.name, overrides=prices.overrides, currency=prices.currency,
-                                    usd_rub=prices.usd_rub)
-    except (LookupError, ValueError):
-        return r.cost
-    hourly = {"cheapest": found.min, "premium": found.max}.get(prices.pick, found.typical)
-    per_hour = hourly * r.gpu.count
-    tokens_s = r.speed.total_tokens_s * max(1, r.replicas) if r.speed else 0.0
-    return ServingCost(currency=prices.currency, per_hour=round(per_hour, 2),
-                       per_month=round(per_hour * pricing.HOURS_PER_MONTH, 0),
-                       per_million_output_tokens=round(per_hour / (tokens_s * 3600) * 1e6, 3) if tokens_s else 0.0,
-                       gpu_hour_price=round(hourly, 3), price_source=found.typical_where)
-
-
-def serving_users(r: ServingResult) -> int:
-    """Requests of the asked context the configuration runs at once: KV room capped by max_num_seqs, all replicas."""
-    if r.kv is None or r.settings is None or r.memory is None or r.memory.kv_pool_gib <= 0:
-        return 0
-    return int(min(r.kv.concurrency_at_context + 1e-9, r.settings.max_num_seqs)) * max(1, r.replicas)
-
-
-def serving_breakdown(r: ServingResult) -> Breakdown | None:
-    """What one GPU must hold for the asked users (rank 0): the engine's fixed parts plus the KV of the asked
-    requests, in the training breakdown's terms so that the one fit rule of engine.fit judges it."""
-    m, k = r.memory, r.kv
-    if m is None or k is None:
-        return None
-    per_instance = -(-(r.users or 1) // max(1, r.replicas))
-    kv = min(m.kv_pool_gib, per_instance * r.context * k.bytes_per_token / 2**30) if m.kv_pool_gib > 0 else 0.0
-    total = m.weights_gib + m.activation_peak_gib + kv + m.cuda_graph_gib
-    return Breakdown(weights=m.weights_gib, adapters=0, gradients=0, optimizer=0, activations=m.activation_peak_gib,
-                     logits=0, kv_cache=kv, overhead=m.cuda_graph_gib, total=total, cuda_context=m.non_torch_gib,
-                     cpu_ram=m.host_ram_gib, trainable_params=0)
-
-
-def serving_verdict(request: Request, r: ServingResult) -> Verdict | None:
-    """fits / tight / fits_with_changes / no_fit on the GPUs asked (None when none was named, or no answer)."""
-    if not request.gpus or r.memory is None:
-        return None
-    b = serving_breakdown(r)
-    gpu = find_gpu(r.gpu.name) if r.gpu else None
-    if r.fits and b is not None:
-        # the one fit rule against the driver-reported capacity (engine.fit), as the training verdict
-        room = capacity(gpu.name, gpu.memory_gb) if gpu else (r.gpu.total_gib if r.gpu and r.gpu.total_gib else 0.0)
-        return "tight" if tight(b, room) or not fits(b, room, NO_HEADROOM) else "fits"
-    helps = any(c.key != "serving.change.arrangement" and c.key != "serving.change.fewer_users"
-                and c.effect.get("loads", True) and c.effect.get("users_served", 0) >= (r.users or 1)
-                for c in r.changes)
-    return "fits_with_changes" if helps else "no_fit"
