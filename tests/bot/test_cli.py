@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from cli_support import Ran, run_cli
 
 
-def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
-                          timeout=120)
+def run(*args: str, stdin: str | bytes = "") -> Ran:
+    return run_cli(*args, stdin=stdin)  # in process: bot.cli.main(argv) with its streams captured
 
 
 def test_estimate_request_answers_every_line_in_order() -> None:

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_support import Ran, run_cli
 
 from engine.configs import TARGETS
 
 
-def run(*args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess[str]:
-    data = stdin.encode() if isinstance(stdin, str) else stdin
-    p = subprocess.run([sys.executable, "-m", "bot", *args], input=data, capture_output=True, timeout=180)
-    return subprocess.CompletedProcess(p.args, p.returncode, p.stdout.decode(), p.stderr.decode())
+def run(*args: str, stdin: str | bytes = "") -> Ran:
+    return run_cli(*args, stdin=stdin)  # in process: bot.cli.main(argv) with its streams captured
 
 
 def test_config_json_lines_one_per_question_in_order():

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
+from cli_support import Ran, run_cli
 
 from bot.pipeline import ask_text
 from engine.parse import parse
@@ -23,9 +22,8 @@ QUESTIONS = [
 ]
 
 
-def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
-                          timeout=120)
+def run(*args: str, stdin: str | bytes = "") -> Ran:
+    return run_cli(*args, stdin=stdin)  # in process: bot.cli.main(argv) with its streams captured
 
 
 def test_llama_70b_on_vllm_gets_the_serving_answer() -> None:
