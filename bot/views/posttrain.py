@@ -200,6 +200,10 @@ def change_words(lang: str, key: str, p: dict[str, Any]) -> str:
             return _(lang, "vLLM sleep mode during the step")
         case "vllm_server_gpu":
             return _(lang, "vLLM on a separate GPU (server mode)")
+        case "vllm_tensor_parallel":
+            return _(lang, "vLLM split over %(tp)s GPUs (vllm_tensor_parallel_size=%(tp)s, share %(util)s)") % {
+                "tp": p.get("vllm_tensor_parallel_size"),
+                "util": decimal(lang, float(p.get("vllm_gpu_memory_utilization", 0)), 2)}
         case "precompute_ref_log_probs":
             return _(lang, "precomputed reference log-probs (no reference model)")
         case "fused_loss":

@@ -323,11 +323,17 @@ def long_context_instead(request: Request, result: PlanResult) -> bool:
     return posttrain_plan.is_long_context(request)
 
 
-def posttrain_verdict(result: PlanResult, b: Breakdown,
-                      asked: Arrangement | None) -> tuple[Verdict | None, Change | None]:
+def posttrain_verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None,
+                      rollout_fails: bool = False) -> tuple[Verdict | None, Change | None]:
     """engine.answer's verdict, with a plan on the GPUs asked that needs changes (8-bit Adam, ZeRO-3, CP) counted
-    as the change that fits: the headline names that plan."""
+    as the change that fits: the headline names that plan. A rollout that cannot run as set (vLLM's share too small
+    for its weights, or beside the trainer on one card) does not fit as asked, whatever the memory sum says: the
+    fix is a change that lets it run."""
     said, fix = verdict(result, b, asked)
+    if rollout_fails and said in ("fits", "tight") and asked is not None:
+        on_card = [c for c in result.changes if _on_the_gpus_asked(c) and c.fits]
+        fix = next((c for c in on_card if not c.tight), on_card[0] if on_card else None)
+        return ("fits_with_changes" if fix is not None else "no_fit"), fix
     if said == "no_fit" and asked is not None and any(
             p.gpu == asked.gpu and p.count == asked.count and p.techniques for p in result.plans):
         return "fits_with_changes", fix
@@ -354,7 +360,9 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> PostTrain
     cheaper = None
     shown = [*result.plans[:SHOWN_PLANS], *result.alternatives]
     gpus = max(s.gpu_count, pt.train_gpus)
-    judged, fix = posttrain_verdict(result, b, asked)
+    from engine.posttrain.advice import rollout_fails
+
+    judged, fix = posttrain_verdict(result, b, asked, rollout_fails(pt))
     return PostTrainAnswer(
         request=request, scenario=s, breakdown=b, verdict=judged, fix=fix, asked=asked,
         capacity_gib=capacity(asked.gpu, asked.memory_gb) if asked else 0.0,

@@ -14,12 +14,25 @@ from engine.schema.posttrain import LongContextOption, PostTrainOptions, PostTra
 
 
 def _total(request: Request, options: PostTrainOptions | None) -> float | None:
+    found = _result(request, options)
+    return None if found is None else found.per_gpu_total
+
+
+def _result(request: Request, options: PostTrainOptions | None) -> PostTrainResult | None:
     from engine.posttrain.result import posttrain_result
 
     try:
-        return posttrain_result(request, options, advise=False).per_gpu_total
+        return posttrain_result(request, options, advise=False)
     except (ScenarioError, ValueError):
         return None
+
+
+def rollout_fails(result: PostTrainResult) -> bool:
+    """The rollout as set cannot run (engine.posttrain.result.ROLLOUT_FAILS): no change fixes the job unless it
+    fixes that too."""
+    from engine.posttrain.result import ROLLOUT_FAILS
+
+    return any(n in ROLLOUT_FAILS for n in result.notes)
 
 
 def _fits(request: Request, total: float) -> bool | None:
@@ -56,13 +69,18 @@ def _candidates(request: Request, options: PostTrainOptions | None,
         rollout = request.rollout or Rollout()
         used = rollout.gpu_memory_utilization or constants()["defaults"]["vllm_gpu_memory_utilization"]
         best = st.vllm_gpu_memory_utilization
-        if best is not None and best < used:
+        if best is not None and best != used:  # what vLLM needs: less frees the trainer, more lets vLLM start
             out.append(("vllm_gpu_memory_utilization", {"vllm_gpu_memory_utilization": best},
                         request.model_copy(update={"rollout": rollout.model_copy(update={
                             "gpu_memory_utilization": best})}), options))
         if not st.vllm_enable_sleep_mode:
-            out.append(("sleep_mode", {"vllm_enable_sleep_mode": True},
-                        request.model_copy(update={"rollout": rollout.model_copy(update={"sleep": True})}), options))
+            # asleep during the step, vLLM may take the share it needs (TRL vllm_enable_sleep_mode)
+            share = max(used, best or used)
+            out.append(("sleep_mode", {"vllm_enable_sleep_mode": True} | (
+                {"vllm_gpu_memory_utilization": share} if share != used else {}),
+                        request.model_copy(update={"rollout": rollout.model_copy(update={
+                            "sleep": True, "gpu_memory_utilization": share})}), options))
+        out += _vllm_tensor_parallel(request, options, result, rollout)
         gpus = [g.model_copy(update={"count": g.count + 1}) for g in request.gpus] or [GpuRef(count=2)]
         out.append(("vllm_server_gpu", {"vllm_mode": "server", "extra_gpus": 1},
                     request.model_copy(update={"gpus": gpus, "rollout": rollout.model_copy(update={
@@ -76,14 +94,44 @@ def _candidates(request: Request, options: PostTrainOptions | None,
     return out
 
 
+def _vllm_tensor_parallel(request: Request, options: PostTrainOptions | None, result: PostTrainResult,
+                          rollout: Rollout) -> list[tuple[str, dict[str, Any], Request, PostTrainOptions | None]]:
+    """A colocated vLLM that cannot hold the model on one card: split it over 2, 4, 8 of the training GPUs
+    (TRL vllm_tensor_parallel_size, which must divide the processes), at the share that degree needs."""
+    if not rollout_fails(result) or (rollout.tensor_parallel or 1) > 1:
+        return []
+    n = sum(g.count for g in request.gpus) or 1
+    for t in (2, 4, 8):
+        if t > n or n % t:
+            break
+        split = request.model_copy(update={"rollout": rollout.model_copy(update={"tensor_parallel": t})})
+        found = _result(split, options)
+        share = found.settings.vllm_gpu_memory_utilization if found is not None else None
+        if share is None:
+            continue
+        sized = split.model_copy(update={"rollout": split.rollout.model_copy(update={  # type: ignore[union-attr]
+            "gpu_memory_utilization": share})})
+        again = _result(sized, options)
+        if again is not None and not rollout_fails(again):
+            return [("vllm_tensor_parallel", {"vllm_tensor_parallel_size": t, "vllm_gpu_memory_utilization": share},
+                     sized, options)]
+    return []
+
+
 def changes(request: Request, options: PostTrainOptions | None, result: PostTrainResult) -> list[Change]:
     out = []
+    failing = rollout_fails(result)
     for key, params, req, opts in _candidates(request, options, result):
-        total = _total(req, opts)
-        if total is None or (total >= result.per_gpu_total and key not in ("vllm_server_gpu",)):
+        found = _result(req, opts)
+        if found is None:
             continue
+        total = found.per_gpu_total
+        if total >= result.per_gpu_total and key not in ("vllm_server_gpu",) and not (
+                failing and not rollout_fails(found)):  # a change that lets the rollout run is one even if bigger
+            continue
+        fits = _fits(req, total)
         out.append(Change(key=f"posttrain.change.{key}", params=params, per_gpu_total=round(total, 3),
-                          fits=_fits(req, total)))
+                          fits=bool(fits) and not rollout_fails(found) if fits is not None else None))
     seen = {c.key for c in out}
     for opt in long_context_options(request, options):
         if f"posttrain.change.{opt.kind}" in seen and not opt.combined:
@@ -92,7 +140,7 @@ def changes(request: Request, options: PostTrainOptions | None, result: PostTrai
             out.append(Change(key=f"posttrain.change.{opt.kind}", params={
                 "degree": opt.degree, "gpus": opt.gpus, "host_ram_gib": round(opt.host_ram_gib, 1),
                 "time_factor": round(opt.time_factor, 2), **({"with": ",".join(opt.combined)} if opt.combined else {})},
-                per_gpu_total=opt.per_gpu_total, fits=opt.fits, tight=opt.tight))
+                per_gpu_total=opt.per_gpu_total, fits=opt.fits and not failing, tight=opt.tight))
             if opt.fits and not opt.tight:
                 break  # a comfortable fit: what comes after it is slower or needs more GPUs
     # the fits first (comfortable before tight), each group in the order found

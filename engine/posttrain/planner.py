@@ -154,6 +154,18 @@ def fixed_settings(request: Request, fix: Any, asked: Arrangement) -> Any:
     from engine.posttrain import PostTrainOptions
 
     key = fix.key.removeprefix("posttrain.change.")
+    rollout_update = {"vllm_tensor_parallel": {"tensor_parallel": fix.params.get("vllm_tensor_parallel_size"),
+                                               "gpu_memory_utilization": fix.params.get("vllm_gpu_memory_utilization")},
+                      "vllm_gpu_memory_utilization": {
+                          "gpu_memory_utilization": fix.params.get("vllm_gpu_memory_utilization")},
+                      "sleep_mode": {"sleep": True, **({"gpu_memory_utilization": fix.params[
+                          "vllm_gpu_memory_utilization"]} if "vllm_gpu_memory_utilization" in fix.params else {})}}
+    if key in rollout_update and request.rollout is not None:  # the rollout's fix: its settings are the answer's
+        moved = request.model_copy(update={"rollout": request.rollout.model_copy(update=rollout_update[key])})
+        try:
+            return posttrain.posttrain_result(moved, advise=False).settings
+        except (ScenarioError, ValueError):
+            return None
     parts = {key, *str(fix.params.get("with", "")).split(",")} - {""}
     if not parts <= {"context_parallel", "fused_loss", "activation_offload", "tiled_mlp"}:
         return None

@@ -67,6 +67,11 @@ def settings_for(setup: Setup, comp: Composed) -> Settings:
 
 
 
+# the rollout as asked cannot run: vLLM's share cannot hold its weights and KV cache, or the share and the trainer do
+# not fit on one card together (vLLM refuses to start: no memory for the cache blocks; the step runs out of memory)
+ROLLOUT_FAILS = ("posttrain.note.vllm_share_too_small", "posttrain.note.vllm_does_not_fit_beside_trainer")
+
+
 @by_value()
 def posttrain_result(request: Request, options: PostTrainOptions | None = None, *, advise: bool = True,
                      steps: int | None = None) -> PostTrainResult:

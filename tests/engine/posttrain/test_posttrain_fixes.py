@@ -4,6 +4,9 @@ fits-with-changes marker, ZeRO-3 as the multi-GPU LoRA default, CP options order
 from __future__ import annotations
 
 import re
+from typing import Any
+
+import pytest
 
 from bot.pipeline import AnswerOptions, ask_text
 from engine.answer import answer
@@ -126,3 +129,30 @@ def test_orpo_fitting_with_a_planned_change_is_not_a_cross() -> None:
     a = answer(parse("ORPO full qwen2.5 32b на 8 h100"))
     assert a.verdict == "fits_with_changes"
     assert ask_text("ORPO full qwen2.5 32b на 8 h100").startswith("🔧 ORPO, полное дообучение: поместится на 8×H100")
+
+
+@pytest.mark.parametrize("question", ["GRPO Qwen2.5-32B on 8xH100 with vLLM",
+                                      "grpo qwen2.5 32b на 8 h100, vllm colocate, 8 генераций"])
+def test_a_colocated_vllm_that_cannot_hold_the_model_is_not_told_it_fits(question: str) -> None:
+    """vLLM at its share (0.3 of a card) cannot hold a 32B in 16 bits: the run fails at start whatever the memory
+    sum says; the answer's fix splits vLLM over GPUs (vllm_tensor_parallel_size) and its settings say so."""
+    from engine.posttrain.advice import rollout_fails
+
+    a = answer(parse(question))
+    assert isinstance(a, PostTrainAnswer) and rollout_fails(parse_free_result(a))
+    assert a.verdict == "fits_with_changes" and a.fix is not None
+    assert a.fix.params.get("posttrain_key") == "posttrain.change.vllm_tensor_parallel"
+    assert a.posttrain.settings.vllm_tensor_parallel_size == a.fix.params["vllm_tensor_parallel_size"] > 1
+    text = ask_text(question, AnswerOptions(lang="en"))
+    assert text.startswith("🔧") and "vllm_tensor_parallel_size" in text.splitlines()[0]
+
+
+def parse_free_result(a: PostTrainAnswer) -> Any:
+    from engine.posttrain.result import posttrain_result
+
+    return posttrain_result(a.request, advise=False)
+
+
+def test_a_colocated_vllm_that_holds_the_model_still_fits() -> None:
+    a = answer(parse("GRPO Qwen2.5-7B on 1 H100 with vLLM"))
+    assert isinstance(a, PostTrainAnswer) and a.verdict in ("fits", "tight")
