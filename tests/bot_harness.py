@@ -53,6 +53,9 @@ class Harness:
             await asyncio.wait_for(task, timeout=5)
 
     async def close(self) -> None:
+        from bot import safe_calls
+
+        await safe_calls.cancel_all()  # as bot.app does at shutdown: a courtesy call retrying reopens no session
         await self.bot.session.close()
         await self.store.close()
 

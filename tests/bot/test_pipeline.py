@@ -106,7 +106,8 @@ class Spy:
         for module in (engine.answer, engine.plan, importlib.import_module("engine.plan.search")):
             self._wrap(monkeypatch, module, "hardware_conflicts", "conflicts")
         self._wrap(monkeypatch, engine.work, "count", "breakdown")
-        self._wrap(monkeypatch, engine.answer, "serving_breakdown", "serving_breakdown")
+        self._wrap(monkeypatch, importlib.import_module("engine.answer.serving"), "serving_breakdown",
+                   "serving_breakdown")
 
     def _wrap(self, monkeypatch: pytest.MonkeyPatch, module: Any, name: str, key: str) -> None:
         real: Callable[..., Any] = getattr(module, name)
