@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from bot.views.catalogs import _
 from bot.views.formats import num
+from bot.views.serving_chart import headed_figure
 from bot.views.serving_view import serving_view
 from engine.schema import ServingAnswer
 from engine.schema.serving import ServingLoad
@@ -53,20 +53,12 @@ def _limit_label(lang: str, s: Series) -> str:
 
 
 def load_figure(a: ServingAnswer, lang: str) -> Figure:
-    from bot.views.chart import DPI, FONT, HEIGHT_PX, TEXT, TITLE, WIDTH_PX, _wrap
+    from bot.views.chart import FONT, TEXT
 
     load = a.serving.load
     assert load is not None
     s = series(load)
-    view = serving_view(lang, a)
-    fig = Figure(figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI)
-    FigureCanvasAgg(fig)
-    title = _wrap(view.headline, 46)
-    fig.text(0.04, 0.975, title, fontsize=TITLE, fontweight="bold", ha="left", va="top", family=FONT)
-    below = 0.96 - 0.036 * (title.count("\n") + 1)
-    summary = _wrap(view.summary, 62)
-    fig.text(0.04, below, summary, fontsize=TEXT, ha="left", va="top", color="#444444", family=FONT)
-    top_of_axes = min(0.78, below - 0.03 * (summary.count("\n") + 1) - 0.05)  # a long title pushes the plot down
+    fig, top_of_axes = headed_figure(serving_view(lang, a), 0.78)
     ax = fig.add_axes((0.15, 0.36, 0.68, top_of_axes - 0.36))
     right = ax.twinx()
     ax.plot(s.concurrency, s.ttft_p95_ms, color=TTFT_COLOUR, linewidth=3, marker="o", markersize=7,

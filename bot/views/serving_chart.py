@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -96,12 +97,11 @@ def _tick(lang: str, c: Bar) -> str:
     return "\n".join([_wrap(gpus, 12), *rest, held])
 
 
-def serving_figure(a: ServingAnswer, lang: str) -> Figure:
-    from bot.views.chart import DPI, FONT, HEIGHT_PX, TEXT, TITLE, WIDTH_PX, _gb, _wrap, style_axes
+def headed_figure(view: Any, ceiling: float) -> tuple[Figure, float]:
+    """A chart page with the answer's headline and summary on top; the top of the plot below them (a long title
+    pushes it down, never above `ceiling`)."""
+    from bot.views.chart import DPI, FONT, HEIGHT_PX, TEXT, TITLE, WIDTH_PX, _wrap
 
-    r = a.serving
-    assert r is not None
-    view = serving_view(lang, a)
     fig = Figure(figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI)
     FigureCanvasAgg(fig)
     title = _wrap(view.headline, 46)
@@ -109,7 +109,15 @@ def serving_figure(a: ServingAnswer, lang: str) -> Figure:
     below = 0.96 - 0.036 * (title.count("\n") + 1)
     summary = _wrap(view.summary, 62)
     fig.text(0.04, below, summary, fontsize=TEXT, ha="left", va="top", color="#444444", family=FONT)
-    top_of_axes = min(0.81, below - 0.03 * (summary.count("\n") + 1) - 0.05)  # a long title pushes the bars down
+    return fig, min(ceiling, below - 0.03 * (summary.count("\n") + 1) - 0.05)
+
+
+def serving_figure(a: ServingAnswer, lang: str) -> Figure:
+    from bot.views.chart import FONT, TEXT, _gb, style_axes
+
+    r = a.serving
+    assert r is not None
+    fig, top_of_axes = headed_figure(serving_view(lang, a), 0.81)
     ax = fig.add_axes((0.13, 0.31, 0.83, top_of_axes - 0.31))
     cols = bars(lang, a)
     xs = list(range(len(cols)))
