@@ -38,21 +38,25 @@ log = logging.getLogger(__name__)
 _chart_lock = asyncio.Lock()  # matplotlib is not thread-safe: one chart at a time, off the event loop
 
 
+def addressed(qid: str, lang: str, action: str, actions: tuple[str, ...] = ("r", "p")) -> bool:
+    """What every answer button carries: a stored question's id, the answer's language, what to do with it."""
+    return len(qid) == 12 and all(c in "0123456789abcdef" for c in qid) and lang in ("ru", "en") and action in actions
+
+
 def valid(cb: AnswerCb) -> bool:
-    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and cb.m in CODE_METHODS
-            and 1 <= cb.c <= MAX_SEQ_LEN and 1 <= cb.n <= MAX_GPUS and cb.lg in ("ru", "en") and cb.x in ("r", "p"))
+    return (addressed(cb.q, cb.lg, cb.x) and cb.m in CODE_METHODS and 1 <= cb.c <= MAX_SEQ_LEN
+            and 1 <= cb.n <= MAX_GPUS)
 
 
 def valid_serving(cb: ServingCb) -> bool:
-    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
-            and 1 <= cb.u <= MAX_BATCH and 1 <= cb.c <= MAX_SEQ_LEN and cb.lg in ("ru", "en") and cb.x in ("r", "p"))
+    return (addressed(cb.q, cb.lg, cb.x) and (cb.f in CODE_FORMATS or cb.f == "-") and 1 <= cb.u <= MAX_BATCH
+            and 1 <= cb.c <= MAX_SEQ_LEN)
 
 
 def valid_load(cb: LoadCb) -> bool:
-    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
+    return (addressed(cb.q, cb.lg, cb.x, ("r", "p", "l")) and (cb.f in CODE_FORMATS or cb.f == "-")
             and (cb.r == 0 or MIN_RATE <= cb.r <= MAX_RATE) and 0 <= cb.u <= MAX_USERS and (cb.r > 0 or cb.u > 0)
-            and 0 <= cb.t <= MAX_TTFT_MS and 0 <= cb.o <= MAX_TPOT_MS and cb.lg in ("ru", "en")
-            and cb.x in ("r", "p", "l"))
+            and 0 <= cb.t <= MAX_TTFT_MS and 0 <= cb.o <= MAX_TPOT_MS)
 
 
 async def render_chart(answer: Answer, lang: str, kind: str = "memory") -> bytes:

@@ -107,6 +107,8 @@ async def test_forged_and_stale_buttons_get_a_polite_toast_and_nothing_else(h: H
         good.model_copy(update={"lg": "de"}).pack(),
         f"a:{good.q}:l:notanumber:1:en:r",
         good.model_copy(update={"c": 10**12}).pack(),
+        good.model_copy(update={"x": "rp"}).pack(),  # two actions in one: neither
+        good.model_copy(update={"x": "l"}).pack(),  # a load chart from a training answer
     ]
     for data in forged:
         clock.now += 1.0  # well within the throttle
