@@ -571,6 +571,11 @@ def buttons(markup: dict[str, Any]) -> dict[str, str]:
             if "callback_data" in b}
 
 
+def labels(msg: dict[str, Any]) -> list[str]:
+    """The labels of the buttons under a message, as shown (with the ✓ of the current state)."""
+    return [b["text"] for row in msg["reply_markup"]["inline_keyboard"] for b in row]
+
+
 def button(msg: dict[str, Any], label: str) -> str:
     """The callback data of the button `label` under a message."""
     found = buttons(msg["reply_markup"]).get(label)
