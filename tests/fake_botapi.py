@@ -549,6 +549,17 @@ def texts(api: FakeBotAPI, chat_id: int) -> list[str]:
     return [c.params["text"] for c in api.of("sendMessage") if int(c.params["chat_id"]) == chat_id]
 
 
+def document(file_id: str, name: str = "config.json", size: int | None = None,
+             mime: str | None = None) -> dict[str, object]:
+    """A Telegram Document a user sends (its content is what the fake API serves for `file_id`)."""
+    doc: dict[str, object] = {"file_id": file_id, "file_unique_id": "u" + file_id, "file_name": name}
+    if size is not None:
+        doc["file_size"] = size
+    if mime:
+        doc["mime_type"] = mime
+    return doc
+
+
 def documents(api: FakeBotAPI, chat_id: int) -> list[tuple[str, bytes, str]]:
     """(file name, content, caption) of every document the bot sent to one chat, in order."""
     return [(c.filenames.get("document", ""), c.files.get("document", b""), str(c.params.get("caption") or ""))
