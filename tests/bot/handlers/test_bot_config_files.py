@@ -4,14 +4,11 @@ a cap (never read whole), a file server that fails is "could not download", not 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
-from aiohttp import web
 from bot_harness import harness
 from fake_botapi import FakeBotAPI, document, message
+from fake_hub import configs_hub
 
 from bot.handlers.configs import MAX_CONFIG_BYTES
 from bot.hub.ids import MAX_PASTE
@@ -60,31 +57,12 @@ async def test_a_file_server_error_is_could_not_download(tmp_path: Path, api: Fa
     assert h.metrics.errors == 0
 
 
-@asynccontextmanager
-async def fake_hub(configs: dict[str, dict[str, Any]]) -> AsyncIterator[str]:
-    """A Hugging Face Hub on loopback serving `configs` (model id -> config.json); its endpoint."""
-
-    async def handle(request: web.Request) -> web.Response:
-        found = configs.get(f"{request.match_info['owner']}/{request.match_info['name']}")
-        return web.json_response(found) if found is not None else web.Response(status=404)
-
-    app = web.Application()
-    app.router.add_get("/{owner}/{name}/resolve/main/config.json", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
-
 
 async def test_an_absurd_config_gets_the_absurd_size_answer_from_any_source(tmp_path: Path, api: FakeBotAPI) -> None:
     absurd = {"hidden_size": 1_000_000, "num_hidden_layers": 10_000, "num_attention_heads": 100_000,
               "vocab_size": 100_000_000, "intermediate_size": 10_000_000}
     api.add_file("absurd", json.dumps(absurd).encode(), path="documents/absurd.json")
-    async with (fake_hub({"acme/absurd-model": absurd, "acme/custom-llama": LLAMA}) as endpoint,
+    async with (configs_hub({"acme/absurd-model": absurd, "acme/custom-llama": LLAMA}) as endpoint,
                 harness(tmp_path, api, hf_endpoint=endpoint) as h):
         await h.feed(message("1000000B qlora h100", user_id=9501))  # the size in words
         await h.feed(message(json.dumps(absurd), user_id=9502))  # pasted
