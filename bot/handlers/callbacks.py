@@ -15,7 +15,7 @@ from aiogram.types import BufferedInputFile, CallbackQuery, InaccessibleMessage,
 
 from bot.config import BotConfig
 from bot.conversation import remember
-from bot.handlers.common import answer_question, button_request, calculator_row, is_private
+from bot.handlers.common import answer_question, button_request, calculator_row, is_private, is_question_id, not_sent
 from bot.pipeline import Reply, answer_options, apply_load_state, apply_serving_state, apply_state, make_reply
 from bot.storage import ChatSettings, Storage
 from bot.views.keyboards import (
@@ -40,7 +40,7 @@ _chart_lock = asyncio.Lock()  # matplotlib is not thread-safe: one chart at a ti
 
 def addressed(qid: str, lang: str, action: str, actions: tuple[str, ...] = ("r", "p")) -> bool:
     """What every answer button carries: a stored question's id, the answer's language, what to do with it."""
-    return len(qid) == 12 and all(c in "0123456789abcdef" for c in qid) and lang in ("ru", "en") and action in actions
+    return is_question_id(qid) and lang in ("ru", "en") and action in actions
 
 
 def valid(cb: AnswerCb) -> bool:
@@ -161,9 +161,8 @@ async def send_chart(query: CallbackQuery, bot: Bot, reply: Reply, chat_id: int,
         await bot.send_photo(chat_id, photo, caption=reply.title[:1000], parse_mode=None)
     except TelegramAPIError as exc:
         log.info("chart not sent: %s", type(exc).__name__)
-        private = query.message is not None and query.message.chat.type == "private"
-        await query.answer(t(lang, "I could not send the chart: try again in a minute, please.") if private
-                           else t(lang, "Open a chat with me to get the chart."), show_alert=True)
+        await not_sent(query, t(lang, "I could not send the chart: try again in a minute, please."),
+                       t(lang, "Open a chat with me to get the chart."))
         return
     await query.answer()
 
