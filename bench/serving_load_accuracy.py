@@ -21,12 +21,15 @@ METRICS = (("output_tokens_s", "throughput"), ("ttft_ms", "TTFT"), ("tpot_ms", "
 
 
 def runs() -> list[dict[str, Any]]:
+    """Every run, with its source's `ttft_stat` (what its TTFT column is: "median" unless the source says "mean")."""
     with (HERE / "serving_load_measured.toml").open("rb") as f:
-        return list(tomllib.load(f)["runs"])
+        doc = tomllib.load(f)
+    sources = doc.get("sources", {})
+    return [{"ttft_stat": sources.get(r["source"], {}).get("ttft_stat", "median"), **r} for r in doc["runs"]]
 
 
 def request(r: dict[str, Any]) -> Request:
-    opts = {k: r[k] for k in ("max_num_seqs", "max_model_len") if k in r}
+    opts = {k: r[k] for k in ("max_num_seqs", "max_model_len", "engine_version", "num_scheduler_steps") if k in r}
     rate = r.get("request_rate")  # an open Poisson stream (bench_serving --request-rate), else a closed loop
     inf = r.get("concurrency") == "inf"
     q: dict[str, Any] = {"model": {"name": r["model"]}, "method": "inference", "serving_engine": r["engine"],
@@ -50,7 +53,8 @@ def estimate(r: dict[str, Any]) -> dict[str, float] | None:
     if res.load is None or not res.load.point.stable:
         return None
     p = res.load.point
-    return {"output_tokens_s": (p.output_tokens_s or 0.0) * res.load.replicas, "ttft_ms": p.ttft_ms.get("p50", 0.0),
+    ttft = p.ttft_mean_ms if r["ttft_stat"] == "mean" else p.ttft_ms.get("p50")
+    return {"output_tokens_s": (p.output_tokens_s or 0.0) * res.load.replicas, "ttft_ms": ttft or 0.0,
             "tpot_ms": p.tpot_ms.get("p50", 0.0)}
 
 
