@@ -274,7 +274,9 @@ def point(m: Machine, f: Features, w: Workload) -> LoadPoint:
         lam, s, tp = rate_at(m, f, w, batch)
         queued = max(0, c - cap)
         rho_total = batch / cap if queued == 0 else 1.0
-    service = tp if m.prefill_alone else tp + _chunks(m, w, batch) * s
+    # a chunk rides in a decode step: one forward over the decodes and the chunk reads the weights once, so the
+    # prompt takes the longer of its compute and its chunks' steps (vllm/v1/core/sched/scheduler.py token_budget)
+    service = tp if m.prefill_alone else max(tp, _chunks(m, w, batch) * s)
     busy = min(0.95, lam * tp)  # share of the GPU's time the prefills take
     tpot = s / (1.0 - busy)
     base = floor + _step_residual(m, w, batch, s) + service  # the running step (group) ends, then the prompt

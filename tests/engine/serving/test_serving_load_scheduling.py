@@ -11,9 +11,10 @@ from engine.serving import serve
 from engine.serving.profile import v0_chunked_prefill
 
 
-def load_of(engine: str, rate: float | None = 4.0, concurrency: int | None = None, **opts: object) -> object:
+def load_of(engine: str, rate: float | None = 4.0, concurrency: int | None = None, prompt: int = 227,
+            **opts: object) -> object:
     q = Request(model=ModelRef(name="Llama-3.1-8B"), method="inference", serving_engine=engine,  # type: ignore[arg-type]
-                gpus=[GpuRef(name="A100 80GB SXM", count=1)], prompt_len=227, output_len=188,
+                gpus=[GpuRef(name="A100 80GB SXM", count=1)], prompt_len=prompt, output_len=188,
                 request_rate=rate, concurrency=concurrency,
                 engine_options=EngineOptions(**opts) if opts else None)  # type: ignore[arg-type]
     r = serve(q)
@@ -30,14 +31,16 @@ def test_multi_step_makes_a_new_prompt_wait_for_the_running_group_of_steps() -> 
     assert ten.tpot_ms["p50"] == pytest.approx(one.tpot_ms["p50"], rel=0.02)
 
 
-def test_a_prefill_step_of_its_own_carries_no_decode_tokens() -> None:
-    v1 = load_of("vllm", engine_version="0.19.0")
-    sglang = load_of("sglang")
-    v0 = load_of("vllm", engine_version="0.6.0")
-    assert v1.step_ms and v1.prefill_ms and sglang.prefill_ms
-    # V1 runs the prompt as a chunk of a decode step: the step's time is in its TTFT; SGLang / V0 prefill alone
-    assert v1.ttft_ms["p50"] - v0.ttft_ms["p50"] == pytest.approx(v1.step_ms, rel=0.2)
-    assert sglang.ttft_ms["p50"] < v1.ttft_ms["p50"] - 0.5 * v1.step_ms
+def test_a_chunk_rides_in_a_decode_step_and_a_lone_prefill_does_not() -> None:
+    # a short prompt: its compute is less than a decode step, so riding in one (vLLM V1) costs the whole step,
+    # while a prefill step of its own (SGLang, vLLM V0 without chunked prefill) costs only the prompt's compute
+    v1, v0 = load_of("vllm", prompt=16, engine_version="0.19.0"), load_of("vllm", prompt=16, engine_version="0.6.0")
+    assert v1.step_ms and v1.prefill_ms and v0.prefill_ms and v1.prefill_ms < v1.step_ms
+    assert v1.ttft_ms["p50"] - v0.ttft_ms["p50"] == pytest.approx(v1.step_ms - v0.prefill_ms, rel=0.2)
+    # a long prompt: the forward is compute-bound and reads the weights once with the decodes: no step on top
+    long_v1, long_v0 = (load_of("vllm", prompt=2000, engine_version=v) for v in ("0.19.0", "0.6.0"))
+    assert long_v1.prefill_ms and long_v1.step_ms and long_v1.prefill_ms > long_v1.step_ms
+    assert long_v1.ttft_ms["p50"] == pytest.approx(long_v0.ttft_ms["p50"], rel=0.05)
 
 
 def test_one_user_in_a_closed_loop_finds_the_engine_idle() -> None:
