@@ -201,14 +201,16 @@ def token_step(m: Machine, f: Features, batch: int, context: float) -> float:
 # ---- the instance under load -------------------------------------------------------------------------------------
 def kv_room(m: Machine, f: Features, w: Workload) -> tuple[int, str]:
     """Requests the instance runs at once and what binds it: the KV pool (each request holds its uncached prompt
-    and half its output on average; cached prefix blocks are shared) or max_num_seqs; LoRA slots take pool room."""
+    and half its output on average; cached prefix blocks are shared; TensorRT-LLM reserves the whole output,
+    serving_load.toml kv_reserved_to_completion) or max_num_seqs; LoRA slots take pool room."""
     tokens = m.kv_tokens
     if f.max_loras and f.max_lora_rank:
         lo = data()["lora"]
         a = m.arch
         adapter = f.max_loras * f.max_lora_rank * 2 * a.hidden * int(lo["targets"]) * a.layers * float(lo["bytes"])
         tokens = max(0, tokens - int(adapter / m.tp / max(1.0, m.kv_bytes_per_token)))
-    held = w.prompt * (1.0 - w.prefix_hit) + w.output / 2.0 + 1
+    output = w.output if engine_figures(m.engine).get("kv_reserved_to_completion") else w.output / 2.0
+    held = w.prompt * (1.0 - w.prefix_hit) + output + 1
     by_kv = int(tokens // held)
     if by_kv < m.max_num_seqs:
         return max(0, by_kv), "kv_cache"
