@@ -136,6 +136,7 @@ class LoadPoint(BaseModel):
     total_tokens_s: float | None = None  # prompt + output tokens per second
     per_user_tokens_s: float | None = None
     ttft_ms: dict[str, float] = Field(default_factory=dict)  # p50 p95 p99
+    ttft_mean_ms: float | None = None  # the mean (what benchmark tables that report means compare with)
     tpot_ms: dict[str, float] = Field(default_factory=dict)  # p50 p95
     e2e_ms: float | None = None
     capacity_rps: float = 0.0  # the request rate at which the KV pool / max_num_seqs binds

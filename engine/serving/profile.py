@@ -97,12 +97,22 @@ def sglang_fraction(tp: int) -> float:
     return 0.88
 
 
+def v0_chunked_prefill(max_model_len: int, max_num_batched_tokens: int | None = None) -> bool:
+    """vLLM V0 runs chunked prefill when max_model_len passes chunked_prefill_above (the OpenAI server's default)
+    or when the token budget is below max_model_len (V0 refuses that budget without chunked prefill:
+    vllm/config.py SchedulerConfig._verify_args)."""
+    v0 = data()["vllm"]["v0"]
+    if max_model_len > int(v0["chunked_prefill_above"]):
+        return True
+    return max_num_batched_tokens is not None and max_num_batched_tokens < max_model_len
+
+
 def batch_defaults(fam: EngineFamily, total_gib: float, gpu_name: str, max_model_len: int) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) the engine picks when the request leaves them out."""
     v = data()["vllm"]
     if fam == "vllm-v0":
         v0 = v["v0"]
-        if max_model_len > v0["chunked_prefill_above"]:
+        if v0_chunked_prefill(max_model_len):
             return int(v0["chunked_batched_tokens"]), int(v0["max_num_seqs"])
         return max(max_model_len, int(v0["min_batched_tokens"])), int(v0["max_num_seqs"])
     if fam == "sglang":
