@@ -150,6 +150,8 @@ class LoadPoint(BaseModel):
 class HostedRange(BaseModel):
     """Hosted-API prices of the model at the workload's prompt/output mix (engine/catalog/hosted_prices.toml)."""
 
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
+
     low_usd: float  # USD per 1M tokens (prompt + output), the cheapest offer
     high_usd: float
     low_provider: str
@@ -189,6 +191,8 @@ class ServingLoad(BaseModel):
 class ServingSide(BaseModel):
     """One GPU of a serving comparison ("H100 or H200 for 32 users"): whether the count named holds the asked users,
     and the smallest arrangement of that GPU that does, with its price and speed."""
+
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
 
     gpu: str
     count: int  # as named

@@ -16,12 +16,12 @@ token follow Kingman's approximation (Poisson arrivals, deterministic prefill), 
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, Literal
 
 from engine.catalog import HERE, Gpu
+from engine.datafiles import read
 from engine.schema import Architecture
 from engine.schema.serving import LoadPoint
 from engine.speed.hardware import intra_node_gbs, network_gbs, node_network_gbs, pcie_gbs
@@ -35,8 +35,7 @@ Z95 = 1.645
 
 @cache
 def data() -> dict[str, Any]:
-    with (HERE / "serving_load.toml").open("rb") as f:
-        return tomllib.load(f)
+    return read(HERE / "serving_load.toml")
 
 
 def engine_figures(engine: str) -> dict[str, Any]:

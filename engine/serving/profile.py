@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from functools import cache
 from typing import Any
 
 from engine.catalog import HERE
+from engine.datafiles import read
 from engine.schema.serving import EngineFamily
 
 ENGINES = ("vllm", "sglang", "tgi", "llama.cpp", "ollama", "hf", "tensorrt-llm")
@@ -17,8 +17,7 @@ GGUF = re.compile(r"^(?:gguf[:\s_-]*)?(f32|f16|bf16|q\d_k_[sml]|q\d_k|q\d_[01]|i
 
 @cache
 def data() -> dict[str, Any]:
-    with (HERE / "serving.toml").open("rb") as f:
-        return tomllib.load(f)
+    return read(HERE / "serving.toml")
 
 
 def version_tuple(version: str | None) -> tuple[int, ...] | None:
