@@ -307,6 +307,9 @@ def lengths(s: Scan) -> None:
         got = _length(s, j)
         if got and (s.word(i + 1) == "по" or t.text in ("answer", "answers")) and _counts_other(s, j):
             got = None  # «ответы по 300 токенов» measures; «генерация по 8 ответов», "answer 100 users" count
+        if got and s.word(got[1] + 1) in (OUTPUT_WORDS if field == "prompt_len" else PROMPT_WORDS) \
+                and _number_before(s, i):
+            got = None  # "2k prompt 300 output": the number after is the next noun's, this one's stands before
         if got:
             _put_len(s, field, got[0])
             s.use(i, got[1])
@@ -327,6 +330,16 @@ def lengths(s: Scan) -> None:
         if got and got[1] >= need:
             _put_len(s, field, got[0])
             s.use(k, i)
+
+
+def _number_before(s: Scan, i: int) -> bool:
+    """A length stands right before noun i: "2k prompt", "2048 input tokens", "300-token answers"."""
+    k = i - 1
+    if s.word(k) in TOKEN_WORDS:
+        k = s.skip(k - 1, GLUE, 1, -1)
+    if s.word(k) in ("k", "к") and s.glued(k):
+        k -= 1
+    return s.num(k)
 
 
 def _counts_other(s: Scan, j: int) -> bool:

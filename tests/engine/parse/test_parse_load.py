@@ -38,6 +38,12 @@ def heard(q: str) -> dict[str, Any]:
     ("vllm 8b генерация 1к токенов", {"output_len": 1024}),
     # prompt length
     ("vllm 8b промпт 2к", {"prompt_len": 2048}),
+    # both, each number before its noun: the one between is the next noun's
+    ("vllm 70b 2k prompt 300 output", {"prompt_len": 2048, "output_len": 300}),
+    ("vllm 70b 2k prompts 300 output tokens", {"prompt_len": 2048, "output_len": 300}),
+    ("vllm 70b 4к промпт 256 ответ", {"prompt_len": 4096, "output_len": 256}),
+    ("vllm 70b 512 output 4k input", {"prompt_len": 4096, "output_len": 512}),
+    ("vllm 70b prompt 2k output 300", {"prompt_len": 2048, "output_len": 300}),
     ("vllm 8b входы по 4k токенов", {"prompt_len": 4096}),
     ("vllm 8b 2k-token prompts", {"prompt_len": 2048}),
     ("vllm 8b 4k-token inputs", {"prompt_len": 4096}),
