@@ -92,10 +92,11 @@ def test_unsloth_offload_means_its_checkpointer_offloading_layer_inputs_not_stat
     on_gpu = estimate_request({**base, "framework": "unsloth"})
     trl = estimate_request({**base, "framework": "trl"})
     inputs = 16384 * 32 * 4096 * 2 / 2**30
-    assert uns["cpu_ram_gb"] - on_gpu["cpu_ram_gb"] == pytest.approx(inputs, abs=0.01)
+    # all layer inputs but two: the last layer's and the GPU buffer the others come back into (unsloth-zoo)
+    assert uns["cpu_ram_gb"] - on_gpu["cpu_ram_gb"] == pytest.approx(inputs * 30 / 32, abs=0.01)
     # the 4-bit base stays on the GPU: Unsloth has no parameter offload
     assert uns["per_gpu"]["weights"] == on_gpu["per_gpu"]["weights"] > 4
-    assert on_gpu["per_gpu"]["total"] - uns["per_gpu"]["total"] > inputs
+    assert on_gpu["per_gpu"]["total"] - uns["per_gpu"]["total"] > inputs * 30 / 32
     assert on_gpu["per_gpu"]["total"] < trl["per_gpu"]["total"]
 
 
