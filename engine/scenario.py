@@ -24,7 +24,7 @@ from engine.catalog import (
     usable_memory_gib,
 )
 from engine.frameworks import DEFAULT as DEFAULT_FRAMEWORK
-from engine.frameworks import profile
+from engine.frameworks import megatron_core, profile
 from engine.memory.constants import constants
 from engine.schema import Architecture, Assumption, Method, Request, Scenario, Sharding
 
@@ -135,7 +135,7 @@ def _loss_kernel(request: Request, framework: str, family: str) -> str:
     # Megatron-Core (NeMo, Megatron-SWIFT: the stacks with tensor parallelism) fuses the vocab-parallel cross-entropy
     # over logits it still materialises (megatron/core/fusions/fused_cross_entropy.py
     # fused_vocab_parallel_cross_entropy takes vocab_parallel_logits): its "fused" is the chunked reading, not Liger's
-    megatron = framework == "nemo" or (request.tensor_parallel or 1) > 1 or (request.pipeline_parallel or 1) > 1
+    megatron = megatron_core(framework, request.tensor_parallel or 1, request.pipeline_parallel or 1)
     return loss_kernel(framework, family, request.fused_loss, materialised=megatron)
 
 

@@ -106,3 +106,11 @@ def profile(name: str | None) -> Profile:
     if name not in table:
         raise ValueError(f"no memory profile for framework {name!r}")
     return table[name]
+
+
+def megatron_core(name: str | None, tensor_parallel: int = 1, pipeline_parallel: int = 1) -> bool:
+    """Whether the job runs on Megatron-Core: a stack that always does (profile constant `megatron_core`: NeMo), or
+    a job split by tensor or pipeline parallelism (the stacks that have them run Megatron-Core for it: NeMo,
+    Megatron-SWIFT, verl's Megatron backend). Its loss is the vocab-parallel cross-entropy over materialised logits
+    (engine/scenario.py) and its gradients live in one persistent buffer (engine/memory/training.py)."""
+    return bool(profile(name).constant("megatron_core", 0.0)) or tensor_parallel > 1 or pipeline_parallel > 1

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.frameworks import Profile
+from engine.frameworks import Profile, megatron_core
 from engine.memory.activations import (
     activation_bytes_per_token_layer,
     backward_working_bytes_per_token,
@@ -96,7 +96,10 @@ def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
         resident = arch.params * (2.0 if s.bits >= 16 else weight_bytes_per_param(s.bits, prof))
     static = st.weights + st.upcast + st.adapters + st.optimizer + gathered + resident
     activity = stored + max(loss, held + layer) + dequant
-    backward = static + autocast + max(activity, st.gradients)
+    # gradients made as the layers' backward frees activations (autograd's .grad), or held in Megatron-Core's
+    # persistent buffer from the start (engine/posttrain/compose.py cites it): then they add to the activity
+    grads_meet = activity + st.gradients if megatron_core(s.framework) else max(activity, st.gradients)
+    backward = static + autocast + grads_meet
     step_temp = 0.0 if prof.fused_adam else float(c["optimizer"]["step_temp_fraction"])
     step = static + st.gradients + st.optimizer * step_temp
     return Phases(stored=stored, layer=layer, loss=loss, held=held, dequant=dequant, gathered=gathered + resident,

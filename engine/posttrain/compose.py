@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from engine import memory
-from engine.frameworks import profile
+from engine.frameworks import megatron_core, profile
 from engine.memory.state import zero_offload
 from engine.posttrain.setup import Setup, constants
 from engine.schema import Breakdown, Scenario
@@ -67,6 +67,12 @@ def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", 
         # and optimizer states, the activations and the (vocab-parallel) logits are split over the TP group
         static, grads, act, logits, residual = static / tp, grads / tp, act / tp, logits / tp, residual / tp
         overlap /= tp
+    if megatron_core(s.framework, tp):
+        # Megatron-Core's DDP keeps every gradient in one buffer allocated with the model (Megatron-LM 001199898c4b
+        # megatron/core/distributed/param_and_grad_buffer.py _ParamAndGradBuffer: `self.grad_data = torch.zeros(
+        # self.numel, ...)`, each param.main_grad a view into it; reset() zeroes it in place): the gradients are
+        # there beside the activations from the first layer's backward on, not made as the activations are freed
+        static, grads = static + grads, 0.0
     return Policy(b, static, grads, act, logits, residual, b.cpu_ram, overlap)
 
 
