@@ -140,7 +140,9 @@ def logits_override(setup: Setup, s: Scenario) -> float | None:
         rows = setup.sequences * (1.5 if setup.stage == "orpo" else 1.0)
         return rows * local_tokens(setup) * vocab * per_entry / GIB
     if setup.cp > 1 and not s.fused_loss:
-        return setup.sequences * local_tokens(setup) * vocab * c["long_sequence"] / GIB
+        # the stack's own sequence-parallel loss where its profile traces one, else transformers' ForCausalLMLoss
+        per_entry = profile(s.framework).constant("sp_loss_bytes", 0.0) or c["long_sequence"]
+        return setup.sequences * local_tokens(setup) * vocab * per_entry / GIB
     return None
 
 
