@@ -18,7 +18,7 @@ HERE = files(__name__)
 DEFAULT = "trl"
 
 # loss kernels the memory model knows (engine/memory/loss.py says what each keeps alive)
-LOSS_KERNELS = ("hf", "hf_legacy", "chunked", "fused_linear", "unsloth")
+LOSS_KERNELS = ("hf", "hf_legacy", "chunked", "fused_linear", "unsloth", "megatron")
 SWITCHES = (
     "loss_kernel", "held_output_bytes", "reentrant_checkpointing", "checkpoint_offload", "kbit_upcast_fp32",
     "lm_head_quantized", "bnb_inputs_outside_checkpoint", "fsdp_gather_bits", "fsdp_full_state_dict_load",
