@@ -39,15 +39,20 @@ def activation_bytes_per_token_layer(s: Scenario, targets: LoraTargets) -> float
         return _unsloth_lora_bytes(s)
     default_dropout = bool(constants()["activations"]["lora_dropout"])
     dropout = peft and (default_dropout if prof.lora_dropout is None else prof.lora_dropout)
-    adapter_act = 4.0 if s.mixed_precision == "amp" else act
+    # what lora_A keeps of its input is 16-bit even for fp32 adapters: PEFT casts x to the adapter's dtype
+    # (huggingface/peft 5d602fdbf src/peft/tuners/lora/layer.py Linear.forward `x = self._cast_input_dtype(x,
+    # lora_A.weight.dtype)`, then `lora_B(lora_A(dropout(x)))`), but under autocast F.linear runs on its 16-bit cast
+    # of that input and saves the cast; dropout saves only its bool mask (native_dropout_backward(grad, mask, scale)),
+    # and the fp32 copies are freed once cast (DeepSpeed bf16 runs the adapters in bf16 anyway)
+    adapter_act = act
 
     def saved_input(width: float, modules: set[str]) -> float:
         """A projection group's input as kept for backward, per token."""
         adapted = modules & targets.modules if peft else set()
         kept = act if keeps_inputs else 0.0
         if adapted and dropout:
-            # each adapter has its own dropout: its output (the lora_A input, in the adapter's
-            # dtype: PEFT casts x to fp32 for fp32 adapters under AMP) and a bool mask
+            # each adapter has its own dropout: its output as lora_A keeps it (16-bit, above) and a
+            # bool mask
             copies = 1 if targets.qkv_fused and modules == {"q", "k", "v"} else len(adapted)
             kept += copies * (adapter_act + 1)
         elif adapted:

@@ -8,7 +8,7 @@ import pytest
 
 from engine.contract import estimate_request
 from engine.frameworks import SWITCHES, profile, profiles
-from engine.schema import Framework
+from engine.schema import Framework, Request
 
 
 def per_gpu(**request: object) -> dict[str, float]:
@@ -120,3 +120,18 @@ def test_framework_default_precision_applies_only_when_named() -> None:
     full = {"model": {"params_b": 3}, "method": "full", "seq_len": 256}
     assert estimate_request(full)["request"]["mixed_precision"] == "amp"
     assert estimate_request({**full, "framework": "torchtune"})["request"]["mixed_precision"] == "pure_bf16"
+
+
+def test_lora_dropout_keeps_a_16_bit_copy_and_a_mask_per_adapter() -> None:
+    # PEFT casts x to the fp32 adapter's dtype, but under autocast lora_A saves its 16-bit cast and dropout its
+    # bool mask: 2 + 1 bytes per element and adapter, in AMP as in pure bf16
+    from engine.memory import LoraTargets, activation_bytes_per_token_layer
+    from engine.scenario import build_scenario
+
+    def per_layer(targets: str, precision: str) -> float:
+        s = build_scenario(Request.model_validate({"model": {"name": "Llama-3.1-8B"}, "method": "lora",
+                                                   "lora_targets": targets, "mixed_precision": precision}))
+        return activation_bytes_per_token_layer(s, LoraTargets.parse(s.lora_targets))
+
+    assert per_layer("qv", "amp") == per_layer("qv", "pure_bf16")
+    assert per_layer("qv", "amp") - per_layer("attn_mlp_custom:v", "amp") == 3 * 4096
