@@ -24,7 +24,7 @@ from engine.catalog import (
     usable_memory_gib,
 )
 from engine.frameworks import DEFAULT as DEFAULT_FRAMEWORK
-from engine.frameworks import profile
+from engine.frameworks import megatron_core, profile
 from engine.memory.constants import constants
 from engine.schema import Architecture, Assumption, Method, Request, Scenario, Sharding
 
@@ -135,7 +135,7 @@ def _loss_kernel(request: Request, framework: str, family: str) -> str:
     # Megatron-Core (NeMo, Megatron-SWIFT: the stacks with tensor parallelism) fuses the vocab-parallel cross-entropy
     # over logits it still materialises (megatron/core/fusions/fused_cross_entropy.py
     # fused_vocab_parallel_cross_entropy takes vocab_parallel_logits): its "fused" is the chunked reading, not Liger's
-    megatron = framework == "nemo" or (request.tensor_parallel or 1) > 1 or (request.pipeline_parallel or 1) > 1
+    megatron = megatron_core(framework, request.tensor_parallel or 1, request.pipeline_parallel or 1)
     return loss_kernel(framework, family, request.fused_loss, materialised=megatron)
 
 
@@ -166,14 +166,17 @@ def loss_kernel(framework: str, family: str, fused: bool | None, materialised: b
     LigerForCausalLMLoss → liger_kernel/ops/fused_linear_cross_entropy.py, which walks the rows in chunks and
     writes the input gradient in the forward: no whole logits, no fp32 copy; axolotl/Unsloth cut_cross_entropy:
     apple/ml-cross-entropy cut_cross_entropy/linear_cross_entropy.py computes the loss blockwise from the
-    embeddings and the classifier, the logits never in global memory); `materialised` (Megatron-Core's fused
-    vocab-parallel cross-entropy, which runs over the logits) keeps the chunked reading;
+    embeddings and the classifier, the logits never in global memory); `materialised` (a job on Megatron-Core) runs
+    its vocab-parallel cross-entropy whatever the flag says (memory.toml [loss] megatron: the fused kernel of
+    cross_entropy_loss_fusion works on the same materialised logits);
     fused=False on a chunked/fused stack means the plain transformers loss. Model code that computes
     cross-entropy on 16-bit logits (memory.toml [loss.model_code]) replaces the transformers kernels.
     """
+    if materialised:
+        return "megatron"
     kernel = profile(framework).loss_kernel
     if fused is True and kernel not in FUSED_OR_CHUNKED:
-        kernel = "chunked" if materialised else "fused_linear"
+        kernel = "fused_linear"
     elif fused is False and kernel in FUSED_OR_CHUNKED:
         kernel = "hf"
     if kernel in ("hf", "hf_legacy") and family in constants()["loss"]["model_code"]["bf16_families"]:

@@ -19,7 +19,7 @@ HERE = files(__name__)
 DEFAULT = "trl"
 
 # loss kernels the memory model knows (engine/memory/loss.py says what each keeps alive)
-LOSS_KERNELS = ("hf", "hf_legacy", "chunked", "fused_linear", "unsloth")
+LOSS_KERNELS = ("hf", "hf_legacy", "chunked", "fused_linear", "unsloth", "megatron")
 SWITCHES = (
     "loss_kernel", "held_output_bytes", "reentrant_checkpointing", "checkpoint_offload", "kbit_upcast_fp32",
     "lm_head_quantized", "bnb_inputs_outside_checkpoint", "fsdp_gather_bits", "fsdp_full_state_dict_load",
@@ -106,3 +106,11 @@ def profile(name: str | None) -> Profile:
     if name not in table:
         raise ValueError(f"no memory profile for framework {name!r}")
     return table[name]
+
+
+def megatron_core(name: str | None, tensor_parallel: int = 1, pipeline_parallel: int = 1) -> bool:
+    """Whether the job runs on Megatron-Core: a stack that always does (profile constant `megatron_core`: NeMo), or
+    a job split by tensor or pipeline parallelism (the stacks that have them run Megatron-Core for it: NeMo,
+    Megatron-SWIFT, verl's Megatron backend). Its loss is the vocab-parallel cross-entropy over materialised logits
+    (engine/scenario.py) and its gradients live in one persistent buffer (engine/memory/training.py)."""
+    return bool(profile(name).constant("megatron_core", 0.0)) or tensor_parallel > 1 or pipeline_parallel > 1

@@ -39,15 +39,20 @@ def activation_bytes_per_token_layer(s: Scenario, targets: LoraTargets) -> float
         return _unsloth_lora_bytes(s)
     default_dropout = bool(constants()["activations"]["lora_dropout"])
     dropout = peft and (default_dropout if prof.lora_dropout is None else prof.lora_dropout)
-    adapter_act = 4.0 if s.mixed_precision == "amp" else act
+    # what lora_A keeps of its input is 16-bit even for fp32 adapters: PEFT casts x to the adapter's dtype
+    # (huggingface/peft 5d602fdbf src/peft/tuners/lora/layer.py Linear.forward `x = self._cast_input_dtype(x,
+    # lora_A.weight.dtype)`, then `lora_B(lora_A(dropout(x)))`), but under autocast F.linear runs on its 16-bit cast
+    # of that input and saves the cast; dropout saves only its bool mask (native_dropout_backward(grad, mask, scale)),
+    # and the fp32 copies are freed once cast (DeepSpeed bf16 runs the adapters in bf16 anyway)
+    adapter_act = act
 
     def saved_input(width: float, modules: set[str]) -> float:
         """A projection group's input as kept for backward, per token."""
         adapted = modules & targets.modules if peft else set()
         kept = act if keeps_inputs else 0.0
         if adapted and dropout:
-            # each adapter has its own dropout: its output (the lora_A input, in the adapter's
-            # dtype: PEFT casts x to fp32 for fp32 adapters under AMP) and a bool mask
+            # each adapter has its own dropout: its output as lora_A keeps it (16-bit, above) and a
+            # bool mask
             copies = 1 if targets.qkv_fused and modules == {"q", "k", "v"} else len(adapted)
             kept += copies * (adapter_act + 1)
         elif adapted:
@@ -100,6 +105,34 @@ def _unsloth_lora_bytes(s: Scenario) -> float:
         attention += (4 + act) * arch.heads * s.seq_len
     mlp = h * act + (2 if arch.gated_mlp else 1) * f * act
     return norms + qkv_in + attention + mlp
+
+
+def backward_working_bytes_per_token(s: Scenario, targets: LoraTargets, per_layer: float) -> float:
+    """What one layer's backward allocates beside the layer's own saved tensors, per token.
+
+    The measured runs of the HF stacks (PyTorch autograd over nn.Linear, SiLU, mul) give about a layer's worth of
+    activations again (catalog memory.toml [activations] backward_working_layers, fitted). Unsloth's fused LoRA MLP
+    works in place (unsloth 015bdef0d9 unsloth/kernels/fast_lora.py LoRA_MLP.backward: `DW = matmul_lora(dY, ...)`
+    is the one new f-wide tensor; `_backward_function(DW, e, g)` writes h, df, de into DW, e, g; `torch.matmul(df,
+    upW.t(), out = X)` writes dX into the saved input), so its peak, at the MLP's backward, adds DW, the incoming
+    gradient dY and the residual stream's gradient: (f + 2h) 16-bit values a token.
+    """
+    if s.method in ("lora", "qlora") and profile(s.framework).lora_kernels == "unsloth":
+        arch = s.arch
+        f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+        return 2.0 * (f + 2 * arch.hidden)
+    return per_layer * float(constants()["activations"]["backward_working_layers"])
+
+
+def offloaded_checkpoints_on_gpu(s: Scenario, tokens: float) -> float:
+    """What stays on the GPU of the checkpointed layer inputs when the stack's checkpointer offloads them.
+
+    unsloth-zoo ce232d6c unsloth_zoo/gradient_checkpointing.py UnslothCheckpointFunction.forward: the last layer's
+    input is not offloaded (`CURRENT_GC_INDEX != LAST_GC_INDEX`, saved with save_for_backward), and every offloaded
+    input comes back in backward into one persistent GPU buffer per device (`GPU_BUFFER.resize_(new_size)`, reused
+    layer after layer): two layer inputs, 16-bit. A second buffer (double buffering) is allocated only while more
+    than 512 MiB stay free (DOUBLE_BUFFER_HEADROOM), so it is not counted at the fit's edge."""
+    return 2.0 * tokens * s.arch.hidden * 2.0
 
 
 def quantized_inputs_per_token_layer(s: Scenario) -> float:

@@ -17,6 +17,8 @@ Bytes per token x vocabulary entry (b·s·V) at the loss phase's peak, traced fr
   chunks and a chunk's gradients stay.
 - "unsloth" (unsloth/kernels/cross_entropy_loss.py Fast_CrossEntropyLoss): the 16-bit logits and a
   logsumexp per row; the gradient is written into the logits in place.
+- "megatron" (Megatron-Core megatron/core/tensor_parallel/cross_entropy.py _VocabParallelCrossEntropy): the 16-bit
+  logits and one fp32 copy that becomes the saved softmax and then, in place, the gradient: 2 + 4.
 - "fused_linear" (Liger liger_kernel/ops/fused_linear_cross_entropy.py, Apple Cut Cross-Entropy,
   Unsloth's fused loss): the logits are never materialised whole: a chunk of about b·s·h/V rows in
   fp32 and the input gradient (b·s·h), counted per token x hidden.

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.frameworks import Profile
+from engine.frameworks import Profile, megatron_core
 from engine.memory.activations import (
     activation_bytes_per_token_layer,
+    backward_working_bytes_per_token,
     checkpointed_inputs,
+    offloaded_checkpoints_on_gpu,
     quantized_inputs_per_token_layer,
 )
 from engine.memory.constants import constants
@@ -60,14 +62,15 @@ def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
     tokens = float(s.seq_len) * s.batch_size
     per_layer = activation_bytes_per_token_layer(s, targets)
     act = c["activations"]
-    working = tokens * per_layer * float(act["backward_working_layers"])
+    working = tokens * backward_working_bytes_per_token(s, targets, per_layer)
     cpu_extra = 0.0
     if s.gradient_checkpointing:
         stored = checkpointed_inputs(s, tokens)
         # a stack whose only offload is its checkpointer's (Unsloth: use_gradient_checkpointing="unsloth")
         # offloads when asked to; plain use_gradient_checkpointing=True keeps the inputs on the GPU
         if prof.checkpoint_offload and (s.offload or prof.state_offload):  # memory.profile_offloads_checkpoints
-            cpu_extra, stored = stored, 0.0
+            kept = min(stored, offloaded_checkpoints_on_gpu(s, tokens))
+            cpu_extra, stored = stored - kept, kept
         if (prof.bnb_inputs_outside_checkpoint and s.method == "qlora" and s.bits == 4
                 and not prof.reentrant_checkpointing):
             # the 4-bit matmuls' inputs stay on ctx in every layer (profile source: bitsandbytes < 0.43.2)
@@ -93,7 +96,10 @@ def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
         resident = arch.params * (2.0 if s.bits >= 16 else weight_bytes_per_param(s.bits, prof))
     static = st.weights + st.upcast + st.adapters + st.optimizer + gathered + resident
     activity = stored + max(loss, held + layer) + dequant
-    backward = static + autocast + max(activity, st.gradients)
+    # gradients made as the layers' backward frees activations (autograd's .grad), or held in Megatron-Core's
+    # persistent buffer from the start (engine/posttrain/compose.py cites it): then they add to the activity
+    grads_meet = activity + st.gradients if megatron_core(s.framework) else max(activity, st.gradients)
+    backward = static + autocast + grads_meet
     step_temp = 0.0 if prof.fused_adam else float(c["optimizer"]["step_temp_fraction"])
     step = static + st.gradients + st.optimizer * step_temp
     return Phases(stored=stored, layer=layer, loss=loss, held=held, dequant=dequant, gathered=gathered + resident,

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from engine import memory
-from engine.frameworks import profile
+from engine.frameworks import megatron_core, profile
 from engine.memory.state import zero_offload
 from engine.posttrain.setup import Setup, constants
 from engine.schema import Breakdown, Scenario
@@ -67,6 +67,12 @@ def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", 
         # and optimizer states, the activations and the (vocab-parallel) logits are split over the TP group
         static, grads, act, logits, residual = static / tp, grads / tp, act / tp, logits / tp, residual / tp
         overlap /= tp
+    if megatron_core(s.framework, tp):
+        # Megatron-Core's DDP keeps every gradient in one buffer allocated with the model (Megatron-LM 001199898c4b
+        # megatron/core/distributed/param_and_grad_buffer.py _ParamAndGradBuffer: `self.grad_data = torch.zeros(
+        # self.numel, ...)`, each param.main_grad a view into it; reset() zeroes it in place): the gradients are
+        # there beside the activations from the first layer's backward on, not made as the activations are freed
+        static, grads = static + grads, 0.0
     return Policy(b, static, grads, act, logits, residual, b.cpu_ram, overlap)
 
 
@@ -134,7 +140,9 @@ def logits_override(setup: Setup, s: Scenario) -> float | None:
         rows = setup.sequences * (1.5 if setup.stage == "orpo" else 1.0)
         return rows * local_tokens(setup) * vocab * per_entry / GIB
     if setup.cp > 1 and not s.fused_loss:
-        return setup.sequences * local_tokens(setup) * vocab * c["long_sequence"] / GIB
+        # the stack's own sequence-parallel loss where its profile traces one, else transformers' ForCausalLMLoss
+        per_entry = profile(s.framework).constant("sp_loss_bytes", 0.0) or c["long_sequence"]
+        return setup.sequences * local_tokens(setup) * vocab * per_entry / GIB
     return None
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from engine.contract import estimate_request
 from engine.frameworks import SWITCHES, profile, profiles
-from engine.schema import Framework
+from engine.schema import Framework, Request
 
 
 def per_gpu(**request: object) -> dict[str, float]:
@@ -92,10 +92,11 @@ def test_unsloth_offload_means_its_checkpointer_offloading_layer_inputs_not_stat
     on_gpu = estimate_request({**base, "framework": "unsloth"})
     trl = estimate_request({**base, "framework": "trl"})
     inputs = 16384 * 32 * 4096 * 2 / 2**30
-    assert uns["cpu_ram_gb"] - on_gpu["cpu_ram_gb"] == pytest.approx(inputs, abs=0.01)
+    # all layer inputs but two: the last layer's and the GPU buffer the others come back into (unsloth-zoo)
+    assert uns["cpu_ram_gb"] - on_gpu["cpu_ram_gb"] == pytest.approx(inputs * 30 / 32, abs=0.01)
     # the 4-bit base stays on the GPU: Unsloth has no parameter offload
     assert uns["per_gpu"]["weights"] == on_gpu["per_gpu"]["weights"] > 4
-    assert on_gpu["per_gpu"]["total"] - uns["per_gpu"]["total"] > inputs
+    assert on_gpu["per_gpu"]["total"] - uns["per_gpu"]["total"] > inputs * 30 / 32
     assert on_gpu["per_gpu"]["total"] < trl["per_gpu"]["total"]
 
 
@@ -119,3 +120,18 @@ def test_framework_default_precision_applies_only_when_named() -> None:
     full = {"model": {"params_b": 3}, "method": "full", "seq_len": 256}
     assert estimate_request(full)["request"]["mixed_precision"] == "amp"
     assert estimate_request({**full, "framework": "torchtune"})["request"]["mixed_precision"] == "pure_bf16"
+
+
+def test_lora_dropout_keeps_a_16_bit_copy_and_a_mask_per_adapter() -> None:
+    # PEFT casts x to the fp32 adapter's dtype, but under autocast lora_A saves its 16-bit cast and dropout its
+    # bool mask: 2 + 1 bytes per element and adapter, in AMP as in pure bf16
+    from engine.memory import LoraTargets, activation_bytes_per_token_layer
+    from engine.scenario import build_scenario
+
+    def per_layer(targets: str, precision: str) -> float:
+        s = build_scenario(Request.model_validate({"model": {"name": "Llama-3.1-8B"}, "method": "lora",
+                                                   "lora_targets": targets, "mixed_precision": precision}))
+        return activation_bytes_per_token_layer(s, LoraTargets.parse(s.lora_targets))
+
+    assert per_layer("qv", "amp") == per_layer("qv", "pure_bf16")
+    assert per_layer("qv", "amp") - per_layer("attn_mlp_custom:v", "amp") == 3 * 4096

@@ -67,7 +67,7 @@ def test_a_combination_on_the_users_own_card_comes_before_more_gpus() -> None:
     keys = [c.key for c in a.changes]
     assert keys[0] == "combined" and ("more_gpus" not in keys or keys.index("more_gpus") > 0)
     line = text_of("LoRA 8B на RTX 4080 с контекстом 8192")
-    assert "• fused cross-entropy (Liger / Unsloth) + перейти на QLoRA + контекст 8k → 4k: 14,5\u00a0ГБ ✓" in line
+    assert "• fused cross-entropy (Liger / Unsloth) + перейти на QLoRA + контекст 8k → 4k: 13,8\u00a0ГБ ✓" in line
 
 
 def test_a_small_sacrifice_combination_beats_one_large_cut_of_the_context() -> None:

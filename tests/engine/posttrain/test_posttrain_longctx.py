@@ -99,3 +99,15 @@ def test_options_without_a_gpu_fit_nothing_and_skip_the_degree_in_use() -> None:
     assert opts and not any(o.fits for o in opts)  # no GPU memory to compare with
     assert all(o.degree > 4 for o in opts if o.kind == "context_parallel")
     assert long_context_options(r, memory_gib=141 * 0.98)[0].fits
+
+
+def test_ms_swift_sequence_parallel_loss_runs_on_the_16_bit_logits() -> None:
+    # loss_scale_sp_func: CrossEntropyLoss on the model's bf16 logits (labels popped before the forward), 6 bytes a
+    # token x vocabulary entry; TRL + Ulysses goes through transformers' ForCausalLMLoss (fp32 upcast), 12
+    req = {"model": {"name": "Qwen2.5-7B"}, "method": "full", "seq_len": 65536, "context_parallel": 4,
+           "sharding": "zero3", "gpus": [{"name": "A100 SXM4 80GB", "count": 4}]}
+    swift = posttrain_result(Request.model_validate({**req, "framework": "ms-swift"}))
+    trl = posttrain_result(Request.model_validate({**req, "framework": "trl"}))
+    entries = 65536 / 4 * 152064 / 2**30
+    assert swift.policy["logits"] == pytest.approx(6 * entries, rel=1e-3)
+    assert trl.policy["logits"] == pytest.approx(12 * entries, rel=1e-3)

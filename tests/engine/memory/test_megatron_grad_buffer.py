@@ -1,0 +1,50 @@
+"""Megatron-Core keeps its gradients in one buffer allocated with the model (param_and_grad_buffer.py): they are
+there beside the activations, not made while autograd frees them."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.memory import breakdown
+from engine.posttrain.compose import compose
+from engine.posttrain.setup import build_setup
+from engine.scenario import build_scenario
+from engine.schema import Request
+
+
+def test_a_megatron_core_stack_holds_gradients_beside_the_activations() -> None:
+    # full AMP training at 32K (a 32K vocabulary: the layers' activations, not the logits, set the backward peak)
+    req = {"model": {"name": "Llama-2-7B"}, "method": "full", "seq_len": 32768, "fused_loss": True,
+           "gpus": [{"name": "H100 SXM"}]}
+    nemo = breakdown(build_scenario(Request.model_validate({**req, "framework": "nemo"})))
+    trl = breakdown(build_scenario(Request.model_validate({**req, "framework": "trl"})))
+    autocast = nemo.trainable_params * 2.0 / 2**30  # the 16-bit copies of the fp32 weights
+    states = nemo.weights + nemo.gradients + nemo.optimizer
+    assert nemo.total - nemo.overhead == pytest.approx(states + autocast + nemo.activations, rel=1e-3)
+    # autograd's .grad tensors are made as the activations are freed: the larger of the two, never both
+    assert trl.total - trl.overhead < states + autocast + trl.activations - 0.5 * trl.gradients
+
+
+def test_tensor_parallel_runs_megatron_cores_gradient_buffer() -> None:
+    req = Request.model_validate({"model": {"name": "Qwen2.5-7B"}, "method": "full", "framework": "ms-swift",
+                                  "seq_len": 32768, "tensor_parallel": 4, "fused_loss": True,
+                                  "gpus": [{"name": "A100 SXM4 80GB", "count": 4}]})
+    c = compose(build_setup(req))
+    b = c.policy.b
+    assert c.policy.grads == 0.0  # none made during backward: all of them are in the static set
+    assert c.policy.static >= (b.weights + b.gradients + b.optimizer) / 4 - 0.01
+    assert c.total > c.policy.static + c.policy.activations + c.policy.logits
+
+
+def test_megatron_cores_cross_entropy_keeps_its_logits_fused_or_not() -> None:
+    # vocab-parallel cross-entropy: 16-bit logits + one fp32 copy that becomes the softmax and the gradient, whether
+    # cross_entropy_loss_fusion is on or not; Liger's fused loss on a plain stack never makes the whole logits
+    req = {"model": {"name": "Qwen2.5-7B"}, "method": "full", "seq_len": 8192, "tensor_parallel": 4,
+           "framework": "ms-swift", "gpus": [{"name": "A100 SXM4 80GB", "count": 4}]}
+    entries = 8192 * 152064 / 2**30
+    for fused in (True, False, None):
+        s = build_scenario(Request.model_validate({**req, "fused_loss": fused}))
+        assert s.loss_kernel == "megatron"
+        assert breakdown(s).logits == pytest.approx(6 * entries, rel=1e-3)
+    plain = build_scenario(Request.model_validate({**req, "tensor_parallel": None, "fused_loss": True}))
+    assert breakdown(plain).logits < entries
