@@ -49,13 +49,16 @@ def formats(request: Request, fmt: str, gpu: Gpu, engine: str) -> list[str]:
 
 def size(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtype: str, gpus: list[Gpu],
          prompt: int, output: int, context: int, max_model_len: int) -> Sized | None:
-    """The cheapest arrangement that meets the promise at the load (per hour; fewer GPUs on a tie)."""
+    """The cheapest arrangement that meets the promise at the load (per hour; fewer GPUs on a tie), a CUDA one
+    before a ROCm one when the GPUs were not named (the rule and its reasons: engine.plan.search.cuda_first; here
+    also because the load model is optimistic on MI300X, docs/serving-load.md)."""
     if not (request.request_rate or request.concurrency):
         return None
     most = int(data()["limits"]["max_gpus"])
     currency = request.currency or "USD"
     f = features_for(request)
     best: Sized | None = None
+    best_rank: tuple[bool, float, int] | None = None
     for gpu in gpus:
         price = _price(gpu.name, currency)
         for wf in formats(request, fmt, gpu, engine):
@@ -82,7 +85,8 @@ def size(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtype: 
                             cost = price * tp * replicas if price is not None else math.inf
                             cand = Sized(gpu.name, tp * replicas, tp, replicas, wf, kv,
                                          price * tp * replicas if price is not None else None)
-                            if best is None or (cost, cand.count) < (best.per_hour or math.inf, best.count):
-                                best = cand
+                            rank = (gpu.rocm_arch is not None, cost, cand.count)
+                            if best_rank is None or rank < best_rank:
+                                best, best_rank = cand, rank
                             break
     return best

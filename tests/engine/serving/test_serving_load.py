@@ -107,6 +107,21 @@ def test_sizing_picks_the_cheapest_arrangement_that_keeps_the_promise() -> None:
     assert both.per_hour == min(one.per_hour or 1e9, other.per_hour or 1e9)
 
 
+def test_sizing_over_the_catalog_puts_a_cuda_card_before_a_cheaper_rocm_one() -> None:
+    from engine.catalog import architecture
+    q = Request(model=ModelRef(name="Llama-3.1-70B"), method="inference", serving_engine="vllm", request_rate=20.0,
+                ttft_p95_ms=500, prompt_len=300, output_len=512)
+    arch = architecture(ModelRef(name="Llama-3.1-70B"))
+    mi300x, h100 = find_gpu("MI300X"), find_gpu("H100 SXM")
+    assert mi300x is not None and h100 is not None and mi300x.rocm_arch is not None
+    amd = size(q, arch, "vllm", "bf16", "auto", [mi300x], 300, 512, 812, 812)
+    nvidia = size(q, arch, "vllm", "bf16", "auto", [h100], 300, 512, 812, 812)
+    both = size(q, arch, "vllm", "bf16", "auto", [mi300x, h100], 300, 512, 812, 812)
+    assert amd is not None and nvidia is not None and both is not None
+    assert (amd.per_hour or 0) < (nvidia.per_hour or 0)  # the ROCm card is the cheaper here...
+    assert both == nvidia  # ...and still comes after the CUDA one; named alone, it is sized as asked (amd)
+
+
 def test_a_named_setup_past_capacity_says_the_queue_grows() -> None:
     r = result(request_rate=500.0)
     assert r.load is not None and not r.load.point.stable
