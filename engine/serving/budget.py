@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from engine.schema import Architecture
 from engine.schema.serving import GpuChoice, RankMemory, Settings
 
+from .engines import tgi_logits, tgi_pool, tgi_warmup_tokens
 from .profile import cuda_graphs_in_budget, data
 from .weights import RankWeights
 
@@ -75,7 +76,9 @@ def stage_layers(arch: Architecture, pp: int) -> tuple[int, ...]:
     return (*([each] * (pp - 1)), arch.layers - each * (pp - 1))
 
 
-def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights) -> Budget:
+def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights, kv_token_bytes: float = 0.0
+                 ) -> Budget:
+    """`kv_token_bytes`: one token's KV on a rank (TGI's warm-up batch holds some before the pool is sized)."""
     total = gpu.total_gib * GIB
     layers = stage_layers(arch, s.pipeline_parallel)
     pp = s.pipeline_parallel
@@ -98,10 +101,18 @@ def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights
     acts = [activation_peak(arch, s, last_stage=(i == pp - 1)) for i in range(pp)]
     extra = non_torch(s, gpu)
     if s.family == "tgi":
-        t = data()["tgi"]
+        # flash_causal_lm.py warmup: the pool is sized from the memory free after the warm-up batch (its forward
+        # and the logits of every prefill token), by release (engines.tgi_pool; serving.toml [tgi])
+        acts = [forward_bytes(arch, s.max_num_batched_tokens, s.tensor_parallel)
+                + moe_workspace(arch, s.max_num_batched_tokens, s.tensor_parallel)
+                + tgi_logits(arch, s.max_num_batched_tokens) for _ in range(pp)]
+        held = data()["sglang"]["held_at_load_gib"] * GIB + extra  # the CUDA context of a PyTorch server process
+        warm = tgi_warmup_tokens(s.version, s.max_num_batched_tokens, s.max_model_len) * kv_token_bytes
+        pools = tuple(tgi_pool(total, held + wt + a, warm, s.gpu_memory_utilization, s.version)
+                      for wt, a in zip(weights, acts, strict=True))
         budget = total * s.gpu_memory_utilization
-        pools = tuple((budget - wt - a - extra) * t["wiggle_room"] for wt, a in zip(weights, acts, strict=True))
-        in_budget = True
+        extra = held
+        in_budget = False
     else:
         budget = total * s.gpu_memory_utilization
         in_budget = cuda_graphs_in_budget(s.version)

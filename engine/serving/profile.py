@@ -90,13 +90,6 @@ def supports(engine: str, fmt: str) -> bool:
     return key in table.get(engine, table["vllm"])
 
 
-def sglang_fraction(tp: int) -> float:
-    for least, fraction in data()["sglang"]["mem_fraction_static"]:
-        if tp >= least:
-            return float(fraction)
-    return 0.88
-
-
 def batch_defaults(fam: EngineFamily, total_gib: float, gpu_name: str, max_model_len: int) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) the engine picks when the request leaves them out."""
     v = data()["vllm"]

@@ -222,7 +222,8 @@ def _sglang(text: str, r: LogReading) -> None:
 
 def _tgi(text: str, r: LogReading) -> None:
     s, m = r.settings, r.measured
-    if v := _search(r"[Vv]ersion[\":= ]+\"?(\d+\.\d+\.\d+)", text):
+    if v := _search(r"[Vv]ersion[\":= ]+\"?(\d+\.\d+\.\d+)", text) or \
+            _search(r"text-generation-inference:(\d+\.\d+(?:\.\d+)?)", text):  # the image tag pulled
         r.version = v.group(1)
     if g := _search(r"model_id: \"([^\"]+)\"", text):
         s["model"] = safe_model(g.group(1))
