@@ -5,7 +5,8 @@ tokens, max concurrency and the activation peak.
 1. request: each row as shared/tools/eval_serving.py requests it (model, engine, format, TP/PP, the GPU as logged,
    engine options; bench.serving_accuracy.request);
 2. check: the row's quoted log lines read back by `check` (engine/configs/logcheck.py check_log) with the row's GPU
-   named, as a team pasting that log would get it. Quotes that are not a log (a parsed run file) are skipped here.
+   and model named (`check --gpu --model`; a model the log names wins), as a team pasting that log would get it.
+   Quotes that are not a log (a parsed run file) are skipped here.
 
 Usage: python -m bench.serving_logs_unseen [FILE] [-v]
 A script that prints figures, not a test. Do not tune constants to these rows: they judge the mechanisms.
@@ -84,7 +85,7 @@ def by_check(rows: list[dict[str, Any]], verbose: bool) -> tuple[Errors, int, in
         if quote.lstrip().startswith("{"):
             continue
         tried += 1
-        out = check_log(quote, _gpu_name(r)) or {}
+        out = check_log(quote, _gpu_name(r), r.get("model")) or {}  # --gpu / --model, as a team would name them
         family = (out.get("estimate") or {}).get("engine_family") or r.get("engine") or "vllm"
         key = version_key(r.get("engine") or "vllm", family, r.get("engine_version"))
         if not out.get("components"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.configs.readers.logs import LogReading, read_log, request_data
+from engine.configs.readers.logs import LogReading, read_log, request_data, safe_model
 
 # (measured name, serving block key, label)
 COMPONENTS = (("weights_gib", "weights_gib", "weights"), ("activation_peak_gib", "activation_peak_gib",
@@ -120,13 +120,16 @@ def calibration_row(reading: LogReading, serving: dict[str, Any] | None) -> dict
     }
 
 
-def check_log(text: str, gpu: str | None = None) -> dict[str, Any] | None:
-    """`check --json` of a log: None when the text is not a log."""
+def check_log(text: str, gpu: str | None = None, model: str | None = None) -> dict[str, Any] | None:
+    """`check --json` of a log: None when the text is not a log. `gpu` / `model`: what the user names when the log
+    does not (a model the log names wins: the log is what ran)."""
     from engine.contract import estimate_request
 
     reading = read_log(text)
     if reading is None:
         return None
+    if model and not reading.settings.get("model"):
+        reading.settings["model"] = safe_model(model)
     out: dict[str, Any] = {"format": f"log:{reading.kind}", "engine_version": reading.version,
                            "settings": reading.settings, "measured": reading.measured, "request": None,
                            "estimate": None, "components": [], "changes": [], "ignored": [], "no_effect": []}

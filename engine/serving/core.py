@@ -11,9 +11,9 @@ from engine.schema import Architecture, Assumption, GpuRef, Request
 from engine.schema.serving import GpuChoice, KvCapacity, RankMemory, Settings
 
 from .budget import GIB, paged_budget
+from .engines import sglang_bucket, sglang_default_fraction, sglang_heuristic, sglang_vlm_factor, tgi_defaults
 from .kv import capacity, plain_bytes_per_token
 from .local import hf_generate, llama_cpp
-from .engines import sglang_bucket, sglang_default_fraction, sglang_heuristic, sglang_vlm_factor, tgi_defaults
 from .profile import batch_defaults, data, family
 from .weights import rank_weights
 

@@ -206,8 +206,14 @@ def _sglang(text: str, r: LogReading) -> None:
     if v := _search(r"sglang[ =]v?(?:version[ :=]*)?(\d+\.\d+\.\d+[\w.]*)", text, re.I):
         r.version = v.group(1)
     _settings_from(_kv_args(text, "ServerArgs("), s)
+    ranks = [int(x) for x in re.findall(r"\bTP(\d+)\]", text)]  # "[2025-10-16 09:06:22 TP7] ..." per rank
+    if ranks and "tp" not in s:
+        s["tp"] = max(ranks) + 1
     if g := _search(r"Load weight end\..*?mem usage=" + _NUM + r" GB", text):
         m["weights_gib"] = _f(g.group(1))
+    elif (b := _search(r"Load weight begin\. avail mem=" + _NUM, text)) and \
+            (e := _search(r"Load weight end\..*?avail mem=" + _NUM, text)):  # releases that print no mem usage
+        m["weights_gib"] = round(_f(b.group(1)) - _f(e.group(1)), 2)
     if g := _search(r"KV Cache is allocated\. #tokens: " + _NUM + r", K size: " + _NUM + r" GB, V size: " + _NUM,
                     text):
         m["kv_tokens"] = _f(g.group(1))
@@ -253,9 +259,9 @@ def _llama_cpp(text: str, r: LogReading) -> None:
     s, m = r.settings, r.measured
     if v := _search(r"build: (\d+) \(", text):
         r.version = "b" + v.group(1)
-    if g := _search(r"general\.name\s+str\s+=\s+(.+)", text):
+    if g := _search(r"general\.name\s+(?:str\s+)?=\s+(.+)", text):  # the loader's kv dump or print_meta's line
         s["model"] = safe_model(g.group(1))
-    if g := _search(r"file type\s+=\s+(\S+)(?: - (Small|Medium|Large))?", text):
+    if g := _search(r"(?:file type|model ftype)\s+=\s+(\S+)(?: - (Small|Medium|Large))?", text):
         size = {"Small": "_s", "Medium": "_m", "Large": "_l"}.get(g.group(2) or "", "")
         s["quantization"] = "gguf:" + g.group(1).lower() + size
     if g := _search(r"n_ctx\s+=\s+(\d+)", text):
