@@ -141,8 +141,9 @@ def _vllm(text: str, r: LogReading) -> None:
     v = (_search(r"vLLM API server version ([\w.+-]+)", text) or _search(r"LLM engine \(v([\w.+-]+)\)", text)
          or _search(r"version[= ]v?(\d+\.\d+\.\d+[\w.+-]*)", text))
     engine_v1 = bool(_search(r"V1 LLM engine|v1/(?:worker|core|engine)|EngineCore|VLLM_USE_V1=1", text))
-    engine_v0 = bool(_search(r"Initializing an LLM engine|#? ?GPU blocks: \d+, # CPU blocks|worker/model_runner\.py|"
-                             r"VLLM_USE_V1=0|Memory profiling results: total_gpu_memory=", text))
+    engine_v0 = bool(_search(r"Initializing an LLM engine|#? ?(?:GPU|cuda) blocks: \d+, # CPU blocks|"
+                             r"worker/model_runner\.py|VLLM_USE_V1=0|Memory profiling results: total_gpu_memory=",
+                             text))
     r.version = ((v.group(1) + " ") if v else "") + ("(V1)" if engine_v1 and not engine_v0 else
                                                      "(V0)" if engine_v0 else "")
     r.version = r.version.strip() or None

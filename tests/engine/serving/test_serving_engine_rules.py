@@ -165,3 +165,11 @@ def test_llama_cpp_log_gives_the_format_and_name_of_print_meta():
     assert r is not None and r.kind == "llama.cpp"
     assert r.settings["quantization"] == "gguf:q4_k_m" and r.settings["model"] == "Meta Llama 3.1 8B Instruct"
     assert r.measured["kv_cache_gib"] == 1.0 and r.measured["activation_peak_gib"] == pytest.approx(0.547, abs=1e-3)
+
+
+def test_a_v0_log_is_known_by_its_cpu_swap_blocks():
+    r = read_log("INFO 02-26 09:54:02 model_runner.py:1115] Loading model weights took 5.2032 GB\n"
+                 "INFO 02-26 09:54:05 worker.py:267] the current vLLM instance can use total_gpu_memory (8.00GiB) x "
+                 "gpu_memory_utilization (0.70) = 5.60GiB\n"
+                 "INFO 02-26 09:54:05 executor_base.py:111] # cuda blocks: 0, # CPU blocks: 4681")
+    assert r is not None and r.kind == "vllm" and r.settings["vllm_use_v1"] is False
