@@ -93,10 +93,13 @@ def tgi_defaults(version: str | None) -> tuple[int, int, int]:
 
 def tgi_warmup_tokens(version: str | None, prefill: int, max_model_len: int) -> int:
     """KV tokens the warm-up batch holds: requests of max_input_tokens until the prefill budget, each reserving
-    max_total_tokens (its input plus max_new_tokens)."""
+    max_total_tokens (its input plus max_new_tokens); from 3.0, with no max_total_tokens passed, one new token each
+    (backends/v3/src/client/grpc_client.rs warmup: max_new_tokens 1)."""
     total, max_input, _ = tgi_defaults(version)
-    total = min(total, max_model_len) if total else max_model_len
-    max_input = min(max_input or total - 1, total - 1) if total > 1 else 1
+    if not total:  # 3.x with the limits left to the launcher: each warm-up request asks one new token
+        return prefill + 1
+    total = min(total, max_model_len)
+    max_input = min(max_input, total - 1) if total > 1 else 1
     requests = max(1, -(-prefill // max(1, max_input)))
     return requests * total
 

@@ -90,6 +90,7 @@ def test_tgi_warmup_batch_follows_the_launcher_defaults():
     # 2.x: requests of 4095 tokens until 4145 prefill tokens (two), each holding max_total_tokens 4096
     assert tgi_warmup_tokens("2.2.0", 4145, 131072) == 2 * 4096
     assert tgi_warmup_tokens("1.4.5", 4096, 131072) == 4 * 2048  # four requests of 1024 reach 4096
+    assert tgi_warmup_tokens("3.0.0", 4096, 131072) == 4097  # 3.x: the prefill and one new token
 
 
 def test_tgi_warmup_peak_holds_the_logits_of_every_prefill_token():
@@ -173,3 +174,11 @@ def test_a_v0_log_is_known_by_its_cpu_swap_blocks():
                  "gpu_memory_utilization (0.70) = 5.60GiB\n"
                  "INFO 02-26 09:54:05 executor_base.py:111] # cuda blocks: 0, # CPU blocks: 4681")
     assert r is not None and r.kind == "vllm" and r.settings["vllm_use_v1"] is False
+
+
+def test_tgi_before_3_caps_the_context_at_its_launcher_default():
+    old = ask(model="Llama-3.1-8B", serving_engine="tgi", gpus=[{"name": "A100 80GB SXM"}],
+              engine_options={"engine_version": "2.2.0"})
+    new = ask(model="Llama-3.1-8B", serving_engine="tgi", gpus=[{"name": "A100 80GB SXM"}],
+              engine_options={"engine_version": "3.0.1"})
+    assert old.settings.max_model_len == 4096 and new.settings.max_model_len == 131072
