@@ -59,9 +59,20 @@ def non_torch(s: Settings, gpu: GpuChoice) -> float:
     n = data()["vllm"]["non_torch"]
     if s.tensor_parallel == 1:
         return n["tp1_gib"] * GIB if s.pipeline_parallel == 1 else n["pp_only_gib"] * GIB
-    if not gpu.nvlink:
+    return tp_buffers(s.tensor_parallel, gpu.nvlink)
+
+
+def tp_buffers(tp: int, nvlink: bool) -> float:
+    """NCCL / custom all-reduce buffers of one rank under TP > 1 ([vllm.non_torch])."""
+    n = data()["vllm"]["non_torch"]
+    if not nvlink:
         return n["tp_pcie_gib"] * GIB
-    return (n["tp_nvlink_gib"] + n["tp_nvlink_per_doubling_gib"] * math.log2(s.tensor_parallel / 2)) * GIB
+    return (n["tp_nvlink_gib"] + n["tp_nvlink_per_doubling_gib"] * math.log2(tp / 2)) * GIB
+
+
+def sglang_held(tp: int, nvlink: bool) -> float:
+    """What an SGLang rank holds before loading weights: the CUDA context, and NCCL / custom all-reduce under TP."""
+    return data()["sglang"]["held_at_load_gib"] * GIB + (tp_buffers(tp, nvlink) if tp > 1 else 0.0)
 
 
 def cuda_graphs(layers: int) -> float:
@@ -89,7 +100,7 @@ def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights
         # (1 - mem_fraction_static); free before loading = total - what the process already holds (CUDA context,
         # NCCL / custom all-reduce under TP), so the pool is (total - held) x mem_fraction_static - weights; the
         # engine's share of the card is what it held before loading plus that fraction of the rest
-        held = data()["sglang"]["held_at_load_gib"] * GIB + (non_torch(s, gpu) if s.tensor_parallel > 1 else 0.0)
+        held = sglang_held(s.tensor_parallel, gpu.nvlink)
         budget = held + (total - held) * s.gpu_memory_utilization
         pools = tuple(budget - wt - held for wt in weights)
         act = forward_bytes(arch, s.max_num_batched_tokens, s.tensor_parallel) + moe_workspace(

@@ -206,20 +206,36 @@ def _sglang(text: str, r: LogReading) -> None:
     s, m = r.settings, r.measured
     if v := _search(r"sglang[ =]v?(?:version[ :=]*)?(\d+\.\d+\.\d+[\w.]*)", text, re.I):
         r.version = v.group(1)
+    elif d := _search(r"\[(20\d\d-\d\d-\d\d)[ T]\d", text):  # no version printed: the rules of the log's date
+        from engine.serving.profile import data as serving_data
+
+        h = serving_data()["sglang"]["heuristic"]
+        release = str(h["before_dates"])
+        for since, version in h["by_date"]:
+            if d.group(1) >= since:
+                release = str(version)
+        r.version = f"{release} (the rules of {d.group(1)}, the log's date)"
     _settings_from(_kv_args(text, "ServerArgs("), s)
     ranks = [int(x) for x in re.findall(r"\bTP(\d+)\]", text)]  # "[2025-10-16 09:06:22 TP7] ..." per rank
     if ranks and "tp" not in s:
         s["tp"] = max(ranks) + 1
+    begin = _search(r"Load weight begin\. avail mem=" + _NUM, text)
+    end = _search(r"Load weight end\..*?avail mem=" + _NUM, text)
     if g := _search(r"Load weight end\..*?mem usage=" + _NUM + r" GB", text):
         m["weights_gib"] = _f(g.group(1))
-    elif (b := _search(r"Load weight begin\. avail mem=" + _NUM, text)) and \
-            (e := _search(r"Load weight end\..*?avail mem=" + _NUM, text)):  # releases that print no mem usage
-        m["weights_gib"] = round(_f(b.group(1)) - _f(e.group(1)), 2)
-    if g := _search(r"KV Cache is allocated\. #tokens: " + _NUM + r", K size: " + _NUM + r" GB, V size: " + _NUM,
-                    text):
-        m["kv_tokens"] = _f(g.group(1))
-        m["kv_cache_gib"] = _f(g.group(2)) + _f(g.group(3))
-    elif g := _search(r"max_total_num_tokens=" + _NUM, text):
+    elif begin and end:  # releases that print no mem usage
+        m["weights_gib"] = round(_f(begin.group(1)) - _f(end.group(1)), 2)
+    # the free memory before loading, which profile_max_num_token scales by mem_fraction_static
+    if begin:
+        s["free_at_load_gib"] = _f(begin.group(1))
+    elif end and "weights_gib" in m:
+        s["free_at_load_gib"] = round(_f(end.group(1)) + m["weights_gib"], 2)
+    if g := _search(r"KV Cache is allocated\.(?: dtype: [\w.]+,)? (?:#tokens: " + _NUM + r", )?K size: " + _NUM
+                    + r" GB, V size: " + _NUM, text):
+        if g.group(1):
+            m["kv_tokens"] = _f(g.group(1))
+        m["kv_cache_gib"] = round(_f(g.group(2)) + _f(g.group(3)), 3)
+    if "kv_tokens" not in m and (g := _search(r"max_total_num_tokens=" + _NUM, text)):
         m["kv_tokens"] = _f(g.group(1))
     if g := _search(r"Capture cuda graph end\..*?mem usage=" + _NUM + r" GB", text):
         m["cuda_graph_gib"] = _f(g.group(1))
@@ -329,6 +345,18 @@ def request_data(r: LogReading, gpu: str | None = None) -> dict[str, Any] | None
     if s.get("gpu_total_gib"):
         ref["total_gib"] = s["gpu_total_gib"]
         ref["memory_gb"] = round(s["gpu_total_gib"] / 0.9313)
+    if r.kind == "sglang" and s.get("free_at_load_gib"):
+        # SGLang sizes its pool from the memory free before loading (profile_max_num_token): the card as the log saw
+        # it is that free memory plus what the engine takes as held before loading, so the estimate starts from the
+        # logged free memory whatever else (a desktop, another process) held the card
+        from engine.schema import GpuRef
+        from engine.serving.budget import GIB, sglang_held
+        from engine.serving.core import gpu_choice
+
+        choice, _ = gpu_choice(GpuRef(name=gpu, count=tp * pp) if gpu else None)
+        ref["total_gib"] = round(s["free_at_load_gib"] + sglang_held(tp, bool(gpu) and choice.nvlink) / GIB, 2)
+        if not gpu:
+            ref.setdefault("memory_gb", round(ref["total_gib"] / 0.9313))
     opts = {k: s[k] for k in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
             if s.get(k)}
     if r.version:

@@ -182,3 +182,28 @@ def test_tgi_before_3_caps_the_context_at_its_launcher_default():
     new = ask(model="Llama-3.1-8B", serving_engine="tgi", gpus=[{"name": "A100 80GB SXM"}],
               engine_options={"engine_version": "3.0.1"})
     assert old.settings.max_model_len == 4096 and new.settings.max_model_len == 131072
+
+
+WSL_3090 = ("[2025-02-04 05:21:33] server_args=ServerArgs(model_path='/m/DeepSeek-R1-Distill-Qwen-7B', "
+            "mem_fraction_static=0.88)\n") + """[2025-02-04 05:21:40 TP0] Load weight begin. avail mem=22.76 GB
+[2025-02-04 05:29:17 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=8.37 GB
+[2025-02-04 05:29:17 TP0] KV Cache is allocated. K size: 2.82 GB, V size: 2.82 GB.
+[2025-02-04 05:29:20 TP0] max_total_num_tokens=105531, context_len=131072"""
+
+
+def test_sglang_log_without_a_version_gets_the_rules_of_its_date():
+    assert read_log(WSL_3090).version.startswith("0.4.4")  # type: ignore[union-attr]
+    assert read_log(SGLANG_TP).version.startswith("0.5.3")  # type: ignore[union-attr]  # October 2025
+    assert read_log(WSL_3090.replace("2025-02-04", "2025-07-14")).version.startswith("0.4.7")  # type: ignore[union-attr]
+
+
+def test_check_of_an_sglang_log_starts_from_the_free_memory_it_logged():
+    # a desktop holds part of this 3090: the pool is (free at load) x 0.88 - weights, as profile_max_num_token has it
+    out = check_log(WSL_3090, "RTX 3090")
+    pool = next(c for c in out["components"] if c["component"] == "KV pool")
+    assert out["measured"]["kv_cache_gib"] == 5.64 and out["measured"]["weights_gib"] == 14.39
+    assert pool["ours"] == pytest.approx(22.76 * 0.88 - out["estimate"]["weights_gib"], abs=0.02)
+    named_only = ask(model="deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", serving_engine="sglang",
+                     gpus=[{"name": "RTX 3090"}], engine_options={"engine_version": "0.4.2",
+                                                                  "gpu_memory_utilization": 0.88})
+    assert named_only.memory.kv_pool_gib > pool["ours"] + 0.3  # the card's total, less what SGLang itself holds
