@@ -31,7 +31,8 @@ METRICS = (("kv_cache_gib", "kv_pool_gib", "KV pool"), ("kv_tokens", "kv_tokens"
            ("max_concurrency", "max_concurrency", "max concurrency"),
            ("activation_peak_gib", "activation_peak_gib", "activation peak"))
 GPU_WORDS = (("3090", "RTX 3090"), ("4090", "RTX 4090"), ("H100", "H100"), ("H200", "H200"), ("A100", "A100"),
-             ("T4", "T4"), ("L4", "L4"), ("L40S", "L40S"), ("A10G", "A10G"), ("MI300X", "MI300X"), ("B200", "B200"))
+             ("T4", "T4"), ("L4", "L4"), ("L40S", "L40S"), ("A10G", "A10G"), ("MI300X", "MI300X"), ("B200", "B200"),
+             ("A6000", "RTX A6000"), ("3070", "RTX 3070"), ("4060", "RTX 4060"))
 
 Errors = dict[str, dict[str, list[float]]]
 

@@ -116,7 +116,7 @@ def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights
         # and the logits of every prefill token), by release (engines.tgi_pool; serving.toml [tgi])
         acts = [forward_bytes(arch, s.max_num_batched_tokens, s.tensor_parallel)
                 + moe_workspace(arch, s.max_num_batched_tokens, s.tensor_parallel)
-                + tgi_logits(arch, s.max_num_batched_tokens) for _ in range(pp)]
+                + tgi_logits(arch, s.max_num_batched_tokens, s.version) for _ in range(pp)]
         held = data()["sglang"]["held_at_load_gib"] * GIB + extra  # the CUDA context of a PyTorch server process
         warm = tgi_warmup_tokens(s.version, s.max_num_batched_tokens, s.max_model_len) * kv_token_bytes
         pools = tuple(tgi_pool(total, held + wt + a, warm, s.gpu_memory_utilization, s.version)

@@ -104,8 +104,11 @@ def tgi_warmup_tokens(version: str | None, prefill: int, max_model_len: int) -> 
     return requests * total
 
 
-def tgi_logits(arch: Architecture, tokens: int) -> float:
-    """The warm-up's lm_head output over every prefill token and its log_softmax copy (prefill_logprobs)."""
+def tgi_logits(arch: Architecture, tokens: int, version: str | None) -> float:
+    """The warm-up's lm_head output over every prefill token and its log_softmax copy (prefill_logprobs), before
+    3.0; from 3.0 the server keeps only each request's last token (REQUEST_LOGPROBS off by default)."""
+    if _at_least(version, str(data()["tgi"]["prefill_logprobs_until"])):
+        return 0.0
     return float(data()["tgi"]["logit_copies_bytes"]) * tokens * arch.vocab
 
 

@@ -250,11 +250,11 @@ def _tgi(text: str, r: LogReading) -> None:
         r.version = v.group(1)
     if g := _search(r"model_id: \"([^\"]+)\"", text):
         s["model"] = safe_model(g.group(1))
-    if g := _search(r"num_shard: Some\((\d+)\)", text):
+    if g := _search(r"num_shard: Some\(\s*(\d+),?\s*\)", text):
         s["tp"] = int(g.group(1))
-    if g := _search(r"max_total_tokens: Some\((\d+)\)", text):
+    if g := _search(r"max_total_tokens: Some\(\s*(\d+),?\s*\)", text):
         s["max_model_len"] = int(g.group(1))
-    if g := _search(r"max_batch_prefill_tokens: Some\((\d+)\)", text):
+    if g := _search(r"max_batch_prefill_tokens: Some\(\s*(\d+),?\s*\)", text):
         s["max_num_batched_tokens"] = int(g.group(1))
     if g := _search(r"quantize: Some\(\s*(\w+)", text):
         s["quantization"] = g.group(1).lower()

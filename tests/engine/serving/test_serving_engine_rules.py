@@ -207,3 +207,13 @@ def test_check_of_an_sglang_log_starts_from_the_free_memory_it_logged():
                      gpus=[{"name": "RTX 3090"}], engine_options={"engine_version": "0.4.2",
                                                                   "gpu_memory_utilization": 0.88})
     assert named_only.memory.kv_pool_gib > pool["ours"] + 0.3  # the card's total, less what SGLang itself holds
+
+
+def test_tgi_3_warmup_keeps_only_the_last_tokens_logits():
+    def peak(version: str) -> float:
+        r = ask(model="Llama-3.1-8B", serving_engine="tgi", gpus=[{"name": "A100 80GB SXM"}],
+                engine_options={"engine_version": version, "max_num_batched_tokens": 8192})
+        return r.memory.activation_peak_gib
+
+    # REQUEST_LOGPROBS off by default from 3.0: no full-vocabulary logits of the 8192 warm-up tokens
+    assert peak("2.4.1") - peak("3.0.0") == pytest.approx(4.0 * 8192 * 128256 / GIB, rel=0.01)
