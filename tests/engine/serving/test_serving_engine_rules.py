@@ -217,3 +217,11 @@ def test_tgi_3_warmup_keeps_only_the_last_tokens_logits():
 
     # REQUEST_LOGPROBS off by default from 3.0: no full-vocabulary logits of the 8192 warm-up tokens
     assert peak("2.4.1") - peak("3.0.0") == pytest.approx(4.0 * 8192 * 128256 / GIB, rel=0.01)
+
+
+def test_bitsandbytes_weights_are_double_quantized_as_vllm_loads_them():
+    bnb = ask(model="Qwen2.5-7B", serving_engine="vllm", quantization="bitsandbytes", gpus=[{"name": "RTX 4090"}],
+              seq_len=4096)
+    # 6.53e9 linear weights at 0.5 + 1/64 + 4/16384 B and 16-bit embeddings / lm_head (2 x 152064 x 3584):
+    # vllm #13882 logs 5.20 GiB for Qwen2.5-7B-Instruct-bnb-4bit (5.45 at a single fp32 absmax per 64)
+    assert bnb.memory.weights_gib == pytest.approx(5.20, abs=0.06)
