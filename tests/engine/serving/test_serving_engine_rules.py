@@ -225,3 +225,11 @@ def test_bitsandbytes_weights_are_double_quantized_as_vllm_loads_them():
     # 6.53e9 linear weights at 0.5 + 1/64 + 4/16384 B and 16-bit embeddings / lm_head (2 x 152064 x 3584):
     # vllm #13882 logs 5.20 GiB for Qwen2.5-7B-Instruct-bnb-4bit (5.45 at a single fp32 absmax per 64)
     assert bnb.memory.weights_gib == pytest.approx(5.20, abs=0.06)
+
+
+def test_tgi_loads_a_tied_lm_head_as_a_second_copy():
+    kwargs = {"model": "Gemma-3-27B", "gpus": [{"name": "H100 SXM"}], "seq_len": 4096}
+    tgi = ask(serving_engine="tgi", engine_options={"engine_version": "3.3.4"}, **kwargs)
+    vllm = ask(serving_engine="vllm", **kwargs)
+    embedding = 262208 * 5376 * 2 / GIB  # Gemma 3's vocabulary x hidden, 16-bit
+    assert tgi.memory.weights_gib - vllm.memory.weights_gib == pytest.approx(embedding, rel=0.01)
