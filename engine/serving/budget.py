@@ -31,11 +31,13 @@ def moe_workspace(arch: Architecture, tokens: int, tp: int) -> float:
     return tokens * k * (3.0 * arch.expert_ffn / tp + arch.hidden) * 2.0
 
 
-def forward_bytes(arch: Architecture, tokens: int, tp: int) -> float:
-    """The dense part of the forward peak of a batch of `tokens` tokens on one TP rank."""
+def forward_bytes(arch: Architecture, tokens: int, tp: int, eager: bool = False) -> float:
+    """The dense part of the forward peak of a batch of `tokens` tokens on one TP rank (`eager`: V0's profile run,
+    without torch.compile's buffers)."""
     f = data()["vllm"]["forward"]
     ffn = arch.shared_experts * arch.expert_ffn if arch.experts else arch.ffn
-    return tokens * 2.0 * (f["k_hidden"] * arch.hidden + f["k_ffn"] * ffn / tp)
+    k_hidden = f["k_hidden_v0"] if eager else f["k_hidden"]
+    return tokens * 2.0 * (k_hidden * arch.hidden + f["k_ffn"] * ffn / tp)
 
 
 def sampler_bytes(arch: Architecture, rows: int, copies: float) -> float:
@@ -45,7 +47,7 @@ def sampler_bytes(arch: Architecture, rows: int, copies: float) -> float:
 def activation_peak(arch: Architecture, s: Settings, last_stage: bool) -> float:
     tokens, tp = s.max_num_batched_tokens, s.tensor_parallel
     ws = moe_workspace(arch, tokens, tp)
-    dense = forward_bytes(arch, tokens, tp)
+    dense = forward_bytes(arch, tokens, tp, eager=s.family == "vllm-v0")
     if s.family == "vllm-v0":
         rows = s.max_num_seqs
         sampler = sampler_bytes(arch, rows, data()["vllm"]["v0"]["sampler_fp32_copies"]) if last_stage else 0.0

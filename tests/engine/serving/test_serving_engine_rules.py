@@ -233,3 +233,10 @@ def test_tgi_loads_a_tied_lm_head_as_a_second_copy():
     vllm = ask(serving_engine="vllm", **kwargs)
     embedding = 262208 * 5376 * 2 / GIB  # Gemma 3's vocabulary x hidden, 16-bit
     assert tgi.memory.weights_gib - vllm.memory.weights_gib == pytest.approx(embedding, rel=0.01)
+
+
+def test_v0_profiles_its_forward_eagerly_with_less_than_v1s_compiled_buffers():
+    v0 = ask(model="Llama-3.1-8B", serving_engine="vllm", gpus=[{"name": "RTX 3090"}], seq_len=20000,
+             engine_options={"engine_version": "0.6.4", "max_num_batched_tokens": 20000, "max_model_len": 20000})
+    # the MLP's live set: residual and norm output beside gate_up and SiLU-and-mul's output (2 hidden + 3 ffn)
+    assert v0.memory.activation_peak_gib == pytest.approx(20000 * 2 * (2 * 4096 + 3 * 14336) / GIB, rel=0.01)
