@@ -1,4 +1,6 @@
-"""The wheel's build step that compiles the message catalogs: bot/locales/*/LC_MESSAGES/messages.po → .mo.
+"""The wheel's build step that compiles the message catalogs (bot/locales/*/LC_MESSAGES/messages.po → .mo) and
+keeps every TOML data file's parsed content as JSON beside it (engine/datafiles.py: a read-only install reads
+those instead of parsing the TOML at each start).
 
 setuptools runs it as its `build_py` command (pyproject.toml, [tool.setuptools.cmdclass]), so every wheel, the
 Docker image's included, carries compiled catalogs whatever the checkout had; Babel is a build requirement.
@@ -24,7 +26,8 @@ def compile_po(po: Path, mo: Path) -> None:
 
 
 class BuildPy(build_py):
-    """setuptools' build_py, then each .po of the package compiled next to its copy in the build folder."""
+    """setuptools' build_py, then each .po of the package compiled next to its copy in the build folder, and each
+    TOML data file's JSON copy written into its __pycache__ there."""
 
     def run(self) -> None:
         super().run()
@@ -32,3 +35,7 @@ class BuildPy(build_py):
             mo = Path(self.build_lib) / po.with_suffix(".mo")
             compile_po(po, mo)
             self.announce(f"compiled {po} -> {mo}", level=2)
+        from engine.datafiles import compile_toml  # the source tree's (the build runs in it); standard library only
+
+        for toml in sorted(Path(self.build_lib).rglob("*.toml")):
+            self.announce(f"kept {toml} as {compile_toml(toml)}", level=2)

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine import posttrain
-from engine.answer import answer, asks_a_price, serving_breakdown
+from engine.answer import answer, asked_kv_gib, asks_a_price, serving_breakdown
 from engine.fit import NO_HEADROOM, capacity, fits, headroom_gb
 from engine.parts import parts, posttrain_parts
 from engine.plan.search import all_arrangements, asked_arrangements
@@ -115,8 +115,7 @@ def serving_estimate_json(a: ServingAnswer) -> dict[str, Any]:
     asked_ok = a.verdict in ("fits", "tight") if a.verdict is not None else r.fits
     headroom = g.total_gib - (need.total + need.cuda_context) if need is not None else 0.0
     if not r.fits and r.kv is not None:  # the asked users' KV beyond the pool is what is missing
-        per_instance = -(-(r.users or 1) // max(1, r.replicas))
-        headroom = min(headroom, kv_pool - per_instance * r.context * r.kv.bytes_per_token / 2**30)
+        headroom = min(headroom, kv_pool - asked_kv_gib(r))
     return {
         "request": {"model": {"name": r.model, "params_b": r.params_b, "known": r.model_known},
                     "method": "inference", "gpu_count": g.count},

@@ -1,6 +1,7 @@
 """The checks of scripts/wheel_smoke.sh: the installed `gpu-advisor` answers as the checkout does and the bot starts.
 
-- the wheel carries the compiled catalogs, the framework profiles and the templates;
+- the wheel carries the compiled catalogs, the framework profiles and the templates, and every TOML data file's
+  JSON copy for its bytes (engine/datafiles.py), which the installed `ask` reads instead of parsing TOML;
 - `--version` is the pyproject's version;
 - `ask` in Russian and English, a serving and a post-training question: the same bytes as the checkout's CLI, and
   no "something went wrong";
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import os
 import signal
 import socket
@@ -48,6 +50,29 @@ def run(argv: list[str], **kwargs: object) -> str:
     if done.returncode != 0:
         fail(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-500:]}")
     return str(done.stdout)
+
+
+def check_data_copies(wheel: zipfile.ZipFile) -> None:
+    """Each .toml of the wheel has __pycache__/<name>.<sha256 of its bytes, 16 hex>.json (engine.datafiles)."""
+    names = set(wheel.namelist())
+    tomls = [n for n in names if n.endswith(".toml") and "/__pycache__/" not in n]
+    if len(tomls) < 20:
+        fail(f"the wheel has only {len(tomls)} TOML data files")
+    for name in tomls:
+        folder, _, file = name.rpartition("/")
+        digest = hashlib.sha256(wheel.read(name)).hexdigest()[:16]
+        if f"{folder}/__pycache__/{file}.{digest}.json" not in names:
+            fail(f"the wheel lacks the JSON copy of {name}")
+
+
+def check_no_toml_parsed(installed: str) -> None:
+    """The installed `ask` reads the wheel's JSON copies: tomllib is never imported."""
+    python = str(Path(installed).with_name("python"))
+    probe = ("import contextlib, io, sys\nfrom bot.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n    main(['ask', '70B QLoRA на H100?'])\n"
+             "print('tomllib' in sys.modules)")
+    if run([python, "-B", "-c", probe]).strip() != "False":  # -B: no copy written now; the wheel's are read
+        fail("the installed ask parsed TOML: the wheel's JSON copies were not read")
 
 
 def check_cli(installed: str, checkout: Path) -> None:
@@ -159,9 +184,12 @@ def main() -> int:
     missing = [n for n in IN_WHEEL if n not in names]
     if missing:
         fail(f"the wheel lacks {missing}")
+    check_data_copies(zipfile.ZipFile(args.wheel))
+    check_no_toml_parsed(args.installed)
     check_cli(args.installed, args.checkout)
     asyncio.run(check_bot(args.installed, args.checkout))
-    print("wheel smoke: ok (CLI answers as the checkout's, webhook /healthz and /readyz, polling answers)")
+    print("wheel smoke: ok (the JSON copies read, CLI answers as the checkout's, webhook /healthz and /readyz, "
+          "polling answers)")
     return 0
 
 

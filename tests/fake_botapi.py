@@ -549,6 +549,17 @@ def texts(api: FakeBotAPI, chat_id: int) -> list[str]:
     return [c.params["text"] for c in api.of("sendMessage") if int(c.params["chat_id"]) == chat_id]
 
 
+def document(file_id: str, name: str = "config.json", size: int | None = None,
+             mime: str | None = None) -> dict[str, object]:
+    """A Telegram Document a user sends (its content is what the fake API serves for `file_id`)."""
+    doc: dict[str, object] = {"file_id": file_id, "file_unique_id": "u" + file_id, "file_name": name}
+    if size is not None:
+        doc["file_size"] = size
+    if mime:
+        doc["mime_type"] = mime
+    return doc
+
+
 def documents(api: FakeBotAPI, chat_id: int) -> list[tuple[str, bytes, str]]:
     """(file name, content, caption) of every document the bot sent to one chat, in order."""
     return [(c.filenames.get("document", ""), c.files.get("document", b""), str(c.params.get("caption") or ""))
@@ -569,6 +580,11 @@ def buttons(markup: dict[str, Any]) -> dict[str, str]:
     """Label (without the ✓ of the current state) → callback data of an inline keyboard."""
     return {b["text"].removeprefix("✓ "): b["callback_data"] for row in markup["inline_keyboard"] for b in row
             if "callback_data" in b}
+
+
+def labels(msg: dict[str, Any]) -> list[str]:
+    """The labels of the buttons under a message, as shown (with the ✓ of the current state)."""
+    return [b["text"] for row in msg["reply_markup"]["inline_keyboard"] for b in row]
 
 
 def button(msg: dict[str, Any], label: str) -> str:

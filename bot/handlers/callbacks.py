@@ -15,7 +15,7 @@ from aiogram.types import BufferedInputFile, CallbackQuery, InaccessibleMessage,
 
 from bot.config import BotConfig
 from bot.conversation import remember
-from bot.handlers.common import answer_question, button_request, calculator_row, is_private
+from bot.handlers.common import answer_question, button_request, calculator_row, is_private, is_question_id, not_sent
 from bot.pipeline import Reply, answer_options, apply_load_state, apply_serving_state, apply_state, make_reply
 from bot.storage import ChatSettings, Storage
 from bot.views.keyboards import (
@@ -38,21 +38,25 @@ log = logging.getLogger(__name__)
 _chart_lock = asyncio.Lock()  # matplotlib is not thread-safe: one chart at a time, off the event loop
 
 
+def addressed(qid: str, lang: str, action: str, actions: tuple[str, ...] = ("r", "p")) -> bool:
+    """What every answer button carries: a stored question's id, the answer's language, what to do with it."""
+    return is_question_id(qid) and lang in ("ru", "en") and action in actions
+
+
 def valid(cb: AnswerCb) -> bool:
-    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and cb.m in CODE_METHODS
-            and 1 <= cb.c <= MAX_SEQ_LEN and 1 <= cb.n <= MAX_GPUS and cb.lg in ("ru", "en") and cb.x in ("r", "p"))
+    return (addressed(cb.q, cb.lg, cb.x) and cb.m in CODE_METHODS and 1 <= cb.c <= MAX_SEQ_LEN
+            and 1 <= cb.n <= MAX_GPUS)
 
 
 def valid_serving(cb: ServingCb) -> bool:
-    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
-            and 1 <= cb.u <= MAX_BATCH and 1 <= cb.c <= MAX_SEQ_LEN and cb.lg in ("ru", "en") and cb.x in ("r", "p"))
+    return (addressed(cb.q, cb.lg, cb.x) and (cb.f in CODE_FORMATS or cb.f == "-") and 1 <= cb.u <= MAX_BATCH
+            and 1 <= cb.c <= MAX_SEQ_LEN)
 
 
 def valid_load(cb: LoadCb) -> bool:
-    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
+    return (addressed(cb.q, cb.lg, cb.x, ("r", "p", "l")) and (cb.f in CODE_FORMATS or cb.f == "-")
             and (cb.r == 0 or MIN_RATE <= cb.r <= MAX_RATE) and 0 <= cb.u <= MAX_USERS and (cb.r > 0 or cb.u > 0)
-            and 0 <= cb.t <= MAX_TTFT_MS and 0 <= cb.o <= MAX_TPOT_MS and cb.lg in ("ru", "en")
-            and cb.x in ("r", "p", "l"))
+            and 0 <= cb.t <= MAX_TTFT_MS and 0 <= cb.o <= MAX_TPOT_MS)
 
 
 async def render_chart(answer: Answer, lang: str, kind: str = "memory") -> bytes:
@@ -157,9 +161,8 @@ async def send_chart(query: CallbackQuery, bot: Bot, reply: Reply, chat_id: int,
         await bot.send_photo(chat_id, photo, caption=reply.title[:1000], parse_mode=None)
     except TelegramAPIError as exc:
         log.info("chart not sent: %s", type(exc).__name__)
-        private = query.message is not None and query.message.chat.type == "private"
-        await query.answer(t(lang, "I could not send the chart: try again in a minute, please.") if private
-                           else t(lang, "Open a chat with me to get the chart."), show_alert=True)
+        await not_sent(query, t(lang, "I could not send the chart: try again in a minute, please."),
+                       t(lang, "Open a chat with me to get the chart."))
         return
     await query.answer()
 

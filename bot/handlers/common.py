@@ -48,6 +48,17 @@ async def can_change_settings(bot: Bot, chat: Chat, user: User | None, sender_ch
     return member.status in ("creator", "administrator")
 
 
+def is_question_id(qid: str) -> bool:
+    """A stored question's id as a button carries it (12 hex digits); anything else is forged."""
+    return len(qid) == 12 and all(c in "0123456789abcdef" for c in qid)
+
+
+async def not_sent(query: CallbackQuery, private_text: str, group_text: str) -> None:
+    """A chart or a file the Bot API refused: in a private chat ask to try again, in a group to open one with us."""
+    private = query.message is not None and query.message.chat.type == ChatType.PRIVATE
+    await query.answer(private_text if private else group_text, show_alert=True)
+
+
 async def button_request(query: CallbackQuery, store: Storage, qid: str, state: Callable[[Request], Request],
                          lang: str) -> Request | None:
     """The stored question behind a button in the state the button names; None (the user told why) when the

@@ -26,7 +26,15 @@ from aiogram.types import BufferedInputFile, CallbackQuery, Message
 from bot.config import BotConfig
 from bot.downloads import FileTooBig, download_capped
 from bot.enrich import config_from_text, request_from_config
-from bot.handlers.common import answer_question, button_request, chat_language, is_private, send
+from bot.handlers.common import (
+    answer_question,
+    button_request,
+    chat_language,
+    is_private,
+    is_question_id,
+    not_sent,
+    send,
+)
 from bot.handlers.filters import InLoop
 from bot.hub.ids import MAX_PASTE
 from bot.pipeline import (
@@ -246,13 +254,13 @@ def understood(read: ReadResult) -> bool:
 
 
 def valid(cb: ConfigCb) -> bool:
-    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and cb.m in CODE_METHODS
+    return (is_question_id(cb.q) and cb.m in CODE_METHODS
             and 1 <= cb.c <= MAX_SEQ_LEN and 1 <= cb.n <= MAX_GPUS and cb.lg in ("ru", "en")
             and (cb.f == "" or cb.f in CODE_TARGETS))
 
 
 def valid_serving(cb: ServingConfigCb) -> bool:
-    return (len(cb.q) == 12 and all(c in "0123456789abcdef" for c in cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
+    return (is_question_id(cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
             and 1 <= cb.u <= MAX_BATCH and 1 <= cb.c <= MAX_SEQ_LEN and cb.lg in ("ru", "en")
             and (cb.t == "" or cb.t in CODE_TARGETS))
 
@@ -318,9 +326,8 @@ async def send_config(query: CallbackQuery, bot: Bot, store: Storage, qid: str, 
                 await bot.send_document(chat_id, document)
     except TelegramAPIError as exc:
         log.info("config not sent: %s", type(exc).__name__)
-        private = query.message is not None and query.message.chat.type == "private"
-        await query.answer(t(lang, "I could not send the config: try again in a minute, please.") if private
-                           else t(lang, "Open a chat with me to get the config."), show_alert=True)
+        await not_sent(query, t(lang, "I could not send the config: try again in a minute, please."),
+                       t(lang, "Open a chat with me to get the config."))
         return
     await query.answer()
 

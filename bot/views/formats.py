@@ -15,10 +15,9 @@ def _cldr(lang: str) -> dict[str, Any] | None:
     """The CLDR conventions of `lang` an answer uses, as Babel has them (bot/views/cldr.toml), or None for a language
     the file lacks (then Babel itself is asked): loading Babel and its locale data cost a CLI answer a tenth of its
     time, for two marks and a date."""
-    import tomllib
-    from importlib.resources import files
+    from engine.datafiles import read_toml
 
-    table: dict[str, dict[str, Any]] = tomllib.loads(files("bot.views").joinpath("cldr.toml").read_text("utf-8"))
+    table: dict[str, dict[str, Any]] = read_toml("bot.views", "cldr.toml")
     return table.get(lang)
 
 

@@ -9,6 +9,7 @@ its replicas), the chart decides nothing. The same page, fonts and sizes as the 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from matplotlib.figure import Figure
@@ -90,11 +91,14 @@ def load_figure(a: ServingAnswer, lang: str) -> Figure:
 
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: num(lang, round(v))))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: num(lang, round(v, 1))))
+    # 2, 3 and 5 in every decade labelled too (in the reply's numbers): latencies within a decade keep readable ticks
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: num(lang, round(v, 1)) if _sparse_minor(v) else ""))
     right.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: num(lang, round(v))))
     for axis in (ax, right):
-        axis.tick_params(labelsize=TEXT)
-        for label in axis.get_xticklabels() + axis.get_yticklabels():
-            label.set_fontfamily(FONT)
+        axis.tick_params(which="both", labelsize=TEXT)
+        for minor in (False, True):
+            for label in axis.get_xticklabels(minor=minor) + axis.get_yticklabels(minor=minor):
+                label.set_fontfamily(FONT)
     ax.grid(True, which="major", color="#DDDDDD", linewidth=1)
     handles, names = ax.get_legend_handles_labels()
     more, more_names = right.get_legend_handles_labels()
@@ -107,3 +111,11 @@ def load_png(a: ServingAnswer, lang: str) -> bytes:
     from bot.views.chart import render_png
 
     return render_png(load_figure(a, lang))
+
+
+def _sparse_minor(v: float) -> bool:
+    """A minor tick of a log axis worth a label: 2, 3 or 5 times a power of ten."""
+    if v <= 0:
+        return False
+    m = v / 10 ** math.floor(math.log10(v))
+    return any(abs(m - k) < 1e-6 for k in (2, 3, 5))

@@ -29,8 +29,10 @@ TAG = re.compile(r"<[^>]{1,40}>")
 def environment(lang: str) -> Environment:
     from jinja2 import Environment, PackageLoader, StrictUndefined  # only an answer laid out by a template needs it
 
+    from bot.views.template_cache import template_cache
+
     env = Environment(loader=PackageLoader("bot.views", "templates"), autoescape=True, undefined=StrictUndefined,
-                      auto_reload=False,
+                      auto_reload=False, bytecode_cache=template_cache(),
                       extensions=["jinja2.ext.i18n"], trim_blocks=False, lstrip_blocks=False)
     env.install_gettext_translations(translations(lang), newstyle=False)  # type: ignore[attr-defined]
     env.globals["num"] = lambda x: num(lang, x)

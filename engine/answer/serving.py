@@ -108,14 +108,21 @@ def serving_users(r: ServingResult) -> int:
     return int(min(r.kv.concurrency_at_context + 1e-9, r.settings.max_num_seqs)) * max(1, r.replicas)
 
 
+def asked_kv_gib(r: ServingResult) -> float:
+    """The KV cache the asked users need on one instance at the asked context (beyond the pool if they do not fit)."""
+    if r.kv is None:
+        return 0.0
+    per_instance = -(-(r.users or 1) // max(1, r.replicas))
+    return per_instance * r.context * r.kv.bytes_per_token / 2**30
+
+
 def serving_breakdown(r: ServingResult) -> Breakdown | None:
     """What one GPU must hold for the asked users (rank 0): the engine's fixed parts plus the KV of the asked
     requests, in the training breakdown's terms so that the one fit rule of engine.fit judges it."""
-    m, k = r.memory, r.kv
-    if m is None or k is None:
+    m = r.memory
+    if m is None or r.kv is None:
         return None
-    per_instance = -(-(r.users or 1) // max(1, r.replicas))
-    kv = min(m.kv_pool_gib, per_instance * r.context * k.bytes_per_token / 2**30) if m.kv_pool_gib > 0 else 0.0
+    kv = min(m.kv_pool_gib, asked_kv_gib(r)) if m.kv_pool_gib > 0 else 0.0
     total = m.weights_gib + m.activation_peak_gib + kv + m.cuda_graph_gib
     return Breakdown(weights=m.weights_gib, adapters=0, gradients=0, optimizer=0, activations=m.activation_peak_gib,
                      logits=0, kv_cache=kv, overhead=m.cuda_graph_gib, total=total, cuda_context=m.non_torch_gib,

@@ -6,13 +6,13 @@ Every figure in the .toml files carries its source; this module only reads and i
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib.resources import files
 from typing import Any
 
 from engine.catalog.ids import base_candidates
+from engine.datafiles import read
 from engine.schema import ModelConfig
 
 HERE = files("engine.catalog")  # the catalogs, in a checkout or an installed wheel alike
@@ -55,8 +55,7 @@ class CatalogModel:
 
 
 def _load(name: str) -> dict[str, Any]:
-    with (HERE / name).open("rb") as f:
-        return tomllib.load(f)
+    return read(HERE / name)
 
 
 @cache

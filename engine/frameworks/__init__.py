@@ -8,11 +8,12 @@ Without a named framework the scenario takes `DEFAULT` (plain Hugging Face Train
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
 from typing import Any
+
+from engine.datafiles import read
 
 HERE = files(__name__)
 DEFAULT = "trl"
@@ -93,8 +94,7 @@ def profiles() -> dict[str, Profile]:
     out: dict[str, Profile] = {}
     for path in sorted((p for p in HERE.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name):
         name = path.name.removesuffix(".toml")
-        with path.open("rb") as f:
-            out[name] = _parse(name, tomllib.load(f))
+        out[name] = _parse(name, read(path))
     return out
 
 

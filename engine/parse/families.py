@@ -4,11 +4,11 @@ states the choice as an assumption."""
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 
 from engine.catalog import HERE, CatalogModel, models
+from engine.datafiles import read
 from engine.parse.models import chunk_bounds, model_index
 from engine.parse.normalize import PUNCT, WORD
 from engine.parse.scan import Scan
@@ -27,8 +27,7 @@ class Family:
 @cache
 def families() -> dict[str, Family]:
     by_name = {m.name: m for m in models()}
-    with FILE.open("rb") as f:
-        data = tomllib.load(f)
+    data = read(FILE)
     out: dict[str, Family] = {}
     for fam in data["family"]:
         item = Family(default=by_name.get(fam["default"]),

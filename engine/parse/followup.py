@@ -42,7 +42,7 @@ SETTLED = frozenset({"context length out of range", "GPU count out of range", "G
 
 
 class FollowUp(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # the bot's follow-ups only: not built by `ask`
 
     is_follow_up: bool
     changes: Request  # only the fields in `said` are meaningful

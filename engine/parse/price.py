@@ -22,7 +22,7 @@ COMMAND = frozenset({"/price", "price", "/цена", "цена"})
 
 
 class PriceArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built by the first price question
 
     gpu: GpuRef | None = None  # the catalog GPU named (its memory variant when said)
     gpu_text: str | None = Field(default=None, max_length=100)  # what was typed for the GPU, when not known

@@ -6,12 +6,12 @@ Defaults are TRL's (catalog/posttrain.toml cites each line); every default used 
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from engine.catalog import HERE, find_gpu
+from engine.datafiles import read
 from engine.frameworks import profile
 from engine.scenario import ScenarioError, build_scenario
 from engine.schema import Assumption, Request, Scenario
@@ -20,8 +20,7 @@ from engine.schema.posttrain import PREFERENCE_STAGES, REFERENCE_FREE, CpKind, P
 
 @cache
 def constants() -> dict[str, Any]:
-    with (HERE / "posttrain.toml").open("rb") as f:
-        return tomllib.load(f)
+    return read(HERE / "posttrain.toml")
 
 
 @dataclass

@@ -29,6 +29,10 @@ class AnswerBase(BaseModel):
     use or assumed (notes), the currency of its money, and the verdict on the GPUs asked (None when none was
     judged: a price or an error never judges one)."""
 
+    # Every kind builds its validator with its first answer, not at import: an answer is of one kind, and a CLI
+    # start pays only for that one (PlannedAnswer, the base with the heavy fields, is never built itself).
+    model_config = ConfigDict(defer_build=True)
+
     request: Request
     notes: list[Note] = Field(default_factory=list)
     currency: Currency = "USD"
@@ -70,15 +74,11 @@ class TrainingAnswer(PlannedAnswer):
 
 
 class PostTrainAnswer(PlannedAnswer):
-    model_config = ConfigDict(defer_build=True)  # built by the first post-training answer, not at import
-
     kind: Literal["posttrain"] = "posttrain"
     posttrain: PostTrainResult  # the post-training / long-context estimate (engine.posttrain)
 
 
 class ServingAnswer(AnswerBase):
-    model_config = ConfigDict(defer_build=True)  # built by the first serving answer, not at import
-
     kind: Literal["serving"] = "serving"
     serving: ServingResult  # the serving engine's whole answer as data (engine.serving)
     serving_users: int = 0  # requests of the asked context the serving arrangement runs at once (all replicas)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine.schema.request import Currency, RankBy, Tier
 
@@ -52,6 +52,8 @@ class PriceRange(BaseModel):
 class RunCost(BaseModel):
     """Cost of `hours` on `count` GPUs: min / typical / max."""
 
+    model_config = ConfigDict(defer_build=True)  # built on first use: a training answer makes none
+
     currency: Currency
     min: float
     typical: float
@@ -78,6 +80,8 @@ class MonthlyVsHourly(BaseModel):
 
 
 class FxRate(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built on first use: a training answer makes none
+
     rub_per_usd: float
     date: str
     source: str
@@ -87,6 +91,8 @@ class FxRate(BaseModel):
 
 class Rental(BaseModel):
     """A GPU rented for a period at the market's hourly prices, all GPUs together, in the answer's currency."""
+
+    model_config = ConfigDict(defer_build=True)  # built by the first rental answer
 
     count: int
     hours: float  # hours of use in the period

@@ -97,6 +97,9 @@ class EngineOptions(Strict):
     # vLLM 0.7-0.10: VLLM_USE_V1=1 / =0 picks the engine (V1 opt-in on 0.7, default from 0.8); None = the version's
     # default (engine/catalog/serving.toml [vllm] v1_from)
     vllm_use_v1: bool | None = None
+    # vLLM V0 (0.6-0.10) `--num-scheduler-steps`: decode steps run back to back before the scheduler is called again
+    # (multi-step scheduling; gone in V1); None = 1
+    num_scheduler_steps: int | None = Field(default=None, ge=1, le=256)
 
 
 class Rollout(Strict):

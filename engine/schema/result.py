@@ -38,6 +38,8 @@ class Breakdown(BaseModel):
 
 
 class Fit(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built on first use: a training answer makes none
+
     gpu: str
     memory_gb: float
     count: int

@@ -136,6 +136,7 @@ class LoadPoint(BaseModel):
     total_tokens_s: float | None = None  # prompt + output tokens per second
     per_user_tokens_s: float | None = None
     ttft_ms: dict[str, float] = Field(default_factory=dict)  # p50 p95 p99
+    ttft_mean_ms: float | None = None  # the mean (what benchmark tables that report means compare with)
     tpot_ms: dict[str, float] = Field(default_factory=dict)  # p50 p95
     e2e_ms: float | None = None
     capacity_rps: float = 0.0  # the request rate at which the KV pool / max_num_seqs binds
@@ -148,6 +149,8 @@ class LoadPoint(BaseModel):
 
 class HostedRange(BaseModel):
     """Hosted-API prices of the model at the workload's prompt/output mix (engine/catalog/hosted_prices.toml)."""
+
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
 
     low_usd: float  # USD per 1M tokens (prompt + output), the cheapest offer
     high_usd: float
@@ -188,6 +191,8 @@ class ServingLoad(BaseModel):
 class ServingSide(BaseModel):
     """One GPU of a serving comparison ("H100 or H200 for 32 users"): whether the count named holds the asked users,
     and the smallest arrangement of that GPU that does, with its price and speed."""
+
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
 
     gpu: str
     count: int  # as named

@@ -16,12 +16,12 @@ token follow Kingman's approximation (Poisson arrivals, deterministic prefill), 
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, Literal
 
 from engine.catalog import HERE, Gpu
+from engine.datafiles import read
 from engine.schema import Architecture
 from engine.schema.serving import LoadPoint
 from engine.speed.hardware import intra_node_gbs, network_gbs, node_network_gbs, pcie_gbs
@@ -35,8 +35,7 @@ Z95 = 1.645
 
 @cache
 def data() -> dict[str, Any]:
-    with (HERE / "serving_load.toml").open("rb") as f:
-        return tomllib.load(f)
+    return read(HERE / "serving_load.toml")
 
 
 def engine_figures(engine: str) -> dict[str, Any]:
@@ -82,6 +81,10 @@ class Machine:
     max_num_seqs: int
     max_num_batched_tokens: int
     link: Link = "nvlink"
+    # A prefill runs as a step of its own, the running decodes waiting (SGLang's default scheduler; vLLM V0 without
+    # chunked prefill) instead of riding in a decode step as a chunk (vLLM V1, V0 chunked, TensorRT-LLM)
+    prefill_alone: bool = False
+    scheduler_steps: int = 1  # vLLM V0 multi-step: decode steps between two calls of the scheduler
 
 
 # ---- one step ----------------------------------------------------------------------------------------------------
@@ -197,14 +200,16 @@ def token_step(m: Machine, f: Features, batch: int, context: float) -> float:
 # ---- the instance under load -------------------------------------------------------------------------------------
 def kv_room(m: Machine, f: Features, w: Workload) -> tuple[int, str]:
     """Requests the instance runs at once and what binds it: the KV pool (each request holds its uncached prompt
-    and half its output on average; cached prefix blocks are shared) or max_num_seqs; LoRA slots take pool room."""
+    and half its output on average; cached prefix blocks are shared; TensorRT-LLM reserves the whole output,
+    serving_load.toml kv_reserved_to_completion) or max_num_seqs; LoRA slots take pool room."""
     tokens = m.kv_tokens
     if f.max_loras and f.max_lora_rank:
         lo = data()["lora"]
         a = m.arch
         adapter = f.max_loras * f.max_lora_rank * 2 * a.hidden * int(lo["targets"]) * a.layers * float(lo["bytes"])
         tokens = max(0, tokens - int(adapter / m.tp / max(1.0, m.kv_bytes_per_token)))
-    held = w.prompt * (1.0 - w.prefix_hit) + w.output / 2.0 + 1
+    output = w.output if engine_figures(m.engine).get("kv_reserved_to_completion") else w.output / 2.0
+    held = w.prompt * (1.0 - w.prefix_hit) + output + 1
     by_kv = int(tokens // held)
     if by_kv < m.max_num_seqs:
         return max(0, by_kv), "kv_cache"
@@ -219,13 +224,21 @@ def rate_at(m: Machine, f: Features, w: Workload, batch: int) -> tuple[float, fl
     return batch / (s * w.output + batch * tp), s, tp
 
 
-def kingman(rho: float, service: float, q: float) -> float:
-    """Wait in queue at quantile q (q = 0.5 median, ...): mean W = rho/(1-rho) (ca2+cs2)/2 S, tail rho e^(-t rho/W)."""
+def kingman_mean(rho: float, service: float) -> float:
+    """Mean wait in queue, W = rho/(1-rho) (ca2+cs2)/2 S."""
     if rho <= 0:
         return 0.0
     qd = data()["queue"]
     rho = min(rho, 0.999)
-    mean = rho / (1.0 - rho) * (float(qd["arrival_cv2"]) + float(qd["service_cv2"])) / 2.0 * service
+    return rho / (1.0 - rho) * (float(qd["arrival_cv2"]) + float(qd["service_cv2"])) / 2.0 * service
+
+
+def kingman(rho: float, service: float, q: float) -> float:
+    """Wait in queue at quantile q (q = 0.5 median, ...): mean W (kingman_mean), tail P(wait > t) = rho e^(-t rho/W)."""
+    if rho <= 0:
+        return 0.0
+    rho = min(rho, 0.999)
+    mean = kingman_mean(rho, service)
     if 1.0 - q >= rho:
         return 0.0
     return mean / rho * math.log(rho / (1.0 - q))
@@ -262,14 +275,16 @@ def point(m: Machine, f: Features, w: Workload) -> LoadPoint:
         lam, s, tp = rate_at(m, f, w, batch)
         queued = max(0, c - cap)
         rho_total = batch / cap if queued == 0 else 1.0
-    chunks = max(1, math.ceil(w.prompt * (1.0 - w.prefix_hit) / max(1, m.max_num_batched_tokens - batch)))
-    service = tp + chunks * s
+    # a chunk rides in a decode step: one forward over the decodes and the chunk reads the weights once, so the
+    # prompt takes the longer of its compute and its chunks' steps (vllm/v1/core/sched/scheduler.py token_budget)
+    service = tp if m.prefill_alone else max(tp, _chunks(m, w, batch) * s)
     busy = min(0.95, lam * tp)  # share of the GPU's time the prefills take
     tpot = s / (1.0 - busy)
-    base = floor + s / 2.0 + service  # wait for the running step, then the prompt's chunks
+    base = floor + _step_residual(m, w, batch, s) + service  # the running step (group) ends, then the prompt
     slot_wait = queued / lam if queued and lam > 0 else 0.0
     rho = max(lam * service, rho_total if w.request_rate is not None else 0.0)
     ttft = {q: base + slot_wait + kingman(rho, service, q) for q in (0.5, 0.95, 0.99)}
+    ttft_mean = base + slot_wait + kingman_mean(rho, service)
     lifetime = w.output * tpot
     arrivals = lam * lifetime  # prefills interleaved into one request's decode
     tpot95 = (s * w.output + tp * (arrivals + Z95 * math.sqrt(max(arrivals, 0.0)))) / w.output
@@ -283,10 +298,25 @@ def point(m: Machine, f: Features, w: Workload) -> LoadPoint:
         stable=True, binding_limit=limit, request_rate=round(lam, 4), concurrency=batch + queued,
         running=batch, output_tokens_s=round(lam * w.output, 1), total_tokens_s=round(lam * (w.prompt + w.output), 1),
         per_user_tokens_s=round(1.0 / tpot, 2), ttft_ms={"p50": _ms(ttft[0.5]), "p95": _ms(ttft[0.95]),
-                                                         "p99": _ms(ttft[0.99])},
+                                                         "p99": _ms(ttft[0.99])}, ttft_mean_ms=_ms(ttft_mean),
         tpot_ms={"p50": _ms(tpot), "p95": _ms(max(tpot, tpot95))}, e2e_ms=_ms(ttft[0.5] + (w.output - 1) * tpot),
         capacity_rps=round(cap_rate, 4), max_concurrency=cap, utilisation=round(min(rho_total, 1.0), 3),
         step_ms=_ms(s), prefill_ms=_ms(tp), saturation_tpot_ms=_ms(cap_s))
+
+
+def _chunks(m: Machine, w: Workload, batch: int) -> int:
+    """Steps a prompt's chunks ride in (chunked prefill: the token budget less the running requests' decode tokens)."""
+    return max(1, math.ceil(w.prompt * (1.0 - w.prefix_hit) / max(1, m.max_num_batched_tokens - batch)))
+
+
+def _step_residual(m: Machine, w: Workload, batch: int, s: float) -> float:
+    """What an arriving prompt waits for the engine's running work to end: half a step on average, half a group of
+    `scheduler_steps` steps under vLLM V0 multi-step (vllm-project/vllm vllm/engine/async_llm_engine.py @9700a6aa
+    step_async: the scheduler is skipped while the group has steps left, "only called again when the current batch
+    has completed"). Only when others are decoding: the share of arrivals that find the engine busy is taken as
+    1 - e^(-others), the others being Poisson around the running count (closed loop: the other users in flight)."""
+    others = batch - 1 if w.request_rate is None else batch
+    return (1.0 - math.exp(-max(0, others))) * max(1, m.scheduler_steps) * s / 2.0
 
 
 def _memory_bound(m: Machine, f: Features, batch: int, w: Workload) -> bool:

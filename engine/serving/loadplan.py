@@ -14,6 +14,7 @@ from engine.speed.hardware import gpus_per_node
 
 from .hosted import hosted_range
 from .load import Features, Machine, Workload, engine_figures, kv_room, point, speculation, sweep
+from .profile import v0_chunked_prefill
 from .speed import format_bits
 from .weights import rank_weights
 
@@ -42,10 +43,28 @@ def machine_for(request: Request, arch: Architecture, s: Settings, gpu: Gpu, cho
         mnbt = int(e["max_num_batched_tokens"])
     link = request.interconnect or ("infiniband" if s.tensor_parallel > gpus_per_node()
                                     else "nvlink" if choice.nvlink else "pcie")
+    alone, steps = prefill_scheduling(s, opts.num_scheduler_steps if opts else None)
     return Machine(arch=arch, engine=s.engine, gpu=gpu, tp=s.tensor_parallel, pp=s.pipeline_parallel,
                    weight_bits=format_bits(s.weight_format), weight_format=s.weight_format,
                    weight_bytes=max(0.0, read), kv_bytes_per_token=max(1.0, kv.bytes_per_token),
-                   kv_tokens=kv.tokens, max_num_seqs=seqs, max_num_batched_tokens=mnbt, link=link)
+                   kv_tokens=kv.tokens, max_num_seqs=seqs, max_num_batched_tokens=mnbt, link=link,
+                   prefill_alone=alone, scheduler_steps=steps)
+
+
+def prefill_scheduling(s: Settings, scheduler_steps: int | None) -> tuple[bool, int]:
+    """(a prefill runs as a step of its own, decode steps per scheduler call) for the engine as set.
+    SGLang: run_step runs a waiting prefill batch first, alone, and decodes otherwise; prefill joins the decode
+    batch only with --enable-mixed-chunk (sgl-project/sglang python/sglang/srt/managers/scheduler.py @d51c1c21
+    run_step / get_new_batch_prefill, is_mixed_chunk); a streaming decode loop returns to the scheduler after each
+    step ("if self.out_pyobjs and self.running_batch.has_stream: break"). vLLM V0 without chunked prefill:
+    _schedule_default schedules the waiting prompts first and "Don't schedule decodes if prefills are scheduled"
+    (vllm-project/vllm vllm/core/scheduler.py @0dce2b29); --num-scheduler-steps n runs n decode steps per call.
+    vLLM V1 and TensorRT-LLM mix prefill chunks into decode steps."""
+    if s.family == "sglang":
+        return True, 1
+    if s.family == "vllm-v0":
+        return not v0_chunked_prefill(s.max_model_len, s.max_num_batched_tokens), max(1, scheduler_steps or 1)
+    return False, 1
 
 
 def workload_for(request: Request, prompt: int, output: int, replicas: int) -> Workload:
@@ -99,7 +118,10 @@ def load_answer(request: Request, m: Machine, prompt: int, output: int, replicas
     p = point(m, f, w)
     notes = [Assumption(key="queueing", value="kingman(poisson arrivals, deterministic prefill)"),
              Assumption(key="engine_figures",
-                        value=m.engine if m.engine in ("vllm", "sglang", "tensorrt-llm", "nim") else "vllm")]
+                        value=m.engine if m.engine in ("vllm", "sglang", "tensorrt-llm", "nim") else "vllm"),
+             Assumption(key="prefill_scheduling",
+                        value=("prefill steps alone" if m.prefill_alone else "chunks in decode steps")
+                        + (f", {m.scheduler_steps} decode steps per scheduler call" if m.scheduler_steps > 1 else ""))]
     if request.request_rate is None and not request.concurrency:
         notes.append(Assumption(key="concurrency", value="1"))
     speedup = None

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from functools import cache
 from typing import Any
 
 from engine.catalog import HERE
+from engine.datafiles import read
 from engine.schema.serving import EngineFamily
 
 ENGINES = ("vllm", "sglang", "tgi", "llama.cpp", "ollama", "hf", "tensorrt-llm")
@@ -17,8 +17,7 @@ GGUF = re.compile(r"^(?:gguf[:\s_-]*)?(f32|f16|bf16|q\d_k_[sml]|q\d_k|q\d_[01]|i
 
 @cache
 def data() -> dict[str, Any]:
-    with (HERE / "serving.toml").open("rb") as f:
-        return tomllib.load(f)
+    return read(HERE / "serving.toml")
 
 
 def version_tuple(version: str | None) -> tuple[int, ...] | None:
@@ -90,12 +89,22 @@ def supports(engine: str, fmt: str) -> bool:
     return key in table.get(engine, table["vllm"])
 
 
+def v0_chunked_prefill(max_model_len: int, max_num_batched_tokens: int | None = None) -> bool:
+    """vLLM V0 runs chunked prefill when max_model_len passes chunked_prefill_above (the OpenAI server's default)
+    or when the token budget is below max_model_len (V0 refuses that budget without chunked prefill:
+    vllm/config.py SchedulerConfig._verify_args)."""
+    v0 = data()["vllm"]["v0"]
+    if max_model_len > int(v0["chunked_prefill_above"]):
+        return True
+    return max_num_batched_tokens is not None and max_num_batched_tokens < max_model_len
+
+
 def batch_defaults(fam: EngineFamily, total_gib: float, gpu_name: str, max_model_len: int) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) the engine picks when the request leaves them out."""
     v = data()["vllm"]
     if fam == "vllm-v0":
         v0 = v["v0"]
-        if max_model_len > v0["chunked_prefill_above"]:
+        if v0_chunked_prefill(max_model_len):
             return int(v0["chunked_batched_tokens"]), int(v0["max_num_seqs"])
         return max(max_model_len, int(v0["min_batched_tokens"])), int(v0["max_num_seqs"])
     if fam == "sglang":

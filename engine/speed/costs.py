@@ -6,7 +6,7 @@ mechanism, so the slowdown is the mechanism's alone.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from engine.catalog import Gpu
 from engine.schema import Scenario
@@ -26,6 +26,8 @@ from engine.speed.training import step_time
 class OffloadCost(BaseModel):
     """CPU offload (ZeRO-Offload; with ZeRO-3 also the parameters) against the same run without it."""
 
+    model_config = ConfigDict(defer_build=True)  # built by the first offload, multi-GPU or multi-node plan
+
     slowdown: float  # seconds per token with offload / without
     pcie_bytes_per_step: float  # per GPU, host <-> GPU
     pcie_gbs: float  # one GPU's host link, GB/s per direction
@@ -39,6 +41,8 @@ class OffloadCost(BaseModel):
 class CommunicationCost(BaseModel):
     """Gradient and parameter collectives (DDP all-reduce, ZeRO-2 reduce-scatter, ZeRO-3/FSDP gathers)."""
 
+    model_config = ConfigDict(defer_build=True)  # built by the first offload, multi-GPU or multi-node plan
+
     slowdown: float  # seconds per token with the collectives / without
     bytes_per_step: float  # per GPU
     bus_gbs: float  # bus bandwidth the collectives run at
@@ -49,6 +53,8 @@ class CommunicationCost(BaseModel):
 
 class MultiNodeCost(BaseModel):
     """The inter-node network against the same GPUs all joined by the in-node link."""
+
+    model_config = ConfigDict(defer_build=True)  # built by the first offload, multi-GPU or multi-node plan
 
     nodes: int
     gpus_per_node: int

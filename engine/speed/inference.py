@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from engine.catalog import Gpu
 from engine.schema import Architecture, Scenario
@@ -16,6 +16,8 @@ from engine.speed.hardware import gpus_per_node, link_kind, resolve_gpu
 
 class InferenceSpeed(BaseModel):
     """Decode speed: tokens generated per second, all sequences of the batch together."""
+
+    model_config = ConfigDict(defer_build=True)  # built by the first inference estimate
 
     gpu: str
     count: int

@@ -1,11 +1,14 @@
 """What a CLI start imports: `ask` and `estimate` answer without the bot's libraries (aiogram, aiohttp), the chart
 library or the config readers and writers; `config` does load the writers. A training question loads neither the
 serving layer (sizing, KV cache, load plan, launch command) nor the post-training one, nor the config models; a
-serving or post-training question does load its layer. Checked in a fresh interpreter."""
+serving or post-training question does load its layer. A training answer builds the validators of the pydantic models
+it uses and no others, and a start that finds the data files' JSON copies parses no TOML. Checked in a fresh
+interpreter."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -17,14 +20,31 @@ import contextlib, io, json, sys
 from bot.cli import main
 with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):  # --version exits
     main(sys.argv[1:])
-print(json.dumps({"out": out.getvalue(), "modules": sorted(sys.modules)}))
+modules = sorted(sys.modules)
+built = []
+if "pydantic" in sys.modules:
+    from pydantic import BaseModel
+    from pydantic._internal._mock_val_ser import MockValSer
+    todo = list(BaseModel.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        validator = cls.__dict__.get("__pydantic_validator__")
+        if validator is not None and not isinstance(validator, MockValSer):
+            built.append(f"{cls.__module__}.{cls.__qualname__}")
+print(json.dumps({"out": out.getvalue(), "modules": modules, "built": sorted(built)}))
 """
 
 
+def _probe(*argv: str, env: dict[str, str] | None = None) -> dict[str, list[str] | str]:
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True, env=env)
+    data: dict[str, list[str] | str] = json.loads(done.stdout)
+    return data
+
+
 def _run(*argv: str) -> tuple[str, list[str]]:
-    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True)
-    data = json.loads(done.stdout)
-    return data["out"], data["modules"]
+    data = _probe(*argv)
+    return str(data["out"]), list(data["modules"])
 
 
 def _heavy(modules: list[str]) -> list[str]:
@@ -72,3 +92,34 @@ def test_config_does_load_the_writers() -> None:
     out, modules = _run("config", "70B QLoRA on H100")
     assert "==>" in out
     assert "engine.configs.writers" in modules
+
+
+# Models a training answer never constructs: each builds its validator on first use (defer_build), not at import.
+NOT_BUILT_FOR_TRAINING = (
+    "engine.schema.answer.AnswerBase", "engine.schema.answer.PlannedAnswer", "engine.schema.answer.MarketAnswer",
+    "engine.schema.answer.ErrorAnswer", "engine.schema.answer.ServingAnswer", "engine.schema.answer.PostTrainAnswer",
+    "engine.schema.prices.RunCost", "engine.schema.prices.FxRate", "engine.schema.prices.Rental",
+    "engine.schema.result.Fit", "engine.schema.serving.ServingResult", "engine.schema.serving.HostedRange",
+    "engine.schema.serving.ServingSide", "engine.schema.posttrain.PostTrainResult", "engine.speed.costs.OffloadCost",
+    "engine.speed.costs.CommunicationCost", "engine.speed.costs.MultiNodeCost", "engine.speed.inference.InferenceSpeed",
+    "engine.parse.followup.FollowUp", "engine.parse.price.PriceArgs")
+
+
+def test_a_training_answer_builds_only_the_models_it_uses() -> None:
+    data = _probe("ask", "70B QLoRA на H100?")
+    built = list(data["built"])
+    assert "engine.schema.answer.TrainingAnswer" in built and "engine.schema.request.Request" in built
+    assert [m for m in NOT_BUILT_FOR_TRAINING if m in built] == []
+
+
+def test_a_price_question_builds_the_market_answer() -> None:
+    data = _probe("ask", "сколько стоит H100 в час?")
+    assert "engine.schema.answer.MarketAnswer" in data["built"]
+
+
+def test_a_start_with_the_data_files_copies_parses_no_toml() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as an installed wheel runs
+    _probe("ask", "70B QLoRA на H100?", env=env)  # writes the copies a checkout lacks (a wheel carries them)
+    again = _probe("ask", "70B QLoRA на H100?", env=env)
+    assert "engine.catalog.lookup" in again["modules"]  # it did read the catalogs
+    assert "tomllib" not in again["modules"]

@@ -4,14 +4,11 @@ a cap (never read whole), a file server that fails is "could not download", not 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
-from aiohttp import web
 from bot_harness import harness
-from fake_botapi import FakeBotAPI, message
+from fake_botapi import FakeBotAPI, document, message
+from fake_hub import configs_hub
 
 from bot.handlers.configs import MAX_CONFIG_BYTES
 from bot.hub.ids import MAX_PASTE
@@ -24,12 +21,6 @@ def texts(api: FakeBotAPI, chat_id: int) -> list[str]:
     return [c.params["text"] for c in api.of("sendMessage") if int(c.params["chat_id"]) == chat_id]
 
 
-def document(file_id: str, size: int | None) -> dict[str, object]:
-    doc: dict[str, object] = {"file_id": file_id, "file_unique_id": "u" + file_id, "file_name": "config.json"}
-    if size is not None:
-        doc["file_size"] = size
-    return doc
-
 
 async def test_one_size_limit_and_a_capped_stream(tmp_path: Path, api: FakeBotAPI) -> None:
     assert MAX_CONFIG_BYTES == MAX_PASTE
@@ -41,7 +32,7 @@ async def test_one_size_limit_and_a_capped_stream(tmp_path: Path, api: FakeBotAP
     async with harness(tmp_path, api) as h:
         for user, (file_id, size) in enumerate([("padded", len(padded)), ("padded", None), ("huge", None),
                                                 ("ok", None)], start=9301):
-            await h.feed(message(None, user_id=user, document=document(file_id, size), caption="QLoRA on H100"))
+            await h.feed(message(None, user_id=user, document=document(file_id, size=size), caption="QLoRA on H100"))
     too_big = "That file is over 256 KB"
     assert texts(api, 9301)[0].startswith(too_big)
     assert texts(api, 9302)[0].startswith(too_big)  # no file_size: found out while streaming
@@ -53,7 +44,7 @@ async def test_one_size_limit_and_a_capped_stream(tmp_path: Path, api: FakeBotAP
 async def test_a_file_server_error_is_could_not_download(tmp_path: Path, api: FakeBotAPI) -> None:
     async with harness(tmp_path, api) as h:
         api.files["x"] = ("documents/x.json", b"{}")
-        doc = document("x", None)
+        doc = document("x")
         original = api.api_getFile
 
         async def get_file(params: dict[str, object], files: dict[str, bytes]) -> object:
@@ -66,35 +57,16 @@ async def test_a_file_server_error_is_could_not_download(tmp_path: Path, api: Fa
     assert h.metrics.errors == 0
 
 
-@asynccontextmanager
-async def fake_hub(configs: dict[str, dict[str, Any]]) -> AsyncIterator[str]:
-    """A Hugging Face Hub on loopback serving `configs` (model id -> config.json); its endpoint."""
-
-    async def handle(request: web.Request) -> web.Response:
-        found = configs.get(f"{request.match_info['owner']}/{request.match_info['name']}")
-        return web.json_response(found) if found is not None else web.Response(status=404)
-
-    app = web.Application()
-    app.router.add_get("/{owner}/{name}/resolve/main/config.json", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
-
 
 async def test_an_absurd_config_gets_the_absurd_size_answer_from_any_source(tmp_path: Path, api: FakeBotAPI) -> None:
     absurd = {"hidden_size": 1_000_000, "num_hidden_layers": 10_000, "num_attention_heads": 100_000,
               "vocab_size": 100_000_000, "intermediate_size": 10_000_000}
     api.add_file("absurd", json.dumps(absurd).encode(), path="documents/absurd.json")
-    async with (fake_hub({"acme/absurd-model": absurd, "acme/custom-llama": LLAMA}) as endpoint,
+    async with (configs_hub({"acme/absurd-model": absurd, "acme/custom-llama": LLAMA}) as endpoint,
                 harness(tmp_path, api, hf_endpoint=endpoint) as h):
         await h.feed(message("1000000B qlora h100", user_id=9501))  # the size in words
         await h.feed(message(json.dumps(absurd), user_id=9502))  # pasted
-        await h.feed(message(None, user_id=9503, document=document("absurd", None), caption="QLoRA on H100"))
+        await h.feed(message(None, user_id=9503, document=document("absurd"), caption="QLoRA on H100"))
         await h.feed(message("acme/absurd-model qlora h100", user_id=9505))  # fetched from the Hub
         await h.feed(message(json.dumps(LLAMA), user_id=9504))  # a real one still answers
         await h.feed(message("acme/custom-llama qlora h100", user_id=9506))  # from the Hub too

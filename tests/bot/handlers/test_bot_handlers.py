@@ -107,6 +107,8 @@ async def test_forged_and_stale_buttons_get_a_polite_toast_and_nothing_else(h: H
         good.model_copy(update={"lg": "de"}).pack(),
         f"a:{good.q}:l:notanumber:1:en:r",
         good.model_copy(update={"c": 10**12}).pack(),
+        good.model_copy(update={"x": "rp"}).pack(),  # two actions in one: neither
+        good.model_copy(update={"x": "l"}).pack(),  # a load chart from a training answer
     ]
     for data in forged:
         clock.now += 1.0  # well within the throttle
@@ -401,3 +403,19 @@ async def test_sqlite_storage_keeps_questions_for_old_keyboards(tmp_path: Path) 
     assert await again.get_request(qid) == request
     assert await again.get_request("0" * 12) is None
     await again.close()
+
+
+async def test_a_chart_the_bot_api_refuses_gets_a_toast_that_fits_the_chat(h: Harness, api: FakeBotAPI,
+                                                                          clock: Clock) -> None:
+    await h.feed(message(f"@{BOT_USERNAME} 13B lora A100", chat_id=GROUP, kind="supergroup", user_id=2023))
+    in_group = last_message(api, GROUP)
+    await h.feed(message("13B lora A100", user_id=2023))
+    in_private = last_message(api, 2023)
+    for answer in (in_group, in_private):
+        clock.now += 5.0
+        api.fail("sendPhoto", status=403)
+        await h.feed(callback(button(answer, "📊 Chart"), message_obj=answer, user_id=2023))
+    refused = [c.params for c in api.of("answerCallbackQuery")]
+    assert [(p.get("text"), p.get("show_alert")) for p in refused] == [
+        ("Open a chat with me to get the chart.", True),
+        ("I could not send the chart: try again in a minute, please.", True)]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from fake_hub import hub_server
 
 from bot import hub
 from bot.hub import (
@@ -107,20 +108,13 @@ async def fake_hub() -> AsyncIterator[FakeHub]:
             return web.Response(status=503, text="maintenance")
         return web.Response(status=404, headers={"X-Error-Code": "RepoNotFound"}, text="Repository not found")
 
-    app = web.Application()
-    app.router.add_get("/{owner}/{name}/resolve/main/config.json", handle)
-    runner = web.AppRunner(app, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    state["hub"] = FakeHub(endpoint=f"http://{host}:{port}")
     hub.forget_failures()
-    try:
-        yield state["hub"]
-    finally:
-        hub.forget_failures()
-        await runner.cleanup()
+    async with hub_server(handle) as endpoint:
+        state["hub"] = FakeHub(endpoint=endpoint)
+        try:
+            yield state["hub"]
+        finally:
+            hub.forget_failures()
 
 
 async def fetch(model_id: str, fake: FakeHub, **kwargs: Any) -> hub.HubResult:

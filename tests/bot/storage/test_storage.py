@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 from bot.storage import SQLiteStorage
 from engine.parse import parse
@@ -42,3 +45,24 @@ async def test_hub_configs_are_kept_in_the_file_for_a_day(tmp_path: Path) -> Non
         assert await StoredConfigCache(again).get("acme/unknown") is None
     finally:
         await again.close()
+
+
+async def test_a_settle_queued_behind_a_slow_write_is_seen_by_the_next_read(tmp_path: Path) -> None:
+    store = SQLiteStorage(tmp_path / "s.db")
+    await store.open()
+    try:
+        await store.accept("1:7", '{"update_id": 7}')
+        execute = store._execute
+        started = threading.Event()
+
+        def slow(sql: str, params: tuple[Any, ...]) -> Any:
+            started.set()
+            time.sleep(0.3)  # a loaded machine: the writer thread is behind the event loop
+            return execute(sql, params)
+
+        store._execute = slow  # type: ignore[method-assign]
+        await store.settle("1:7")
+        assert await store.unsettled() == []
+        assert started.is_set()
+    finally:
+        await store.close()

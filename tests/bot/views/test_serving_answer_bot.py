@@ -4,43 +4,16 @@ stale serving buttons get a toast."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
 
-import pytest
-from bot_harness import Harness, harness
-from fake_botapi import FakeBotAPI, callback, inline_query, message
+from bot_harness import Harness
+from fake_botapi import FakeBotAPI, button, callback, inline_query, labels, last_message, message
 
-from bot.middlewares import TokenBucket
 from bot.views.keyboards import ServingCb
-
-
-@pytest.fixture
-async def h(tmp_path: Path, api: FakeBotAPI) -> AsyncIterator[Harness]:
-    async with harness(tmp_path, api, bucket=TokenBucket(rate=100.0, burst=100)) as running:
-        yield running
-
-
-def last_bot_message(api: FakeBotAPI, chat_id: int) -> dict[str, Any]:
-    return [m for (c, _), m in api.messages.items() if c == chat_id][-1]
-
-
-def button_data(msg: dict[str, Any], label: str) -> str:
-    for row in msg["reply_markup"]["inline_keyboard"]:
-        for b in row:
-            if b["text"].removeprefix("✓ ") == label:
-                return str(b["callback_data"])
-    raise AssertionError(f"no button {label!r}")
-
-
-def labels(msg: dict[str, Any]) -> list[str]:
-    return [b["text"] for row in msg["reply_markup"]["inline_keyboard"] for b in row]
 
 
 async def test_serving_question_gets_the_serving_headline_and_keyboard(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(message("Llama 3.1 70B на vLLM для 32 пользователей, 8k, 4×H100", user_id=3001))
-    sent = last_bot_message(api, 3001)
+    sent = last_message(api, 3001)
     assert sent["text"].startswith("✅ <b>32 пользователя с контекстом 8k на 4×H100 SXM (TP\u00a04): хватает на ")
     assert "Команда запуска" in sent["text"] and "vllm serve" in sent["text"]
     assert labels(sent) == ["✓ BF16", "FP8", "AWQ", "👥 8", "✓ 👥 32", "👥 128", "4k", "✓ 8k", "32k", "✓ RU", "EN",
@@ -50,21 +23,21 @@ async def test_serving_question_gets_the_serving_headline_and_keyboard(h: Harnes
 
 async def test_serving_buttons_edit_the_answer_in_place(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(message("Llama 3.1 70B on vLLM for 32 users at 8k on 4 H100?", user_id=3002))
-    answer = last_bot_message(api, 3002)
-    await h.feed(callback(button_data(answer, "FP8"), message_obj=answer, user_id=3002))
-    edited = last_bot_message(api, 3002)
+    answer = last_message(api, 3002)
+    await h.feed(callback(button(answer, "FP8"), message_obj=answer, user_id=3002))
+    edited = last_message(api, 3002)
     assert edited["message_id"] == answer["message_id"]
     assert "weights fp8" in edited["text"] and "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8" in edited["text"]
     assert "✓ FP8" in labels(edited)
-    await h.feed(callback(button_data(edited, "👥 128"), message_obj=edited, user_id=3002))
-    edited = last_bot_message(api, 3002)
+    await h.feed(callback(button(edited, "👥 128"), message_obj=edited, user_id=3002))
+    edited = last_message(api, 3002)
     assert edited["text"].startswith(("✅ <b>128 users at 8k", "❌ <b>128 users at 8k", "⚠️ <b>128 users at 8k",
                                         "🔧 <b>128 users at 8k"))
-    await h.feed(callback(button_data(edited, "32k"), message_obj=edited, user_id=3002))
-    edited = last_bot_message(api, 3002)
+    await h.feed(callback(button(edited, "32k"), message_obj=edited, user_id=3002))
+    edited = last_message(api, 3002)
     assert "128 users at 32k" in edited["text"] and "✓ 32k" in labels(edited)
-    await h.feed(callback(button_data(edited, "RU"), message_obj=edited, user_id=3002))
-    assert "128 пользователей с контекстом 32k" in last_bot_message(api, 3002)["text"]
+    await h.feed(callback(button(edited, "RU"), message_obj=edited, user_id=3002))
+    assert "128 пользователей с контекстом 32k" in last_message(api, 3002)["text"]
     assert len(api.of("editMessageText")) == 4
     assert len([c for c in api.of("sendMessage") if int(c.params["chat_id"]) == 3002]) == 1
 
@@ -72,8 +45,8 @@ async def test_serving_buttons_edit_the_answer_in_place(h: Harness, api: FakeBot
 async def test_the_chart_button_sends_the_serving_chart_with_the_verdict_as_caption(h: Harness, api: FakeBotAPI
                                                                                   ) -> None:
     await h.feed(message("Llama 3.1 70B on vLLM for 32 users at 8k on 4 H100?", user_id=3005))
-    answer = last_bot_message(api, 3005)
-    await h.feed(callback(button_data(answer, "📊 Chart"), message_obj=answer, user_id=3005))
+    answer = last_message(api, 3005)
+    await h.feed(callback(button(answer, "📊 Chart"), message_obj=answer, user_id=3005))
     [photo] = api.of("sendPhoto")
     assert photo.files["photo"].startswith(b"\x89PNG") and int(photo.params["chat_id"]) == 3005
     headline = answer["text"].split("\n")[0].split("<b>")[1].split("</b>")[0]
@@ -85,8 +58,8 @@ async def test_the_chart_button_sends_the_serving_chart_with_the_verdict_as_capt
 
 async def test_forged_and_stale_serving_buttons_get_a_toast(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(message("Llama 3.1 70B on vLLM for 32 users at 8k on 4 H100?", user_id=3003))
-    answer = last_bot_message(api, 3003)
-    good = ServingCb.unpack(button_data(answer, "FP8"))
+    answer = last_message(api, 3003)
+    good = ServingCb.unpack(button(answer, "FP8"))
     forged = [
         good.model_copy(update={"f": "z"}).pack(),
         good.model_copy(update={"u": 0}).pack(),
@@ -103,7 +76,7 @@ async def test_forged_and_stale_serving_buttons_get_a_toast(h: Harness, api: Fak
     assert toasts == {"This button no longer works.",
                       "This answer is too old to change: ask the question again, please."}
     assert not api.of("editMessageText") and not api.of("sendPhoto")
-    assert json.dumps(last_bot_message(api, 3003)["reply_markup"]) == json.dumps(answer["reply_markup"])
+    assert json.dumps(last_message(api, 3003)["reply_markup"]) == json.dumps(answer["reply_markup"])
 
 
 async def test_inline_serving_question_gets_the_serving_answer(h: Harness, api: FakeBotAPI) -> None:

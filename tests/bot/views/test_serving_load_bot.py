@@ -5,41 +5,16 @@ question; 📈 sends the latency/throughput chart; forged and stale load buttons
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-from bot_harness import Harness, harness
-from fake_botapi import FakeBotAPI, callback, message
+from bot_harness import Harness
+from fake_botapi import FakeBotAPI, button, callback, labels, last_message, message
 
 from bot.handlers.callbacks import valid_load
-from bot.middlewares import TokenBucket
 from bot.views.keyboards import MAX_CALLBACK_BYTES, LoadCb, load_keyboard, pack_load
 
 RATE_Q = "Llama 3.1 8B on vLLM on 1 H100, 2 requests per second, TTFT p95 under 500 ms, 2k prompt"
 
-
-@pytest.fixture
-async def h(tmp_path: Path, api: FakeBotAPI) -> AsyncIterator[Harness]:
-    async with harness(tmp_path, api, bucket=TokenBucket(rate=100.0, burst=100)) as running:
-        yield running
-
-
-def last_bot_message(api: FakeBotAPI, chat_id: int) -> dict[str, Any]:
-    return [m for (c, _), m in api.messages.items() if c == chat_id][-1]
-
-
-def labels(msg: dict[str, Any]) -> list[str]:
-    return [b["text"] for row in msg["reply_markup"]["inline_keyboard"] for b in row]
-
-
-def button_data(msg: dict[str, Any], label: str) -> str:
-    for row in msg["reply_markup"]["inline_keyboard"]:
-        for b in row:
-            if b["text"].removeprefix("✓ ") == label:
-                return str(b["callback_data"])
-    raise AssertionError(f"no button {label!r} in {labels(msg)}")
 
 
 def headline(msg: dict[str, Any]) -> str:
@@ -59,25 +34,25 @@ def test_fast_packing_is_aiogram_packing_and_stays_short() -> None:
 async def test_the_load_keyboard_halves_and_doubles_the_rate_and_moves_the_promise(h: Harness, api: FakeBotAPI
                                                                                   ) -> None:
     await h.feed(message(RATE_Q, user_id=4001))
-    answer = last_bot_message(api, 4001)
+    answer = last_message(api, 4001)
     assert "2 requests/s" in headline(answer)
     assert labels(answer)[3:] == ["÷2: 1 req/s", "×2: 4 req/s", "TTFT ≤ 250\u00a0ms", "TTFT ≤ 1\u00a0s", "RU", "✓ EN",
                                   "📊 Chart", "📈 Load"]
     assert all(len(b["callback_data"].encode()) <= 64 for row in answer["reply_markup"]["inline_keyboard"]
                for b in row)
-    await h.feed(callback(button_data(answer, "×2: 4 req/s"), message_obj=answer, user_id=4001))
-    edited = last_bot_message(api, 4001)
+    await h.feed(callback(button(answer, "×2: 4 req/s"), message_obj=answer, user_id=4001))
+    edited = last_message(api, 4001)
     assert edited["message_id"] == answer["message_id"] and "4 requests/s" in headline(edited)
     assert "÷2: 2 req/s" in labels(edited) and "×2: 8 req/s" in labels(edited)
     # a looser promise on the edited answer keeps its rate (every button carries the whole state)
-    await h.feed(callback(button_data(edited, "TTFT ≤ 1\u00a0s"), message_obj=edited, user_id=4001))
-    edited = last_bot_message(api, 4001)
+    await h.feed(callback(button(edited, "TTFT ≤ 1\u00a0s"), message_obj=edited, user_id=4001))
+    edited = last_message(api, 4001)
     assert "4 requests/s" in headline(edited)
     assert "TTFT ≤ 500\u00a0ms" in labels(edited) and "TTFT ≤ 2\u00a0s" in labels(edited)
-    state = LoadCb.unpack(button_data(edited, "RU"))
+    state = LoadCb.unpack(button(edited, "RU"))
     assert (state.r, state.t, state.o) == (4.0, 1000, 0)
-    await h.feed(callback(button_data(edited, "RU"), message_obj=edited, user_id=4001))
-    ru = last_bot_message(api, 4001)
+    await h.feed(callback(button(edited, "RU"), message_obj=edited, user_id=4001))
+    ru = last_message(api, 4001)
     assert "4\u00a0запроса/с" in headline(ru) and "÷2: 2\u00a0запр./с" in labels(ru) and "📈 Нагрузка" in labels(ru)
     assert len(api.of("editMessageText")) == 3
     assert len([c for c in api.of("sendMessage") if int(c.params["chat_id"]) == 4001]) == 1
@@ -86,34 +61,34 @@ async def test_the_load_keyboard_halves_and_doubles_the_rate_and_moves_the_promi
 async def test_users_and_tpot_promise_buttons_in_russian(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(message("Qwen2.5 7B на 1 L40S, 16 пользователей одновременно, TPOT 30 мс, TTFT p95 под 1 с",
                          user_id=4002))
-    answer = last_bot_message(api, 4002)
+    answer = last_message(api, 4002)
     got = labels(answer)
     assert {"÷2: 8\u00a0польз.", "×2: 32\u00a0польз.", "TTFT ≤ 500\u00a0мс", "TTFT ≤ 2\u00a0с", "TPOT ≤ 15\u00a0мс",
             "TPOT ≤ 60\u00a0мс"} <= set(got), got
-    await h.feed(callback(button_data(answer, "×2: 32\u00a0польз."), message_obj=answer, user_id=4002))
-    edited = last_bot_message(api, 4002)
+    await h.feed(callback(button(answer, "×2: 32\u00a0польз."), message_obj=answer, user_id=4002))
+    edited = last_message(api, 4002)
     assert "32" in headline(edited) and "×2: 64\u00a0польз." in labels(edited)
-    state = LoadCb.unpack(button_data(edited, "RU"))
+    state = LoadCb.unpack(button(edited, "RU"))
     assert (state.r, state.u, state.t, state.o) == (0.0, 32, 1000, 30)
 
 
 async def test_the_load_chart_button_sends_the_latency_chart(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(message(RATE_Q, user_id=4003))
-    answer = last_bot_message(api, 4003)
-    await h.feed(callback(button_data(answer, "📈 Load"), message_obj=answer, user_id=4003))
+    answer = last_message(api, 4003)
+    await h.feed(callback(button(answer, "📈 Load"), message_obj=answer, user_id=4003))
     [photo] = api.of("sendPhoto")
     assert photo.files["photo"].startswith(b"\x89PNG") and int(photo.params["chat_id"]) == 4003
     title = headline(answer).split("<b>")[1].split("</b>")[0]
     assert photo.params["caption"] == title.replace("&#39;", "'")
     assert not api.of("editMessageText")
-    await h.feed(callback(button_data(answer, "📊 Chart"), message_obj=answer, user_id=4003))
+    await h.feed(callback(button(answer, "📊 Chart"), message_obj=answer, user_id=4003))
     assert len(api.of("sendPhoto")) == 2  # the memory chart is still there
 
 
 async def test_forged_and_stale_load_buttons_get_a_toast(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(message(RATE_Q, user_id=4004))
-    answer = last_bot_message(api, 4004)
-    good = LoadCb.unpack(button_data(answer, "×2: 4 req/s"))
+    answer = last_message(api, 4004)
+    good = LoadCb.unpack(button(answer, "×2: 4 req/s"))
     q = good.q
     forged = [
         good.model_copy(update={"f": "z"}).pack(),
@@ -137,7 +112,7 @@ async def test_forged_and_stale_load_buttons_get_a_toast(h: Harness, api: FakeBo
     assert toasts == {"This button no longer works.",
                       "This answer is too old to change: ask the question again, please."}
     assert not api.of("editMessageText") and not api.of("sendPhoto")
-    assert json.dumps(last_bot_message(api, 4004)["reply_markup"]) == json.dumps(answer["reply_markup"])
+    assert json.dumps(last_message(api, 4004)["reply_markup"]) == json.dumps(answer["reply_markup"])
 
 
 def test_the_keyboard_offers_no_button_past_the_requests_bounds() -> None:
@@ -157,9 +132,9 @@ def test_the_keyboard_offers_no_button_past_the_requests_bounds() -> None:
 
 async def test_a_promise_without_a_load_gets_working_buttons(h: Harness, api: FakeBotAPI) -> None:
     await h.feed(message("Llama 3.1 8B on 1 H100 with vLLM, TTFT p95 under 300 ms", user_id=4005))
-    answer = last_bot_message(api, 4005)
+    answer = last_message(api, 4005)
     assert "×2: 2 users" in labels(answer) and "TTFT ≤ 150\u00a0ms" in labels(answer)
-    await h.feed(callback(button_data(answer, "TTFT ≤ 600\u00a0ms"), message_obj=answer, user_id=4005))
-    edited = last_bot_message(api, 4005)
+    await h.feed(callback(button(answer, "TTFT ≤ 600\u00a0ms"), message_obj=answer, user_id=4005))
+    edited = last_message(api, 4005)
     assert edited["message_id"] == answer["message_id"] and "TTFT ≤ 1.2\u00a0s" in labels(edited)
     assert not [c for c in api.of("answerCallbackQuery") if c.params.get("text")]

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
+from fake_hub import configs_hub
 
 from bot.cli import main
 from engine.catalog import architecture, find_model
@@ -210,40 +212,24 @@ def test_a_sized_id_of_a_known_family_borrows_that_family(name: str, reference: 
 
 async def test_cli_hub_lookup_uses_the_fake_hub_and_stops_after_an_unreachable_hub(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import asyncio
-
-    from aiohttp import web
-
     from bot.hub import cli as hub_cli
 
     config = {"num_hidden_layers": 12, "hidden_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 2,
               "vocab_size": 32000, "intermediate_size": 4096, "model_type": "llama",
               "layer_types": ["linear_attention", "linear_attention", "full_attention"] * 4}
 
-    async def handle(request: web.Request) -> web.Response:
-        return web.json_response(config)
-
-    app = web.Application()
-    app.router.add_get("/{owner}/{name}/resolve/main/config.json", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     monkeypatch.delenv("GPU_ADVISOR_OFFLINE", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("GPU_ADVISOR_HUB_CACHE", str(tmp_path))
     monkeypatch.setattr(hub_cli, "_unreachable", [])
     request = {"model": {"name": "someorg/Hybrid-Tiny"}, "method": "inference"}
-    try:
-        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    async with configs_hub({"someorg/Hybrid-Tiny": config}) as endpoint:
+        monkeypatch.setenv("HF_ENDPOINT", endpoint)
         data, note = await asyncio.to_thread(hub_cli.with_hub_config, request)
         assert note is not None and "config.json of someorg/Hybrid-Tiny" in note
         assert data["model"]["config"]["attention_layers"] == 4
         assert list(tmp_path.iterdir())  # kept for the next run
-    finally:
-        await runner.cleanup()
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")  # nothing listens there now
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)  # nothing listens there now
     _, down = await asyncio.to_thread(hub_cli.with_hub_config, {**request, "model": {"name": "someorg/Other-1B"}})
     assert down is not None and "answered from its name" in down
     _, skipped = await asyncio.to_thread(hub_cli.with_hub_config, {**request, "model": {"name": "someorg/Third-1B"}})
