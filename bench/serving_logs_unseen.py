@@ -5,7 +5,8 @@ tokens, max concurrency and the activation peak.
 1. request: each row as shared/tools/eval_serving.py requests it (model, engine, format, TP/PP, the GPU as logged,
    engine options; bench.serving_accuracy.request);
 2. check: the row's quoted log lines read back by `check` (engine/configs/logcheck.py check_log) with the row's GPU
-   named, as a team pasting that log would get it. Quotes that are not a log (a parsed run file) are skipped here.
+   and model named (`check --gpu --model`; a model the log names wins), as a team pasting that log would get it.
+   Quotes that are not a log (a parsed run file) are skipped here.
 
 Usage: python -m bench.serving_logs_unseen [FILE] [-v]
 A script that prints figures, not a test. Do not tune constants to these rows: they judge the mechanisms.
@@ -30,7 +31,8 @@ METRICS = (("kv_cache_gib", "kv_pool_gib", "KV pool"), ("kv_tokens", "kv_tokens"
            ("max_concurrency", "max_concurrency", "max concurrency"),
            ("activation_peak_gib", "activation_peak_gib", "activation peak"))
 GPU_WORDS = (("3090", "RTX 3090"), ("4090", "RTX 4090"), ("H100", "H100"), ("H200", "H200"), ("A100", "A100"),
-             ("T4", "T4"), ("L4", "L4"), ("L40S", "L40S"), ("A10G", "A10G"), ("MI300X", "MI300X"), ("B200", "B200"))
+             ("T4", "T4"), ("L4", "L4"), ("L40S", "L40S"), ("A10G", "A10G"), ("MI300X", "MI300X"), ("B200", "B200"),
+             ("A6000", "RTX A6000"), ("3070", "RTX 3070"), ("4060", "RTX 4060"))
 
 Errors = dict[str, dict[str, list[float]]]
 
@@ -84,7 +86,7 @@ def by_check(rows: list[dict[str, Any]], verbose: bool) -> tuple[Errors, int, in
         if quote.lstrip().startswith("{"):
             continue
         tried += 1
-        out = check_log(quote, _gpu_name(r)) or {}
+        out = check_log(quote, _gpu_name(r), r.get("model")) or {}  # --gpu / --model, as a team would name them
         family = (out.get("estimate") or {}).get("engine_family") or r.get("engine") or "vllm"
         key = version_key(r.get("engine") or "vllm", family, r.get("engine_version"))
         if not out.get("components"):

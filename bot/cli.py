@@ -217,14 +217,14 @@ def _check(args: argparse.Namespace) -> int:
             out = {"request": None, "estimate": None, "changes": [], "ignored": [], "no_effect": [],
                    "error": f"cannot read {path}: {exc.strerror or type(exc).__name__}"}
             break
-    if out is None and args.gpu and len(files) == 1:  # a log that does not name its GPU
+    if out is None and (args.gpu or args.model) and len(files) == 1:  # a log that does not name its GPU / model
         from engine.configs.logcheck import check_log
         from engine.configs.readers.logs import looks_like_log
 
         raw = files[0][1]
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         if looks_like_log(text):
-            out = check_log(text, args.gpu)
+            out = check_log(text, args.gpu, args.model)
     if out is None:
         try:
             out = check_files(files)
@@ -322,6 +322,7 @@ def build_parser(config_choices: bool = True) -> argparse.ArgumentParser:
     ck = sub.add_parser("check", help="estimate the job a config file or command line describes")
     ck.add_argument("--json", action="store_true")
     ck.add_argument("--gpu", default=None, help="the GPU a start-up log ran on, when the log does not say")
+    ck.add_argument("--model", default=None, help="the model a start-up log served, when the log does not name it")
     ck.add_argument("--record", default=None, metavar="FILE",
                     help="append the figures a start-up log measured, with its settings, as a calibration row")
     ck.add_argument("file", metavar="FILE", nargs="+",

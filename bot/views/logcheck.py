@@ -21,14 +21,16 @@ REASONS = (
     N_("profile run: forward of max_num_batched_tokens (%(mnbt)s) tokens and the sampler over min(max_num_seqs, "
        "max_num_batched_tokens) rows of fp32 logits"),
     N_("profile run: max_num_seqs (%(mns)s) dummy sequences through the sampler (fp32 logits of the vocabulary)"),
-    N_("compute buffer: n_ubatch (512) x vocabulary fp32 logits plus the layer work space"),
+    N_("compute buffer: the larger of the fp32 logits of n_ubatch (512) outputs and, without flash attention, one "
+       "layer's fp32 attention scores (n_ctx x n_ubatch x heads)"),
     N_("the engine's warm-up batch"),
     N_("NCCL / custom all-reduce buffers under TP, cuBLAS workspace"),
     N_("graph pool of the captured batch sizes (counted inside the budget)"),
     N_("graph pool of the captured batch sizes (taken after the KV pool, outside it)"),
     N_("total x gpu_memory_utilization (%(util)s) minus weights, activation peak and non-torch memory"),
     N_("total x mem_fraction_static minus what the process holds after loading"),
-    N_("free memory after the warm-up x cuda_memory_fraction x 0.90 (TGI_WIGGLE_ROOM)"),
+    N_("free memory after the warm-up batch less the release's margin (0.95 of it before 2.4, 0.90 in 2.4, a tenth of "
+       "the card from 3.0), within cuda_memory_fraction"),
     N_("n_ctx x layers x K+V bytes, allocated whole at start (not paged)"),
     N_("the KV cache the engine allocates"),
     N_("pool / (bytes per token: %(bpt)s B), in blocks of 16"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.configs.readers.logs import LogReading, read_log, request_data
+from engine.configs.readers.logs import LogReading, read_log, request_data, safe_model
 
 # (measured name, serving block key, label)
 COMPONENTS = (("weights_gib", "weights_gib", "weights"), ("activation_peak_gib", "activation_peak_gib",
@@ -25,8 +25,9 @@ MECHANISM: dict[str, str | dict[str, str]] = {
                                    "over min(max_num_seqs, max_num_batched_tokens) rows of fp32 logits",
                         "vllm-v0": "profile run: max_num_seqs (%(mns)s) dummy sequences through the sampler (fp32 "
                                    "logits of the vocabulary)",
-                        "llama.cpp": "compute buffer: n_ubatch (512) x vocabulary fp32 logits plus the layer work "
-                                     "space",
+                        "llama.cpp": "compute buffer: the larger of the fp32 logits of n_ubatch (512) outputs and, "
+                                     "without flash attention, one layer's fp32 attention scores (n_ctx x n_ubatch x "
+                                     "heads)",
                         "": "the engine's warm-up batch"},
     "non-torch memory": "NCCL / custom all-reduce buffers under TP, cuBLAS workspace",
     "CUDA graphs": {"in": "graph pool of the captured batch sizes (counted inside the budget)",
@@ -35,7 +36,8 @@ MECHANISM: dict[str, str | dict[str, str]] = {
                            "memory", "vllm-v0": "total x gpu_memory_utilization (%(util)s) minus weights, activation "
                            "peak and non-torch memory",
                 "sglang": "total x mem_fraction_static minus what the process holds after loading",
-                "tgi": "free memory after the warm-up x cuda_memory_fraction x 0.90 (TGI_WIGGLE_ROOM)",
+                "tgi": "free memory after the warm-up batch less the release's margin (0.95 of it before 2.4, 0.90 in "
+                       "2.4, a tenth of the card from 3.0), within cuda_memory_fraction",
                 "llama.cpp": "n_ctx x layers x K+V bytes, allocated whole at start (not paged)",
                 "": "the KV cache the engine allocates"},
     "KV tokens": "pool / (bytes per token: %(bpt)s B), in blocks of 16",
@@ -120,13 +122,16 @@ def calibration_row(reading: LogReading, serving: dict[str, Any] | None) -> dict
     }
 
 
-def check_log(text: str, gpu: str | None = None) -> dict[str, Any] | None:
-    """`check --json` of a log: None when the text is not a log."""
+def check_log(text: str, gpu: str | None = None, model: str | None = None) -> dict[str, Any] | None:
+    """`check --json` of a log: None when the text is not a log. `gpu` / `model`: what the user names when the log
+    does not (a model the log names wins: the log is what ran)."""
     from engine.contract import estimate_request
 
     reading = read_log(text)
     if reading is None:
         return None
+    if model and not reading.settings.get("model"):
+        reading.settings["model"] = safe_model(model)
     out: dict[str, Any] = {"format": f"log:{reading.kind}", "engine_version": reading.version,
                            "settings": reading.settings, "measured": reading.measured, "request": None,
                            "estimate": None, "components": [], "changes": [], "ignored": [], "no_effect": []}

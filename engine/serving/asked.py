@@ -13,6 +13,7 @@ from engine.catalog.ids import name_format
 from engine.schema import Architecture, Assumption, Note, Request
 from engine.schema.serving import ServingArrangement, ServingResult
 
+from .engines import tgi_defaults
 from .profile import data, supports, weight_format
 
 DEFAULT_CONTEXT = 4096  # tokens in + out when the question names no context (shown as an assumption)
@@ -199,8 +200,12 @@ def _lengths(request: Request, arch: Architecture,
     max_model_len = (opts.max_model_len if opts and opts.max_model_len else None) or context
     said_context = bool(request.seq_len or request.prompt_len or request.output_len)
     if opts is not None and not opts.max_model_len and not said_context and limit:
-        # an engine configuration without max_model_len: vLLM / SGLang take the model's own limit
+        # an engine configuration without max_model_len: vLLM / SGLang take the model's own limit; TGI's launcher
+        # before 3.0 caps it (max_total_tokens: 2048 in 1.x, min(model, 4096) in 2.x; serving.toml [tgi] defaults)
         max_model_len = limit
+        tgi_total = tgi_defaults(opts.engine_version)[0] if request.serving_engine == "tgi" else 0
+        if tgi_total:
+            max_model_len = min(limit, tgi_total)
     if not (opts and opts.max_model_len):
         assumptions.append(Assumption(key="max_model_len", value=max_model_len))
     warnings: list[Note] = []

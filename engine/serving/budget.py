@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from engine.schema import Architecture
 from engine.schema.serving import GpuChoice, RankMemory, Settings
 
+from .engines import tgi_logits, tgi_pool, tgi_warmup_tokens
 from .profile import cuda_graphs_in_budget, data
 from .weights import RankWeights
 
@@ -30,11 +31,13 @@ def moe_workspace(arch: Architecture, tokens: int, tp: int) -> float:
     return tokens * k * (3.0 * arch.expert_ffn / tp + arch.hidden) * 2.0
 
 
-def forward_bytes(arch: Architecture, tokens: int, tp: int) -> float:
-    """The dense part of the forward peak of a batch of `tokens` tokens on one TP rank."""
+def forward_bytes(arch: Architecture, tokens: int, tp: int, eager: bool = False) -> float:
+    """The dense part of the forward peak of a batch of `tokens` tokens on one TP rank (`eager`: V0's profile run,
+    without torch.compile's buffers)."""
     f = data()["vllm"]["forward"]
     ffn = arch.shared_experts * arch.expert_ffn if arch.experts else arch.ffn
-    return tokens * 2.0 * (f["k_hidden"] * arch.hidden + f["k_ffn"] * ffn / tp)
+    k_hidden = f["k_hidden_v0"] if eager else f["k_hidden"]
+    return tokens * 2.0 * (k_hidden * arch.hidden + f["k_ffn"] * ffn / tp)
 
 
 def sampler_bytes(arch: Architecture, rows: int, copies: float) -> float:
@@ -44,7 +47,7 @@ def sampler_bytes(arch: Architecture, rows: int, copies: float) -> float:
 def activation_peak(arch: Architecture, s: Settings, last_stage: bool) -> float:
     tokens, tp = s.max_num_batched_tokens, s.tensor_parallel
     ws = moe_workspace(arch, tokens, tp)
-    dense = forward_bytes(arch, tokens, tp)
+    dense = forward_bytes(arch, tokens, tp, eager=s.family == "vllm-v0")
     if s.family == "vllm-v0":
         rows = s.max_num_seqs
         sampler = sampler_bytes(arch, rows, data()["vllm"]["v0"]["sampler_fp32_copies"]) if last_stage else 0.0
@@ -58,9 +61,20 @@ def non_torch(s: Settings, gpu: GpuChoice) -> float:
     n = data()["vllm"]["non_torch"]
     if s.tensor_parallel == 1:
         return n["tp1_gib"] * GIB if s.pipeline_parallel == 1 else n["pp_only_gib"] * GIB
-    if not gpu.nvlink:
+    return tp_buffers(s.tensor_parallel, gpu.nvlink)
+
+
+def tp_buffers(tp: int, nvlink: bool) -> float:
+    """NCCL / custom all-reduce buffers of one rank under TP > 1 ([vllm.non_torch])."""
+    n = data()["vllm"]["non_torch"]
+    if not nvlink:
         return n["tp_pcie_gib"] * GIB
-    return (n["tp_nvlink_gib"] + n["tp_nvlink_per_doubling_gib"] * math.log2(s.tensor_parallel / 2)) * GIB
+    return (n["tp_nvlink_gib"] + n["tp_nvlink_per_doubling_gib"] * math.log2(tp / 2)) * GIB
+
+
+def sglang_held(tp: int, nvlink: bool) -> float:
+    """What an SGLang rank holds before loading weights: the CUDA context, and NCCL / custom all-reduce under TP."""
+    return data()["sglang"]["held_at_load_gib"] * GIB + (tp_buffers(tp, nvlink) if tp > 1 else 0.0)
 
 
 def cuda_graphs(layers: int) -> float:
@@ -75,7 +89,9 @@ def stage_layers(arch: Architecture, pp: int) -> tuple[int, ...]:
     return (*([each] * (pp - 1)), arch.layers - each * (pp - 1))
 
 
-def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights) -> Budget:
+def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights, kv_token_bytes: float = 0.0
+                 ) -> Budget:
+    """`kv_token_bytes`: one token's KV on a rank (TGI's warm-up batch holds some before the pool is sized)."""
     total = gpu.total_gib * GIB
     layers = stage_layers(arch, s.pipeline_parallel)
     pp = s.pipeline_parallel
@@ -86,7 +102,7 @@ def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights
         # (1 - mem_fraction_static); free before loading = total - what the process already holds (CUDA context,
         # NCCL / custom all-reduce under TP), so the pool is (total - held) x mem_fraction_static - weights; the
         # engine's share of the card is what it held before loading plus that fraction of the rest
-        held = data()["sglang"]["held_at_load_gib"] * GIB + (non_torch(s, gpu) if s.tensor_parallel > 1 else 0.0)
+        held = sglang_held(s.tensor_parallel, gpu.nvlink)
         budget = held + (total - held) * s.gpu_memory_utilization
         pools = tuple(budget - wt - held for wt in weights)
         act = forward_bytes(arch, s.max_num_batched_tokens, s.tensor_parallel) + moe_workspace(
@@ -98,10 +114,18 @@ def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights
     acts = [activation_peak(arch, s, last_stage=(i == pp - 1)) for i in range(pp)]
     extra = non_torch(s, gpu)
     if s.family == "tgi":
-        t = data()["tgi"]
+        # flash_causal_lm.py warmup: the pool is sized from the memory free after the warm-up batch (its forward
+        # and the logits of every prefill token), by release (engines.tgi_pool; serving.toml [tgi])
+        acts = [forward_bytes(arch, s.max_num_batched_tokens, s.tensor_parallel)
+                + moe_workspace(arch, s.max_num_batched_tokens, s.tensor_parallel)
+                + tgi_logits(arch, s.max_num_batched_tokens, s.version) for _ in range(pp)]
+        held = data()["sglang"]["held_at_load_gib"] * GIB + extra  # the CUDA context of a PyTorch server process
+        warm = tgi_warmup_tokens(s.version, s.max_num_batched_tokens, s.max_model_len) * kv_token_bytes
+        pools = tuple(tgi_pool(total, held + wt + a, warm, s.gpu_memory_utilization, s.version)
+                      for wt, a in zip(weights, acts, strict=True))
         budget = total * s.gpu_memory_utilization
-        pools = tuple((budget - wt - a - extra) * t["wiggle_room"] for wt, a in zip(weights, acts, strict=True))
-        in_budget = True
+        extra = held
+        in_budget = False
     else:
         budget = total * s.gpu_memory_utilization
         in_budget = cuda_graphs_in_budget(s.version)

@@ -11,9 +11,10 @@ from engine.schema import Architecture, Assumption, GpuRef, Request
 from engine.schema.serving import GpuChoice, KvCapacity, RankMemory, Settings
 
 from .budget import GIB, paged_budget
-from .kv import capacity
+from .engines import sglang_bucket, sglang_default_fraction, sglang_heuristic, sglang_vlm_factor, tgi_defaults
+from .kv import capacity, plain_bytes_per_token
 from .local import hf_generate, llama_cpp
-from .profile import batch_defaults, data, family, sglang_fraction
+from .profile import batch_defaults, data, family
 from .weights import rank_weights
 
 APPLE = re.compile(r"\b(apple|mac ?(book|studio|mini|pro)?|m[1-5]( ?(pro|max|ultra))?)\b", re.IGNORECASE)
@@ -67,10 +68,14 @@ def settings_for(request: Request, engine: str, fmt: str, kv_dtype: str, gpu: Gp
     paged = fam not in ("llama.cpp", "ollama", "hf")
     note = assumptions.append if assumptions is not None and paged else (lambda _x: None)
     mnbt_default, seqs_default = batch_defaults(fam, gpu.total_gib, gpu.name, max_model_len)
+    said_mnbt = opts.max_num_batched_tokens if opts and opts.max_num_batched_tokens else None
     if fam == "sglang":
-        util_default = sglang_fraction(tp * pp)
+        if sglang_heuristic(version):
+            mnbt_default = sglang_bucket(gpu.total_gib, tp)[0]
+        util_default = sglang_default_fraction(version, gpu.total_gib, tp, pp, said_mnbt or mnbt_default)
         block = int(data()["sglang"]["page_size"])
     elif fam == "tgi":
+        mnbt_default = tgi_defaults(version)[2]
         util_default = float(data()["tgi"]["cuda_memory_fraction"])
         block = int(data()["tgi"]["block_size"])
     else:
@@ -111,8 +116,13 @@ def profile(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
         memory, kv = hf_generate(request, arch, s, max(1, users), context, gpus=max(1, gpu.count))
         return Profile(memory, kv)
     w = rank_weights(arch, s.weight_format, s.tensor_parallel, s.pipeline_parallel, s.engine)
-    b = paged_budget(arch, s, gpu, w)
+    if s.family == "sglang":  # a vision tower lowers mem_fraction_static (serving.toml [sglang.multimodal])
+        said = bool(request.engine_options and request.engine_options.gpu_memory_utilization)
+        factor = sglang_vlm_factor(arch, s.version, said)
+        if factor != 1.0:
+            s = s.model_copy(update={"gpu_memory_utilization": round(s.gpu_memory_utilization * factor, 4)})
     element = kv_element_bytes(s.kv_cache_dtype, s.weight_format)
+    b = paged_budget(arch, s, gpu, w, plain_bytes_per_token(arch, s.tensor_parallel, arch.layers, element))
     caps = [capacity(arch, s.family, pool, s.tensor_parallel, n, element, s.block_size, s.max_model_len,
                      s.max_num_batched_tokens, context) for pool, n in zip(b.pools, b.layers, strict=True)]
     # every stage holds the same blocks: the engine takes the smallest count (rank 0's pool is what it logs)

@@ -20,10 +20,17 @@ def kv_element_bytes(kv_dtype: str) -> float:
     return float(data()["kv"]["bytes"].get(kv_dtype, 2.0))
 
 
-def compute_buffer(arch: Architecture) -> float:
+def compute_buffer(arch: Architecture, n_ctx: int) -> float:
+    """The graph allocator's reserve for the worst micro-batch (n_ubatch tokens, every one an output): ggml-alloc
+    reuses a tensor's memory once nothing reads it, so the buffer is the largest set alive at once (serving.toml
+    [llama_cpp]): the f32 logits with the final norm's output, or a layer's attention without flash attention:
+    KQ (n_kv x n_ubatch x heads, f32), its mask (n_kv x n_ubatch, f32) and the layer's f32 activations (the
+    residual, the norm output, Q, K and V)."""
     n = data()["llama_cpp"]["n_ubatch"]
-    ffn = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
-    return n * arch.vocab * 4.0 + n * (4 * arch.hidden + 2 * ffn) * 4.0
+    output = n * (arch.vocab + arch.hidden) * 4.0
+    q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    attention = n * n_ctx * (arch.heads + 1) * 4.0 + n * (2 * arch.hidden + q + 2 * kv) * 4.0
+    return max(output, attention)
 
 
 def llama_cpp(arch: Architecture, s: Settings, gpu: GpuChoice, context: int) -> tuple[RankMemory, KvCapacity, int]:
@@ -39,7 +46,8 @@ def llama_cpp(arch: Architecture, s: Settings, gpu: GpuChoice, context: int) -> 
     n_ctx = s.max_model_len * slots
     per_token_layer = plain_bytes_per_token(arch, 1, 1, kv_element_bytes(s.kv_cache_dtype))
     per_layer_gpu = w.per_layer + per_token_layer * n_ctx
-    fixed = w.embedding * 0 + w.head + compute_buffer(arch) * cards  # token embeddings stay in host RAM (llama.cpp)
+    buffer = compute_buffer(arch, n_ctx)
+    fixed = w.embedding * 0 + w.head + buffer * cards  # token embeddings stay in host RAM (llama.cpp)
     if s.gpu_layers is not None:
         on_gpu = max(0, min(arch.layers, s.gpu_layers))
     else:
@@ -49,9 +57,9 @@ def llama_cpp(arch: Architecture, s: Settings, gpu: GpuChoice, context: int) -> 
     kv = per_token_layer * n_ctx * on_gpu
     host = w.per_layer * (arch.layers - on_gpu) + w.embedding + per_token_layer * n_ctx * (arch.layers - on_gpu)
     memory = RankMemory(budget_gib=budget / cards / GIB, weights_gib=weights / cards / GIB,
-                        activation_peak_gib=compute_buffer(arch) / GIB, non_torch_gib=0.0, cuda_graph_gib=0.0,
+                        activation_peak_gib=buffer / GIB, non_torch_gib=0.0, cuda_graph_gib=0.0,
                         cuda_graphs_in_budget=True, kv_pool_gib=kv / cards / GIB, host_ram_gib=host / GIB)
-    if gpu.unified_memory and weights + kv + host + compute_buffer(arch) > gpu.total_gib * cards / apple * GIB * 0.9:
+    if gpu.unified_memory and weights + kv + host + buffer > gpu.total_gib * cards / apple * GIB * 0.9:
         # one RAM for GPU and CPU: layers "in host RAM" are in the same memory (0.1 left to the system: assumption)
         memory = memory.model_copy(update={"kv_pool_gib": 0.0})
         slots = 0

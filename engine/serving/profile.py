@@ -89,13 +89,6 @@ def supports(engine: str, fmt: str) -> bool:
     return key in table.get(engine, table["vllm"])
 
 
-def sglang_fraction(tp: int) -> float:
-    for least, fraction in data()["sglang"]["mem_fraction_static"]:
-        if tp >= least:
-            return float(fraction)
-    return 0.88
-
-
 def v0_chunked_prefill(max_model_len: int, max_num_batched_tokens: int | None = None) -> bool:
     """vLLM V0 runs chunked prefill when max_model_len passes chunked_prefill_above (the OpenAI server's default)
     or when the token budget is below max_model_len (V0 refuses that budget without chunked prefill:

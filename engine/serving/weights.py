@@ -119,7 +119,10 @@ def rank_weights(arch: Architecture, fmt: str, tp: int, pp: int, engine: str) ->
     vocab = padded_vocab(arch.vocab, tp, engine)
     row = arch.hidden * embedding_bytes_per_param(fmt)
     embedding = vocab * row / tp + vision_tower_bytes(arch, fmt, tp, engine)  # the first stage holds both
-    head = 0.0 if arch.tied and pp == 1 else vocab * row / tp
+    # a tied lm_head shares the embedding in vLLM / SGLang; TGI loads it again from the same checkpoint tensor
+    # (custom_modeling/flash_gemma3_modeling.py, flash_llama_modeling.py at v3.3.4: SpeculativeHead.load(prefix=
+    # "...embed_tokens" when tie_word_embeddings), a second copy on the GPU
+    head = 0.0 if arch.tied and pp == 1 and engine != "tgi" else vocab * row / tp
     per_layer = linear_bytes(arch, fmt, tp) / arch.layers / tp
     layers_first = arch.layers // pp if pp > 1 else arch.layers
     layers_last = arch.layers - (pp - 1) * (arch.layers // pp) if pp > 1 else arch.layers

@@ -141,8 +141,9 @@ def _vllm(text: str, r: LogReading) -> None:
     v = (_search(r"vLLM API server version ([\w.+-]+)", text) or _search(r"LLM engine \(v([\w.+-]+)\)", text)
          or _search(r"version[= ]v?(\d+\.\d+\.\d+[\w.+-]*)", text))
     engine_v1 = bool(_search(r"V1 LLM engine|v1/(?:worker|core|engine)|EngineCore|VLLM_USE_V1=1", text))
-    engine_v0 = bool(_search(r"Initializing an LLM engine|#? ?GPU blocks: \d+, # CPU blocks|worker/model_runner\.py|"
-                             r"VLLM_USE_V1=0|Memory profiling results: total_gpu_memory=", text))
+    engine_v0 = bool(_search(r"Initializing an LLM engine|#? ?(?:GPU|cuda) blocks: \d+, # CPU blocks|"
+                             r"worker/model_runner\.py|VLLM_USE_V1=0|Memory profiling results: total_gpu_memory=",
+                             text))
     r.version = ((v.group(1) + " ") if v else "") + ("(V1)" if engine_v1 and not engine_v0 else
                                                      "(V0)" if engine_v0 else "")
     r.version = r.version.strip() or None
@@ -205,14 +206,36 @@ def _sglang(text: str, r: LogReading) -> None:
     s, m = r.settings, r.measured
     if v := _search(r"sglang[ =]v?(?:version[ :=]*)?(\d+\.\d+\.\d+[\w.]*)", text, re.I):
         r.version = v.group(1)
+    elif d := _search(r"\[(20\d\d-\d\d-\d\d)[ T]\d", text):  # no version printed: the rules of the log's date
+        from engine.serving.profile import data as serving_data
+
+        h = serving_data()["sglang"]["heuristic"]
+        release = str(h["before_dates"])
+        for since, version in h["by_date"]:
+            if d.group(1) >= since:
+                release = str(version)
+        r.version = f"{release} (the rules of {d.group(1)}, the log's date)"
     _settings_from(_kv_args(text, "ServerArgs("), s)
+    ranks = [int(x) for x in re.findall(r"\bTP(\d+)\]", text)]  # "[2025-10-16 09:06:22 TP7] ..." per rank
+    if ranks and "tp" not in s:
+        s["tp"] = max(ranks) + 1
+    begin = _search(r"Load weight begin\. avail mem=" + _NUM, text)
+    end = _search(r"Load weight end\..*?avail mem=" + _NUM, text)
     if g := _search(r"Load weight end\..*?mem usage=" + _NUM + r" GB", text):
         m["weights_gib"] = _f(g.group(1))
-    if g := _search(r"KV Cache is allocated\. #tokens: " + _NUM + r", K size: " + _NUM + r" GB, V size: " + _NUM,
-                    text):
-        m["kv_tokens"] = _f(g.group(1))
-        m["kv_cache_gib"] = _f(g.group(2)) + _f(g.group(3))
-    elif g := _search(r"max_total_num_tokens=" + _NUM, text):
+    elif begin and end:  # releases that print no mem usage
+        m["weights_gib"] = round(_f(begin.group(1)) - _f(end.group(1)), 2)
+    # the free memory before loading, which profile_max_num_token scales by mem_fraction_static
+    if begin:
+        s["free_at_load_gib"] = _f(begin.group(1))
+    elif end and "weights_gib" in m:
+        s["free_at_load_gib"] = round(_f(end.group(1)) + m["weights_gib"], 2)
+    if g := _search(r"KV Cache is allocated\.(?: dtype: [\w.]+,)? (?:#tokens: " + _NUM + r", )?K size: " + _NUM
+                    + r" GB, V size: " + _NUM, text):
+        if g.group(1):
+            m["kv_tokens"] = _f(g.group(1))
+        m["kv_cache_gib"] = round(_f(g.group(2)) + _f(g.group(3)), 3)
+    if "kv_tokens" not in m and (g := _search(r"max_total_num_tokens=" + _NUM, text)):
         m["kv_tokens"] = _f(g.group(1))
     if g := _search(r"Capture cuda graph end\..*?mem usage=" + _NUM + r" GB", text):
         m["cuda_graph_gib"] = _f(g.group(1))
@@ -222,15 +245,16 @@ def _sglang(text: str, r: LogReading) -> None:
 
 def _tgi(text: str, r: LogReading) -> None:
     s, m = r.settings, r.measured
-    if v := _search(r"[Vv]ersion[\":= ]+\"?(\d+\.\d+\.\d+)", text):
+    if v := _search(r"[Vv]ersion[\":= ]+\"?(\d+\.\d+\.\d+)", text) or \
+            _search(r"text-generation-inference:(\d+\.\d+(?:\.\d+)?)", text):  # the image tag pulled
         r.version = v.group(1)
     if g := _search(r"model_id: \"([^\"]+)\"", text):
         s["model"] = safe_model(g.group(1))
-    if g := _search(r"num_shard: Some\((\d+)\)", text):
+    if g := _search(r"num_shard: Some\(\s*(\d+),?\s*\)", text):
         s["tp"] = int(g.group(1))
-    if g := _search(r"max_total_tokens: Some\((\d+)\)", text):
+    if g := _search(r"max_total_tokens: Some\(\s*(\d+),?\s*\)", text):
         s["max_model_len"] = int(g.group(1))
-    if g := _search(r"max_batch_prefill_tokens: Some\((\d+)\)", text):
+    if g := _search(r"max_batch_prefill_tokens: Some\(\s*(\d+),?\s*\)", text):
         s["max_num_batched_tokens"] = int(g.group(1))
     if g := _search(r"quantize: Some\(\s*(\w+)", text):
         s["quantization"] = g.group(1).lower()
@@ -252,9 +276,9 @@ def _llama_cpp(text: str, r: LogReading) -> None:
     s, m = r.settings, r.measured
     if v := _search(r"build: (\d+) \(", text):
         r.version = "b" + v.group(1)
-    if g := _search(r"general\.name\s+str\s+=\s+(.+)", text):
+    if g := _search(r"general\.name\s+(?:str\s+)?=\s+(.+)", text):  # the loader's kv dump or print_meta's line
         s["model"] = safe_model(g.group(1))
-    if g := _search(r"file type\s+=\s+(\S+)(?: - (Small|Medium|Large))?", text):
+    if g := _search(r"(?:file type|model ftype)\s+=\s+(\S+)(?: - (Small|Medium|Large))?", text):
         size = {"Small": "_s", "Medium": "_m", "Large": "_l"}.get(g.group(2) or "", "")
         s["quantization"] = "gguf:" + g.group(1).lower() + size
     if g := _search(r"n_ctx\s+=\s+(\d+)", text):
@@ -321,6 +345,18 @@ def request_data(r: LogReading, gpu: str | None = None) -> dict[str, Any] | None
     if s.get("gpu_total_gib"):
         ref["total_gib"] = s["gpu_total_gib"]
         ref["memory_gb"] = round(s["gpu_total_gib"] / 0.9313)
+    if r.kind == "sglang" and s.get("free_at_load_gib"):
+        # SGLang sizes its pool from the memory free before loading (profile_max_num_token): the card as the log saw
+        # it is that free memory plus what the engine takes as held before loading, so the estimate starts from the
+        # logged free memory whatever else (a desktop, another process) held the card
+        from engine.schema import GpuRef
+        from engine.serving.budget import GIB, sglang_held
+        from engine.serving.core import gpu_choice
+
+        choice, _ = gpu_choice(GpuRef(name=gpu, count=tp * pp) if gpu else None)
+        ref["total_gib"] = round(s["free_at_load_gib"] + sglang_held(tp, bool(gpu) and choice.nvlink) / GIB, 2)
+        if not gpu:
+            ref.setdefault("memory_gb", round(ref["total_gib"] / 0.9313))
     opts = {k: s[k] for k in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
             if s.get(k)}
     if r.version:
