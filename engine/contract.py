@@ -116,16 +116,20 @@ def serving_estimate_json(a: ServingAnswer) -> dict[str, Any]:
     headroom = g.total_gib - (need.total + need.cuda_context) if need is not None else 0.0
     if not r.fits and r.kv is not None:  # the asked users' KV beyond the pool is what is missing
         headroom = min(headroom, kv_pool - asked_kv_gib(r))
+    # the GPUs named first when they miss the load's promise or capacity (the rest is the arrangement sized for it)
+    named = [Fit(gpu=x.gpu.name, memory_gb=x.gpu.total_gib, count=x.gpu.count, fits=False,
+                 headroom_gb=x.headroom_gib).model_dump() for x in (r.instead_of,) if x is not None]
     return {
         "request": {"model": {"name": r.model, "params_b": r.params_b, "known": r.model_known},
-                    "method": "inference", "gpu_count": g.count},
+                    "method": "inference", "gpu_count": r.instead_of.gpu.count if r.instead_of else g.count},
         "assumptions": [str(x) for x in r.assumptions],
         "per_gpu": {k: round(v, 3) for k, v in per_gpu.items()},
         "cpu_ram_gb": round(m.host_ram_gib, 2),
         "trainable_params": 0,
         "gpu_count": g.count,
         # the GPUs it was sized on (the verdict's), then the arrangements that serve the asked users
-        "fits": [Fit(gpu=g.name, memory_gb=g.total_gib, count=g.count, fits=asked_ok,
+        "fits": [*named,
+                 Fit(gpu=g.name, memory_gb=g.total_gib, count=g.count, fits=asked_ok or bool(named),
                      headroom_gb=round(headroom, 2)).model_dump(),
                  *(Fit(gpu=x.gpu, memory_gb=x.total_gib, count=x.count, fits=True,
                        headroom_gb=round(x.total_gib - x.weights_gib - x.activation_peak_gib - x.non_torch_gib

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bot.views.catalogs import _, _n
 from bot.views.formats import date_text, decimal, money, money_range, num
-from engine.schema import ServingAnswer
+from engine.schema import Request, ServingAnswer, ServingLoad
 
 
 def _s(lang: str, ms: float) -> str:
@@ -17,16 +17,36 @@ def _s(lang: str, ms: float) -> str:
     return decimal(lang, x, 2) if x < 1 else num(lang, round(x, 1)) if x < 10 else num(lang, round(x))
 
 
-def load_lead(lang: str, a: ServingAnswer, where: str) -> tuple[str, str] | None:
-    """(mark, line) when the question set a request rate or a latency promise; None otherwise."""
+def load_lead(lang: str, a: ServingAnswer, where: str, named: str | None = None) -> tuple[str, str] | None:
+    """(mark, line) when the question set a request rate or a latency promise; None otherwise. When the GPUs named
+    (`named`, their label) miss it, the line says what they do first, then what the arrangement sized for it does."""
     r = a.serving
     q = a.request
     if r is None or r.load is None or r.gpu is None:
         return None
     if not (q.request_rate or q.ttft_p95_ms or q.tpot_ms):
         return None
-    load, p = r.load, r.load.point
-    n = r.gpu.count
+    if r.instead_of is not None and named is not None:
+        _, asked = _lead(lang, q, r.instead_of.load, r.instead_of.gpu.count, named)
+        sized = r.load.point
+        line = _n(lang, "%(gpus)s holds it: TTFT p95 ≈ %(ttft)s s, ~%(tps)s tokens/s per user",
+                  "%(gpus)s hold it: TTFT p95 ≈ %(ttft)s s, ~%(tps)s tokens/s per user", r.gpu.count) % {
+            "gpus": where, "ttft": _s(lang, sized.ttft_ms.get("p95", 0.0)),
+            "tps": num(lang, round(sized.per_user_tokens_s or 0.0))}
+        return "❌", f"{asked}; {line}{_per_million(lang, r.load)}"
+    mark, line = _lead(lang, q, r.load, r.gpu.count, where)
+    return mark, line + (_per_million(lang, r.load) if r.load.point.stable else "")
+
+
+def _per_million(lang: str, load: ServingLoad) -> str:
+    if load.per_million_tokens is None:
+        return ""
+    return "; " + _(lang, "%(money)s per 1M tokens") % {"money": money(lang, load.per_million_tokens, load.currency)}
+
+
+def _lead(lang: str, q: Request, load: ServingLoad, n: int, where: str) -> tuple[str, str]:
+    """(mark, line) of one arrangement under the load asked: holds it, misses the promise, or queues past capacity."""
+    p = load.point
     if q.request_rate:
         what = _n(lang, "%(n)s request/s", "%(n)s requests/s", max(1, round(q.request_rate))) % {
             "n": num(lang, q.request_rate)}
@@ -53,9 +73,6 @@ def load_lead(lang: str, a: ServingAnswer, where: str) -> tuple[str, str] | None
                         "~%(tps)s tokens/s per user",
                   "%(gpus)s do not keep the promise (%(promise)s) at %(what)s: TTFT p95 ≈ %(ttft)s s, "
                   "~%(tps)s tokens/s per user", n) % {**params, "promise": ", ".join(promised)}
-    if load.per_million_tokens is not None:
-        line += "; " + _(lang, "%(money)s per 1M tokens") % {"money": money(lang, load.per_million_tokens,
-                                                                             load.currency)}
     return ("❌" if load.meets is False else "✅"), line
 
 

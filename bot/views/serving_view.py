@@ -22,7 +22,7 @@ from bot.views.serving_words import (
 )
 from bot.views.view import TABLE_WIDTH, AnswerView, verdict_mark
 from bot.views.words import NOTE_TEXTS, gpu_name, said_note_text
-from engine.schema import Assumption, Change, ServingAnswer, ServingResult, ServingSide
+from engine.schema import Assumption, Change, GpuChoice, ServingAnswer, ServingResult, ServingSettings, ServingSide
 
 NBSP = "\u00a0"
 
@@ -38,15 +38,18 @@ def users_text(lang: str, n: int) -> str:
 def gpus_label(lang: str, r: ServingResult) -> str:
     """"4×H100 SXM (TP 4)", "8×H100 SXM (TP 4 × PP 2)", "4×H100 SXM (2 × TP 2)"."""
     assert r.gpu is not None and r.settings is not None
-    s = r.settings
-    if s.family in ("llama.cpp", "ollama", "hf") and s.tensor_parallel * s.pipeline_parallel == 1 and r.replicas == 1:
-        return f"{r.gpu.count}×{gpu_name(lang, r.gpu.name)}"
+    return arrangement_label(lang, r.gpu, r.settings, r.replicas)
+
+
+def arrangement_label(lang: str, gpu: GpuChoice, s: ServingSettings, replicas: int) -> str:
+    if s.family in ("llama.cpp", "ollama", "hf") and s.tensor_parallel * s.pipeline_parallel == 1 and replicas == 1:
+        return f"{gpu.count}×{gpu_name(lang, gpu.name)}"
     par = f"TP{NBSP}{s.tensor_parallel}"
     if s.pipeline_parallel > 1:
         par += f" × PP{NBSP}{s.pipeline_parallel}"
-    if r.replicas > 1:
-        par = f"{r.replicas} × {par}"
-    return f"{r.gpu.count}×{gpu_name(lang, r.gpu.name)} ({par})"
+    if replicas > 1:
+        par = f"{replicas} × {par}"
+    return f"{gpu.count}×{gpu_name(lang, gpu.name)} ({par})"
 
 
 def verdict(a: ServingAnswer) -> str:
@@ -63,7 +66,9 @@ def headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
     speed or time to first token as asked."""
     r = a.serving
     if r is not None and r.memory is not None and r.gpu is not None and r.memory.kv_pool_gib > 0:
-        led = load_lead(lang, a, gpus_label(lang, r))
+        named = r.instead_of
+        led = load_lead(lang, a, gpus_label(lang, r),
+                        arrangement_label(lang, named.gpu, named.settings, named.replicas) if named else None)
         if led is not None:
             return led
     mark, line = _headline(lang, a)

@@ -133,6 +133,10 @@ def serving_verdict(request: Request, r: ServingResult) -> Verdict | None:
     """fits / tight / fits_with_changes / no_fit on the GPUs asked (None when none was named, or no answer)."""
     if not request.gpus or r.memory is None:
         return None
+    if r.instead_of is not None:  # the GPUs named miss the load's promise or capacity; the answer is sized anew
+        named = r.instead_of.gpu
+        same = r.gpu is not None and r.gpu.name == named.name and r.gpu.count <= named.count
+        return "fits_with_changes" if same else "no_fit"
     b = serving_breakdown(r)
     gpu = find_gpu(r.gpu.name) if r.gpu else None
     if r.fits and b is not None:

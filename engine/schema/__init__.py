@@ -88,8 +88,8 @@ from engine.schema.result import (
     PlanResult,
 )
 from engine.schema.scenario import Architecture, Assumption, Scenario
-from engine.schema.serving import Cost as ServingCost
 from engine.schema.serving import (
+    AskedSetup,
     EngineFamily,
     GpuChoice,
     HostedRange,
@@ -102,6 +102,7 @@ from engine.schema.serving import (
     ServingSide,
     Speed,
 )
+from engine.schema.serving import Cost as ServingCost
 from engine.schema.serving import Settings as ServingSettings
 
 __all__ = [
@@ -119,6 +120,7 @@ __all__ = [
     "Architecture",
     "Arrangement",
     "AskedCurrency",
+    "AskedSetup",
     "Assumption",
     "Breakdown",
     "Change",

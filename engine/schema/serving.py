@@ -205,6 +205,19 @@ class ServingSide(BaseModel):
     winner: bool = False
 
 
+class AskedSetup(BaseModel):
+    """The GPUs a load question named, under its load, when they miss its promise or capacity and the answer is the
+    arrangement sized for it instead: what the named ones do, so that the reply answers them first."""
+
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
+
+    gpu: GpuChoice
+    settings: Settings
+    replicas: int = 1
+    load: ServingLoad
+    headroom_gib: float = 0.0  # one GPU's memory the engine leaves unused, as `fits[]` counts it
+
+
 class ServingResult(BaseModel):
     model_config = ConfigDict(defer_build=True)  # built by the first serving answer
 
@@ -233,3 +246,5 @@ class ServingResult(BaseModel):
     load: ServingLoad | None = None  # the load model's answer (CONTRACT v2.1), when a load or a promise is said
     # several GPUs named ("h100 or h200 for ..."): each side, the winner first; the rest of the result is the winner's
     compared: list[ServingSide] = Field(default_factory=list)
+    # the GPUs named, when they miss the load's promise or capacity and the rest of the result is the sized answer
+    instead_of: AskedSetup | None = None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.catalog import find_gpu, find_model, gpus, reference_of
 from engine.schema import Architecture, Assumption, GpuRef, Note, Request
-from engine.schema.serving import ServingArrangement, ServingResult
+from engine.schema.serving import AskedSetup, ServingArrangement, ServingResult
 
 if TYPE_CHECKING:
     from .asked import Asked
@@ -167,6 +167,12 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
     if not sized:
         again = _served_instead(asked, ref, cat, loads(p), load)
         if again is not None:
+            if request.gpus and load is not None and again.load is not None:  # the named GPUs first in the reply
+                m = p.memory
+                again.instead_of = AskedSetup(
+                    gpu=choice, settings=s, replicas=replicas, load=load,
+                    headroom_gib=round(choice.total_gib - m.weights_gib - m.activation_peak_gib - m.non_torch_gib
+                                       - max(0.0, m.kv_pool_gib), 2))
             return again
     return ServingResult(
         model=arch.name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), layers=arch.layers,

@@ -195,3 +195,30 @@ def test_tokens_per_second_of_a_70b_on_one_h100_is_answered_in_4_bit() -> None:
     assert r.speed is not None and r.speed.per_user_tokens_s > 0
     assert r.settings is not None and r.settings.weight_format == "awq"
     assert any(str(a).startswith("weight_format=awq") for a in r.assumptions)
+
+
+@pytest.mark.parametrize(("lang", "text", "named", "sized_word"), [
+    ("ru", "mixtral 8x7b на 2 h100 vllm 10 rps ttft 300ms", "2×H100 SXM (TP\u00a02) не держат 10\u00a0запросов/с",
+     "справятся: TTFT p95"),
+    ("en", "Llama 3.1 70B on 4 H100 with vLLM, 20 requests per second, TTFT p95 under 500 ms",
+     "4×H100 SXM (TP\u00a04) do not", "hold it: TTFT p95"),
+])
+def test_named_gpus_that_miss_the_load_are_answered_first_then_what_holds_it(lang: str, text: str, named: str,
+                                                                             sized_word: str) -> None:
+    request = parse(text)
+    first = plain(render_request(request, AnswerOptions(lang=lang)).html).strip().splitlines()[0]
+    assert first.startswith("❌ " + named), first
+    assert sized_word in first and first.index(sized_word) > first.index(named)
+    out = estimate_request(request.model_dump(exclude_none=True))
+    asked = request.gpus[0].count
+    assert out["verdict"] == "no_fit" and out["request"]["gpu_count"] == asked
+    assert out["fits"][0]["count"] == asked and out["fits"][0]["fits"] is False
+    assert out["fits"][1]["count"] > asked and out["fits"][1]["fits"] is True
+    assert out["serving"]["load"]["promise"]["meets"] is True  # the load block is the sized arrangement's
+
+
+def test_named_gpus_that_keep_the_promise_are_answered_as_they_are() -> None:
+    request = parse("Llama 3.1 8B on 1 H100 vllm, 2 requests per second, TTFT p95 under 500 ms")
+    r = serve(request)
+    assert r.instead_of is None and r.gpu is not None and r.gpu.count == 1
+    assert estimate_request(request.model_dump(exclude_none=True))["verdict"] in ("fits", "tight")
