@@ -174,11 +174,29 @@ def compared_lines(lang: str, r: ServingResult) -> list[str]:
     return out
 
 
+def _adapters_lead(lang: str, r: ServingResult, where: str) -> str:
+    """"How many LoRA adapters can it serve": the slots that fit beside the requests asked (engine/serving/lora.py)."""
+    n, requests = r.adapter_slots or 0, -(-(r.users or 1) // max(1, r.replicas))
+    beside = _n(lang, "beside %(n)s request of %(ctx)s", "beside %(n)s requests of %(ctx)s", requests) % {
+        "n": num(lang, requests), "ctx": context_text(lang, r.context)}
+    params = {"n": num(lang, n), "rank": num(lang, r.adapter_rank or 0), "mib": num(lang, r.adapter_slot_mib or 0),
+              "beside": beside, "model": r.model, "gpus": where}
+    if n < 1:
+        return _(lang, "No room for a LoRA adapter slot of rank %(rank)s (%(mib)s MiB) %(beside)s: "
+                       "%(model)s on %(gpus)s") % params
+    return _n(lang, "Room for %(n)s LoRA adapter of rank %(rank)s in GPU slots (%(mib)s MiB each) %(beside)s: "
+                    "%(model)s on %(gpus)s",
+              "Room for %(n)s LoRA adapters of rank %(rank)s in GPU slots (%(mib)s MiB each) %(beside)s: "
+              "%(model)s on %(gpus)s", n) % params
+
+
 def _asked_lead(lang: str, a: ServingAnswer, where: str) -> str:
     """What the question asked first, as the headline: time to first token, tokens/s, or (no users said) how many
     users the GPUs hold at the context."""
     r = a.serving
     assert r is not None
+    if "adapters" in a.request.asks and r.adapter_slots is not None:
+        return _adapters_lead(lang, r, where)
     asks = [x for x in a.request.asks if x in ("latency", "throughput")]
     sp = r.speed
     if asks and sp is not None and r.fits:

@@ -244,7 +244,13 @@ def _request(s: Scan, errors: list[str]) -> Request:
         fields["expert_parallel"] = 1  # on, degree not said: the serving engine's (vLLM: TP x DP)
     if fields.get("method") is None and any(fields.get(k) is not None for k in load.SERVING_ONLY):
         fields["method"] = "inference"  # a request rate, a latency promise, speculative decoding: serving
-    asked = money.asks(s) + talk.serving_asks(s) + (["users"] if said.get("asks_users") else [])
+    if said.get("serves_adapters") and fields.get("method") in (None, "lora", "qlora"):
+        fields["method"] = "inference"  # LoRA adapters served by an engine, not a LoRA fine-tune
+        if fields.get("lora_rank") and not fields.get("max_lora_rank"):
+            fields["max_lora_rank"] = fields["lora_rank"]
+        fields["lora_rank"] = None
+    asked = (money.asks(s) + talk.serving_asks(s) + (["users"] if said.get("asks_users") else [])
+             + (["adapters"] if said.get("asks_adapters") else []))
     kind = intent(s)
     if kind == "estimate" and any(a in ("money", "time") for a in asked):
         kind = "cost"

@@ -37,6 +37,16 @@ PCIE = re.compile(r"\bpcie\b|по pci|без nvlink|without nvlink|no nvlink")
 IB = re.compile(r"infiniband|\bib\b|two nodes|2 nodes|две ноды|2 ноды|двух нодах|2 нодах|across nodes|между нодами")
 NVLINK = re.compile(r"\bnvlink\b|nvswitch")
 NIM = re.compile(r"\bnim\b")
+# adapters served, not trained: "how many LoRA adapters can one H100 serve", «мульти-лора на инференсе», "vLLM with
+# 16 LoRA adapters"; "how many" before them asks for the count of adapter slots
+_ADAPTERS = r"(?:lora|лора)[- ]?(?:adapters?|адаптер\w*)|адаптер\w*|adapters|\bлор\b|\bloras\b"
+_SERVED = (r"serv\w*|inferenc\w*|инференс\w*|обслуж\w*|раздава\w*|сервинг\w*|продакшн\w*|в проде|in production|"
+           r"vllm|sglang|потян\w*|держ\w*|hold|host\w*")
+SERVED_ADAPTERS = re.compile(r"multi[- ]?lora|мульти[- ]?лор\w*|enable[-_]lora|max[-_]loras|"
+                             rf"(?:{_ADAPTERS})[^?!\n]{{0,48}}?\b(?:{_SERVED})|\b(?:{_SERVED})[^?!\n]{{0,48}}?(?:{_ADAPTERS})")
+TRAINING = re.compile(r"обуч\w*|дообуч\w*|тренир\w*|\btrain\w*|fine[- ]?tun\w*|finetun\w*|файн-?тюн\w*")
+HOW_MANY_ADAPTERS = re.compile(rf"(?:how many|сколько)\s+(?:\w+[- ]?){{0,2}}?(?:{_ADAPTERS})"
+                               rf"|(?:{_ADAPTERS})[^?!\n]{{0,40}}?(?:how many|сколько)\s+(?:влез\w*|помест\w*|fit)")
 USERS = re.compile(r"how many (?:concurrent |simultaneous |parallel )?(?:users|requests|clients|people)"
                    r"|сколько (?:одновременных |параллельных )?(?:пользовател\w*|юзер\w*|запрос\w*|клиент\w*|человек)")
 
@@ -124,3 +134,8 @@ def load(s: Scan) -> None:
         s.set("serving_engine", "nim")
     if USERS.search(text):
         s.set("asks_users", True)
+    # "train a LoRA adapter, then serve it in vLLM" is a fine-tune
+    if SERVED_ADAPTERS.search(text) and not TRAINING.search(text):
+        s.set("serves_adapters", True)
+        if HOW_MANY_ADAPTERS.search(text):
+            s.set("asks_adapters", True)

@@ -248,3 +248,7 @@ class ServingResult(BaseModel):
     compared: list[ServingSide] = Field(default_factory=list)
     # the GPUs named, when they miss the load's promise or capacity and the rest of the result is the sized answer
     instead_of: AskedSetup | None = None
+    # "how many LoRA adapters can it serve": the slots preallocated beside the requests asked (engine/serving/lora.py)
+    adapter_slots: int | None = None
+    adapter_slot_mib: float | None = None
+    adapter_rank: int | None = None

@@ -32,8 +32,9 @@ def is_serving_request(request: Request) -> bool:
     if request.method == "inference" and native_format_of(request) is not None:
         return True
     if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
-                                          or "users" in request.asks or "throughput" in request.asks):
-        return True  # a load, a latency promise or "how many users": the serving engine's question (vLLM assumed)
+                                          or "users" in request.asks or "throughput" in request.asks
+                                          or "adapters" in request.asks or request.max_loras):
+        return True  # a load, a promise, "how many users", LoRA adapters served: an engine's question (vLLM assumed)
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 
 
@@ -80,7 +81,40 @@ def serve(request: Request, sized: bool = False) -> ServingResult:
     placed = _place(asked, assumptions)
     if isinstance(placed, ServingResult):
         return placed
+    if "adapters" in request.asks and request.max_loras is None:
+        if asked.engine == "vllm":
+            return _with_adapter_slots(asked, placed, assumptions)
+        # SGLang's --max-loras-per-batch pool and llama.cpp's --lora are not modelled: said, not guessed
+        assumptions.append(Assumption(key="lora_adapter_slots", value=f"modelled for vLLM only, not {asked.engine}"))
     return _served(asked, placed, assumptions, sized)
+
+
+def _with_adapter_slots(asked: Asked, placed: Placed, assumptions: list[Assumption]) -> ServingResult:
+    """"How many LoRA adapters can it serve": the slots that fit in the KV pool beside the requests asked (one when
+    none was said), then the answer with that many slots preallocated (`--max-loras`), as the command runs it."""
+    from dataclasses import replace
+
+    from .lora import slot_bytes, slots_beside
+
+    request = asked.request
+    rank = request.max_lora_rank or 16
+    if request.max_lora_rank is None:
+        assumptions.append(Assumption(key="max_lora_rank", value=rank))
+    if not request.concurrency:
+        assumptions.append(Assumption(key="concurrency", value="1"))
+    base = _served(asked, placed, list(assumptions), sized=True)
+    if base.memory is None or base.kv is None or base.memory.kv_pool_gib <= 0:
+        return base
+    per_slot = slot_bytes(asked.arch, rank, placed.tp)
+    requests = -(-(request.concurrency or 1) // max(1, base.replicas))
+    slots = slots_beside(base.memory.kv_pool_gib * 2**30, requests * base.context * base.kv.bytes_per_token, per_slot)
+    if slots < 1:
+        base.adapter_slots, base.adapter_slot_mib, base.adapter_rank = 0, round(per_slot / 2**20, 1), rank
+        return base
+    again = replace(asked, request=request.model_copy(update={"max_loras": slots, "max_lora_rank": rank}))
+    result = _served(again, placed, assumptions, sized=True)
+    result.adapter_slots, result.adapter_slot_mib, result.adapter_rank = slots, round(per_slot / 2**20, 1), rank
+    return result
 
 
 def _place(asked: Asked, assumptions: list[Assumption]) -> Placed | ServingResult:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.catalog import Gpu, find_gpu, gpus, usable_memory_gib
 from engine.schema import Architecture, Assumption, GpuRef, Request
@@ -116,6 +116,13 @@ def profile(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
         memory, kv = hf_generate(request, arch, s, max(1, users), context, gpus=max(1, gpu.count))
         return Profile(memory, kv)
     w = rank_weights(arch, s.weight_format, s.tensor_parallel, s.pipeline_parallel, s.engine)
+    if request.max_loras and s.family in ("vllm-v0", "vllm-v1"):
+        # the adapter slots are allocated with the model, before the KV cache is profiled (engine/serving/lora.py)
+        from .lora import slot_bytes
+
+        slots = request.max_loras * slot_bytes(arch, request.max_lora_rank or 16, s.tensor_parallel)
+        slots /= s.pipeline_parallel  # each stage holds its layers' slots
+        w = replace(w, first=w.first + slots, last=w.last + slots)
     if s.family == "sglang":  # a vision tower lowers mem_fraction_static (serving.toml [sglang.multimodal])
         said = bool(request.engine_options and request.engine_options.gpu_memory_utilization)
         factor = sglang_vlm_factor(arch, s.version, said)

@@ -201,13 +201,9 @@ def token_step(m: Machine, f: Features, batch: int, context: float) -> float:
 def kv_room(m: Machine, f: Features, w: Workload) -> tuple[int, str]:
     """Requests the instance runs at once and what binds it: the KV pool (each request holds its uncached prompt
     and half its output on average; cached prefix blocks are shared; TensorRT-LLM reserves the whole output,
-    serving_load.toml kv_reserved_to_completion) or max_num_seqs; LoRA slots take pool room."""
+    serving_load.toml kv_reserved_to_completion) or max_num_seqs (LoRA slots are out of the pool already: the memory
+    model counts them with the weights, engine/serving/core.py)."""
     tokens = m.kv_tokens
-    if f.max_loras and f.max_lora_rank:
-        lo = data()["lora"]
-        a = m.arch
-        adapter = f.max_loras * f.max_lora_rank * 2 * a.hidden * int(lo["targets"]) * a.layers * float(lo["bytes"])
-        tokens = max(0, tokens - int(adapter / m.tp / max(1.0, m.kv_bytes_per_token)))
     output = w.output if engine_figures(m.engine).get("kv_reserved_to_completion") else w.output / 2.0
     held = w.prompt * (1.0 - w.prefix_hit) + output + 1
     by_kv = int(tokens // held)
