@@ -174,6 +174,25 @@ def compared_lines(lang: str, r: ServingResult) -> list[str]:
     return out
 
 
+def _speculative_lead(lang: str, method: str, r: ServingResult, where: str) -> str:
+    """"Is speculative decoding worth it for us": tokens/s per user without and with it at the load asked, and
+    whether that pays (the load model's speculative_speedup; serving_load.toml [speculative])."""
+    assert r.load is not None and r.load.speculative_speedup is not None
+    x = r.load.speculative_speedup
+    after = r.load.point.per_user_tokens_s or 0.0
+    names = {"eagle": "EAGLE", "mtp": "MTP", "ngram": "n-gram", "draft": _(lang, "draft model")}
+    users = r.load.point.concurrency or 1
+    verdict = (_(lang, "worth turning on") if x >= 1.15 else _(lang, "little gain") if x >= 1.0
+               else _(lang, "does not pay at this load"))
+    return _n(lang, "Speculative decoding (%(method)s) at %(n)s user: ~%(before)s → ~%(after)s tokens/s per user "
+                    "(×%(x)s), %(verdict)s: %(model)s on %(gpus)s",
+              "Speculative decoding (%(method)s) at %(n)s users: ~%(before)s → ~%(after)s tokens/s per user "
+              "(×%(x)s), %(verdict)s: %(model)s on %(gpus)s", users) % {
+        "method": names.get(method, method), "n": num(lang, users), "before": num(lang, round(after / x)),
+        "after": num(lang, round(after)), "x": num(lang, round(x, 1)), "verdict": verdict, "model": r.model,
+        "gpus": where}
+
+
 def _adapters_lead(lang: str, r: ServingResult, where: str) -> str:
     """"How many LoRA adapters can it serve": the slots that fit beside the requests asked (engine/serving/lora.py)."""
     n, requests = r.adapter_slots or 0, -(-(r.users or 1) // max(1, r.replicas))
@@ -197,6 +216,8 @@ def _asked_lead(lang: str, a: ServingAnswer, where: str) -> str:
     assert r is not None
     if "adapters" in a.request.asks and r.adapter_slots is not None:
         return _adapters_lead(lang, r, where)
+    if a.request.speculative and r.load is not None and r.load.speculative_speedup and r.fits:
+        return _speculative_lead(lang, a.request.speculative, r, where)
     asks = [x for x in a.request.asks if x in ("latency", "throughput")]
     sp = r.speed
     if asks and sp is not None and r.fits:

@@ -212,8 +212,11 @@ def asks(s: Scan) -> list[str]:
             if p is not None and not (p == ("how", "much") and i + 2 < len(texts) and texts[i + 2] in MEMORY_WORDS):
                 found.append((i, "money"))
                 break
-    if not found and not s.words.isdisjoint(MONEY_WORDS):  # "а сколько это будет стоить?", "цена?"
-        found.append((next(i for i, w in enumerate(texts) if w in MONEY_WORDS), "money"))
+    # "а сколько это будет стоить?", "цена?"; «стоит ли …» asks whether it is worth it, not a price
+    priced = [i for i, w in enumerate(texts) if w in MONEY_WORDS
+              and not (w == "стоит" and i + 1 < len(texts) and texts[i + 1] == "ли")]
+    if not found and priced:
+        found.append((priced[0], "money"))
     t = TIME.first(texts, s.words)
     if t is None and not s.words.isdisjoint(TIME_WORDS):  # "сколько часов", "how many days"
         t = next(i for i, w in enumerate(texts) if w in TIME_WORDS)

@@ -33,7 +33,7 @@ def is_serving_request(request: Request) -> bool:
         return True
     if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
                                           or "users" in request.asks or "throughput" in request.asks
-                                          or "adapters" in request.asks or request.max_loras):
+                                          or "adapters" in request.asks or request.max_loras or request.speculative):
         return True  # a load, a promise, "how many users", LoRA adapters served: an engine's question (vLLM assumed)
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 

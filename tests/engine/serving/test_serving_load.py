@@ -222,3 +222,20 @@ def test_named_gpus_that_keep_the_promise_are_answered_as_they_are() -> None:
     r = serve(request)
     assert r.instead_of is None and r.gpu is not None and r.gpu.count == 1
     assert estimate_request(request.model_dump(exclude_none=True))["verdict"] in ("fits", "tight")
+
+
+@pytest.mark.parametrize(("lang", "text", "words"), [
+    ("ru", "стоит ли спекулятивный декодинг для qwen2.5 32b на h100 при 4 пользователях",
+     ("Спекулятивный декодинг (draft-модель) при 4 пользователях", "ток/с на пользователя (×")),
+    ("en", "is eagle worth it for llama 3.1 8b on h100 at 64 users",
+     ("Speculative decoding (EAGLE) at 64 users", "tokens/s per user (×")),
+    ("ru", "eagle для llama 3.1 8b на h100, 1 юзер", ("при 1 пользователе", "стоит включать")),
+])
+def test_is_speculative_decoding_worth_it_is_answered_first(lang: str, text: str, words: tuple[str, ...]) -> None:
+    request = parse(text)
+    assert "money" not in request.asks  # «стоит ли» asks whether it pays, not a price
+    first = plain(render_request(request, AnswerOptions(lang=lang)).html).strip().splitlines()[0]
+    for w in words:
+        assert w in first, first
+    r = serve(request)
+    assert r.load is not None and r.load.speculative_speedup is not None and r.load.speculative_speedup > 1.0
