@@ -174,6 +174,20 @@ def compared_lines(lang: str, r: ServingResult) -> list[str]:
     return out
 
 
+def _price_lead(lang: str, r: ServingResult, where: str) -> str:
+    """"What's our cost per 1M tokens at 200 users": the price at the load asked first, then what it runs on."""
+    assert r.load is not None and r.cost is not None and r.load.per_million_tokens is not None
+    users = r.users or (r.load.point.concurrency or 1) * r.load.replicas
+    return _n(lang, "%(money)s per 1M tokens (%(out)s per 1M output tokens) at %(n)s user at once: %(model)s on "
+                    "%(gpus)s, %(hourly)s/h",
+              "%(money)s per 1M tokens (%(out)s per 1M output tokens) at %(n)s users at once: %(model)s on "
+              "%(gpus)s, %(hourly)s/h", users) % {
+        "money": money(lang, r.load.per_million_tokens, r.load.currency),
+        "out": money(lang, r.load.per_million_output_tokens or r.cost.per_million_output_tokens, r.load.currency),
+        "n": num(lang, users), "model": r.model, "gpus": where,
+        "hourly": money(lang, r.cost.per_hour, r.cost.currency)}
+
+
 def _speculative_lead(lang: str, method: str, r: ServingResult, where: str) -> str:
     """"Is speculative decoding worth it for us": tokens/s per user without and with it at the load asked, and
     whether that pays (the load model's speculative_speedup; serving_load.toml [speculative])."""
@@ -218,6 +232,9 @@ def _asked_lead(lang: str, a: ServingAnswer, where: str) -> str:
         return _adapters_lead(lang, r, where)
     if a.request.speculative and r.load is not None and r.load.speculative_speedup and r.fits:
         return _speculative_lead(lang, a.request.speculative, r, where)
+    if "money" in a.request.asks and r.load is not None and r.load.per_million_tokens is not None and r.fits \
+            and r.cost is not None and r.load.point.stable:
+        return _price_lead(lang, r, where)
     asks = [x for x in a.request.asks if x in ("latency", "throughput")]
     sp = r.speed
     if asks and sp is not None and r.fits:

@@ -239,3 +239,14 @@ def test_is_speculative_decoding_worth_it_is_answered_first(lang: str, text: str
         assert w in first, first
     r = serve(request)
     assert r.load is not None and r.load.speculative_speedup is not None and r.load.speculative_speedup > 1.0
+
+
+@pytest.mark.parametrize(("lang", "text", "lead", "users"), [
+    ("en", "what's our cost per 1M tokens at 200 concurrent users with 2k prompts and 300-token answers on "
+           "llama 3.1 8b?", "per 1M tokens (", "at 200 users at once"),
+    ("ru", "сколько будет стоить 1 млн токенов на llama 3.1 70b fp8 на 2 h100 при 32 пользователях",
+     "за 1 млн токенов (", "при 32 одновременных пользователях"),
+])
+def test_a_price_question_under_load_leads_with_the_price(lang: str, text: str, lead: str, users: str) -> None:
+    first = plain(render_request(parse(text), AnswerOptions(lang=lang)).html).strip().splitlines()[0]
+    assert lead in first.split(":")[0] and users in first, first
