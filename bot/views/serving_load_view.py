@@ -34,8 +34,28 @@ def load_lead(lang: str, a: ServingAnswer, where: str, named: str | None = None)
             "gpus": where, "ttft": _s(lang, sized.ttft_ms.get("p95", 0.0)),
             "tps": num(lang, round(sized.per_user_tokens_s or 0.0))}
         return "❌", f"{asked}; {line}{_per_million(lang, r.load)}"
+    if "users" in q.asks and not q.concurrency and r.load.users_within_promise is not None:
+        return _users_lead(lang, q, r.load, r.gpu.count, where)
     mark, line = _lead(lang, q, r.load, r.gpu.count, where)
     return mark, line + (_per_million(lang, r.load) if r.load.point.stable else "")
+
+
+def _users_lead(lang: str, q: Request, load: ServingLoad, n: int, where: str) -> tuple[str, str]:
+    """"How many users does this setup hold within the promise": the most requests in flight that keep it."""
+    users = load.users_within_promise or 0
+    promised = []
+    if q.ttft_p95_ms:
+        promised.append(_(lang, "TTFT p95 %(x)s s") % {"x": _s(lang, q.ttft_p95_ms)})
+    if q.tpot_ms:
+        promised.append(_(lang, "TPOT %(x)s ms") % {"x": num(lang, q.tpot_ms)})
+    if users < 1:
+        return "❌", _n(lang, "%(gpus)s does not keep the promise (%(promise)s) even for one user",
+                        "%(gpus)s do not keep the promise (%(promise)s) even for one user", n) % {
+            "gpus": where, "promise": ", ".join(promised)}
+    line = _n(lang, "%(gpus)s: up to %(users)s user at once within %(promise)s",
+              "%(gpus)s: up to %(users)s users at once within %(promise)s", users) % {
+        "gpus": where, "users": num(lang, users), "promise": ", ".join(promised)}
+    return "✅", line
 
 
 def _per_million(lang: str, load: ServingLoad) -> str:
@@ -95,10 +115,15 @@ def hosted_line(lang: str, a: ServingAnswer) -> str:
     if ours is None:
         return f"{hosted}; {rub_note}"
     usd, rub = (ours, ours * rate) if load.currency != "RUB" else (ours / rate, ours)
-    if usd <= h.low_usd:
-        verdict = _(lang, "%(x)s× cheaper than the cheapest") % {"x": num(lang, round(h.low_usd / max(usd, 1e-9), 1))}
+    cheaper, dearer = round(h.low_usd / max(usd, 1e-9), 1), round(usd / h.high_usd, 1)
+    if usd <= h.low_usd and cheaper > 1.0:
+        verdict = _(lang, "%(x)s× cheaper than the cheapest") % {"x": num(lang, cheaper)}
+    elif usd <= h.low_usd:
+        verdict = _(lang, "as cheap as the cheapest")
+    elif usd >= h.high_usd and dearer > 1.0:
+        verdict = _(lang, "%(x)s× dearer than the dearest") % {"x": num(lang, dearer)}
     elif usd >= h.high_usd:
-        verdict = _(lang, "%(x)s× dearer than the dearest") % {"x": num(lang, round(usd / h.high_usd, 1))}
+        verdict = _(lang, "as dear as the dearest")
     else:
         verdict = _(lang, "within their range")
     mine = _(lang, "ours at this load: %(usd)s (%(rub)s) per 1M tokens, %(verdict)s") % {

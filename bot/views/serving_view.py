@@ -72,6 +72,8 @@ def headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
         if led is not None:
             return led
     mark, line = _headline(lang, a)
+    if mark == "count":  # "how many GPUs for N users": the count found is the answer (the training answer's mark)
+        return "🔢", line
     return verdict_mark(verdict(a)) if mark else "❌", line
 
 
@@ -101,6 +103,10 @@ def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
         return "✓", _(lang, "%(model)s on %(gpus)s: %(room)s") % {
             "model": r.model, "gpus": where, "room": room}
     params = {"users": users_text(lang, r.users), "ctx": context_text(lang, r.context), "gpus": where, "room": room}
+    fix = next((c for c in r.changes if c.key == "serving.change.arrangement"), None)
+    if not r.fits and "count" in a.request.asks and fix is not None:
+        return "count", _(lang, "%(users)s at %(ctx)s need %(fix)s") % {
+            **params, "fix": change_line(lang, fix, r.users).removesuffix(" ✓")}
     if not r.fits:
         return "✓", _n(lang, "%(users)s at %(ctx)s does not fit on %(gpus)s: %(room)s",
                         "%(users)s at %(ctx)s do not fit on %(gpus)s: %(room)s", r.users) % params

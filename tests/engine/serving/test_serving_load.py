@@ -250,3 +250,29 @@ def test_is_speculative_decoding_worth_it_is_answered_first(lang: str, text: str
 def test_a_price_question_under_load_leads_with_the_price(lang: str, text: str, lead: str, users: str) -> None:
     first = plain(render_request(parse(text), AnswerOptions(lang=lang)).html).strip().splitlines()[0]
     assert lead in first.split(":")[0] and users in first, first
+
+
+@pytest.mark.parametrize(("lang", "text", "words"), [
+    ("ru", "сколько пользователей выдержат 2 h100 на llama 3.1 70b fp8 с TTFT до 1 с",
+     ("2×H100 SXM (TP\u00a02): до ", "одновременных пользователей в пределах TTFT p95 1\u00a0с")),
+    ("en", "how many users can 2 H100 hold for llama 3.1 70b fp8 with TTFT p95 under 1 s",
+     ("2×H100 SXM (TP\u00a02): up to ", "users at once within TTFT p95 1 s")),
+])
+def test_how_many_users_within_a_promise_is_answered_with_that_count(lang: str, text: str,
+                                                                      words: tuple[str, ...]) -> None:
+    request = parse(text)
+    r = serve(request)
+    assert r.load is not None and r.load.users_within_promise is not None and r.load.users_within_promise > 8
+    first = plain(render_request(request, AnswerOptions(lang=lang)).html).strip().splitlines()[0]
+    assert first.startswith("✅ ") and all(w in first for w in words), first
+    assert f" {r.load.users_within_promise} " in first
+
+
+@pytest.mark.parametrize(("lang", "text", "words"), [
+    ("ru", "сколько нужно h100 на 1000 одновременных пользователей llama 3.1 8b",
+     ("🔢 1\u00a0000 пользователей с контекстом 4k: понадобится ", "×H100 SXM")),
+    ("en", "how many H100 do I need for 1000 concurrent users of llama 3.1 8b", ("🔢 1,000 users at 4k need ",)),
+])
+def test_how_many_gpus_for_n_users_leads_with_the_count(lang: str, text: str, words: tuple[str, ...]) -> None:
+    first = plain(render_request(parse(text), AnswerOptions(lang=lang)).html).strip().splitlines()[0]
+    assert all(w in first for w in words) and not first.rstrip().endswith("✓"), first
