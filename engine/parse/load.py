@@ -48,7 +48,8 @@ TRAINING = re.compile(r"обуч\w*|дообуч\w*|тренир\w*|\btrain\w*|f
 HOW_MANY_ADAPTERS = re.compile(rf"(?:how many|сколько)\s+(?:\w+[- ]?){{0,2}}?(?:{_ADAPTERS})"
                                rf"|(?:{_ADAPTERS})[^?!\n]{{0,40}}?(?:how many|сколько)\s+(?:влез\w*|помест\w*|fit)")
 USERS = re.compile(r"how many (?:concurrent |simultaneous |parallel )?(?:users|requests|clients|people)"
-                   r"|сколько (?:одновременных |параллельных )?(?:пользовател\w*|юзер\w*|запрос\w*|клиент\w*|человек)")
+                   r"|сколько (?:\w+ )?(?:одновременных |параллельных )?(?:пользовател\w*|юзер\w*|запрос\w*|клиент\w*"
+                   r"|человек)")
 
 
 FIELDS = ("request_rate", "ttft_p95_ms", "tpot_ms", "prefix_cache_hit_rate", "speculative", "max_loras",

@@ -9,6 +9,7 @@ from engine.parse.lexicon import (
     CONCURRENCY_ADJ,
     CONCURRENCY_NOUNS,
     FILLERS,
+    GPU_NOUNS,
     INFERENCE_WORDS,
     TOKEN_WORDS,
     TRAIN_WORDS,
@@ -216,6 +217,9 @@ def _rate_follows(s: Scan, j: int) -> bool:
     return s.word(k) in ("rps", "qps")
 
 
+HOW_MANY = frozenset({"сколько", "скока", "скольких", "how", "many"})
+
+
 def concurrency(s: Scan) -> None:
     """"32 concurrent users", "на 50 пользователей", "concurrency=16" (also the serving batch)."""
     if s.words.isdisjoint(CONCURRENT_WORDS) and s.words.isdisjoint(CONCURRENCY_HEADS):
@@ -238,6 +242,9 @@ def concurrency(s: Scan) -> None:
         k = i - 1
         for _ in range(3):
             if s.num(k) or k < 0 or s.toks[k].kind != WORD or s.toks[k].used:
+                break
+            if s.toks[k].text in GPU_NOUNS or s.toks[k].text in HOW_MANY:
+                k = -1  # "8 карт сколько пользователей", "на 4090 сколько влезет пользователей": not a user count
                 break
             k -= 1
         if not s.num(k) or (s.glued(k) and s.toks[k - 1].kind == WORD):

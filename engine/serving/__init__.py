@@ -31,9 +31,10 @@ def is_serving_request(request: Request) -> bool:
 
     if request.method == "inference" and native_format_of(request) is not None:
         return True
+    engine_asks = ("users", "throughput", "latency", "adapters")
     if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
-                                          or "users" in request.asks or "throughput" in request.asks
-                                          or "adapters" in request.asks or request.max_loras or request.speculative):
+                                          or any(a in request.asks for a in engine_asks)
+                                          or request.max_loras or request.speculative):
         return True  # a load, a promise, "how many users", LoRA adapters served: an engine's question (vLLM assumed)
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 

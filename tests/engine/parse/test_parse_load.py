@@ -115,3 +115,25 @@ def test_a_model_size_or_context_nearby_is_not_stolen(q: str, params_b: float, s
 ])
 def test_a_count_is_not_read_as_a_length_or_a_rate_as_users(q: str, field: str, value: Any) -> None:
     assert getattr(parse_strict(q), field) == value, q
+
+
+@pytest.mark.parametrize(("q", "count", "gpus"), [
+    ("mi300x llama 3.1 405b fp8 vllm 8 карт сколько пользователей", None, 8),
+    ("sglang qwen3 30b-a3b на 4090 сколько влезет пользователей", None, 1),
+    ("сколько потянет юзеров 4090 на qwen 7b", None, 1),
+    ("32 одновременных пользователя llama 8b vllm h100", 32, 1),
+])
+def test_a_number_with_its_own_noun_or_before_how_many_is_no_user_count(q: str, count: int | None, gpus: int) -> None:
+    r = parse_strict(q)
+    assert r.concurrency == count and r.gpus and r.gpus[0].count == gpus, (q, r.concurrency, r.gpus)
+    if count is None:
+        assert "users" in r.asks
+
+
+@pytest.mark.parametrize("q", ["какая задержка первого токена у qwen2.5 72b awq на 2 4090",
+                               "eagle для llama 3.1 8b на h100, 1 юзер",
+                               "how many LoRA adapters can one H100 serve for llama 3.1 8b?"])
+def test_latency_speculation_and_adapters_are_serving_questions(q: str) -> None:
+    from engine.serving import is_serving_request
+
+    assert is_serving_request(parse_strict(q)), q
