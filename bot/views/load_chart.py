@@ -38,11 +38,11 @@ class Series:
 
 
 def series(load: ServingLoad) -> Series:
-    r = max(1, load.replicas)
-    pts = [c for c in load.curve if c.stable and c.concurrency and "p95" in c.ttft_ms and "p50" in c.tpot_ms]
+    r, key = max(1, load.replicas), f"p{load.ttft_percentile}"  # the percentile the promise is at
+    pts = [c for c in load.curve if c.stable and c.concurrency and key in c.ttft_ms and "p50" in c.tpot_ms]
     p = load.point
-    asked = ((p.concurrency or 1) * r, p.ttft_ms["p95"]) if p.stable and "p95" in p.ttft_ms else None
-    return Series([(c.concurrency or 0) * r for c in pts], [c.ttft_ms["p95"] for c in pts],
+    asked = ((p.concurrency or 1) * r, p.ttft_ms[key]) if p.stable and key in p.ttft_ms else None
+    return Series([(c.concurrency or 0) * r for c in pts], [c.ttft_ms[key] for c in pts],
                   [c.tpot_ms["p50"] for c in pts], [(c.output_tokens_s or 0.0) * r for c in pts],
                   p.max_concurrency * r, load.saturation_limit or "kv_cache", asked)
 
@@ -63,14 +63,15 @@ def load_figure(a: ServingAnswer, lang: str) -> Figure:
     ax = fig.add_axes((0.15, 0.36, 0.68, top_of_axes - 0.36))
     right = ax.twinx()
     ax.plot(s.concurrency, s.ttft_p95_ms, color=TTFT_COLOUR, linewidth=3, marker="o", markersize=7,
-            label=_(lang, "TTFT p95, ms"), zorder=4)
+            label=_(lang, "TTFT %(pct)s, ms") % {"pct": f"p{load.ttft_percentile}"}, zorder=4)
     ax.plot(s.concurrency, s.tpot_ms, color=TPOT_COLOUR, linewidth=3, marker="s", markersize=7,
             label=_(lang, "TPOT, ms"), zorder=4)
     right.plot(s.concurrency, s.output_tokens_s, color=THROUGHPUT_COLOUR, linewidth=3, linestyle="--",
                label=_(lang, "output tokens/s, all GPUs"), zorder=3)
     if load.ttft_p95_target_ms:
         ax.axhline(load.ttft_p95_target_ms, color=TTFT_COLOUR, linewidth=2.5, linestyle=":",
-                   label=_(lang, "promise: TTFT p95 ≤ %(x)s\u00a0ms") % {"x": num(lang, load.ttft_p95_target_ms)})
+                   label=_(lang, "promise: TTFT %(pct)s ≤ %(x)s\u00a0ms") % {
+                       "x": num(lang, load.ttft_p95_target_ms), "pct": f"p{load.ttft_percentile}"})
     if load.tpot_target_ms:
         ax.axhline(load.tpot_target_ms, color=TPOT_COLOUR, linewidth=2.5, linestyle=":",
                    label=_(lang, "promise: TPOT ≤ %(x)s\u00a0ms") % {"x": num(lang, load.tpot_target_ms)})

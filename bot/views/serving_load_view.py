@@ -29,9 +29,9 @@ def load_lead(lang: str, a: ServingAnswer, where: str, named: str | None = None)
     if r.instead_of is not None and named is not None:
         _, asked = _lead(lang, q, r.instead_of.load, r.instead_of.gpu.count, named)
         sized = r.load.point
-        line = _n(lang, "%(gpus)s holds it: TTFT p95 ≈ %(ttft)s s, ~%(tps)s tokens/s per user",
-                  "%(gpus)s hold it: TTFT p95 ≈ %(ttft)s s, ~%(tps)s tokens/s per user", r.gpu.count) % {
-            "gpus": where, "ttft": _s(lang, sized.ttft_ms.get("p95", 0.0)),
+        line = _n(lang, "%(gpus)s holds it: TTFT %(pct)s ≈ %(ttft)s s, ~%(tps)s tokens/s per user",
+                  "%(gpus)s hold it: TTFT %(pct)s ≈ %(ttft)s s, ~%(tps)s tokens/s per user", r.gpu.count) % {
+            "gpus": where, "ttft": _s(lang, sized.ttft_ms.get(_pct(q), 0.0)), "pct": _pct(q),
             "tps": num(lang, round(sized.per_user_tokens_s or 0.0))}
         return "❌", f"{asked}; {line}{_per_million(lang, r.load)}"
     if "users" in q.asks and not q.concurrency and r.load.users_within_promise is not None:
@@ -45,7 +45,7 @@ def _users_lead(lang: str, q: Request, load: ServingLoad, n: int, where: str) ->
     users = load.users_within_promise or 0
     promised = []
     if q.ttft_p95_ms:
-        promised.append(_(lang, "TTFT p95 %(x)s s") % {"x": _s(lang, q.ttft_p95_ms)})
+        promised.append(_(lang, "TTFT %(pct)s %(x)s s") % {"x": _s(lang, q.ttft_p95_ms), "pct": _pct(q)})
     if q.tpot_ms:
         promised.append(_(lang, "TPOT %(x)s ms") % {"x": num(lang, q.tpot_ms)})
     if users < 1:
@@ -56,6 +56,11 @@ def _users_lead(lang: str, q: Request, load: ServingLoad, n: int, where: str) ->
               "%(gpus)s: up to %(users)s users at once within %(promise)s", users) % {
         "gpus": where, "users": num(lang, users), "promise": ", ".join(promised)}
     return "✅", line
+
+
+def _pct(q: Request) -> str:
+    """The TTFT percentile the promise is at ("p95" unless the question said p50 or p99; loadplan.ttft_key)."""
+    return f"p{q.ttft_percentile or 95}"
 
 
 def _per_million(lang: str, load: ServingLoad) -> str:
@@ -79,19 +84,19 @@ def _lead(lang: str, q: Request, load: ServingLoad, n: int, where: str) -> tuple
                         "%(gpus)s do not hold %(what)s: they serve up to %(cap)s requests/s, past that the queue "
                         "grows without bound", n) % {
             "gpus": where, "what": what, "cap": num(lang, round(load.capacity_rps, 2))}
-    params = {"gpus": where, "what": what, "ttft": _s(lang, p.ttft_ms.get("p95", 0.0)),
+    params = {"gpus": where, "what": what, "ttft": _s(lang, p.ttft_ms.get(_pct(q), 0.0)), "pct": _pct(q),
               "tps": num(lang, round(p.per_user_tokens_s or 0.0))}
-    line = _n(lang, "%(gpus)s holds %(what)s: TTFT p95 ≈ %(ttft)s s, ~%(tps)s tokens/s per user",
-              "%(gpus)s hold %(what)s: TTFT p95 ≈ %(ttft)s s, ~%(tps)s tokens/s per user", n) % params
+    line = _n(lang, "%(gpus)s holds %(what)s: TTFT %(pct)s ≈ %(ttft)s s, ~%(tps)s tokens/s per user",
+              "%(gpus)s hold %(what)s: TTFT %(pct)s ≈ %(ttft)s s, ~%(tps)s tokens/s per user", n) % params
     if load.meets is False:
         promised = []
         if q.ttft_p95_ms:
-            promised.append(_(lang, "TTFT p95 %(x)s s") % {"x": _s(lang, q.ttft_p95_ms)})
+            promised.append(_(lang, "TTFT %(pct)s %(x)s s") % {"x": _s(lang, q.ttft_p95_ms), "pct": _pct(q)})
         if q.tpot_ms:
             promised.append(_(lang, "TPOT %(x)s ms") % {"x": num(lang, q.tpot_ms)})
-        line = _n(lang, "%(gpus)s does not keep the promise (%(promise)s) at %(what)s: TTFT p95 ≈ %(ttft)s s, "
+        line = _n(lang, "%(gpus)s does not keep the promise (%(promise)s) at %(what)s: TTFT %(pct)s ≈ %(ttft)s s, "
                         "~%(tps)s tokens/s per user",
-                  "%(gpus)s do not keep the promise (%(promise)s) at %(what)s: TTFT p95 ≈ %(ttft)s s, "
+                  "%(gpus)s do not keep the promise (%(promise)s) at %(what)s: TTFT %(pct)s ≈ %(ttft)s s, "
                   "~%(tps)s tokens/s per user", n) % {**params, "promise": ", ".join(promised)}
     return ("❌" if load.meets is False else "✅"), line
 

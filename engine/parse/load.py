@@ -20,6 +20,8 @@ RATE = re.compile(NUMBER + THOUSANDS + r"\s*(?:rps|qps|req/s|reqs?/s|requests?\s
 PER_SECONDS = {"min": 60.0, "мин": 60.0, "h": 3600.0, "час": 3600.0, "ч": 3600.0}
 TTFT = re.compile(r"(?:ttft|(?:time to )?first token|первого токена|первый токен)(?:\s*p\s*(\d{2}))?[^\d]{0,24}?"
                   + NUMBER + r"\s*(мс|ms|msec|с|s|sec|сек|секунд\w*|seconds?)\b")
+PERCENTILE_BEFORE = re.compile(r"\bp\s*(\d{2})\s*(?:ttft|time to first token|первого токена|first token)")
+MEDIAN = re.compile(r"median|медиан\w*")
 TPOT = re.compile(r"(?:tpot|itl|inter[- ]token latency)(?:\s*p\s*\d{2})?[^\d]{0,20}?" + NUMBER + r"\s*(мс|ms)\b")
 PER_TOKEN = re.compile(NUMBER + r"\s*(?:мс|ms)\s*(?:per|на|/|a|each)\s*(?:output\s*|выходной\s*)?(?:token|токен)\b")
 PER_USER = re.compile(NUMBER + r"\s*(?:tok(?:ens)?/s|t/s|tps|ток(?:ен\w*)?/с|ток(?:ен\w*)? в секунду|tokens per second)"
@@ -52,8 +54,8 @@ USERS = re.compile(r"how many (?:concurrent |simultaneous |parallel )?(?:users|r
                    r"|человек)")
 
 
-FIELDS = ("request_rate", "ttft_p95_ms", "tpot_ms", "prefix_cache_hit_rate", "speculative", "max_loras",
-          "max_lora_rank", "enforce_eager", "interconnect")
+FIELDS = ("request_rate", "ttft_p95_ms", "ttft_percentile", "tpot_ms", "prefix_cache_hit_rate", "speculative",
+          "max_loras", "max_lora_rank", "enforce_eager", "interconnect")
 
 SERVING_ONLY = ("request_rate", "ttft_p95_ms", "tpot_ms", "prefix_cache_hit_rate", "speculative", "enforce_eager")
 
@@ -86,6 +88,11 @@ def load(s: Scan) -> None:
         ms = v if m.group(3).startswith(("мс", "ms")) else v * 1000.0
         if 0 < ms <= 1e7:
             s.set("ttft_p95_ms", ms)  # a promise is read as the p95 unless another percentile is said
+            pct = m.group(1) or next(iter(PERCENTILE_BEFORE.findall(text[:m.start() + 8])), None)
+            if MEDIAN.search(text[max(0, m.start() - 24):m.start() + 8]):
+                pct = "50"
+            if pct in ("50", "99"):
+                s.set("ttft_percentile", int(pct))
             _mark(s, m.start(), m.end())
     m = TPOT.search(text)
     if m and 0 < _num(m.group(1)) <= 1e6:

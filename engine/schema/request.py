@@ -168,6 +168,7 @@ class Request(Strict):
     # CONTRACT v2.1 (docs/contract-serving-load.md): serving under load and the features deployments turn on
     request_rate: float | None = Field(default=None, gt=0, le=1e6)  # requests per second arriving
     ttft_p95_ms: float | None = Field(default=None, gt=0, le=1e7)  # the promise: time to first token, p95
+    ttft_percentile: Literal[50, 95, 99] | None = None  # the percentile the TTFT promise is at (p95 when not said)
     tpot_ms: float | None = Field(default=None, gt=0, le=1e6)  # the promise: time per output token (p50)
     prefix_cache_hit_rate: float | None = Field(default=None, ge=0, le=1)
     speculative: Literal["eagle", "mtp", "draft", "ngram"] | None = None

@@ -174,7 +174,8 @@ class ServingLoad(BaseModel):
     total_tokens_s: float | None = None
     request_rate: float | None = None  # all replicas
     capacity_rps: float = 0.0  # all replicas
-    ttft_p95_target_ms: float | None = None
+    ttft_p95_target_ms: float | None = None  # the TTFT promise (at `ttft_percentile`, p95 unless said)
+    ttft_percentile: int = 95
     tpot_target_ms: float | None = None
     meets: bool | None = None  # the promise holds at the load (None when no promise was made)
     users_within_promise: int | None = None  # concurrency the arrangement holds within the promise

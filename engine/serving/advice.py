@@ -14,7 +14,7 @@ from engine.schema.serving import GpuChoice, LoadPoint, ServingArrangement, Serv
 from .core import Profile, loads, profile, users_served
 from .load import point, speculation, sweep
 from .loadplan import CURVE as SWEEP
-from .loadplan import features_for, machine_for, meets, workload_for
+from .loadplan import features_for, machine_for, meets, ttft_key, workload_for
 from .profile import data, supports
 
 Run = Callable[..., tuple[Settings, Profile]]
@@ -164,7 +164,7 @@ def load_changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoi
         cached = point(m, f, replace(w, prefix_hit=ASSUMED_PREFIX_HIT))
         out.append(Change(key="serving.change.prefix_caching", params={"hit_rate": ASSUMED_PREFIX_HIT},
                          effect={**_figures(cached, replicas), "before": _figures(now, replicas),
-                                 "meets": meets(cached, request.ttft_p95_ms, request.tpot_ms)}))
+                                 "meets": meets(cached, request.ttft_p95_ms, request.tpot_ms, ttft_key(request))}))
     if not f.speculative and now.stable and (now.running or 1) <= LOW_LOAD:
         spec = replace(f, speculative="eagle")
         k, alpha, _ = speculation(spec)
@@ -188,7 +188,7 @@ def load_changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoi
         start = max(replicas + 1, need)
         for more in range(start, min(most, start + 12) + 1):
             lp = point(m, f, workload_for(request, prompt, output, more))
-            ok = meets(lp, request.ttft_p95_ms, request.tpot_ms) if promised else \
+            ok = meets(lp, request.ttft_p95_ms, request.tpot_ms, ttft_key(request)) if promised else \
                 lp.stable and (lp.utilisation or 0.0) <= FULL
             if ok:
                 out.append(Change(key="serving.change.more_replicas",

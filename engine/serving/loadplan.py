@@ -76,29 +76,35 @@ def workload_for(request: Request, prompt: int, output: int, replicas: int) -> W
                     request_rate=rate, prefix_hit=request.prefix_cache_hit_rate or 0.0)
 
 
-def meets(p: LoadPoint, ttft_ms: float | None, tpot_ms: float | None) -> bool:
+def ttft_key(request: Request) -> str:
+    """The TTFT percentile a promise is at: "p95" unless the question said p50 ("median") or p99."""
+    return f"p{request.ttft_percentile or 95}"
+
+
+def meets(p: LoadPoint, ttft_ms: float | None, tpot_ms: float | None, key: str = "p95") -> bool:
     if not p.stable:
         return False
     ok = True
     if ttft_ms is not None:
-        ok = ok and p.ttft_ms.get("p95", math.inf) <= ttft_ms
+        ok = ok and p.ttft_ms.get(key, math.inf) <= ttft_ms
     if tpot_ms is not None:
         ok = ok and p.tpot_ms.get("p50", math.inf) <= tpot_ms
     return ok
 
 
-def users_within(m: Machine, f: Features, w: Workload, ttft_ms: float | None, tpot_ms: float | None) -> int:
+def users_within(m: Machine, f: Features, w: Workload, ttft_ms: float | None, tpot_ms: float | None,
+                 key: str = "p95") -> int:
     """The most requests in flight one instance holds within the promise (its KV / max_num_seqs room without one)."""
     base = replace(w, request_rate=None)
     room = point(m, f, replace(base, concurrency=1)).max_concurrency
     if ttft_ms is None and tpot_ms is None:
         return room
-    if not meets(point(m, f, replace(base, concurrency=1)), ttft_ms, tpot_ms):
+    if not meets(point(m, f, replace(base, concurrency=1)), ttft_ms, tpot_ms, key):
         return 0
     lo, hi = 1, max(1, room)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if meets(point(m, f, replace(base, concurrency=mid)), ttft_ms, tpot_ms):
+        if meets(point(m, f, replace(base, concurrency=mid)), ttft_ms, tpot_ms, key):
             lo = mid
         else:
             hi = mid - 1
@@ -137,14 +143,16 @@ def load_answer(request: Request, m: Machine, prompt: int, output: int, replicas
     out_s = p.output_tokens_s * r if p.output_tokens_s is not None else None
     tot_s = p.total_tokens_s * r if p.total_tokens_s is not None else None
     promise = request.ttft_p95_ms is not None or request.tpot_ms is not None
-    held = users_within(m, f, w, request.ttft_p95_ms, request.tpot_ms) * r
+    held = users_within(m, f, w, request.ttft_p95_ms, request.tpot_ms, ttft_key(request)) * r
     curve = sweep(m, f, w, [c for c in CURVE if c <= max(8, 2 * p.max_concurrency)])
     return ServingLoad(
         replicas=r, point=p, output_tokens_s=round(out_s, 1) if out_s is not None else None,
         total_tokens_s=round(tot_s, 1) if tot_s is not None else None,
         request_rate=round(p.request_rate * r, 4) if p.request_rate is not None else None,
         capacity_rps=round(p.capacity_rps * r, 4), ttft_p95_target_ms=request.ttft_p95_ms,
-        tpot_target_ms=request.tpot_ms, meets=meets(p, request.ttft_p95_ms, request.tpot_ms) if promise else None,
+        ttft_percentile=request.ttft_percentile or 95,
+        tpot_target_ms=request.tpot_ms,
+        meets=meets(p, request.ttft_p95_ms, request.tpot_ms, ttft_key(request)) if promise else None,
         users_within_promise=held,
         per_million_tokens=per_million(per_hour, tot_s) if p.stable else None,
         per_million_output_tokens=per_million(per_hour, out_s) if p.stable else None,
@@ -163,7 +171,8 @@ def load_block(load: ServingLoad | None) -> dict[str, object] | None:
         "ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms, "e2e_ms": p.e2e_ms, "binding_limit": p.binding_limit,
         "stable": p.stable, "capacity_rps": load.capacity_rps, "max_concurrency_per_replica": p.max_concurrency,
         "replicas": load.replicas, "utilisation": p.utilisation,
-        "promise": {"ttft_p95_ms": load.ttft_p95_target_ms, "tpot_ms": load.tpot_target_ms, "meets": load.meets},
+        "promise": {"ttft_p95_ms": load.ttft_p95_target_ms, "tpot_ms": load.tpot_target_ms, "meets": load.meets,
+                    "ttft_percentile": load.ttft_percentile},
         "users_within_promise": load.users_within_promise,
         "per_million_tokens": load.per_million_tokens, "per_million_output_tokens": load.per_million_output_tokens,
         "currency": load.currency, "speculative_speedup": load.speculative_speedup,

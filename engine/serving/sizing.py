@@ -15,7 +15,7 @@ from engine.schema import Architecture, GpuRef, Request
 from .capacity import valid_tp
 from .core import gpu_choice, loads, profile, settings_for
 from .load import point
-from .loadplan import features_for, machine_for, meets, workload_for
+from .loadplan import features_for, machine_for, meets, ttft_key, workload_for
 from .profile import data, supports
 
 
@@ -80,7 +80,7 @@ def size(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtype: 
                         lp = point(m, f, w)
                         if lp.max_concurrency < 1:
                             break
-                        if meets(lp, request.ttft_p95_ms, request.tpot_ms) and (
+                        if meets(lp, request.ttft_p95_ms, request.tpot_ms, ttft_key(request)) and (
                                 w.concurrency is None or w.concurrency <= lp.max_concurrency):
                             cost = price * tp * replicas if price is not None else math.inf
                             cand = Sized(gpu.name, tp * replicas, tp, replicas, wf, kv,

@@ -276,3 +276,21 @@ def test_how_many_users_within_a_promise_is_answered_with_that_count(lang: str, 
 def test_how_many_gpus_for_n_users_leads_with_the_count(lang: str, text: str, words: tuple[str, ...]) -> None:
     first = plain(render_request(parse(text), AnswerOptions(lang=lang)).html).strip().splitlines()[0]
     assert all(w in first for w in words) and not first.rstrip().endswith("✓"), first
+
+
+@pytest.mark.parametrize(("text", "pct"), [
+    ("llama 3.1 8b on h100 vllm, 5 rps, ttft p99 under 1 s", 99),
+    ("p99 ttft under 1s for llama 3.1 8b on h100 at 5 rps", 99),
+    ("медианный TTFT до 1 с, llama 3.1 8b на h100 vllm, 5 запросов в секунду", 50),
+])
+def test_a_ttft_promise_at_another_percentile_is_judged_at_it(text: str, pct: int) -> None:
+    request = parse(text)
+    assert request.ttft_percentile == pct and request.ttft_p95_ms == 1000
+    r = serve(request)
+    assert r.load is not None and r.load.ttft_percentile == pct
+    got = r.load.point.ttft_ms[f"p{pct}"]
+    assert r.load.meets is (got <= 1000)
+    first = plain(render_request(request, AnswerOptions(lang="en")).html).strip().splitlines()[0]
+    assert f"TTFT p{pct} ≈" in first and "TTFT p95" not in first, first
+    out = estimate_request(request.model_dump(exclude_none=True))
+    assert out["serving"]["load"]["promise"]["ttft_percentile"] == pct
