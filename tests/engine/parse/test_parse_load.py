@@ -137,3 +137,16 @@ def test_latency_speculation_and_adapters_are_serving_questions(q: str) -> None:
     from engine.serving import is_serving_request
 
     assert is_serving_request(parse_strict(q)), q
+
+
+@pytest.mark.parametrize("q", ["disaggregated prefill для deepseek v3 на 16 h200",
+                               "deepseek v3 on 16 h200 with pd disaggregation",
+                               "дезагрегированный сервинг llama 70b на 8 h100 через dynamo"])
+def test_disaggregated_serving_is_named_as_not_modelled(q: str) -> None:
+    r = parse_strict(q)
+    assert "disaggregated" in r.unsupported, (q, r.unsupported)
+    from bot.pipeline import AnswerOptions, render_request
+    from bot.views.render import plain
+
+    text = plain(render_request(r, AnswerOptions(lang="en")).html)
+    assert "disaggregated serving) is not modelled yet" in text
