@@ -126,6 +126,16 @@ def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights
         budget = total * s.gpu_memory_utilization
         extra = held
         in_budget = False
+    elif s.engine in ("tensorrt-llm", "nim"):
+        # TensorRT-LLM sizes the KV cache from the memory free once the engine is loaded (weights, the activation
+        # buffers TensorRT pre-computes, the runtime): free x kv_cache_free_gpu_memory_fraction, 0.9 by default
+        # (TensorRT-LLM docs/source/reference/memory.md and examples/kvcacheconfig.md, KvCacheConfig), not vLLM's
+        # share of the whole card
+        held = data()["sglang"]["held_at_load_gib"] * GIB + extra  # the CUDA context, NCCL under TP
+        pools = tuple((total - held - wt - a - g) * s.gpu_memory_utilization
+                      for wt, a, g in zip(weights, acts, graphs, strict=True))
+        budget = held + weights[0] + acts[0] + graphs[0] + max(pools[0], 0.0)
+        extra, in_budget = held, True
     else:
         budget = total * s.gpu_memory_utilization
         in_budget = cuda_graphs_in_budget(s.version)

@@ -240,3 +240,18 @@ def test_v0_profiles_its_forward_eagerly_with_less_than_v1s_compiled_buffers():
              engine_options={"engine_version": "0.6.4", "max_num_batched_tokens": 20000, "max_model_len": 20000})
     # the MLP's live set: residual and norm output beside gate_up and SiLU-and-mul's output (2 hidden + 3 ffn)
     assert v0.memory.activation_peak_gib == pytest.approx(20000 * 2 * (2 * 4096 + 3 * 14336) / GIB, rel=0.01)
+
+
+def test_tensorrt_llm_sizes_its_kv_cache_from_the_memory_free_after_loading() -> None:
+    """KvCacheConfig.free_gpu_memory_fraction (0.9) of what the loaded engine leaves, not vLLM's share of the card:
+    a 70B in 16 bits on 2×A100 80GB leaves ~8 GiB a card, of which vLLM's rule keeps ~0 and TensorRT-LLM 90 %."""
+    from engine.contract import estimate_request
+
+    base = {"model": {"name": "Llama-3.1-70B"}, "method": "inference", "gpus": [{"name": "A100 80GB SXM", "count": 2}],
+            "concurrency": 1, "prompt_len": 1024, "output_len": 256}
+    out = estimate_request({**base, "serving_engine": "tensorrt-llm"})
+    trt, card = out["serving"], out["fits"][0]["memory_gb"]
+    vllm = estimate_request({**base, "serving_engine": "vllm"})["serving"]
+    free = card - trt["weights_gib"] - trt["activation_peak_gib"] - trt["cuda_graph_gib"] - trt["non_torch_gib"]
+    assert trt["kv_pool_gib"] == pytest.approx(0.9 * free, abs=0.1)
+    assert trt["kv_pool_gib"] > vllm["kv_pool_gib"] + 3
