@@ -159,6 +159,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     stack.fused_loss(s)
     stack.rollout(s)
     training.inference_by_default(s)
+    money.period(s)
     stack.unsupported(s)
     money.currency(s)
     errors += s.errors

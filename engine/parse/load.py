@@ -37,8 +37,10 @@ PCIE = re.compile(r"\bpcie\b|по pci|без nvlink|without nvlink|no nvlink")
 IB = re.compile(r"infiniband|\bib\b|two nodes|2 nodes|две ноды|2 ноды|двух нодах|2 нодах|across nodes|между нодами")
 NVLINK = re.compile(r"\bnvlink\b|nvswitch")
 NIM = re.compile(r"\bnim\b")
-USERS = re.compile(r"how many (?:concurrent |simultaneous |parallel )?(?:users|requests|clients|people)"
-                   r"|сколько (?:одновременных |параллельных )?(?:пользовател\w*|юзер\w*|запрос\w*|клиент\w*|человек)")
+USERS = re.compile(r"how many (?:concurrent |simultaneous |parallel )?(?:users|requests|clients|people|chats|sessions"
+                   r"|streams|conversations)"
+                   r"|(?:сколько|скольк\w+|скока|скоко|скок) (?:одновременных |параллельных |активных )?"
+                   r"(?:пользовател\w*|юзер\w*|запрос\w*|клиент\w*|человек|чатов|сессий|диалогов|потоков)")
 
 
 FIELDS = ("request_rate", "ttft_p95_ms", "tpot_ms", "prefix_cache_hit_rate", "speculative", "max_loras",

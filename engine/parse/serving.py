@@ -30,7 +30,7 @@ from engine.parse.lexicon_stack import (
 )
 from engine.parse.normalize import NUM, PUNCT, WORD
 from engine.parse.numbers import whole
-from engine.parse.scan import STOPS, Scan
+from engine.parse.scan import STOPS, Phrases, Scan
 from engine.parse.settings import KIB
 from engine.schema import MAX_BATCH, MAX_SEQ_LEN
 
@@ -216,8 +216,20 @@ def _rate_follows(s: Scan, j: int) -> bool:
     return s.word(k) in ("rps", "qps")
 
 
+# one stream: «сколько ток/с на одного», "single user speed" (a number of users said in words)
+SINGLE = Phrases([("single", "user"), ("single", "stream"), ("one", "user"), ("a", "single", "request"),
+                  ("на", "одного"), ("одного", "пользователя"), ("одного", "юзера"), ("один", "пользователь"),
+                  ("один", "юзер"), ("одному", "пользователю"), ("одним", "пользователем"), ("в", "один", "поток")])
+
+
 def concurrency(s: Scan) -> None:
     """"32 concurrent users", "на 50 пользователей", "concurrency=16" (also the serving batch)."""
+    texts = s.texts
+    single = SINGLE.first(texts, s.words)
+    if single is not None and s.words.isdisjoint(TRAIN_WORDS) and not any(s.num(k) for k in range(single, single + 4)):
+        _put(s, 1)
+        s.use(single, single + len(SINGLE.at(texts, single) or ()) - 1)
+        return
     if s.words.isdisjoint(CONCURRENT_WORDS) and s.words.isdisjoint(CONCURRENCY_HEADS):
         return
     # "команда из 5 человек хочет дообучить 7B": people around a training job are no serving load

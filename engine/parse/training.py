@@ -271,7 +271,8 @@ def method(s: Scan) -> None:
         s.set("method", "full")
         return
     weak = weak or s.said.get("quantization") is not None or s.said.get("serving_engine") is not None \
-        or s.said.get("concurrency") is not None or bool(serving_asks(s))
+        or s.said.get("concurrency") is not None or bool(serving_asks(s)) or bool(s.said.get("asks_users")) \
+        or s.said.get("prompt_len") is not None or s.said.get("output_len") is not None  # «сколько юзеров потянет»
     training = bool(s.words & TRAIN_WORDS) or s.said.get("stage") is not None \
         or s.said.get("framework") not in (None, "hf") or s.said.get("num_generations") is not None
     if weak and not training:
