@@ -244,7 +244,7 @@ def rental(s: Scan) -> None:
     offers), "100 часов в месяц" (that use per month), «40 часов в неделю» (that use per week, a month of it),
     «на сутки» / "for 3 days" (the span). Runs after the deadline, on what it left."""
     for i, t in enumerate(s.toks):
-        if not t.used and t.text in RENT_FOR:
+        if not t.used and t.text in RENT_FOR and s.word(i + 1) not in MONTH_WORDS:  # a month: 730 h, below
             got = _span_value(s, i + 1)
             if got is None and s.word(i + 1) in HOURS_PER and len(s.word(i + 1)) > 2:
                 got = HOURS_PER[s.word(i + 1)], i + 1  # «на сутки», «на неделю»
