@@ -100,7 +100,7 @@ def test_a_follow_ups_previous_answer_is_the_one_counted_from_the_same_day() -> 
     same_day = previous_answer(asked, AnswerOptions(lang="ru"), today=wednesday)
     two_days_on = previous_answer(asked, AnswerOptions(lang="ru"), today=friday)
     assert same_day.request.deadline_hours == 48  # Wednesday → Friday
-    assert two_days_on.request.deadline_hours == 168  # on Friday «к пятнице» is the next one, not the answer cached on Wednesday
+    assert two_days_on.request.deadline_hours == 168  # on Friday: the next one, not the cached
 
 
 # ---- the work of one door: parse once, answer once --------------------------------------------------------
