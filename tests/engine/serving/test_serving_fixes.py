@@ -195,3 +195,21 @@ def test_a_bare_size_is_launched_as_the_model_whose_shape_was_assumed() -> None:
     r = serve(Request.model_validate({"model": {"params_b": 70.0}, "method": "inference", "serving_engine": "vllm",
                                       "gpus": [{"name": "H100 SXM", "count": 2}]}))
     assert r.command[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B"]  # was `vllm serve 70B`: no such repo
+
+
+def test_an_mla_moe_decode_step_pays_its_kernel_chain_a_layer_and_a_dense_one_does_not() -> None:
+    from engine.catalog.shapes import architecture
+    from engine.contract import estimate_request
+    from engine.serving.speed import kernel_floor_s
+
+    def per_user(model: str, gpu: str, count: int, batch: int) -> float:
+        s = estimate_request({"model": {"name": model}, "method": "inference", "serving_engine": "sglang",
+                              "concurrency": batch, "prompt_len": 128, "output_len": 256, "tensor_parallel": count,
+                              "gpus": [{"name": gpu, "count": count}]})["serving"]
+        return float(s["decode_tokens_per_s"]["per_user"])
+
+    one = per_user("DeepSeek-V3", "H200 SXM", 8, 1)
+    assert 20 < one < 50  # sgl-project/sglang#2643 measured 30.3 at batch 1 (was 208 from the bytes alone)
+    assert per_user("DeepSeek-V3", "B200", 8, 1) < 1.3 * one  # the floor is the kernels', not the bandwidth's
+    assert kernel_floor_s(architecture(ModelRef(name="Llama-3.1-70B")), 1) == 0.0
+    assert abs(kernel_floor_s(architecture(ModelRef(name="DeepSeek-V3")), 2) - 333e-6 * 30) < 1e-9  # a stage: 30 layers
