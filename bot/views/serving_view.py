@@ -78,6 +78,13 @@ def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
     if r.memory is None or r.gpu is None or r.settings is None:
         return "", error_line(lang, r.errors[0].key, r.errors[0].params) if r.errors else _(lang, "No answer")
     where, room = gpus_label(lang, r), room_text(lang, a.serving_users)
+    budget = r.settings.gpu_memory_utilization * r.gpu.total_gib
+    if r.memory.kv_pool_gib <= 0 and r.memory.weights_gib < r.gpu.total_gib:  # smaller than the card: the share
+        return "", _(lang, "%(model)s does not load on %(gpus)s: %(weights)s GB of weights per GPU, and at "
+                           "gpu_memory_utilization %(util)s the engine has %(budget)s of the %(total)s GB for the "
+                           "weights, activations and its own memory") % {
+            "model": r.model, "gpus": where, "weights": num(lang, r.memory.weights_gib), "budget": num(lang, budget),
+            "util": f"{r.settings.gpu_memory_utilization:g}", "total": num(lang, r.gpu.total_gib)}
     if r.memory.kv_pool_gib <= 0:
         return "", _(lang, "%(model)s does not load on %(gpus)s: %(weights)s GB of weights per GPU of %(total)s") % {
             "model": r.model, "gpus": where, "weights": num(lang, r.memory.weights_gib),
@@ -313,6 +320,17 @@ def command_text(r: ServingResult) -> str:
     return " ".join(shlex.quote(a) if "=" not in a or not a.split("=", 1)[0].isupper() else a for a in r.command)
 
 
+def command_for_note(lang: str, r: ServingResult) -> str:
+    """As asked it does not start: the command is the change's that does, said under it."""
+    what = {"serving.change.fp8_kv_cache": _(lang, "FP8 KV cache"),
+            "serving.change.combined": _(lang, "FP8 weights and FP8 KV cache"),
+            "serving.change.int4_weights": _(lang, "4-bit weights"),
+            "serving.change.fp8_weights": _(lang, "FP8 weights")}.get(r.command_for or "")
+    if not what:
+        return ""
+    return _(lang, "As asked it does not start here; the command runs the change that does: %(what)s.") % {"what": what}
+
+
 def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
     """The template's data for a serving answer."""
     r = a.serving
@@ -340,7 +358,7 @@ def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
         "command": command_text(r) if ready else "",
         "command_note": _(lang, "No published checkpoint in this format is known to us: replace the your-org/… "
                                 "placeholder with one from the Hugging Face Hub before running.")
-        if ready and any(a.startswith("your-org/") for a in r.command) else "",
+        if ready and any(a.startswith("your-org/") for a in r.command) else command_for_note(lang, r) if ready else "",
     }
     return AnswerView(model, title, line, answer_line(lang, r) if ready else "")
 
