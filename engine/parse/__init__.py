@@ -246,6 +246,8 @@ def _request(s: Scan, errors: list[str]) -> Request:
     if fields.get("method") is None and any(fields.get(k) is not None for k in load.SERVING_ONLY):
         fields["method"] = "inference"  # a request rate, a latency promise, speculative decoding: serving
     asked = money.asks(s) + talk.serving_asks(s) + (["users"] if said.get("asks_users") else [])
+    if said.get("stage") == "pretrain" and said.get("tokens") and not {"time", "money"} & set(asked):
+        asked.append("time")  # «претрейн 7б на 1T токенов на 64 h100»: how long is the question
     kind = intent(s)
     if kind == "estimate" and any(a in ("money", "time") for a in asked):
         kind = "cost"
