@@ -198,7 +198,12 @@ def _asked_lead(lang: str, a: ServingAnswer, where: str) -> str:
                               "model": r.model, "gpus": where}
     s, m = r.settings, r.memory
     if s is not None and m is not None and s.gpu_layers is not None and 0 < s.gpu_layers < r.layers and r.fits:
-        tps = round(sp.per_user_tokens_s, 1) if sp is not None else 0
+        if sp is None:  # a card the catalog has no speed for: the split, not "0 tokens/s"
+            return _(lang, "%(model)s on %(gpus)s: %(on)s of %(layers)s layers on the GPU, the rest in host RAM "
+                           "(%(host)s GB); its speed is unknown to us (the card is not in the catalog)") % {
+                "model": r.model, "gpus": where, "on": s.gpu_layers, "layers": r.layers,
+                "host": num(lang, round(m.host_ram_gib, 1))}
+        tps = round(sp.per_user_tokens_s, 1)
         return _n(lang, "%(model)s on %(gpus)s: %(on)s of %(layers)s layers on the GPU, the rest in host RAM "
                         "(%(host)s GB): %(tps)s token/s",
                   "%(model)s on %(gpus)s: %(on)s of %(layers)s layers on the GPU, the rest in host RAM "

@@ -156,6 +156,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     training.offload(s)
     training.flash_attention(s)
     training.sharding(s)
+    stack.fsdp_qlora(s)
     stack.fused_loss(s)
     stack.rollout(s)
     training.inference_by_default(s)

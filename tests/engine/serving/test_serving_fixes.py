@@ -241,3 +241,18 @@ def test_weights_smaller_than_the_card_that_do_not_load_say_the_engines_share() 
     first = ask_text("mistral 7b on t4 vllm").split("\n")[0]
     assert "13.5 GB of weights per GPU" in first and "gpu_memory_utilization 0.9" in first
     assert "13.1 of the 14.6" in first  # not "13.5 GB of weights, 14.6 GB available"
+
+
+def test_llama_cpp_without_a_format_loads_the_q4_k_m_file_and_an_uncatalogued_card_gets_no_zero_speed() -> None:
+    a = answer(parse("llama.cpp llama 3.1 8b на 3060"))
+    assert isinstance(a, ServingAnswer) and a.serving.settings is not None
+    assert a.serving.settings.weight_format == "gguf:q4_k_m"  # was F16 from a your-org/… placeholder
+    assert "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M" in a.serving.command
+    first = ask_text("llama.cpp llama 70b на 3060").split("\n")[0]
+    assert "0 токен" not in first and "скорость не оценю" in first
+
+
+def test_qlora_with_fsdp_is_the_fsdp_qlora_recipe_with_its_offload() -> None:
+    r = parse("qlora 70b на 2х3090 fsdp")
+    assert r.framework == "fsdp-qlora"
+    assert ask_text("qlora 70b fsdp on 2x 3090").startswith("🔧 Fits on 2×RTX 3090 after changes: CPU offload")
