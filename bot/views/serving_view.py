@@ -6,11 +6,13 @@ this module words them in the reader's language. The table stays within 34 chara
 
 from __future__ import annotations
 
+import math
+
 import shlex
 from typing import Any
 
 from bot.views.catalogs import N_, _, _n
-from bot.views.formats import context_text, money, num
+from bot.views.formats import context_text, money, money_typical, num, tokens_amount
 from bot.views.serving_load_view import hosted_line, load_lead
 from bot.views.serving_words import (
     assumption_line,
@@ -176,6 +178,30 @@ def compared_lines(lang: str, r: ServingResult) -> list[str]:
     return out
 
 
+def _volume_lead(lang: str, a: ServingAnswer, where: str) -> str:
+    """«сколько стоит инфер 70б на 1 млрд токенов в месяц»: what those output tokens cost on these GPUs at full load
+    (the load they hold, priced per 1M output tokens), and how many such instances a month of them needs."""
+    r, q = a.serving, a.request
+    if r is None or "money" not in q.asks or not q.tokens or r.speed is None or r.cost is None or not r.fits:
+        return ""
+    per_million = r.cost.per_million_output_tokens
+    rate = r.speed.total_tokens_s * max(1, r.replicas)
+    if not per_million or rate <= 0:
+        return ""
+    hours = q.tokens / rate / 3600.0
+    text = _(lang, "≈%(cost)s for your %(tokens)s output tokens: %(model)s on %(gpus)s at full load, %(rate)s "
+                   "tokens/s, %(per)s per 1M tokens") % {
+        "cost": money_typical(lang, q.tokens / 1e6 * per_million, r.cost.currency).lstrip("≈"),
+        "tokens": tokens_amount(lang, q.tokens), "model": r.model, "gpus": where, "rate": num(lang, round(rate)),
+        "per": money(lang, per_million, r.cost.currency)}
+    period = q.rent_hours
+    if period and hours > period:
+        n = math.ceil(hours / period)
+        text += "; " + _n(lang, "in %(h)s h that takes %(n)s such instance", "in %(h)s h that takes %(n)s such instances",
+                          n) % {"h": num(lang, round(period)), "n": num(lang, n)}
+    return text
+
+
 def _asked_lead(lang: str, a: ServingAnswer, where: str) -> str:
     """What the question asked first, as the headline: time to first token, tokens/s, or (no users said) how many
     users the GPUs hold at the context."""
@@ -183,6 +209,9 @@ def _asked_lead(lang: str, a: ServingAnswer, where: str) -> str:
     assert r is not None
     asks = [x for x in a.request.asks if x in ("latency", "throughput")]
     sp = r.speed
+    volume = _volume_lead(lang, a, where)
+    if volume:
+        return volume
     if asks and sp is not None and r.fits:
         if asks[0] == "latency":
             prompt = _n(lang, "a %(n)s-token prompt", "a %(n)s-token prompt", r.prompt_len) % {

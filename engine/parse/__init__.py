@@ -247,6 +247,8 @@ def _request(s: Scan, errors: list[str]) -> Request:
     if fields.get("method") is None and any(fields.get(k) is not None for k in load.SERVING_ONLY):
         fields["method"] = "inference"  # a request rate, a latency promise, speculative decoding: serving
     asked = money.asks(s) + talk.serving_asks(s) + (["users"] if said.get("asks_users") else [])
+    if said.get("method") == "inference" and said.get("tokens") and "money" in asked and "throughput" not in asked:
+        asked.append("throughput")  # «сколько стоит инфер 70б на 1 млрд токенов»: the GPUs at full load, priced
     if said.get("stage") == "pretrain" and said.get("tokens") and not {"time", "money"} & set(asked):
         asked.append("time")  # «претрейн 7б на 1T токенов на 64 h100»: how long is the question
     kind = intent(s)

@@ -31,6 +31,7 @@ from engine.parse.lexicon import (
 )
 from engine.parse.lexicon_stack import SERVING_WORDS, STAGE_WORDS, UNMODELLED_SERVING
 from engine.parse.money import asks
+from engine.parse.serving import GENERATE_VERBS
 from engine.parse.normalize import NUM, WORD
 from engine.parse.scan import Scan
 from engine.parse.talk import serving_asks
@@ -274,7 +275,8 @@ def method(s: Scan) -> None:
         return
     weak = weak or s.said.get("quantization") is not None or s.said.get("serving_engine") is not None \
         or s.said.get("concurrency") is not None or bool(serving_asks(s)) or bool(s.said.get("asks_users")) \
-        or s.said.get("prompt_len") is not None or s.said.get("output_len") is not None  # «сколько юзеров потянет»
+        or s.said.get("prompt_len") is not None or s.said.get("output_len") is not None \
+        or not s.words.isdisjoint(GENERATE_VERBS)  # «сколько юзеров потянет», "how much to generate 100M tokens"
     training = bool(s.words & TRAIN_WORDS) or s.said.get("stage") is not None \
         or s.said.get("framework") not in (None, "hf") or s.said.get("num_generations") is not None
     if weak and not training:
