@@ -104,7 +104,12 @@ def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
     if not r.fits:
         return "✓", _n(lang, "%(users)s at %(ctx)s does not fit on %(gpus)s: %(room)s",
                         "%(users)s at %(ctx)s do not fit on %(gpus)s: %(room)s", r.users) % params
-    return "✓", _(lang, "%(users)s at %(ctx)s on %(gpus)s: %(room)s") % params
+    line = _(lang, "%(users)s at %(ctx)s on %(gpus)s: %(room)s") % params
+    if "money" in a.request.asks and r.cost is not None and r.cost.per_month:  # "what does it cost to serve …"
+        line += "; " + _(lang, "≈%(month)s a month (%(hour)s/h)") % {
+            "month": money_typical(lang, r.cost.per_month, r.cost.currency).lstrip("≈"),
+            "hour": money(lang, r.cost.per_hour, r.cost.currency)}
+    return "✓", line
 
 
 def _volume_lead(lang: str, a: ServingAnswer, where: str) -> str:
