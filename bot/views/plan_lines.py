@@ -168,6 +168,8 @@ def count_lead(lang: str, a: PlannedAnswer) -> str:
             "n": p.nodes, "per": p.count // p.nodes} + ")"
     if p.techniques:
         gpus += " + " + " + ".join(technique_label(lang, t) for t in p.techniques)
+    if "time" in a.request.asks and p.hours:  # "how many H100 and how long": both in the first line
+        gpus += ", " + hours_text(lang, p.hours)
     return "🔢 " + _(lang, "It takes %(gpus)s") % {"gpus": gpus}
 
 

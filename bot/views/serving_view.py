@@ -65,6 +65,8 @@ def headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
         if led is not None:
             return led
     mark, line = _headline(lang, a)
+    if mark == "🔢":  # the count asked: the answer is the count, not the verdict on the card written
+        return mark, line
     return verdict_mark(verdict(a)) if mark else "❌", line
 
 
@@ -76,6 +78,12 @@ def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
     if r.memory is None or r.gpu is None or r.settings is None:
         return "", error_line(lang, r.errors[0].key, r.errors[0].params) if r.errors else _(lang, "No answer")
     where, room = gpus_label(lang, r), room_text(lang, a.serving_users)
+    x = r.arrangement
+    if "count" in a.request.asks and x is not None and not r.fits:  # «сколько a100 надо чтоб поднять deepseek v3»
+        par = f"TP\u00a0{x.tensor_parallel}" + (f" × PP\u00a0{x.pipeline_parallel}" if x.pipeline_parallel > 1 else "")
+        return "🔢", _(lang, "It takes %(gpus)s (%(par)s) for %(model)s: %(room)s") % {
+            "gpus": f"{x.count}×{gpu_name(lang, x.gpu)}", "par": par, "model": r.model,
+            "room": room_text(lang, math.floor(x.concurrency_at_context * max(1, x.replicas) + 1e-9))}
     budget = r.settings.gpu_memory_utilization * r.gpu.total_gib
     if r.memory.kv_pool_gib <= 0 and r.memory.weights_gib < r.gpu.total_gib:  # smaller than the card: the share
         return "", _(lang, "%(model)s does not load on %(gpus)s: %(weights)s GB of weights per GPU, and at "

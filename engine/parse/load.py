@@ -39,8 +39,8 @@ NVLINK = re.compile(r"\bnvlink\b|nvswitch")
 NIM = re.compile(r"\bnim\b")
 USERS = re.compile(r"how many (?:concurrent |simultaneous |parallel )?(?:users|requests|clients|people|chats|sessions"
                    r"|streams|conversations)"
-                   r"|(?:сколько|скольк\w+|скока|скоко|скок) (?:одновременных |параллельных |активных )?"
-                   r"(?:пользовател\w*|юзер\w*|запрос\w*|клиент\w*|человек|чатов|сессий|диалогов|потоков)")
+                   r"|(?:сколько|скольк\w+|скока|скоко|скок)(?: [а-яё]+){0,2}? "  # «сколько потянет юзеров»
+                   r"(?:пользовател\w*|юзер\w*|запрос\w*|клиент\w*|человек|чел|чатов|сессий|диалогов|потоков)\b")
 
 
 FIELDS = ("request_rate", "ttft_p95_ms", "tpot_ms", "prefix_cache_hit_rate", "speculative", "max_loras",

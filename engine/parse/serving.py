@@ -216,6 +216,8 @@ def _rate_follows(s: Scan, j: int) -> bool:
     return s.word(k) in ("rps", "qps")
 
 
+ASKING = frozenset({"сколько", "скока", "скоко", "скок", "many", "how"})
+MEMORY_UNITS = frozenset({"gb", "гб", "гиг", "gib", "g", "г"})
 # one stream: «сколько ток/с на одного», "single user speed" (a number of users said in words)
 SINGLE = Phrases([("single", "user"), ("single", "stream"), ("one", "user"), ("a", "single", "request"),
                   ("на", "одного"), ("одного", "пользователя"), ("одного", "юзера"), ("один", "пользователь"),
@@ -249,10 +251,10 @@ def concurrency(s: Scan) -> None:
         # a number, then at most two words before the noun: "32 одновременных пользователя", "100 active users"
         k = i - 1
         for _ in range(3):
-            if s.num(k) or k < 0 or s.toks[k].kind != WORD or s.toks[k].used:
-                break
+            if s.num(k) or k < 0 or s.toks[k].kind != WORD or s.toks[k].used or s.toks[k].text in ASKING:
+                break  # «16 гб сколько потянет юзеров»: the users are asked, the 16 is the card's
             k -= 1
-        if not s.num(k) or (s.glued(k) and s.toks[k - 1].kind == WORD):
+        if not s.num(k) or (s.glued(k) and s.toks[k - 1].kind == WORD) or s.word(k + 1) in MEMORY_UNITS:
             continue
         got = _count(s, k)
         if got:

@@ -235,7 +235,8 @@ def search(job: Job, candidates: Sequence[Arrangement], headroom: float = HEADRO
         if options and not all("cpu_offload" in o.techniques for _k, o in options) and not pretrain:
             break
     if pretrain:
-        asked = asked_arrangements(job.request) if job.request is not None else []
+        asked = asked_arrangements(job.request) if job.request is not None and "count" not in job.request.asks \
+            else []  # «сколько h100 …»: the count is the question, not the one written
         options = within_a_month(job, options, {(a.gpu, a.count) for a in asked})
     # the cheapest (or fastest) technique set for each (GPU, count); only the kept ones become plans
     kept: dict[tuple[str, int], Option] = {}
