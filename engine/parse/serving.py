@@ -1,5 +1,4 @@
-"""Serving and post-training load: weight format, KV cache dtype, concurrency, prompt/output lengths and
-completions per prompt (GRPO); the parallel degrees are `parallel`'s."""
+"""Serving and post-training load: weight format, KV cache, concurrency, lengths, completions per prompt."""
 
 from __future__ import annotations
 
@@ -14,18 +13,22 @@ from engine.parse.lexicon import (
     TRAIN_WORDS,
 )
 from engine.parse.lexicon_stack import (
+    ASKING,
     CACHE_WORDS,
     CONCURRENCY_HEADS,
     COUNTED,
+    GENERATE_VERBS,
     GENERATION_HEADS,
     GENERATION_WORDS,
     GGUF,
     KV_DTYPES,
     KV_WORDS,
+    MEMORY_UNITS,
     OUTPUT_WORDS,
     PROMPT_WORDS,
     QUANT_BITS,
     QUANT_WORDS,
+    SINGLE_USER,
     USER_NOUNS,
 )
 from engine.parse.normalize import NUM, PUNCT, WORD
@@ -51,8 +54,6 @@ SECOND = frozenset({"s", "sec", "second", "секунду", "сек", "с", "day
 CONCURRENT_WORDS = USER_NOUNS | CONCURRENCY_ADJ | CONCURRENCY_NOUNS
 QUANT_TRIGGERS = frozenset({"awq", "gptq", "nf", "fp", "int", "mxfp", "nvfp", "w", "e", "bnb", "q", "iq"}) | GGUF
 # verbs that measure the output only with a token count after them: "generate 256 tokens", «сгенерировать 1к токенов»
-GENERATE_VERBS = frozenset({"generate", "generates", "generating", "generated", "генерировать", "сгенерировать",
-                            "генерирует", "генерит", "генерим", "генерировал"})
 # "300 tokens per answer", «по 300 токенов на ответ»: the number is before, the noun after these
 PER_NOUN = frozenset({"per", "each", "a", "an", "for", "на", "в", "каждый"})
 LENGTH_TRIGGERS = PROMPT_WORDS | OUTPUT_WORDS | GENERATE_VERBS | {"new"}
@@ -216,21 +217,15 @@ def _rate_follows(s: Scan, j: int) -> bool:
     return s.word(k) in ("rps", "qps")
 
 
-ASKING = frozenset({"сколько", "скока", "скоко", "скок", "many", "how"})
-MEMORY_UNITS = frozenset({"gb", "гб", "гиг", "gib", "g", "г"})
-# one stream: «сколько ток/с на одного», "single user speed" (a number of users said in words)
-SINGLE = Phrases([("single", "user"), ("single", "stream"), ("one", "user"), ("a", "single", "request"),
-                  ("на", "одного"), ("одного", "пользователя"), ("одного", "юзера"), ("один", "пользователь"),
-                  ("один", "юзер"), ("одному", "пользователю"), ("одним", "пользователем"), ("в", "один", "поток")])
+SINGLE = Phrases(SINGLE_USER)  # one stream: «сколько ток/с на одного», "single user speed"
 
 
 def concurrency(s: Scan) -> None:
     """"32 concurrent users", "на 50 пользователей", "concurrency=16" (also the serving batch)."""
-    texts = s.texts
-    single = SINGLE.first(texts, s.words)
-    if single is not None and s.words.isdisjoint(TRAIN_WORDS) and not any(s.num(k) for k in range(single, single + 4)):
+    one = SINGLE.first(s.texts, s.words)
+    if one is not None and s.words.isdisjoint(TRAIN_WORDS) and not any(s.num(k) for k in range(one, one + 4)):
         _put(s, 1)
-        s.use(single, single + len(SINGLE.at(texts, single) or ()) - 1)
+        s.use(one, one + len(SINGLE.at(s.texts, one) or ()) - 1)
         return
     if s.words.isdisjoint(CONCURRENT_WORDS) and s.words.isdisjoint(CONCURRENCY_HEADS):
         return

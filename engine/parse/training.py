@@ -29,11 +29,10 @@ from engine.parse.lexicon import (
     WEAK_INFERENCE_WORDS,
     WEIGHT_WORDS,
 )
-from engine.parse.lexicon_stack import SERVING_WORDS, STAGE_WORDS, UNMODELLED_SERVING
+from engine.parse.lexicon_stack import GENERATE_VERBS, SERVING_WORDS, STAGE_WORDS, UNMODELLED_SERVING
 from engine.parse.money import asks
 from engine.parse.normalize import NUM, WORD
 from engine.parse.scan import Scan
-from engine.parse.serving import GENERATE_VERBS
 from engine.parse.talk import serving_asks
 
 BITS = (4, 8, 16, 32)
