@@ -86,6 +86,24 @@ def speed_table() -> None:
     print(f"| all | {len(every)} | {statistics.median(abs(e) for e in every):.1%} | {statistics.median(every):+.1%} |")
 
 
+# MLA + MoE decode rows (DeepSeek-V3, TP 8, SGLang): (GPU, batch, input, output, tokens/s per request); the rows
+# serving.toml's mla_moe_layer_floor_us is the median per-layer excess of (sgl-project/sglang#2643, #6111)
+DEEPSEEK_SGLANG = (("H200 SXM", 1, 128, 256, 30.29), ("H200 SXM", 8, 128, 256, 206.32 / 8),
+                   ("H200 SXM", 32, 128, 256, 760.52 / 32), ("B200", 1, 512, 512, 46.75),
+                   ("B200", 32, 512, 512, 1179.25 / 32))
+
+
+def deepseek_table() -> None:
+    print("\n| DeepSeek-V3 decode (SGLang, TP 8) | batch | tok/s a request | measured | error |")
+    print("|---|---|---|---|---|")
+    for gpu, batch, prompt, output, truth in DEEPSEEK_SGLANG:
+        s = estimate_request({"model": {"name": "DeepSeek-V3"}, "method": "inference", "serving_engine": "sglang",
+                              "concurrency": batch, "prompt_len": prompt, "output_len": output,
+                              "tensor_parallel": 8, "gpus": [{"name": gpu, "count": 8}]})["serving"]
+        got = s["decode_tokens_per_s"]["per_user"]
+        print(f"| 8×{gpu} | {batch} | {got:.1f} | {truth:.1f} | {got / truth - 1:+.0%} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("logs", nargs="?", default=str(DEFAULT))
@@ -126,6 +144,7 @@ def main() -> int:
     for (family, truth_key), es in sorted(by_engine.items()):
         print(f"| {family} | {truth_key} | {len(es)} | {statistics.median(abs(e) for e in es):.1%} |")
     speed_table()
+    deepseek_table()
     return 0
 
 

@@ -137,32 +137,38 @@ def in_currency(options: AnswerOptions, currency: str | None) -> AnswerOptions:
                                       "prices": {g: round(v * factor, 4) for g, v in options.prices.items()}})
 
 
-# The answers this process rendered last, by their request and prices: a follow-up says what it changed against
-# the answer already given instead of computing it again (after a restart, or on another replica, it is).
-_recent: LRU[tuple[str, str], Answer] = LRU(128)  # 256 cost ~15 MiB of peak RSS in bench/load_bench.py
+# The answers this process rendered last, by their request, prices and the date a weekday deadline was counted from
+# («к пятнице» is 2 days on a Wednesday, 7 on a Friday): a follow-up says what it changed against the answer
+# already given instead of computing it again (after a restart, on another replica or on another day, it is).
+_recent: LRU[tuple[str, str, str], Answer] = LRU(128)  # 256 cost ~15 MiB of peak RSS in bench/load_bench.py
 _recent_lock = threading.Lock()  # answers are rendered in the answer pool's threads (bot.compute)
 
 
-def _key(request: Request, prices: PriceOptions) -> tuple[str, str]:
-    return request.model_dump_json(), prices.model_dump_json()
+def _key(request: Request, prices: PriceOptions, today: date) -> tuple[str, str, str]:
+    return request.model_dump_json(), prices.model_dump_json(), today.isoformat()
 
 
-def render_request(request: Request, options: AnswerOptions | None = None) -> RenderedAnswer:
-    """The complete reply to an already parsed (or keyboard-altered, or enriched) request."""
+def render_request(request: Request, options: AnswerOptions | None = None,
+                   today: date | None = None) -> RenderedAnswer:
+    """The complete reply to an already parsed (or keyboard-altered, or enriched) request; `today` is the door's
+    date (date.today() unless given), from which a weekday deadline is counted."""
     options = in_currency(options or AnswerOptions(), asked_currency(request))
     prices = options.price_options()
-    found = answer(request, prices, today=date.today())  # the door's date: weekday deadlines
+    day = today or date.today()
+    found = answer(request, prices, today=day)
     with _recent_lock:
-        _recent.put(_key(request, prices), found)
+        _recent.put(_key(request, prices, day), found)
     return render(found, options.lang or request.language or options.default_lang)
 
 
-def previous_answer(request: Request, options: AnswerOptions) -> Answer:
-    """The answer to a follow-up's previous question: as rendered before when this process rendered it."""
+def previous_answer(request: Request, options: AnswerOptions, today: date | None = None) -> Answer:
+    """The answer to a follow-up's previous question, counted from `today`: as rendered before when this process
+    rendered it that day."""
     prices = in_currency(options, asked_currency(request)).price_options()
+    day = today or date.today()
     with _recent_lock:
-        found = _recent.get(_key(request, prices))
-    return found if found is not None else answer(request, prices, today=date.today())
+        found = _recent.get(_key(request, prices, day))
+    return found if found is not None else answer(request, prices, today=day)
 
 
 def render_text(text: str, options: AnswerOptions | None = None) -> RenderedAnswer:

@@ -4,7 +4,7 @@ headline that says which to take and why."""
 from __future__ import annotations
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import gb, hours_text, money, num
+from bot.views.formats import gb, hours_text, money, money_typical, num
 from bot.views.plan_lines import plan_time, techniques_text
 from bot.views.words import gpu_name
 from engine.schema import Comparison, PlannedAnswer
@@ -34,6 +34,36 @@ def _speed_of(c: Comparison) -> float | None:
     return (c.plan.hours or c.plan.hours_per_100m_tokens) if c.plan is not None else None  # the job's, else 100M
 
 
+def _priced(c: Comparison) -> tuple[float, str] | None:
+    """What this GPU costs for the job and on what basis (the run, 100M tokens, an hour), on enough providers."""
+    p = c.plan
+    if p is None or 0 < c.providers < FEW_PROVIDERS:
+        return None
+    if p.cost:
+        return float(p.cost["typical"]), "run"
+    if p.cost_per_100m:
+        return float(p.cost_per_100m["typical"]), "100m"
+    return (float(p.per_hour), "hour") if p.per_hour else None
+
+
+def _cost_clause(lang: str, winner: Comparison, others: list[Comparison], alone: bool) -> str:
+    """«и дешевле: ≈160 $ против 210 $», «но дороже: …»: the price beside the speed, when both are priced well."""
+    mine, theirs = _priced(winner), _priced(others[0]) if len(others) == 1 else None
+    if mine is None or theirs is None or mine[1] != theirs[1] or winner.plan is None:
+        return ""
+    currency = winner.plan.currency
+    unit = {"run": "", "100m": " " + _(lang, "per 100M tokens"), "hour": _(lang, "/h")}[mine[1]]
+    figures = {"mine": money_typical(lang, mine[0], currency),
+               "theirs": money_typical(lang, theirs[0], currency) + unit}
+    if abs(mine[0] - theirs[0]) <= 0.1 * max(mine[0], theirs[0]):  # within the providers' noise: no winner by price
+        return "; " + _(lang, "about the same money (%(mine)s against %(theirs)s)") % figures
+    if mine[0] < theirs[0] and alone:
+        return ": " + _(lang, "cheaper (%(mine)s against %(theirs)s)") % figures
+    if mine[0] < theirs[0]:
+        return "; " + _(lang, "and cheaper (%(mine)s against %(theirs)s)") % figures
+    return "; " + _(lang, "but dearer (%(mine)s against %(theirs)s)") % figures
+
+
 def comparison_headline(lang: str, a: PlannedAnswer) -> str:
     """Two or more GPUs named: which one to take and why (faster; cheaper only on prices from enough
     providers); when none holds the job as asked, the way forward (QLoRA) and the winner with it."""
@@ -45,8 +75,15 @@ def comparison_headline(lang: str, a: PlannedAnswer) -> str:
         fix = "qlora" if pool else ""
     if not pool:
         need = max(c.need_gb for c in a.comparison)
-        return _(lang, "%(gpus)s: neither holds it as asked (needs %(need)s per GPU)") % {
+        text = _(lang, "%(gpus)s: neither holds it as asked (needs %(need)s per GPU)") % {
             "gpus": listed, "need": gb(lang, need)}
+        more: dict[str, str] = {}  # of each named GPU, the fewest the plans hold it on, cheapest plan first
+        for p in a.plans:
+            if any(c.gpu == p.gpu for c in a.comparison) and p.gpu not in more:
+                more[p.gpu] = f"{p.count}×{gpu_name(lang, p.gpu)}"
+        if more:
+            text += "; " + _(lang, "it fits on %(more)s") % {"more": (" " + _(lang, "or") + " ").join(more.values())}
+        return text
     timed = [c for c in pool if _speed_of(c)]
     winner = min(timed, key=lambda c: _speed_of(c) or 0.0) if timed else pool[0]
     name = names[(winner.gpu, winner.count)]
@@ -73,6 +110,9 @@ def comparison_headline(lang: str, a: PlannedAnswer) -> str:
             text += ": " + _n(lang, "%(ratio)s× faster (%(fast)s against %(slow)s)",
                               "%(ratio)s× faster (%(fast)s against %(slow)s)", n) % {
                 "ratio": num(lang, x), "fast": hours_text(lang, fast), "slow": hours_text(lang, slow)}
+        # no speed said: the price is the reason («берите 1×RTX 3090: дешевле …»)
+        text += _cost_clause(lang, winner, [c for c in pool if c is not winner],
+                             alone=not (fast and slow and slow / fast >= 1.1))
     few = [names[(c.gpu, c.count)] for c in a.comparison if 0 < c.providers < FEW_PROVIDERS]
     if few:
         text += "; " + _(lang, "the price of %(gpus)s rests on too few providers to compare") % {

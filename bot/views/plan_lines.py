@@ -149,7 +149,8 @@ def old_price_note(lang: str, day: str) -> str:
 def count_lead(lang: str, a: PlannedAnswer) -> str:
     """"сколько нод h100", "скока надо гпу": the fewest of the GPU asked (else the cheapest plan) that holds the job,
     as the engine's own plans count them, with the nodes they span and the techniques they need."""
-    full_elsewhere = a.request.method == "full" and a.verdict == "no_fit" and a.asked is not None
+    full_elsewhere = a.request.method == "full" and a.verdict == "no_fit" and a.asked is not None \
+        and not {"money", "time"} & set(a.request.asks)  # «цена pretrain 7b на h100»: the price leads
     if ("count" not in a.request.asks and not full_elsewhere) or not a.plans:
         return ""  # full fine-tuning that does not fit as asked: the count that holds it leads, LoRA comes after
     named = a.asked.gpu if a.asked is not None else None
@@ -157,6 +158,8 @@ def count_lead(lang: str, a: PlannedAnswer) -> str:
     if not pool:
         return "🔢 " + _(lang, "No count of %(gpu)s holds it up to %(n)s GPUs") % {
             "gpu": gpu_name(lang, named or ""), "n": 256}
+    if not named:  # the cheapest plan that keeps the job on GPUs: 2×RTX 3090 with 1.4 TB of CPU RAM is no count
+        pool = [x for x in a.plans if "cpu_offload" not in x.techniques][:1] or pool
     online = [x for x in pool if "cpu_offload" not in x.techniques] or pool  # offload is the last resort
     p = min(online, key=lambda x: x.count)
     gpus = f"{p.count}×{gpu_name(lang, p.gpu)}"
@@ -165,6 +168,8 @@ def count_lead(lang: str, a: PlannedAnswer) -> str:
             "n": p.nodes, "per": p.count // p.nodes} + ")"
     if p.techniques:
         gpus += " + " + " + ".join(technique_label(lang, t) for t in p.techniques)
+    if "time" in a.request.asks and p.hours:  # "how many H100 and how long": both in the first line
+        gpus += ", " + hours_text(lang, p.hours)
     return "🔢 " + _(lang, "It takes %(gpus)s") % {"gpus": gpus}
 
 

@@ -131,6 +131,12 @@ def headline(lang: str, a: PostTrainAnswer, r: PostTrainResult) -> str:
         return _(lang, "%(what)s: fits on %(gpu)s with %(change)s, %(fixed)s; as asked %(used)s of "
                        "%(total)s") % {**params, "change": change_words(lang, key, fix.params),
                                        "fixed": gb(lang, gib)} + tight_suffix(lang, fix)
+    from engine.posttrain.result import ROLLOUT_FAILS
+
+    stuck = next((n for n in r.notes if n in ROLLOUT_FAILS), None)
+    if stuck is not None and a.need_gb <= a.capacity_gib:  # the trainers fit: the rollout is what does not run
+        return _(lang, "%(what)s: the trainers fit on %(gpu)s%(rollout)s (%(used)s of %(total)s), but the rollout "
+                       "does not run: %(why)s") % {**params, "why": _(lang, NOTES[stuck])}
     return _(lang, "%(what)s: does not fit on %(gpu)s as asked%(rollout)s: needs %(used)s of %(total)s") % params
 
 

@@ -6,11 +6,13 @@ this module words them in the reader's language. The table stays within 34 chara
 
 from __future__ import annotations
 
+import math
 import shlex
 from typing import Any
 
 from bot.views.catalogs import N_, _, _n
-from bot.views.formats import context_text, money, num
+from bot.views.formats import context_text, money, money_typical, num, tokens_amount
+from bot.views.serving_compared import compared_headline, compared_lines, users_text
 from bot.views.serving_load_view import hosted_line, load_lead
 from bot.views.serving_words import (
     assumption_line,
@@ -22,17 +24,13 @@ from bot.views.serving_words import (
 )
 from bot.views.view import TABLE_WIDTH, AnswerView, verdict_mark
 from bot.views.words import NOTE_TEXTS, gpu_name, said_note_text
-from engine.schema import Assumption, Change, GpuChoice, ServingAnswer, ServingResult, ServingSettings, ServingSide
+from engine.schema import Assumption, Change, GpuChoice, ServingAnswer, ServingResult, ServingSettings
 
 NBSP = "\u00a0"
 
 
 def room_text(lang: str, n: int) -> str:
     return _n(lang, "room for %(n)s such request", "room for %(n)s such requests", n) % {"n": num(lang, n)}
-
-
-def users_text(lang: str, n: int) -> str:
-    return _n(lang, "%(n)s user", "%(n)s users", n) % {"n": num(lang, n)}
 
 
 def gpus_label(lang: str, r: ServingResult) -> str:
@@ -72,8 +70,8 @@ def headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
         if led is not None:
             return led
     mark, line = _headline(lang, a)
-    if mark == "count":  # "how many GPUs for N users": the count found is the answer (the training answer's mark)
-        return "🔢", line
+    if mark == "🔢":  # the count asked: the answer is the count, not the verdict on the card written
+        return mark, line
     return verdict_mark(verdict(a)) if mark else "❌", line
 
 
@@ -85,6 +83,19 @@ def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
     if r.memory is None or r.gpu is None or r.settings is None:
         return "", error_line(lang, r.errors[0].key, r.errors[0].params) if r.errors else _(lang, "No answer")
     where, room = gpus_label(lang, r), room_text(lang, a.serving_users)
+    x = r.arrangement
+    if "count" in a.request.asks and x is not None and not r.fits:  # «сколько a100 надо чтоб поднять deepseek v3»
+        par = f"TP\u00a0{x.tensor_parallel}" + (f" × PP\u00a0{x.pipeline_parallel}" if x.pipeline_parallel > 1 else "")
+        return "🔢", _(lang, "It takes %(gpus)s (%(par)s) for %(model)s: %(room)s") % {
+            "gpus": f"{x.count}×{gpu_name(lang, x.gpu)}", "par": par, "model": r.model,
+            "room": room_text(lang, math.floor(x.concurrency_at_context * max(1, x.replicas) + 1e-9))}
+    budget = r.settings.gpu_memory_utilization * r.gpu.total_gib
+    if r.memory.kv_pool_gib <= 0 and r.memory.weights_gib < r.gpu.total_gib:  # smaller than the card: the share
+        return "", _(lang, "%(model)s does not load on %(gpus)s: %(weights)s GB of weights per GPU, and at "
+                           "gpu_memory_utilization %(util)s the engine has %(budget)s of the %(total)s GB for the "
+                           "weights, activations and its own memory") % {
+            "model": r.model, "gpus": where, "weights": num(lang, r.memory.weights_gib), "budget": num(lang, budget),
+            "util": f"{r.settings.gpu_memory_utilization:g}", "total": num(lang, r.gpu.total_gib)}
     if r.memory.kv_pool_gib <= 0:
         return "", _(lang, "%(model)s does not load on %(gpus)s: %(weights)s GB of weights per GPU of %(total)s") % {
             "model": r.model, "gpus": where, "weights": num(lang, r.memory.weights_gib),
@@ -103,81 +114,40 @@ def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
         return "✓", _(lang, "%(model)s on %(gpus)s: %(room)s") % {
             "model": r.model, "gpus": where, "room": room}
     params = {"users": users_text(lang, r.users), "ctx": context_text(lang, r.context), "gpus": where, "room": room}
-    fix = next((c for c in r.changes if c.key == "serving.change.arrangement"), None)
-    if not r.fits and "count" in a.request.asks and fix is not None:
-        return "count", _(lang, "%(users)s at %(ctx)s need %(fix)s") % {
-            **params, "fix": change_line(lang, fix, r.users).removesuffix(" ✓")}
     if not r.fits:
         return "✓", _n(lang, "%(users)s at %(ctx)s does not fit on %(gpus)s: %(room)s",
                         "%(users)s at %(ctx)s do not fit on %(gpus)s: %(room)s", r.users) % params
-    return "✓", _(lang, "%(users)s at %(ctx)s on %(gpus)s: %(room)s") % params
+    line = _(lang, "%(users)s at %(ctx)s on %(gpus)s: %(room)s") % params
+    if "money" in a.request.asks and r.cost is not None and r.cost.per_month:  # "what does it cost to serve …"
+        line += "; " + _(lang, "≈%(month)s a month (%(hour)s/h)") % {
+            "month": money_typical(lang, r.cost.per_month, r.cost.currency).lstrip("≈"),
+            "hour": money(lang, r.cost.per_hour, r.cost.currency)}
+    return "✓", line
 
 
-def _side_gpus(lang: str, x: ServingSide) -> str:
-    return f"{x.holds_count}×{gpu_name(lang, x.gpu)}"
-
-
-def _cheaper(lang: str, win: ServingSide, other: ServingSide) -> str:
-    """"7 % cheaper than 4×H100 SXM ($2.79)": by the price per 1M output tokens, else per hour."""
-    mine, theirs = win.per_million_output_tokens, other.per_million_output_tokens
-    unit = "per_million"
-    if mine is None or theirs is None:
-        mine, theirs, unit = win.per_hour, other.per_hour, "per_hour"
-    if mine is None or theirs is None or theirs <= 0:
+def _volume_lead(lang: str, a: ServingAnswer, where: str) -> str:
+    """«сколько стоит инфер 70б на 1 млрд токенов в месяц»: what those output tokens cost on these GPUs at full load
+    (the load they hold, priced per 1M output tokens), and how many such instances a month of them needs."""
+    r, q = a.serving, a.request
+    if r is None or "money" not in q.asks or not q.tokens or r.speed is None or r.cost is None or not r.fits:
         return ""
-    figure = per_million_text(lang, theirs, other.currency) if unit == "per_million" else \
-        _(lang, "%(money)s/h") % {"money": money(lang, theirs, other.currency)}
-    if mine >= theirs * 0.995:
-        return _(lang, "as cheap as %(gpus)s (%(figure)s)") % {"gpus": _side_gpus(lang, other), "figure": figure}
-    return _(lang, "%(pct)s%% cheaper than %(gpus)s (%(figure)s)") % {
-        "pct": num(lang, round(100 * (1 - mine / theirs))), "gpus": _side_gpus(lang, other), "figure": figure}
-
-
-def compared_headline(lang: str, r: ServingResult) -> str:
-    """Several GPUs named for one serving job: the winner, what it holds and for how much, by how much it beats the
-    others; a faster runner-up is said too (cheaper is not faster)."""
-    win = next((x for x in r.compared if x.winner), None)
-    users = users_text(lang, r.users or 1)
-    if win is None:
-        names = ", ".join(gpu_name(lang, x.gpu) for x in r.compared)
-        return _(lang, "None of %(gpus)s holds %(users)s at %(ctx)s") % {
-            "gpus": names, "users": users, "ctx": context_text(lang, r.context)}
-    price = per_million_text(lang, win.per_million_output_tokens, win.currency) \
-        if win.per_million_output_tokens is not None else (
-            _(lang, "%(money)s/h") % {"money": money(lang, win.per_hour, win.currency)} if win.per_hour else "")
-    line = _n(lang, "%(gpu)s: %(gpus)s holds %(users)s at %(ctx)s for %(price)s",
-              "%(gpu)s: %(gpus)s hold %(users)s at %(ctx)s for %(price)s", win.holds_count or 1) % {
-        "gpu": gpu_name(lang, win.gpu), "gpus": _side_gpus(lang, win), "users": users,
-        "ctx": context_text(lang, r.context), "price": price}
-    others = [x for x in r.compared if not x.winner and x.holds_count is not None]
-    extra = [t for t in (_cheaper(lang, win, x) for x in others) if t]
-    faster = [x for x in others if (x.per_user_tokens_s or 0) > (win.per_user_tokens_s or 0) * 1.05]
-    for x in faster:
-        extra.append(_(lang, "%(gpus)s is faster per user: %(theirs)s against %(mine)s tokens/s") % {
-            "gpus": _side_gpus(lang, x), "theirs": num(lang, x.per_user_tokens_s or 0),
-            "mine": num(lang, win.per_user_tokens_s or 0)})
-    return line + ("; " + "; ".join(extra) if extra else "")
-
-
-def compared_lines(lang: str, r: ServingResult) -> list[str]:
-    """One line per GPU named: the count named holds the users or not, the smallest that does, price, speed."""
-    out = []
-    for x in r.compared:
-        named = f"{x.count}×{gpu_name(lang, x.gpu)}"
-        if x.holds_count is None:
-            out.append(_(lang, "%(named)s: no arrangement of it holds them") % {"named": named})
-            continue
-        parts = []
-        if x.per_million_output_tokens is not None:
-            parts.append(per_million_text(lang, x.per_million_output_tokens, x.currency))
-        if x.per_hour is not None:
-            parts.append(_(lang, "%(money)s/h") % {"money": money(lang, x.per_hour, x.currency)})
-        if x.per_user_tokens_s is not None:
-            parts.append(_(lang, "%(tps)s tokens/s per user") % {"tps": num(lang, x.per_user_tokens_s)})
-        where = named if x.holds_as_named else _(lang, "%(named)s is not enough, %(gpus)s") % {
-            "named": named, "gpus": _side_gpus(lang, x)}
-        out.append(f"{'✅' if x.winner else '•'} {where}: " + ", ".join(parts))
-    return out
+    per_million = r.cost.per_million_output_tokens
+    rate = r.speed.total_tokens_s * max(1, r.replicas)
+    if not per_million or rate <= 0:
+        return ""
+    hours = q.tokens / rate / 3600.0
+    text = _(lang, "≈%(cost)s for your %(tokens)s output tokens: %(model)s on %(gpus)s at full load, %(rate)s "
+                   "tokens/s, %(per)s per 1M tokens") % {
+        "cost": money_typical(lang, q.tokens / 1e6 * per_million, r.cost.currency).lstrip("≈"),
+        "tokens": tokens_amount(lang, q.tokens), "model": r.model, "gpus": where, "rate": num(lang, round(rate)),
+        "per": money(lang, per_million, r.cost.currency)}
+    period = q.rent_hours
+    if period and hours > period:
+        n = math.ceil(hours / period)
+        text += "; " + _n(lang, "in %(h)s h that takes %(n)s such instance",
+                          "in %(h)s h that takes %(n)s such instances", n) % {"h": num(lang, round(period)),
+                                                                             "n": num(lang, n)}
+    return text
 
 
 def _price_lead(lang: str, r: ServingResult, where: str) -> str:
@@ -239,10 +209,14 @@ def _asked_lead(lang: str, a: ServingAnswer, where: str) -> str:
     if a.request.speculative and r.load is not None and r.load.speculative_speedup and r.fits:
         return _speculative_lead(lang, a.request.speculative, r, where)
     if "money" in a.request.asks and r.load is not None and r.load.per_million_tokens is not None and r.fits \
-            and r.cost is not None and r.load.point.stable:
+            and r.cost is not None and r.load.point.stable and a.request.concurrency and a.request.tokens == 1e6:
+        # "what's our cost per 1M tokens at 200 users": the unit price at the load said (a volume is priced below)
         return _price_lead(lang, r, where)
     asks = [x for x in a.request.asks if x in ("latency", "throughput")]
     sp = r.speed
+    volume = _volume_lead(lang, a, where)
+    if volume:
+        return volume
     if asks and sp is not None and r.fits:
         if asks[0] == "latency":
             prompt = _n(lang, "a %(n)s-token prompt", "a %(n)s-token prompt", r.prompt_len) % {
@@ -258,7 +232,12 @@ def _asked_lead(lang: str, a: ServingAnswer, where: str) -> str:
                               "model": r.model, "gpus": where}
     s, m = r.settings, r.memory
     if s is not None and m is not None and s.gpu_layers is not None and 0 < s.gpu_layers < r.layers and r.fits:
-        tps = round(sp.per_user_tokens_s, 1) if sp is not None else 0
+        if sp is None:  # a card the catalog has no speed for: the split, not "0 tokens/s"
+            return _(lang, "%(model)s on %(gpus)s: %(on)s of %(layers)s layers on the GPU, the rest in host RAM "
+                           "(%(host)s GB); its speed is unknown to us (the card is not in the catalog)") % {
+                "model": r.model, "gpus": where, "on": s.gpu_layers, "layers": r.layers,
+                "host": num(lang, round(m.host_ram_gib, 1))}
+        tps = round(sp.per_user_tokens_s, 1)
         return _n(lang, "%(model)s on %(gpus)s: %(on)s of %(layers)s layers on the GPU, the rest in host RAM "
                         "(%(host)s GB): %(tps)s token/s",
                   "%(model)s on %(gpus)s: %(on)s of %(layers)s layers on the GPU, the rest in host RAM "
@@ -380,6 +359,17 @@ def command_text(r: ServingResult) -> str:
     return " ".join(shlex.quote(a) if "=" not in a or not a.split("=", 1)[0].isupper() else a for a in r.command)
 
 
+def command_for_note(lang: str, r: ServingResult) -> str:
+    """As asked it does not start: the command is the change's that does, said under it."""
+    what = {"serving.change.fp8_kv_cache": _(lang, "FP8 KV cache"),
+            "serving.change.combined": _(lang, "FP8 weights and FP8 KV cache"),
+            "serving.change.int4_weights": _(lang, "4-bit weights"),
+            "serving.change.fp8_weights": _(lang, "FP8 weights")}.get(r.command_for or "")
+    if not what:
+        return ""
+    return _(lang, "As asked it does not start here; the command runs the change that does: %(what)s.") % {"what": what}
+
+
 def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
     """The template's data for a serving answer."""
     r = a.serving
@@ -407,7 +397,7 @@ def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
         "command": command_text(r) if ready else "",
         "command_note": _(lang, "No published checkpoint in this format is known to us: replace the your-org/… "
                                 "placeholder with one from the Hugging Face Hub before running.")
-        if ready and any(a.startswith("your-org/") for a in r.command) else "",
+        if ready and any(a.startswith("your-org/") for a in r.command) else command_for_note(lang, r) if ready else "",
     }
     return AnswerView(model, title, line, answer_line(lang, r) if ready else "")
 

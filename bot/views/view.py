@@ -161,6 +161,15 @@ def per_card(lang: str, a: PlannedAnswer) -> str:
     s = a.scenario
     if s is None or s.gpu_count < 2 or a.verdict == "compare":
         return ""
+    pt = a.posttrain if isinstance(a, PostTrainAnswer) else None
+    if pt is not None and pt.rollout_gpus and pt.rollout_gpu_total is not None:  # vLLM in server mode: its own GPUs
+        trainers = _n(lang, "on each of %(n)s training card %(gb)s", "on each of %(n)s training cards %(gb)s",
+                      pt.train_gpus) % {"n": pt.train_gpus, "gb": gb(lang, a.need_gb)}
+        vllm = {"n": pt.rollout_gpus, "gb": gb(lang, pt.rollout_gpu_total)}
+        server = _(lang, "%(gb)s on the vLLM card") % vllm if pt.rollout_gpus == 1 else _n(
+            lang, "on each of %(n)s vLLM card %(gb)s", "on each of %(n)s vLLM cards %(gb)s", pt.rollout_gpus) % vllm
+        return _(lang, "%(trainers)s, %(server)s, %(all)s in total") % {
+            "trainers": trainers, "server": server, "all": gb(lang, a.cluster_gb)}
     return _n(lang, "on each of %(n)s card %(gb)s, %(all)s in total",
               "on each of %(n)s cards %(gb)s, %(all)s in total", s.gpu_count) % {
         "n": s.gpu_count, "gb": gb(lang, a.need_gb), "all": gb(lang, a.cluster_gb)}

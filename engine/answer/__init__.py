@@ -36,6 +36,7 @@ from engine.schema import (
     Plan,
     PlanResult,
     PostTrainAnswer,
+    PostTrainResult,
     PriceOptions,
     PriceRange,
     Rental,
@@ -341,6 +342,14 @@ def posttrain_verdict(result: PlanResult, b: Breakdown, asked: Arrangement | Non
     return said, fix
 
 
+def cluster_gb(b: Breakdown, pt: PostTrainResult, gpus: int) -> float:
+    """All the job's GPUs together: the trainers at the training peak, a vLLM server (server mode) on GPUs of its
+    own at its use, not at the trainers' (`gpus` counts both)."""
+    if pt.rollout_gpus and pt.rollout_gpu_total is not None:
+        return need_gb(b) * pt.train_gpus + pt.rollout_gpu_total * pt.rollout_gpus  # its share holds its context
+    return need_gb(b) * gpus
+
+
 def posttrain_answer(request: Request, prices: PriceOptions | None) -> PostTrainAnswer:
     """The answer of a post-training (or long-context) request: plans judged by the post-training peak, the
     verdict by engine.fit's rule on it, the post-training result for the view to word."""
@@ -367,7 +376,7 @@ def posttrain_answer(request: Request, prices: PriceOptions | None) -> PostTrain
     return PostTrainAnswer(
         request=request, scenario=s, breakdown=b, verdict=judged, fix=fix, asked=asked,
         capacity_gib=capacity(asked.gpu, asked.memory_gb) if asked else 0.0,
-        need_gb=need_gb(b), cluster_gb=need_gb(b) * gpus,
+        need_gb=need_gb(b), cluster_gb=cluster_gb(b, pt, gpus),
         cpu_ram_gb=b.cpu_ram * min(gpus, speed.gpus_per_node()),
         plans=result.plans, changes=result.changes, comparison=result.comparison,
         alternatives=result.alternatives, cheaper=cheaper, notes=result.notes, assumptions=s.assumptions,

@@ -206,6 +206,10 @@ def serving_job(request: Request, target: Target) -> tuple[ConfigJob, list[str]]
     st, gpu, m = r.settings, r.gpu, r.memory
     if st is None or gpu is None or m is None:
         return None
+    if r.command_for is not None:  # the asked weights do not load: the change the answer's command runs
+        from engine.serving import runnable
+
+        st = runnable(st, r.changes, r.model)[0]
     try:
         s = build_scenario(req)
     except (ScenarioError, ValueError):

@@ -128,7 +128,8 @@ SGLANG_KV = _kv({"fp8": "fp8_e4m3", "bf16": "auto"}, ("auto", "bf16", "bfloat16"
 
 
 def _common(model: Flag, tp_: tuple[str, ...], pp_: tuple[str, ...], dp_: tuple[str, ...], seq: str, conc: str,
-            batched: str, memory: str, kv: tuple[Read, Write], quant: tuple[str, ...]) -> tuple[Flag, ...]:
+            batched: str, memory: str, kv: tuple[Read, Write], quant: tuple[str, ...],
+            eager: str) -> tuple[Flag, ...]:
     """vLLM and SGLang carry the same settings under their own flag names."""
     return (
         model,
@@ -143,6 +144,8 @@ def _common(model: Flag, tp_: tuple[str, ...], pp_: tuple[str, ...], dp_: tuple[
         Flag(("--kv-cache-dtype",), "kv_cache_dtype", *kv),
         Flag(quant, "quantization", _quant_read, _quant_write, report="--quantization"),
         Flag(("--dtype",), None, write=_dtype),  # half and bf16 weigh the same: read and dropped
+        # no CUDA graphs: their memory is not taken (read; the writer leaves graphs on)
+        Flag((eager,), "enforce_eager", lambda v: True),
     )
 
 
@@ -150,13 +153,14 @@ VLLM = Engine("vllm", "vllm", ("vllm", "serve"), "vllm_serve.sh", _common(
     Flag(("--model",), "model", _model, lambda job: job.model, positional=True),
     ("--tensor-parallel-size", "-tp"), ("--pipeline-parallel-size", "-pp"), ("--data-parallel-size",),
     "--max-model-len", "--max-num-seqs", "--max-num-batched-tokens", "--gpu-memory-utilization", VLLM_KV,
-    ("--quantization", "-q")), snake=True)
+    ("--quantization", "-q"), "--enforce-eager"), snake=True)
 
 SGLANG = Engine("sglang", "sglang", ("python", "-m", "sglang.launch_server"), "sglang_serve.sh", _common(
     Flag(("--model-path", "--model"), "model", _model, lambda job: job.model),
     ("--tp-size", "--tensor-parallel-size", "--tp"), ("--pp-size", "--pipeline-parallel-size"),
     ("--dp-size", "--data-parallel-size"), "--context-length", "--max-running-requests",
-    "--chunked-prefill-size", "--mem-fraction-static", SGLANG_KV, ("--quantization",)), snake=True)
+    "--chunked-prefill-size", "--mem-fraction-static", SGLANG_KV, ("--quantization",), "--disable-cuda-graph"),
+    snake=True)
 
 
 def gguf_type(job: ConfigJob) -> str:
@@ -227,4 +231,32 @@ LLAMA_SERVER = Engine("llama.cpp", "llama_cpp", ("llama-server",), "llama_server
     Flag(("-sm", "--split-mode"), None, write=lambda job: _many(job, "layer")),
     Flag(("-ts", "--tensor-split"), "gpu_count", _split_count, lambda job: _many(job, ",".join(["1"] * job.gpu_count))),
     Flag(("-hft", "--hf-token"), "secret"),
+), snake=False)
+
+
+# TGI's --quantize (launcher/src/main.rs `Quantization`) → (quantization, bits)
+TGI_QUANT = {"awq": ("awq", 4), "gptq": ("gptq", 4), "marlin": ("gptq", 4), "fp8": ("fp8", 8), "eetq": ("int8", 8),
+             "bitsandbytes": ("int8", 8), "bitsandbytes-nf4": ("nf4", 4), "bitsandbytes-fp4": ("nf4", 4)}
+
+
+def _tgi_quant(v: str) -> Any:
+    return TGI_QUANT.get(v.lower(), BAD)
+
+
+def _tgi_kv(v: str) -> Any:
+    return "fp8" if v.lower().startswith("fp8") else BAD
+
+
+# read only (the launch command the serving answer gives for TGI is engine/serving/command.py's)
+TGI = Engine("tgi", "tgi", ("text-generation-launcher",), "tgi_serve.sh", (
+    Flag(("--model-id",), "model", _model),
+    Flag(("--num-shard",), "tensor_parallel", _int_or_one),
+    Flag(("--max-total-tokens",), "seq_len", as_int),
+    Flag(("--max-concurrent-requests",), "concurrency", as_int),
+    Flag(("--max-batch-prefill-tokens",), "max_num_batched_tokens", as_int),
+    Flag(("--cuda-memory-fraction",), "gpu_memory_utilization", as_float),
+    Flag(("--quantize",), "quantization", _tgi_quant),
+    Flag(("--kv-cache-dtype",), "kv_cache_dtype", _tgi_kv),
+    Flag(("--dtype",), None), Flag(("--max-input-tokens", "--max-input-length"), None),
+    Flag(("--api-key",), "secret"),
 ), snake=False)

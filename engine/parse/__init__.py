@@ -156,9 +156,11 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     training.offload(s)
     training.flash_attention(s)
     training.sharding(s)
+    stack.fsdp_qlora(s)
     stack.fused_loss(s)
     stack.rollout(s)
     training.inference_by_default(s)
+    money.period(s)
     stack.unsupported(s)
     money.currency(s)
     errors += s.errors
@@ -251,6 +253,10 @@ def _request(s: Scan, errors: list[str]) -> Request:
         fields["lora_rank"] = None
     asked = (money.asks(s) + talk.serving_asks(s) + (["users"] if said.get("asks_users") else [])
              + (["adapters"] if said.get("asks_adapters") else []))
+    if said.get("method") == "inference" and said.get("tokens") and "money" in asked and "throughput" not in asked:
+        asked.append("throughput")  # «сколько стоит инфер 70б на 1 млрд токенов»: the GPUs at full load, priced
+    if said.get("stage") == "pretrain" and said.get("tokens") and not {"time", "money"} & set(asked):
+        asked.append("time")  # «претрейн 7б на 1T токенов на 64 h100»: how long is the question
     kind = intent(s)
     if kind == "estimate" and any(a in ("money", "time") for a in asked):
         kind = "cost"

@@ -82,7 +82,7 @@ EXTRA_GPU_ALIASES = {
     "a6000 ada": "RTX 6000 Ada", "rtx a6000 ada": "RTX 6000 Ada", "6000ada": "RTX 6000 Ada",
     "h100 sxm 80gb": "H100 SXM", "h100 80gb sxm": "H100 SXM", "h100 nvl 94gb": "H100 NVL",
     "a100 80gb sxm": "A100 80GB SXM", "a100 40gb sxm": "A100 40GB SXM", "a10 24gb": "A10",
-    "tesla v100": "V100 16GB", "v100 16gb": "V100 16GB", "v100 sxm3": "V100 32GB", "l40 s": "L40S",
+    "tesla v100": "V100 16GB", "v100 16gb": "V100 16GB", "v100 sxm3": "V100 32GB", "l40 s": "L40S", "l40 c": "L40S",
     "h200 141gb": "H200 SXM", "b200 180gb": "B200", "mi300x 192gb": "MI300X", "6000 ada": "RTX 6000 Ada",
 }
 

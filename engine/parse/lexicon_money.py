@@ -49,13 +49,18 @@ NAMED_SPANS: dict[tuple[str, ...], float] = {
 }
 # "к понедельнику", "до пятницы", "by Friday": the weekday (Monday = 0); the answer counts the days to it from the
 # date the door passes (engine.answer.on_calendar), else takes WEEKDAY_HOURS and says so
-WEEKDAYS: dict[tuple[str, str], int] = {
+WEEKDAYS: dict[tuple[str, ...], int] = {
     **{("к", w): d for d, w in enumerate(("понедельнику", "вторнику", "среде", "четвергу", "пятнице", "субботе",
                                           "воскресенью"))},
     **{("до", w): d for d, w in enumerate(("понедельника", "вторника", "среды", "четверга", "пятницы", "субботы",
                                            "воскресенья"))},
     **{(lead, w): d for d, w in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
-                                           "sunday")) for lead in ("by", "till", "until")},
+                                           "sunday")) for lead in ("by", "till", "until", "deadline")},
+    # «дедлайн пятница», «срок — среда», «дедлайн в пятницу»
+    **{(lead, w): d for d, w in enumerate(("понедельник", "вторник", "среда", "четверг", "пятница", "суббота",
+                                           "воскресенье")) for lead in ("дедлайн", "срок")},
+    **{(lead, "в", w): d for d, w in enumerate(("понедельник", "вторник", "среду", "четверг", "пятницу", "субботу",
+                                                "воскресенье")) for lead in ("дедлайн", "срок")},
 }
 WEEKDAY_HOURS = 72.0
 NAMED_SPANS.update({k: WEEKDAY_HOURS for k in WEEKDAYS})
@@ -65,7 +70,9 @@ TIME_ASKS = (("how", "long"), ("сколько", "часов"), ("сколько
              ("how", "many", "hours"), ("how", "many", "days"), ("за", "сколько"), ("как", "долго"),
              ("сколько", "по", "времени"), ("сколько", "займет"), ("how", "fast"), ("how", "quickly"),
              ("сколько", "учиться"), ("сколько", "обучаться"), ("training", "time"), ("время", "обучения"),
-             ("сколько", "будет", "идти"), ("сколько", "суток"))
+             ("сколько", "будет", "идти"), ("сколько", "суток"), ("по", "времени"), ("время", "?"),
+             ("за", "скока"), ("скока", "часов"), ("скока", "времени"), ("how", "many", "hours"),
+             ("сколько", "обучается"), ("сколько", "обучится"), ("долго", "ли"), ("how", "much", "time"))
 MONEY_ASKS = (("how", "much"), ("сколько", "стоит"), ("сколько", "стоить"), ("сколько", "будет", "стоить"),
               ("сколько", "денег"), ("во", "сколько"), ("сколько", "обойдется"), ("по", "деньгам"),
               ("what", "does", "it", "cost"), ("what", "will", "it", "cost"), ("сколько", "рублей"),

@@ -153,3 +153,12 @@ FUSED_WORDS = frozenset({"liger", "лайгер", "лигер", "лайгеро�
 FUSED_PAIRS = (("fused", "loss"), ("fused", "cross"), ("fused", "ce"), ("chunked", "cross"), ("chunked", "ce"),
                ("chunked", "loss"), ("cut", "cross"), ("фьюзед", "лосс"), ("fused", "crossentropy"),
                ("слитый", "лосс"), ("fused", "лосс"))
+
+ASKING = frozenset({"сколько", "скока", "скоко", "скок", "many", "how"})
+MEMORY_UNITS = frozenset({"gb", "гб", "гиг", "gib", "g", "г"})
+# one stream: «сколько ток/с на одного», "single user speed" (a number of users said in words)
+SINGLE_USER = (("single", "user"), ("single", "stream"), ("one", "user"), ("a", "single", "request"),
+               ("на", "одного"), ("одного", "пользователя"), ("одного", "юзера"), ("один", "пользователь"),
+               ("один", "юзер"), ("одному", "пользователю"), ("одним", "пользователем"), ("в", "один", "поток"))
+GENERATE_VERBS = frozenset({"generate", "generates", "generating", "generated", "генерировать", "сгенерировать",
+                            "генерирует", "генерит", "генерим", "генерировал"})

@@ -49,9 +49,10 @@ SERVED_ADAPTERS = re.compile(r"multi[- ]?lora|мульти[- ]?лор\w*|enable[
 TRAINING = re.compile(r"обуч\w*|дообуч\w*|тренир\w*|\btrain\w*|fine[- ]?tun\w*|finetun\w*|файн-?тюн\w*")
 HOW_MANY_ADAPTERS = re.compile(rf"(?:how many|сколько)\s+(?:\w+[- ]?){{0,2}}?(?:{_ADAPTERS})"
                                rf"|(?:{_ADAPTERS})[^?!\n]{{0,40}}?(?:how many|сколько)\s+(?:влез\w*|помест\w*|fit)")
-USERS = re.compile(r"how many (?:concurrent |simultaneous |parallel )?(?:users|requests|clients|people)"
-                   r"|сколько (?:\w+ )?(?:одновременных |параллельных )?(?:пользовател\w*|юзер\w*|запрос\w*|клиент\w*"
-                   r"|человек)")
+USERS = re.compile(r"how many (?:concurrent |simultaneous |parallel )?(?:users|requests|clients|people|chats|sessions"
+                   r"|streams|conversations)"
+                   r"|(?:сколько|скольк\w+|скока|скоко|скок)(?: [а-яё]+){0,2}? "  # «сколько потянет юзеров»
+                   r"(?:пользовател\w*|юзер\w*|запрос\w*|клиент\w*|человек|чел|чатов|сессий|диалогов|потоков)\b")
 
 
 FIELDS = ("request_rate", "ttft_p95_ms", "ttft_percentile", "tpot_ms", "prefix_cache_hit_rate", "speculative",

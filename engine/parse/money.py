@@ -151,6 +151,8 @@ def _span_value(s: Scan, j: int) -> tuple[float, int] | None:
         return None  # "24h" is a span, "2 h100" is not
     if s.word(k + 1) in ("-", "/") or s.word(k + 1) in DEADLINE_NOT:
         return None  # "GPU-hours", "часов аренды"
+    if s.word(k + 1) in ("в", "a", "per", "each", "every") and s.word(k + 2) in MONTH_WORDS | WEEK_WORDS:
+        return None  # "200 hours a month", «40 часов в неделю»: a use per period (`rental`), no deadline
     return n * HOURS_PER[unit], k
 
 
@@ -236,18 +238,39 @@ HOUR_UNITS = frozenset(k for k, v in HOURS_PER.items() if v == 1.0)
 HOURS_PER_MONTH = 730.0  # engine.pricing's month: 8 760 h / 12
 
 
+RENT_FOR = frozenset({"на", "for"})  # «l40s на сутки», «на 3 дня», "for 2 days": the period rented
+WEEKS_PER_MONTH = HOURS_PER_MONTH / 168.0
+
+
 def rental(s: Scan) -> None:
     """A rental priced for a period: "неделя 8xh100" (168 h), "месяц a100" (a month, compared with the monthly
-    offers), "100 часов в месяц" (that use per month). Runs after the deadline, on what it left."""
+    offers), "100 часов в месяц" (that use per month), «40 часов в неделю» (that use per week, a month of it),
+    «на сутки» / "for 3 days" (the span). Runs after the deadline, on what it left."""
+    for i, t in enumerate(s.toks):
+        if not t.used and t.text in RENT_FOR and s.word(i + 1) not in MONTH_WORDS:  # a month: 730 h, below
+            got = _span_value(s, i + 1)
+            if got is None and s.word(i + 1) in HOURS_PER and len(s.word(i + 1)) > 2:
+                got = HOURS_PER[s.word(i + 1)], i + 1  # «на сутки», «на неделю»
+            if got is not None and not any(x.used for x in s.toks[i:got[1] + 1]):
+                s.set("rent_hours", got[0])
+                s.use(i, got[1])
     if s.words.isdisjoint(MONTH_WORDS | WEEK_WORDS):
         return
     for i, t in enumerate(s.toks):
         if t.used or t.kind == NUM:
             continue
-        if t.text in MONTH_WORDS:
+        k = s.skip(i - 1, frozenset({"в", "per", "a", "/", "each", "every"}), 1, -1)
+        if t.text in WEEK_WORDS and k < i and s.word(k) in HOUR_UNITS and s.num(k - 1) \
+                and 0 < s.toks[k - 1].val <= 168:  # «40 часов в неделю»: a month of that use
+            s.set("rent_hours", round(s.toks[k - 1].val * WEEKS_PER_MONTH))
+            s.set("rent_monthly", True)
+            s.use(k - 1, i)
+        elif t.text in MONTH_WORDS:
             s.set("rent_monthly", True)
             k = s.skip(i - 1, frozenset({"в", "per", "a", "/", "за"}), 1, -1)  # "100 часов в месяц"
-            if k < i and s.word(k) in HOUR_UNITS and s.num(k - 1) and 0 < s.toks[k - 1].val <= 744:
+            if s.said.get("rent_hours") is not None:
+                s.use(i, i)  # «40 часов в неделю, сколько в месяц»: the use per month is already counted
+            elif k < i and s.word(k) in HOUR_UNITS and s.num(k - 1) and 0 < s.toks[k - 1].val <= 744:
                 s.set("rent_hours", s.toks[k - 1].val)
                 s.use(k - 1, i)
             else:
@@ -258,3 +281,20 @@ def rental(s: Scan) -> None:
             s.use(i - 1 if n != 1.0 or s.num(i - 1) else i, i)
     if s.said.get("rent_monthly") and s.said.get("rent_hours") is None:
         s.set("rent_hours", HOURS_PER_MONTH)
+
+
+def period(s: Scan) -> None:
+    """One span, two readings, settled once the model is known: with a job (a model, a training method) a rental
+    span is its deadline («бюджет 10к$ и неделя»); with GPUs and no model a deadline is the period rented
+    («сколько за 3 дня 8xa100»)."""
+    said = s.said
+    job = said.get("model") is not None or said.get("method") not in (None, "inference")
+    if job and said.get("rent_hours") is not None:
+        if said.get("deadline_hours") is None and not said.get("rent_monthly") and said.get("method") != "inference":
+            s.set("deadline_hours", said["rent_hours"])
+        if said.get("method") != "inference":  # inference «на 1 млрд токенов в месяц»: a month of serving
+            said.pop("rent_hours", None)
+            said.pop("rent_monthly", None)
+    elif not job and s.gpus and said.get("deadline_hours") is not None and said.get("rent_hours") is None \
+            and not any(WEEKDAY_PREFIX in a for a in s.assumed):
+        s.set("rent_hours", said.pop("deadline_hours"))

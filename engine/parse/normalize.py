@@ -113,6 +113,8 @@ def _fold_words(toks: list[Tok], fix: bool, cyrillic: bool = True) -> None:
         mixed = any("a" <= ch <= "z" for ch in t.text)
         if t.text in CYRILLIC_WORDS:
             t.text = CYRILLIC_WORDS[t.text]
+        elif t.text == "л" and i + 1 < n and not toks[i + 1].sp and toks[i + 1].kind == NUM:
+            t.text = "l"  # «л40с», «л4»: NVIDIA's L cards spelled as they sound
         elif (glued_digit or mixed) and all(ch in LOOKALIKE_LETTERS or "a" <= ch <= "z" for ch in t.text):
             # "Н100", "а6000", "70б", "128к", "2х4090", "LoRА": Cyrillic letters typed for Latin ones
             t.text = t.text.translate(LOOKALIKE_TABLE)

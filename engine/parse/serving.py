@@ -1,5 +1,4 @@
-"""Serving and post-training load: weight format, KV cache dtype, concurrency, prompt/output lengths and
-completions per prompt (GRPO); the parallel degrees are `parallel`'s."""
+"""Serving and post-training load: weight format, KV cache, concurrency, lengths, completions per prompt."""
 
 from __future__ import annotations
 
@@ -15,23 +14,27 @@ from engine.parse.lexicon import (
     TRAIN_WORDS,
 )
 from engine.parse.lexicon_stack import (
+    ASKING,
     CACHE_WORDS,
     CONCURRENCY_HEADS,
     COUNTED,
+    GENERATE_VERBS,
     GENERATION_HEADS,
     GENERATION_WORDS,
     GGUF,
     KV_DTYPES,
     KV_WORDS,
+    MEMORY_UNITS,
     OUTPUT_WORDS,
     PROMPT_WORDS,
     QUANT_BITS,
     QUANT_WORDS,
+    SINGLE_USER,
     USER_NOUNS,
 )
 from engine.parse.normalize import NUM, PUNCT, WORD
 from engine.parse.numbers import whole
-from engine.parse.scan import STOPS, Scan
+from engine.parse.scan import STOPS, Phrases, Scan
 from engine.parse.settings import KIB
 from engine.schema import MAX_BATCH, MAX_SEQ_LEN
 
@@ -52,8 +55,6 @@ SECOND = frozenset({"s", "sec", "second", "секунду", "сек", "с", "day
 CONCURRENT_WORDS = USER_NOUNS | CONCURRENCY_ADJ | CONCURRENCY_NOUNS
 QUANT_TRIGGERS = frozenset({"awq", "gptq", "nf", "fp", "int", "mxfp", "nvfp", "w", "e", "bnb", "q", "iq"}) | GGUF
 # verbs that measure the output only with a token count after them: "generate 256 tokens", «сгенерировать 1к токенов»
-GENERATE_VERBS = frozenset({"generate", "generates", "generating", "generated", "генерировать", "сгенерировать",
-                            "генерирует", "генерит", "генерим", "генерировал"})
 # "300 tokens per answer", «по 300 токенов на ответ»: the number is before, the noun after these
 PER_NOUN = frozenset({"per", "each", "a", "an", "for", "на", "в", "каждый"})
 LENGTH_TRIGGERS = PROMPT_WORDS | OUTPUT_WORDS | GENERATE_VERBS | {"new"}
@@ -217,11 +218,16 @@ def _rate_follows(s: Scan, j: int) -> bool:
     return s.word(k) in ("rps", "qps")
 
 
-HOW_MANY = frozenset({"сколько", "скока", "скольких", "how", "many"})
+SINGLE = Phrases(SINGLE_USER)  # one stream: «сколько ток/с на одного», "single user speed"
 
 
 def concurrency(s: Scan) -> None:
     """"32 concurrent users", "на 50 пользователей", "concurrency=16" (also the serving batch)."""
+    one = SINGLE.first(s.texts, s.words)
+    if one is not None and s.words.isdisjoint(TRAIN_WORDS) and not any(s.num(k) for k in range(one, one + 4)):
+        _put(s, 1)
+        s.use(one, one + len(SINGLE.at(s.texts, one) or ()) - 1)
+        return
     if s.words.isdisjoint(CONCURRENT_WORDS) and s.words.isdisjoint(CONCURRENCY_HEADS):
         return
     # "команда из 5 человек хочет дообучить 7B": people around a training job are no serving load
@@ -241,13 +247,13 @@ def concurrency(s: Scan) -> None:
         # a number, then at most two words before the noun: "32 одновременных пользователя", "100 active users"
         k = i - 1
         for _ in range(3):
-            if s.num(k) or k < 0 or s.toks[k].kind != WORD or s.toks[k].used:
-                break
-            if s.toks[k].text in GPU_NOUNS or s.toks[k].text in HOW_MANY:
-                k = -1  # "8 карт сколько пользователей", "на 4090 сколько влезет пользователей": not a user count
+            if s.num(k) or k < 0 or s.toks[k].kind != WORD or s.toks[k].used or s.toks[k].text in ASKING:
+                break  # «16 гб сколько потянет юзеров»: the users are asked, the 16 is the card's
+            if s.toks[k].text in GPU_NOUNS:
+                k = -1  # «8 карт сколько пользователей»: the number counts the cards
                 break
             k -= 1
-        if not s.num(k) or (s.glued(k) and s.toks[k - 1].kind == WORD):
+        if not s.num(k) or (s.glued(k) and s.toks[k - 1].kind == WORD) or s.word(k + 1) in MEMORY_UNITS:
             continue
         got = _count(s, k)
         if got:

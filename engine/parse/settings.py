@@ -78,7 +78,10 @@ def _names_hardware(s: Scan, start: int, j: int) -> bool:
         return False
     if s.word(j + 1) in ("x", "х", "×", "*"):
         return True  # "8x", "2х": a GPU count
-    return gpu_index().match(s.toks, j) is not None
+    index = gpu_index()
+    # "на 4090" a name; «32к контекст на 2 h100», «на 8 h100» a count before one
+    return index.match(s.toks, j) is not None or (s.toks[j].val == int(s.toks[j].val) and j + 1 < s.n
+                                                   and index.match(s.toks, j + 1) is not None)
 
 
 def _count_at(s: Scan, j: int) -> tuple[float, int] | None:

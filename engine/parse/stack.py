@@ -259,3 +259,10 @@ def rollout(s: Scan) -> None:
     if sleep and mode != "server":
         said["sleep"] = True
     s.set("rollout", said)
+
+
+def fsdp_qlora(s: Scan) -> None:
+    """"qlora 70b на 2х3090 fsdp": QLoRA sharded with FSDP is the fsdp_qlora recipe (Answer.AI; the 4-bit shards
+    stored in bf16 so FSDP can flatten them), with its CPU offload of the frozen weights when a card is short."""
+    if s.said.get("method") == "qlora" and s.said.get("sharding") == "fsdp" and s.said.get("framework") is None:
+        s.set("framework", "fsdp-qlora")

@@ -29,7 +29,7 @@ from engine.parse.lexicon import (
     WEAK_INFERENCE_WORDS,
     WEIGHT_WORDS,
 )
-from engine.parse.lexicon_stack import SERVING_WORDS, STAGE_WORDS, UNMODELLED_SERVING
+from engine.parse.lexicon_stack import GENERATE_VERBS, SERVING_WORDS, STAGE_WORDS, UNMODELLED_SERVING
 from engine.parse.money import asks
 from engine.parse.normalize import NUM, WORD
 from engine.parse.scan import Scan
@@ -250,6 +250,8 @@ def method(s: Scan) -> None:
         elif w in FULL_WORDS or w in FULL_SLANG:
             if s.word(s.skip(i + 1, HYPHENS, 1)) not in CONTEXT_WORDS:
                 found = "full"
+        elif w in ("fully", "полностью") and s.word(s.skip(i + 1, HYPHENS, 1)) in TRAIN_WORDS | {"дообучить"}:
+            found = "full"  # "fully fine-tune 13b", «полностью дообучить»
         elif w in WEIGHT_WORDS and s.word(s.skip(i - 1, frozenset({"the"}), 1, -1)) in ALL_WORDS:
             found = "full"  # "all weights", "все веса"
         elif (w == "scratch" and s.word(i - 1) == "from") or (w == "нуля" and s.word(i - 1) in ("с", "со")):
@@ -271,7 +273,9 @@ def method(s: Scan) -> None:
         s.set("method", "full")
         return
     weak = weak or s.said.get("quantization") is not None or s.said.get("serving_engine") is not None \
-        or s.said.get("concurrency") is not None or bool(serving_asks(s))
+        or s.said.get("concurrency") is not None or bool(serving_asks(s)) or bool(s.said.get("asks_users")) \
+        or s.said.get("prompt_len") is not None or s.said.get("output_len") is not None \
+        or not s.words.isdisjoint(GENERATE_VERBS)  # «сколько юзеров потянет», "how much to generate 100M tokens"
     training = bool(s.words & TRAIN_WORDS) or s.said.get("stage") is not None \
         or s.said.get("framework") not in (None, "hf") or s.said.get("num_generations") is not None
     if weak and not training:

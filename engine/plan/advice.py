@@ -96,6 +96,8 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
     for key, params, update in _single_changes(base):
         if key == "method" and (pretraining or (full_asked and params.get("to") == "qlora")):
             continue  # pretraining is no adapter job; full fine-tuning asked may drop to LoRA, never to 4-bit QLoRA
+        if pretraining and key in ("cpu_offload", "bits"):
+            continue  # a run from scratch on CPU-offloaded or 4-bit weights is no pretraining: more GPUs are the way
         if not runnable(None, base.model_copy(update=update), gpu):
             continue
         b = estimate(update)

@@ -201,6 +201,7 @@ def search(job: Job, candidates: Sequence[Arrangement], headroom: float = HEADRO
     settled: set[str] = set()
     hardware = {c.gpu: find_gpu(c.gpu, c.memory_gb) for c in candidates}
     adapted: dict[tuple[object, ...], Scenario] = {}
+    pretrain = job.base.pretraining
     for counts in (tuple(sorted({*COUNTS, *named_counts})), NODE_COUNTS):
         node_pass = counts == NODE_COUNTS
         for count in counts:
@@ -208,7 +209,7 @@ def search(job: Job, candidates: Sequence[Arrangement], headroom: float = HEADRO
             # techniques only add time: a set that contains one that already fits a GPU is not worth a plan
             fitted: dict[str, list[set[str]]] = {}
             for techniques, variant in tried:
-                if useless(techniques, count) or (node_pass and "cpu_offload" in techniques):
+                if useless(techniques, count) or ((node_pass or pretrain) and "cpu_offload" in techniques):
                     continue
                 used = set(techniques)
                 open_gpus = [c for c in pool if not any(f <= used for f in fitted.get(c.gpu, ()))]
@@ -227,12 +228,16 @@ def search(job: Job, candidates: Sequence[Arrangement], headroom: float = HEADRO
                     got = fit_on(scenario, b, gpu, c, headroom)
                     if got is not None:
                         fitted.setdefault(c.gpu, []).append(used)
-                        if not techniques and not every_count and job.rank_by == "cost":
+                        if not techniques and not every_count and job.rank_by == "cost" and not pretrain:
                             settled.add(c.gpu)
                         o = Option(techniques, scenario, got, c.gpu, c.memory_gb, count)
                         options.append((rank_key(job, o), o))
-        if options and not all("cpu_offload" in o.techniques for _k, o in options):
+        if options and not all("cpu_offload" in o.techniques for _k, o in options) and not pretrain:
             break
+    if pretrain:
+        asked = asked_arrangements(job.request) if job.request is not None and "count" not in job.request.asks \
+            else []  # «сколько h100 …»: the count is the question, not the one written
+        options = within_a_month(job, options, {(a.gpu, a.count) for a in asked})
     # the cheapest (or fastest) technique set for each (GPU, count); only the kept ones become plans
     kept: dict[tuple[str, int], Option] = {}
     for _key, o in sorted(options, key=lambda item: item[0]):
@@ -246,6 +251,33 @@ def search(job: Job, candidates: Sequence[Arrangement], headroom: float = HEADRO
         order = [o for o in order if o is not nodes[0]]
         order.insert(min(1, len(order)), nodes[0])
     return [plan_of(job, o) for o in order[:MAX_PLANS]]
+
+
+PRETRAIN_HOURS = 730.0  # a month: pretraining plans that finish within it, when any does (said as an assumption)
+
+
+def within_a_month(job: Job, options: list[tuple[tuple[float, float, int], Option]],
+                   named: set[tuple[str, int]]) -> list[tuple[tuple[float, float, int], Option]]:
+    """Training from scratch is rented for weeks, not decades: when some arrangement (several nodes included) runs
+    the tokens within a month, the slower ones are not plans (8 RTX 4090s for ten years cost less per token but
+    finish nothing), and of each GPU the fewest that make it; the asked GPUs at their count stay whatever their
+    hours. Without tokens all are kept."""
+    tokens = job.tokens
+    if not tokens:
+        return options
+
+    def hours(o: Option) -> float:
+        gpu = find_gpu(o.gpu)
+        return speed.seconds_per_token(o.scenario, gpu, o.count) * tokens / 3600.0 if gpu else float("inf")
+
+    quick = [(k, o) for k, o in options if hours(o) <= PRETRAIN_HOURS]
+    if not quick:
+        return options
+    fewest: dict[str, int] = {}  # of each GPU, the fewest that finish within the month: more only cost scaling
+    for _k, o in quick:
+        fewest[o.gpu] = min(fewest.get(o.gpu, o.count), o.count)
+    return [(k, o) for k, o in options if (o.gpu, o.count) in named
+            or (hours(o) <= PRETRAIN_HOURS and o.count == fewest[o.gpu])]  # the asked arrangement stays
 
 
 def cuda_first(plans: list[Plan]) -> list[Plan]:

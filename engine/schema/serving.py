@@ -244,6 +244,8 @@ class ServingResult(BaseModel):
     errors: list[Note] = Field(default_factory=list)  # input errors, and warnings beside an answer
     assumptions: list[Assumption] = Field(default_factory=list)
     command: list[str] = Field(default_factory=list)  # argv of the launch command for this configuration
+    # the change the command runs instead of the asked settings, when those do not load (a Change key)
+    command_for: str | None = None
     load: ServingLoad | None = None  # the load model's answer (CONTRACT v2.1), when a load or a promise is said
     # several GPUs named ("h100 or h200 for ..."): each side, the winner first; the rest of the result is the winner's
     compared: list[ServingSide] = Field(default_factory=list)

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.catalog import find_gpu, find_model, gpus, reference_of
+from engine.catalog.checkpoints import checkpoint
 from engine.schema import Architecture, Assumption, GpuRef, Note, Request
-from engine.schema.serving import AskedSetup, ServingArrangement, ServingResult
+from engine.schema.serving import AskedSetup, Change, ServingArrangement, ServingResult, Settings
 
 if TYPE_CHECKING:
     from .asked import Asked
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 # The layer's modules (memory budget, KV cache, sizing, load plan, launch command) are imported by the functions
 # that use them: `is_serving_request` is asked of every question, and a training one needs none of them.
 
-__all__ = ["ServingResult", "is_serving_request", "serve", "serving_block"]
+__all__ = ["ServingResult", "is_serving_request", "runnable", "serve", "serving_block"]
 
 def is_serving_request(request: Request) -> bool:
     """A serving engine or a concurrency is named; or plain inference of a model that ships quantized (the HF
@@ -209,6 +210,9 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
                     headroom_gib=round(choice.total_gib - m.weights_gib - m.activation_peak_gib - m.non_torch_gib
                                        - max(0.0, m.kv_pool_gib), 2))
             return again
+    found = merged(changes(request, arch, s, choice, cat, p, asked.context, users, replicas, arrangements),
+                   load_changes(request, arch, s, choice, cat, p, load, asked.prompt, asked.output, replicas))
+    run_as, command_for = runnable(s, found, arch.name) if not loads(p) else (s, None)
     return ServingResult(
         model=arch.name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), layers=arch.layers,
         settings=s, gpu=choice,
@@ -216,14 +220,36 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
         prompt_len=asked.prompt, output_len=asked.output, replicas=replicas,
         fits=loads(p) and (users is None or served >= users),
         arrangement=arrangements[0] if arrangements else None, alternatives=arrangements[1:4],
-        changes=merged(changes(request, arch, s, choice, cat, p, asked.context, users, replicas, arrangements),
-                       load_changes(request, arch, s, choice, cat, p, load, asked.prompt, asked.output, replicas)),
-        errors=errors, assumptions=assumptions,
-        command=command(_model_id(request, arch), s, users, asked.prompt, native=asked.native is not None,
+        changes=found, errors=errors, assumptions=assumptions,
+        command=command(_model_id(request, arch), run_as, users, asked.prompt,
+                        native=asked.native is not None and command_for is None,
                         layers=arch.layers, bf16=cat.bf16 if cat is not None else True)
         + (feature_flags(request, engine) if engine in ("vllm", "sglang") else []),
+        command_for=command_for,
         load=load,
     )
+
+
+# what a change sets: (weight format, KV cache dtype); None keeps the asked one
+RUNNABLE = {"serving.change.fp8_kv_cache": (None, "fp8"), "serving.change.combined": ("fp8", "fp8"),
+            "serving.change.int4_weights": ("int4", None), "serving.change.fp8_weights": ("fp8", None)}
+
+
+def runnable(s: Settings, found: list[Change], model: str) -> tuple[Settings, str | None]:
+    """Settings that do not start on the asked GPUs are no command to paste: the command runs the first KV-cache or
+    weight change (in the order the answer lists them) that starts there, named beside it. Online FP8
+    (--quantization fp8) loads the 16-bit weights first, so FP8 weights only from a published FP8 checkpoint."""
+    for c in found:
+        if c.key not in RUNNABLE or not c.effect.get("loads"):
+            continue
+        fmt, kv = RUNNABLE[c.key]
+        if fmt == "int4":
+            fmt, kv = str(c.params.get("format")), c.params.get("kv_cache_dtype")
+        if fmt == "fp8" and checkpoint(model, "fp8") is None:
+            continue
+        return s.model_copy(update={"weight_format": fmt or s.weight_format,
+                                    "kv_cache_dtype": str(kv or s.kv_cache_dtype)}), c.key
+    return s, None
 
 
 def _served_instead(asked: Asked, ref: GpuRef, cat: Any, loaded: bool, load: Any) -> ServingResult | None:

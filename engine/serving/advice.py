@@ -62,7 +62,7 @@ def changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
     combo = _combination(run, s, paged, fp8_ok, context, out, asked, replicas)
     if combo is not None:
         out.append(combo)
-    int4 = int4_change(request, arch, s, gpu, base, context, users, replicas)
+    int4 = int4_change(request, arch, s, gpu, base, context, users, replicas, fp8_kv=fp8_ok)
     if int4 is not None:
         out.append(int4)
     served = users_served(base, s) * replicas if loads(base) else 0
@@ -113,9 +113,10 @@ def _combination(run: Run, s: Settings, paged: bool, fp8_ok: bool, context: int,
 
 
 def int4_change(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, base: Profile, context: int,
-                users: int | None, replicas: int) -> Change | None:
+                users: int | None, replicas: int, fp8_kv: bool = True) -> Change | None:
     """When the model does not load or does not serve the asked users: 4-bit weights from a published AWQ (else GPTQ)
-    checkpoint of the model, with the KV cache in FP8 where it is 16-bit, and the room that gives."""
+    checkpoint of the model, with the KV cache in FP8 where it is 16-bit and the GPU has FP8 (`fp8_kv`: Ampere and
+    later; a T4 keeps a 16-bit cache), and the room that gives."""
     paged = s.family not in ("llama.cpp", "ollama", "hf")
     asked = users or 1
     served = users_served(base, s) * replicas if loads(base) else 0
@@ -127,7 +128,7 @@ def int4_change(request: Request, arch: Architecture, s: Settings, gpu: GpuChoic
         return None
     fmt, ck = found
     update: dict[str, object] = {"weight_format": fmt}
-    if s.kv_cache_dtype in ("auto", "bf16", "fp16") and supports(s.engine, "fp8"):
+    if s.kv_cache_dtype in ("auto", "bf16", "fp16") and supports(s.engine, "fp8") and fp8_kv:
         update["kv_cache_dtype"] = "fp8"
     s2 = s.model_copy(update=update)
     p = profile(request, arch, s2, gpu, min(context, s2.max_model_len), asked)

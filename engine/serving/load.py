@@ -27,6 +27,7 @@ from engine.schema.serving import LoadPoint
 from engine.speed.hardware import intra_node_gbs, network_gbs, node_network_gbs, pcie_gbs
 
 from .profile import data as serving_data
+from .speed import kernel_floor_s
 from .weights import decode_read_bytes, experts_only
 
 Link = Literal["nvlink", "pcie", "infiniband"]
@@ -148,7 +149,7 @@ def decode_step(m: Machine, f: Features, batch: int, context: float, tokens_per_
     overhead = float(e["step_overhead_ms"]) * 1e-3
     if f.enforce_eager:
         overhead += float(e["eager_us_per_layer"]) * 1e-6 * a.layers / m.pp
-    stage = max(memory, compute) + comm_time(m, f, tokens)
+    stage = max(memory, compute) + comm_time(m, f, tokens) + kernel_floor_s(a, m.pp)
     if f.max_loras:
         stage *= 1.0 + float(data()["lora"]["step_slowdown"])
     return stage * m.pp + overhead

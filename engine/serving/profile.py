@@ -62,7 +62,8 @@ def weight_format(quantization: str | None, bits: int | None, engine: str) -> st
     q = (quantization or "").strip().lower()
     if not q:
         if engine in ("llama.cpp", "ollama"):
-            return "gguf:" + str(data()["ollama"]["default_gguf"]) if engine == "ollama" or bits == 4 else \
+            # none said: the Q4_K_M file GGUF repositories lead with (llama.cpp as Ollama), unless bits say otherwise
+            return "gguf:" + str(data()["ollama"]["default_gguf"]) if engine == "ollama" or bits in (4, None) else \
                 "gguf:" + ("q8_0" if bits == 8 else "f16" if bits in (16, None) else "f32")
         return {4: "awq", 8: "int8", 32: "fp32"}.get(bits or 16, "bf16")
     head = q.split("(")[0].strip()

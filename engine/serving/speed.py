@@ -26,6 +26,15 @@ def format_bits(fmt: str) -> int:
     return 32 if fmt == "fp32" else 16
 
 
+def kernel_floor_s(arch: Architecture, pp: int) -> float:
+    """Seconds a decode step of one pipeline stage spends on the kernel chains of MLA + MoE layers (DeepSeek-V3/R1,
+    Kimi-K2) beyond what their bytes take: serving.toml [speed] mla_moe_layer_floor_us a layer; 0 for others
+    (their per-layer floors sit inside the bandwidth efficiency the dense Qwen2.5 rows were fit with)."""
+    if not arch.experts or not arch.kv_lora_rank:
+        return 0.0
+    return float(data()["speed"]["mla_moe_layer_floor_us"]) * 1e-6 * (arch.layers // max(1, pp))
+
+
 def decode_and_ttft(arch: Architecture, s: Settings, gpu: Gpu, choice: GpuChoice, weights_bytes: float,
                     users: int, prompt: int, output: int, element_bytes: float, host_bytes: float = 0.0) -> Speed:
     """`weights_bytes`: what a decode step reads on one rank (the input embedding table excluded)."""
@@ -48,7 +57,7 @@ def decode_and_ttft(arch: Architecture, s: Settings, gpu: Gpu, choice: GpuChoice
     compute_step = batch * (2.0 * arch.active_params + attention) / (tp * pp) / (peak * util)
     latency = sp["allreduce_us"]["nvlink" if choice.nvlink else "pcie"] * 1e-6
     comm = 2 * (arch.layers // pp) * latency if tp > 1 else 0.0
-    stage = max(memory_step, compute_step) + comm
+    stage = max(memory_step, compute_step) + comm + kernel_floor_s(arch, pp)
     step = stage * pp  # one token passes every stage in turn
     if s.family == "hf":
         step += sp["hf_step_overhead_ms"] * 1e-3

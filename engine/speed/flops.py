@@ -67,7 +67,11 @@ def assumed_speed(scenario: Scenario, gpu: Gpu) -> str | None:
     mfu = published_mfu(scenario, gpu)
     if mfu is None:
         return None
-    return f"{mfu[0]:.0%} MFU {scenario.train_precision} ({profile(scenario.framework).label})"
+    stack = profile(scenario.framework)
+    # from scratch on a fine-tuning stack (TRL + PEFT by default): the MFU is the pretraining runs', said as theirs
+    runs = str(hardware.calibration()["published_mfu"]["label"])
+    label = stack.label if stack.constant("published_mfu", 0.0) else runs
+    return f"{mfu[0]:.0%} MFU {scenario.train_precision} ({label})"
 
 
 def utilisation(scenario: Scenario, gpu: Gpu) -> tuple[float, float, float]:

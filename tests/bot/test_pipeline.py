@@ -89,6 +89,20 @@ def test_a_monthly_rental_dearer_than_a_month_by_the_hour_never_pays_off() -> No
     assert "не окупается" in text and "окупается от 1" not in text  # a month has 730 hours, not 1,295
 
 
+def test_a_follow_ups_previous_answer_is_the_one_counted_from_the_same_day() -> None:
+    from datetime import date
+
+    from bot.pipeline import previous_answer
+
+    asked = parse("лора 8б на 1B токенов к пятнице")
+    wednesday, friday = date(2026, 12, 2), date(2026, 12, 4)
+    render_request(asked, AnswerOptions(lang="ru"), today=wednesday)
+    same_day = previous_answer(asked, AnswerOptions(lang="ru"), today=wednesday)
+    two_days_on = previous_answer(asked, AnswerOptions(lang="ru"), today=friday)
+    assert same_day.request.deadline_hours == 48  # Wednesday → Friday
+    assert two_days_on.request.deadline_hours == 168  # on Friday: the next one, not the cached
+
+
 # ---- the work of one door: parse once, answer once --------------------------------------------------------
 
 

@@ -8,7 +8,7 @@ from importlib.resources import files
 
 HERE = files(__name__)
 TOOLS = ("peft", "axolotl", "llama_factory", "trl", "transformers", "torchtune", "deepspeed", "accelerate", "unsloth",
-         "vllm", "sglang", "llama_cpp", "torchrun")
+         "vllm", "sglang", "llama_cpp", "torchrun", "tgi")
 
 
 @cache

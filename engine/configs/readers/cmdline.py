@@ -12,11 +12,11 @@ from engine.configs.options import known
 from engine.configs.readers.collect import Collector, as_bool
 from engine.configs.readers.flags import flags
 from engine.configs.readers.mappings import hf_args
-from engine.configs.readers.serving import _llama_server, _sglang, _vllm
+from engine.configs.readers.serving import _llama_server, _ollama, _sglang, _tgi, _vllm
 from engine.configs.writers.torchtune import ATTN, FUSED_LOSS, OPTIMIZERS
 
 PROGRAMS = ("accelerate", "torchrun", "deepspeed", "trl", "tune", "vllm", "llama-server", "sglang", "python",
-            "python3", "llamafactory-cli", "axolotl")
+            "python3", "llamafactory-cli", "axolotl", "text-generation-launcher", "ollama")
 ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 TRL_STAGE = {"sft": "sft", "dpo": "dpo", "grpo": "grpo", "kto": "kto", "reward": "rm"}
 
@@ -70,6 +70,7 @@ CYRILLIC = re.compile("[а-яё]", re.I)
 FILE = re.compile(r"\.(py|ya?ml|json|gguf|sh|toml|safetensors)$", re.I)
 
 
+OLLAMA_TAG = re.compile(r"[a-z0-9][a-z0-9._-]*(:[a-z0-9._-]+)?")  # a library model and its tag
 SUBCOMMAND = re.compile(r"[a-z][a-z_-]{0,30}")  # a bare tool or subcommand word: no size, no model, no Russian
 
 
@@ -82,6 +83,8 @@ def looks_like_command(text: str) -> bool:
         return False
     # a launch line carries flags or a model path; "vllm qwen2.5-32b на l40s 16 пользователей" is a question
     args = rest[1:]
+    if rest[0] == "ollama" and len(args) == 2 and args[0] in ("run", "pull") and OLLAMA_TAG.fullmatch(args[1]):
+        return True  # "ollama run qwen2.5:32b"
     if any(FLAG.match(a) or FILE.search(a) for a in args):
         return True
     if len(args) <= 2 and all(SUBCOMMAND.fullmatch(a) for a in args):  # "trl", "tune ls", "accelerate launch"
@@ -141,9 +144,12 @@ def read(text: str, c: Collector) -> None:
         prog, rest = "accelerate-launch", rest[1:]
     if prog == "vllm" and rest[:1] == ["serve"]:
         prog, rest = "vllm-serve", rest[1:]
+    if prog == "ollama":
+        _ollama(rest, c, dict(e.split("=", 1) for e in env))
+        return
     handler = {"accelerate-launch": _accelerate, "torchrun": _torchrun, "deepspeed": _deepspeed, "trl": _trl,
                "tune": _tune, "vllm-serve": _vllm, "vllm-api": _vllm, "sglang": _sglang,
-               "llama-server": _llama_server}.get(prog)
+               "llama-server": _llama_server, "text-generation-launcher": _tgi}.get(prog)
     if handler is None:
         c.ignore(f"command:{prog}")
         return

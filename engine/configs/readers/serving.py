@@ -4,12 +4,14 @@ options/llama_cpp.txt)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from engine.configs.common import as_int
 from engine.configs.options import known
 from engine.configs.readers.collect import Collector
 from engine.configs.readers.flags import flags
-from engine.configs.serving_flags import BAD, LLAMA_SERVER, SGLANG, VLLM, Engine
+from engine.configs.serving_flags import BAD, LLAMA_SERVER, SGLANG, TGI, VLLM, Engine
 
 
 def _engine_options(c: Collector, **values: object) -> None:
@@ -42,7 +44,7 @@ def _apply(c: Collector, said: dict[str, Any], field: str, value: Any) -> None:
         c.set("bits", value[1])
     elif field == "gpu_count":
         c.gpu_count = value
-    elif field in ("kv_cache_dtype", "flash_attention"):
+    elif field in ("kv_cache_dtype", "flash_attention", "enforce_eager"):
         c.set(field, value)
     else:
         said[field] = value  # tensor_parallel, pipeline_parallel, ctx, slots
@@ -115,6 +117,39 @@ def _vllm(args: list[str], c: Collector) -> None:
 
 def _sglang(args: list[str], c: Collector) -> None:
     _parallel(SGLANG, args, c)
+
+
+def _tgi(args: list[str], c: Collector) -> None:
+    _parallel(TGI, args, c)
+
+
+# `ollama run qwen2.5:32b`: the library's tags are Q4_K_M unless the tag names another type (ollama.com/library)
+OLLAMA_TYPE = re.compile(r"(q\d_k_[sml]|q\d_\d|fp16|f16|bf16)$")
+
+
+def _ollama(args: list[str], c: Collector, env: dict[str, str]) -> None:
+    """`ollama run|pull|serve [model]` with the server's OLLAMA_* variables (the ones the Ollama writer sets)."""
+    c.fields.pop("framework", None)
+    c.set("method", "inference")
+    c.set("serving_engine", "ollama")
+    names = [a for a in args[1:] if not a.startswith("-")] if args[:1] in (["run"], ["pull"]) else []
+    if names:
+        name, _, tag = names[0].partition(":")
+        size = re.match(r"(\d+(?:\.\d+)?b)", tag.lower())
+        c.model = f"{name}-{size.group(1)}" if size else name
+        t = OLLAMA_TYPE.search(tag.lower())
+        kind = t.group(1).replace("fp16", "f16") if t else "q4_k_m"
+        c.set("quantization", f"gguf:{kind}")
+        c.set("bits", gguf_bits(f"gguf:{kind}"))
+    c.ignored[:] = [k for k in c.ignored if k not in ("env:OLLAMA_CONTEXT_LENGTH", "env:OLLAMA_NUM_PARALLEL")]
+    ctx, slots = as_int(env.get("OLLAMA_CONTEXT_LENGTH")), as_int(env.get("OLLAMA_NUM_PARALLEL"))
+    if ctx:
+        c.set("seq_len", ctx)
+        _engine_options(c, max_model_len=ctx)
+    if slots:
+        c.set("concurrency", slots)
+        _engine_options(c, max_num_seqs=slots)
+    c.gpu_count = c.gpu_count or 1
 
 
 def _llama_server(args: list[str], c: Collector) -> None:

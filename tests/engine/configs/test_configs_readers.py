@@ -15,7 +15,7 @@ from engine.configs import check, read_config
 from engine.configs.options import known
 from engine.configs.readers import cmdline, keys, mappings, python, serving
 from engine.configs.safety import ERROR_KEYS, MAX_BYTES
-from engine.configs.serving_flags import LLAMA_SERVER, SGLANG, VLLM
+from engine.configs.serving_flags import LLAMA_SERVER, SGLANG, TGI, VLLM
 
 
 def test_axolotl_as_users_write_it():
@@ -290,7 +290,7 @@ def test_a_key_table_is_what_the_reader_does():
     assert r.request.lora_rank is None and "lora_r" in r.ignored
 
 
-@pytest.mark.parametrize("engine", [VLLM, SGLANG, LLAMA_SERVER], ids=lambda e: e.name)
+@pytest.mark.parametrize("engine", [VLLM, SGLANG, LLAMA_SERVER, TGI], ids=lambda e: e.name)
 def test_serving_flag_tables_are_the_engines_own(engine):
     """Every flag a serving reader reads and its writer writes is declared once, in the engine's table, under names
     the engine's own parser defines; the readers use nothing else."""
@@ -349,3 +349,23 @@ def test_a_model_config_of_absurd_size_gets_the_out_of_range_answer() -> None:
     assert read.error == "model_out_of_range" and read.request is None
     args = read_config(json.dumps({"per_device_train_batch_size": 4, "num_train_epochs": 1}), "args.json")
     assert args.error is None and args.format == "hf-args"  # TrainingArguments JSON still reads as such
+
+
+@pytest.mark.parametrize(("text", "expect"), [
+    ("text-generation-launcher --model-id Qwen/Qwen2.5-72B-Instruct-AWQ --num-shard 2 --quantize awq "
+     "--max-total-tokens 16384 --cuda-memory-fraction 0.9",
+     {"serving_engine": "tgi", "quantization": "awq", "bits": 4, "tensor_parallel": 2, "seq_len": 16384}),
+    ("ollama run qwen2.5:32b", {"serving_engine": "ollama", "quantization": "gguf:q4_k_m", "bits": 4}),
+    ("OLLAMA_NUM_PARALLEL=4 OLLAMA_CONTEXT_LENGTH=8192 ollama run llama3.1:70b-instruct-q8_0",
+     {"serving_engine": "ollama", "quantization": "gguf:q8_0", "seq_len": 8192, "concurrency": 4}),
+    ("vllm serve Qwen/Qwen2.5-72B-Instruct-AWQ -tp 2 --max-model-len 32768 --enforce-eager",
+     {"serving_engine": "vllm", "enforce_eager": True, "tensor_parallel": 2}),
+    ("python -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --tp 2 --disable-cuda-graph",
+     {"serving_engine": "sglang", "enforce_eager": True, "tensor_parallel": 2}),
+])
+def test_tgi_ollama_and_eager_launch_lines_are_read(text, expect):
+    r = read_config(text)
+    assert r.error is None and r.format == "command", (text, r.error)
+    got = r.request.model_dump()
+    assert {k: got[k] for k in expect} == expect, text
+    assert not [k for k in r.ignored if "OLLAMA" in k or "eager" in k or "cuda_graph" in k], r.ignored

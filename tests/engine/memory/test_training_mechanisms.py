@@ -138,7 +138,9 @@ def test_pretraining_is_said_as_pretraining_and_timed_from_the_mfu() -> None:
     with contextlib.redirect_stdout(out):
         main(["ask", "pretrain 1b с нуля на 8xh100 на 100B токенов"])
     text = out.getvalue()
-    assert "предобучение с нуля" in text.splitlines()[2] and "полное дообучение" not in text
+    lines = text.splitlines()
+    assert lines[0].startswith("⏱ ") and "8×H100" in lines[0]  # the tokens are given: how long leads
+    assert "предобучение с нуля" in lines[3] and "полное дообучение" not in text
     assert "MFU" in text and "QLoRA" not in text
 
 

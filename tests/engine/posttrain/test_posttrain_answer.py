@@ -3,6 +3,8 @@ parallelism when the sequence is what does not fit (seed claim S19), and `gpu-ad
 
 from __future__ import annotations
 
+import pytest
+
 from bot.pipeline import ask_text
 from engine import posttrain
 from engine.answer import answer
@@ -167,3 +169,18 @@ def test_s19_from_32k_tokens_the_sequence_lines_are_the_largest() -> None:
         p = a.posttrain.policy
         assert max(p, key=lambda k: p[k]) in ("activations", "logits"), tokens
         assert a.posttrain.tokens_per_gpu == tokens // 8
+
+
+def test_a_vllm_server_on_its_own_gpu_is_counted_at_its_use_not_as_a_trainer() -> None:
+    a = answer(parse("GRPO qwen2.5 7b на 8 h100 vllm server mode"))
+    assert isinstance(a, PostTrainAnswer)
+    pt = a.posttrain
+    assert (pt.train_gpus, pt.rollout_gpus) == (7, 1) and pt.rollout_gpu_total is not None
+    assert a.cluster_gb == pytest.approx(a.need_gb * 7 + pt.rollout_gpu_total)
+    assert ask_text("GRPO qwen2.5 7b на 8 h100 vllm server mode").split("\n")[1].startswith(
+        "на каждой из 7 обучающих карт 25,7 ГБ, на карте vLLM 71,3 ГБ, всего 251,3 ГБ".replace(" ГБ", "\xa0ГБ"))
+    english = ask_text("GRPO Qwen2.5-7B on 8xH100 with vLLM in server mode").split("\n")[1]
+    assert english.startswith("on each of 7 training cards") and "on the vLLM card" in english
+    colocated = answer(parse("GRPO Qwen2.5-7B on 4xH100 with vLLM colocate"))
+    assert isinstance(colocated, PostTrainAnswer)
+    assert colocated.cluster_gb == pytest.approx(colocated.need_gb * 4)  # the share is inside each trainer's peak

@@ -4,11 +4,15 @@ offload and Apple unified memory, fp8 KV with bf16 weights, and no chart button 
 
 from __future__ import annotations
 
-from bot.pipeline import AnswerOptions, render_request
+import pytest
+
+from bot.pipeline import AnswerOptions, ask_text, render_request
 from bot.views.keyboards import serving_keyboard
 from bot.views.render import plain
 from engine.answer import answer
 from engine.catalog import find_model, gpus
+from engine.configs.bridge import serving_job
+from engine.parse import parse
 from engine.schema import GpuRef, ModelRef, Request, ServingAnswer
 from engine.serving import is_serving_request, serve
 from engine.serving.profile import weight_format
@@ -197,3 +201,60 @@ def test_a_bare_size_is_launched_as_the_model_whose_shape_was_assumed() -> None:
     r = serve(Request.model_validate({"model": {"params_b": 70.0}, "method": "inference", "serving_engine": "vllm",
                                       "gpus": [{"name": "H100 SXM", "count": 2}]}))
     assert r.command[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B"]  # was `vllm serve 70B`: no such repo
+
+
+def test_an_mla_moe_decode_step_pays_its_kernel_chain_a_layer_and_a_dense_one_does_not() -> None:
+    from engine.catalog.shapes import architecture
+    from engine.contract import estimate_request
+    from engine.serving.speed import kernel_floor_s
+
+    def per_user(model: str, gpu: str, count: int, batch: int) -> float:
+        s = estimate_request({"model": {"name": model}, "method": "inference", "serving_engine": "sglang",
+                              "concurrency": batch, "prompt_len": 128, "output_len": 256, "tensor_parallel": count,
+                              "gpus": [{"name": gpu, "count": count}]})["serving"]
+        return float(s["decode_tokens_per_s"]["per_user"])
+
+    one = per_user("DeepSeek-V3", "H200 SXM", 8, 1)
+    assert 20 < one < 50  # sgl-project/sglang#2643 measured 30.3 at batch 1 (was 208 from the bytes alone)
+    assert per_user("DeepSeek-V3", "B200", 8, 1) < 1.3 * one  # the floor is the kernels', not the bandwidth's
+    assert kernel_floor_s(architecture(ModelRef(name="Llama-3.1-70B")), 1) == 0.0
+    assert kernel_floor_s(architecture(ModelRef(name="DeepSeek-V3")), 2) == pytest.approx(333e-6 * 30)  # a stage
+
+
+@pytest.mark.parametrize(("question", "repo", "flags", "absent"), [
+    ("mistral 7b на t4 vllm", "solidrust/Mistral-7B-Instruct-v0.3-AWQ", ["--dtype", "half"], "--kv-cache-dtype"),
+    ("llama 70b single user on h100 speed", "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", ["--kv-cache-dtype", "fp8"],
+     "--quantization"),
+    ("vllm qwen2.5-14b на 4090 8 юзеров контекст 4к", "Qwen/Qwen2.5-14B-Instruct-AWQ", ["--kv-cache-dtype"], "bf16"),
+])
+def test_a_command_for_settings_that_do_not_start_runs_the_change_that_does(question: str, repo: str,
+                                                                           flags: list[str], absent: str) -> None:
+    a = answer(parse(question))
+    assert isinstance(a, ServingAnswer) and a.serving.command_for is not None
+    argv = a.serving.command
+    assert argv[2] == repo and all(f in argv for f in flags) and absent not in argv  # a T4 has no FP8 KV cache
+    text = ask_text(question)
+    assert " ".join(argv) in text and ("the command runs the change" in text or "команда — для изменения" in text)
+    job = serving_job(parse(question), "vllm")
+    assert job is not None and (job[0].bits < 16 or "FP8" in repo)  # the config writes the same weights
+
+
+def test_weights_smaller_than_the_card_that_do_not_load_say_the_engines_share() -> None:
+    first = ask_text("mistral 7b on t4 vllm").split("\n")[0]
+    assert "13.5 GB of weights per GPU" in first and "gpu_memory_utilization 0.9" in first
+    assert "13.1 of the 14.6" in first  # not "13.5 GB of weights, 14.6 GB available"
+
+
+def test_llama_cpp_without_a_format_loads_the_q4_k_m_file_and_an_uncatalogued_card_gets_no_zero_speed() -> None:
+    a = answer(parse("llama.cpp llama 3.1 8b на 3060"))
+    assert isinstance(a, ServingAnswer) and a.serving.settings is not None
+    assert a.serving.settings.weight_format == "gguf:q4_k_m"  # was F16 from a your-org/… placeholder
+    assert "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M" in a.serving.command
+    first = ask_text("llama.cpp llama 70b на 3060").split("\n")[0]
+    assert "0 токен" not in first and "скорость не оценю" in first
+
+
+def test_qlora_with_fsdp_is_the_fsdp_qlora_recipe_with_its_offload() -> None:
+    r = parse("qlora 70b на 2х3090 fsdp")
+    assert r.framework == "fsdp-qlora"
+    assert ask_text("qlora 70b fsdp on 2x 3090").startswith("🔧 Fits on 2×RTX 3090 after changes: CPU offload")

@@ -270,8 +270,8 @@ def test_how_many_users_within_a_promise_is_answered_with_that_count(lang: str, 
 
 @pytest.mark.parametrize(("lang", "text", "words"), [
     ("ru", "сколько нужно h100 на 1000 одновременных пользователей llama 3.1 8b",
-     ("🔢 1\u00a0000 пользователей с контекстом 4k: понадобится ", "×H100 SXM")),
-    ("en", "how many H100 do I need for 1000 concurrent users of llama 3.1 8b", ("🔢 1,000 users at 4k need ",)),
+     ("🔢 Понадобится ", "×H100 SXM", "хватает на 1\u00a0044 таких запроса")),
+    ("en", "how many H100 do I need for 1000 concurrent users of llama 3.1 8b", ("🔢 It takes ", "×H100 SXM")),
 ])
 def test_how_many_gpus_for_n_users_leads_with_the_count(lang: str, text: str, words: tuple[str, ...]) -> None:
     first = plain(render_request(parse(text), AnswerOptions(lang=lang)).html).strip().splitlines()[0]
