@@ -87,7 +87,7 @@ class SQLiteStorage:
         self._lock = threading.Lock()
         # Questions are written behind the answer by one thread (a hop per answer cost more than the write);
         # the newest stay in memory, so a button pressed before its row is on disk still works.
-        # A threading.Event in the queue is a barrier (`_flushed`): set once everything queued before it is written.
+        # A threading.Event in the queue is a barrier (`unsettled`): set once everything before it is written.
         self._writes: queue.SimpleQueue[tuple[str, tuple[Any, ...]] | threading.Event | None] = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
         self._recent: LRU[str, str] = LRU(RECENT_QUESTIONS)
@@ -363,16 +363,11 @@ class SQLiteStorage:
             return
         self._writes.put(("DELETE FROM accepted WHERE key = ?", (key,)))  # behind the answer: order is kept
 
-    async def _flushed(self) -> None:
-        """Wait until the writes queued so far are on disk (a read after it sees them)."""
-        if self._writer is None:
-            return
-        barrier = threading.Event()
-        self._writes.put(barrier)
-        await asyncio.to_thread(barrier.wait, self.timeout)
-
     async def unsettled(self) -> list[tuple[str, str]]:
-        await self._flushed()  # a settle queued behind an answer counts
+        if self._writer is not None:  # the settles queued behind the answers first: a barrier in the same queue
+            barrier = threading.Event()
+            self._writes.put(barrier)
+            await asyncio.to_thread(barrier.wait, self.timeout)
         try:
             return [(str(k), str(d)) for k, d in self._read("SELECT key, data FROM accepted ORDER BY created", ())]
         except StorageError as exc:

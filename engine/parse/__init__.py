@@ -54,7 +54,20 @@ import re
 from typing import Any
 
 from engine.catalog import find_gpu
-from engine.parse import families, fuzzy, hardware, load, money, parallel, serving, settings, stack, talk, training
+from engine.parse import (
+    completions,
+    families,
+    fuzzy,
+    hardware,
+    load,
+    money,
+    parallel,
+    serving,
+    settings,
+    stack,
+    talk,
+    training,
+)
 from engine.parse.followup import FollowUp, follow_up_of, read_follow_up
 from engine.parse.gpus import gpu_index
 from engine.parse.intent import intent, rank_by
@@ -122,7 +135,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     families.family_models(s)
     training.optimizer(s)
     parallel.parallelism(s)  # before context: "context parallel 8", "sequence parallel"
-    serving.generations(s)  # before data: "8 samples per prompt"
+    completions.generations(s)  # before data: "8 samples per prompt"
     serving.lengths(s)  # before context: "prompt length 2k"
     load.load(s)  # before context and concurrency: "TTFT p95 под 500 мс", "20 rps", "100 LoRA-адаптеров"
     money.budget(s)  # before sizes: "1 млн рублей" is no model

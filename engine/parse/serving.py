@@ -19,8 +19,6 @@ from engine.parse.lexicon_stack import (
     CONCURRENCY_HEADS,
     COUNTED,
     GENERATE_VERBS,
-    GENERATION_HEADS,
-    GENERATION_WORDS,
     GGUF,
     KV_DTYPES,
     KV_WORDS,
@@ -46,7 +44,6 @@ _GGUF_TYPE = re.compile(r"i?q[1-8](?:_[0-9a-z]{1,4}){0,2}")
 GGUF_BARE = {"q2": "q2_k", "q3": "q3_k_m", "q4": "q4_k_m", "q5": "q5_k_m", "q6": "q6_k", "q8": "q8_0"}
 LEN_FILLERS = FILLERS | TOKEN_WORDS | frozenset({"длина", "длиной", "length", "len", "в", "of", "max", "до", "на",
                                                  "~", "примерно", "около", "about", "around"})
-WEAK_GENERATIONS = frozenset({"samples", "сэмплов", "семплов", "ответов", "responses"})
 LENGTH_AFTER = TOKEN_WORDS | frozenset({"length", "len", "длина", "длиной", "длины", "tokens"})
 PER_PROMPT = frozenset({"prompt", "промпт", "промпта", "вопрос", "question", "запрос", "query", "задачу"})
 RATE_AFTER = frozenset({"/", "per", "в", "a", "an"})
@@ -58,8 +55,6 @@ QUANT_TRIGGERS = frozenset({"awq", "gptq", "nf", "fp", "int", "mxfp", "nvfp", "w
 # "300 tokens per answer", «по 300 токенов на ответ»: the number is before, the noun after these
 PER_NOUN = frozenset({"per", "each", "a", "an", "for", "на", "в", "каждый"})
 LENGTH_TRIGGERS = PROMPT_WORDS | OUTPUT_WORDS | GENERATE_VERBS | {"new"}
-HEAD_FIRSTS = frozenset({"num", "numgenerations", "group", "groupsize", "g", "rollout", "n", "nsamples"})
-MAX_GENERATIONS = 4096
 
 
 def glued_key(s: Scan, i: int, limit: int = 6) -> list[tuple[str, int]]:
@@ -369,48 +364,3 @@ def _generated(s: Scan, i: int) -> None:
     if got and s.word(got[1]) in TOKEN_WORDS and 1 <= got[0] <= MAX_SEQ_LEN:
         _put_len(s, "output_len", got[0])
         s.use(i, got[1])
-
-
-def generations(s: Scan) -> None:
-    """"8 генераций", "num_generations=8", "G=8", "group size 8", "16 completions per prompt"."""
-    if s.words.isdisjoint(GENERATION_WORDS) and s.words.isdisjoint(HEAD_FIRSTS):
-        return
-    grpo_said = bool(s.words & {"grpo", "ppo", "rloo", "dapo", "grpotrainer", "грпо", "rl"})
-    for i, t in enumerate(s.toks):
-        if t.used:
-            continue
-        if t.kind == NUM:
-            j = s.skip(i + 1, GLUE, 1)
-            w = s.word(j)
-            if w in GENERATION_WORDS and s.word(s.skip(j + 1, GLUE, 1)) not in LENGTH_AFTER:
-                per = s.near(j, PER_PROMPT, 0, 3) is not None
-                if w in WEAK_GENERATIONS and not (per or grpo_said):
-                    continue
-                _put_gen(s, t.val)
-                s.use(i, j)
-            continue
-        if t.text not in HEAD_FIRSTS:
-            continue
-        j = -1
-        for key, last in glued_key(s, i, 5):
-            if key in GENERATION_HEADS:
-                j = last
-        if j < 0 and t.text == "g" and s.word(i + 1) in ("=", ":"):
-            j = i
-        if j < 0 and t.text == "group" and s.word(s.skip(i + 1, GLUE, 1)) == "size":
-            j = s.skip(i + 1, GLUE, 1)
-        if j < 0 and t.text == "rollout" and s.word(i + 1) == "." and s.word(i + 2) == "n":
-            j = i + 2
-        if j < 0:
-            continue
-        k = s.skip(j + 1, frozenset({"=", ":", "-", "of", "в", "по"}), 2)
-        if s.num(k):
-            _put_gen(s, s.toks[k].val)
-            s.use(i, k)
-
-
-def _put_gen(s: Scan, v: float) -> None:
-    if not whole(v) or v > MAX_GENERATIONS:
-        s.errors.append("num_generations out of range")
-    else:
-        s.set("num_generations", int(v))
