@@ -89,14 +89,16 @@ def stage_layers(arch: Architecture, pp: int) -> tuple[int, ...]:
     return (*([each] * (pp - 1)), arch.layers - each * (pp - 1))
 
 
-def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights, kv_token_bytes: float = 0.0
-                 ) -> Budget:
-    """`kv_token_bytes`: one token's KV on a rank (TGI's warm-up batch holds some before the pool is sized)."""
+def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights, kv_token_bytes: float = 0.0,
+                 eager: bool = False) -> Budget:
+    """`kv_token_bytes`: one token's KV on a rank (TGI's warm-up batch holds some before the pool is sized).
+    `eager`: `--enforce-eager` / SGLang `--disable-cuda-graph`, no graphs captured (vLLM's worker captures them only
+    when `not model_config.enforce_eager`, vllm/v1/worker/gpu_worker.py `compile_or_warm_up_model`)."""
     total = gpu.total_gib * GIB
     layers = stage_layers(arch, s.pipeline_parallel)
     pp = s.pipeline_parallel
     weights = [w.first] + [w.per_layer * n for n in layers[1:-1]] + ([w.last] if pp > 1 else [])
-    graphs = [cuda_graphs(n) for n in layers]
+    graphs = [0.0 if eager else cuda_graphs(n) for n in layers]
     if s.family == "sglang":
         # model_runner_kv_cache_mixin.py profile_max_num_token: rest = free after loading - free before loading x
         # (1 - mem_fraction_static); free before loading = total - what the process already holds (CUDA context,

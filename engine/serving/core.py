@@ -129,7 +129,8 @@ def profile(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
         if factor != 1.0:
             s = s.model_copy(update={"gpu_memory_utilization": round(s.gpu_memory_utilization * factor, 4)})
     element = kv_element_bytes(s.kv_cache_dtype, s.weight_format)
-    b = paged_budget(arch, s, gpu, w, plain_bytes_per_token(arch, s.tensor_parallel, arch.layers, element))
+    b = paged_budget(arch, s, gpu, w, plain_bytes_per_token(arch, s.tensor_parallel, arch.layers, element),
+                     eager=bool(request.enforce_eager))
     caps = [capacity(arch, s.family, pool, s.tensor_parallel, n, element, s.block_size, s.max_model_len,
                      s.max_num_batched_tokens, context) for pool, n in zip(b.pools, b.layers, strict=True)]
     # every stage holds the same blocks: the engine takes the smallest count (rank 0's pool is what it logs)

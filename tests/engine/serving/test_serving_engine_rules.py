@@ -255,3 +255,13 @@ def test_tensorrt_llm_sizes_its_kv_cache_from_the_memory_free_after_loading() ->
     free = card - trt["weights_gib"] - trt["activation_peak_gib"] - trt["cuda_graph_gib"] - trt["non_torch_gib"]
     assert trt["kv_pool_gib"] == pytest.approx(0.9 * free, abs=0.1)
     assert trt["kv_pool_gib"] > vllm["kv_pool_gib"] + 3
+
+
+def test_enforce_eager_captures_no_cuda_graphs() -> None:
+    from engine.contract import estimate_request
+
+    base = {"model": {"name": "Llama-3.1-8B"}, "method": "inference", "serving_engine": "vllm",
+            "gpus": [{"name": "H100 SXM", "count": 1}]}
+    graphs = estimate_request(base)["serving"]["cuda_graph_gib"]
+    eager = estimate_request({**base, "enforce_eager": True})["serving"]
+    assert graphs > 0.3 and eager["cuda_graph_gib"] == 0.0
