@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from functools import cache, lru_cache
 from typing import Any
 
-from engine import speed
+from engine import pricing, speed
 from engine.catalog import Gpu, find_gpu, gpus, unified_memory
 from engine.fit import HEADROOM, capacity, fits
 from engine.frameworks import profile
@@ -281,8 +281,9 @@ def within_a_month(job: Job, options: list[tuple[tuple[float, float, int], Optio
 
 
 def cuda_first(plans: list[Plan]) -> list[Plan]:
-    """A catalog-wide list ranked by cost (no GPU named) with the ROCm cards after the CUDA ones, each group in its
-    own order ("the fastest" keeps its own order).
+    """A catalog-wide list ranked by cost (no GPU named) with the ROCm cards after the CUDA ones, and in each a card
+    whose price rests on one provider or a stale list (pricing: `weak`) after the well-priced ones, each group in
+    its own order ("the fastest" keeps its own order). A thin price is still shown, said as such, but does not lead.
 
     Chosen over ranking by price alone: an everyday fine-tune runs a CUDA-first stack (bitsandbytes, FlashAttention-2
     and Liger builds, Unsloth), and the AMD speed rests on an unmeasured utilisation (catalog speed.toml
@@ -292,5 +293,14 @@ def cuda_first(plans: list[Plan]) -> list[Plan]:
         gpu = find_gpu(p.gpu, p.memory_gb)
         return gpu is not None and gpu.rocm_arch is not None
 
-    return sorted(plans, key=rocm)
+    def thin(p: Plan) -> bool:
+        if p.own_price:
+            return False
+        try:
+            found = pricing.market_range(p.gpu)
+        except (LookupError, ValueError):
+            return True
+        return found.weak or len(found.providers) < 2
+
+    return sorted(plans, key=lambda p: (rocm(p), thin(p)))
 

@@ -10,6 +10,7 @@ from engine.contract import plan_json
 from engine.fit import capacity
 from engine.parse import parse
 from engine.plan import plan
+from engine.pricing import market_range
 from engine.schema import PriceOptions, Request
 
 
@@ -24,13 +25,27 @@ def test_plans_fit_with_headroom_and_are_ranked_by_cost() -> None:
         assert p.headroom_gb >= 0.1 * capacity(p.gpu, p.memory_gb) - 1e-6
         assert p.hours is not None and p.usd is not None
         assert p.usd["min"] <= p.usd["typical"] <= p.usd["max"]
-    # cheapest first among the CUDA cards, then among the ROCm cards (engine.plan.search.cuda_first)
-    rocm = [find_gpu(p.gpu, p.memory_gb).rocm_arch is not None for p in result.plans]  # type: ignore[union-attr]
-    assert rocm == sorted(rocm)
-    for group in (False, True):
+    # cheapest first among the well-priced CUDA cards, then thinly priced ones, then the ROCm cards
+    # (engine.plan.search.cuda_first)
+    groups = [(find_gpu(p.gpu, p.memory_gb).rocm_arch is not None, thin(p.gpu))  # type: ignore[union-attr]
+              for p in result.plans]
+    assert groups == sorted(groups)
+    for group in set(groups):
         costs = [p.usd_per_hour * p.hours_per_100m_tokens  # type: ignore[operator]
-                 for p, r in zip(result.plans, rocm, strict=True) if r is group]
+                 for p, g in zip(result.plans, groups, strict=True) if g == group]
         assert costs == sorted(costs)
+
+
+def thin(gpu: str) -> bool:
+    found = market_range(gpu)
+    return found.weak or len(found.providers) < 2
+
+
+def test_a_price_from_one_provider_or_a_stale_list_does_not_lead_the_cheapest_plans() -> None:
+    assert thin("T4")  # one provider's spot price of 2021 in the catalog
+    result = plan(request(model={"params_b": 1}, method="full", stage="pretrain", tokens=1e11))
+    assert result.plans and not thin(result.plans[0].gpu)
+    assert any(thin(p.gpu) for p in result.plans) or all(p.gpu != "T4" for p in result.plans)
 
 
 def test_without_data_amount_hours_and_money_are_null() -> None:
