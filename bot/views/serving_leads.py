@@ -43,6 +43,15 @@ def _volume_lead(lang: str, a: ServingAnswer, where: str) -> str:
     return text
 
 
+def _rate_lead(lang: str, r: ServingResult, where: str) -> str:
+    """"How many requests per second can it take": the rate at which its KV pool / max_num_seqs binds."""
+    assert r.load is not None
+    return _(lang, "%(model)s on %(gpus)s holds up to %(cap)s requests/s with %(prompt)s-token prompts and "
+                   "%(output)s-token answers; past that the queue grows without bound") % {
+        "model": r.model, "gpus": where, "cap": num(lang, round(r.load.capacity_rps, 2)),
+        "prompt": num(lang, r.prompt_len), "output": num(lang, r.output_len)}
+
+
 def _price_lead(lang: str, r: ServingResult, where: str) -> str:
     """"What's our cost per 1M tokens at 200 users": the price at the load asked first, then what it runs on."""
     assert r.load is not None and r.cost is not None and r.load.per_million_tokens is not None
@@ -97,6 +106,8 @@ def asked_lead(lang: str, a: ServingAnswer, where: str) -> str:
     users the GPUs hold at the context."""
     r = a.serving
     assert r is not None
+    if "rate" in a.request.asks and r.load is not None and r.load.capacity_rps > 0 and r.fits:
+        return _rate_lead(lang, r, where)
     if "adapters" in a.request.asks and r.adapter_slots is not None:
         return _adapters_lead(lang, r, where)
     if a.request.speculative and r.load is not None and r.load.speculative_speedup and r.fits:

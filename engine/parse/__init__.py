@@ -266,6 +266,8 @@ def _request(s: Scan, errors: list[str]) -> Request:
         fields["lora_rank"] = None
     asked = (money.asks(s) + talk.serving_asks(s) + (["users"] if said.get("asks_users") else [])
              + (["adapters"] if said.get("asks_adapters") else []))
+    if said.get("asks_rate"):  # «сколько rps выдержит h100»: the rate it holds leads, not its tokens/s
+        asked = ["rate", *[a for a in asked if a != "throughput"]]
     if said.get("method") == "inference" and said.get("tokens") and "money" in asked and "throughput" not in asked:
         asked.append("throughput")  # «сколько стоит инфер 70б на 1 млрд токенов»: the GPUs at full load, priced
     if said.get("stage") == "pretrain" and said.get("tokens") and not {"time", "money"} & set(asked):

@@ -49,6 +49,9 @@ SERVED_ADAPTERS = re.compile(r"multi[- ]?lora|мульти[- ]?лор\w*|enable[
 TRAINING = re.compile(r"обуч\w*|дообуч\w*|тренир\w*|\btrain\w*|fine[- ]?tun\w*|finetun\w*|файн-?тюн\w*")
 HOW_MANY_ADAPTERS = re.compile(rf"(?:how many|сколько)\s+(?:\w+[- ]?){{0,2}}?(?:{_ADAPTERS})"
                                rf"|(?:{_ADAPTERS})[^?!\n]{{0,40}}?(?:how many|сколько)\s+(?:влез\w*|помест\w*|fit)")
+# "how many requests per second can it take": the rate it holds, not tokens/s or users
+RATE_ASKED = re.compile(r"(?:how many|сколько|скока|скоко)\s+(?:rps|qps|запрос\w* в (?:секунду|сек)|"
+                        r"requests? per second|requests?/s|req/s|запр\w*/с)")
 USERS = re.compile(r"how many (?:concurrent |simultaneous |parallel )?(?:users|requests|clients|people|chats|sessions"
                    r"|streams|conversations)"
                    r"|(?:сколько|скольк\w+|скока|скоко|скок)(?: [а-яё]+){0,2}? "  # «сколько потянет юзеров»
@@ -141,7 +144,9 @@ def load(s: Scan) -> None:
         s.set("interconnect", "nvlink")
     if NIM.search(text):
         s.set("serving_engine", "nim")
-    if USERS.search(text):
+    if RATE_ASKED.search(text):
+        s.set("asks_rate", True)
+    elif USERS.search(text):
         s.set("asks_users", True)
     # "train a LoRA adapter, then serve it in vLLM" is a fine-tune
     if SERVED_ADAPTERS.search(text) and not TRAINING.search(text):

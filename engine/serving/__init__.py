@@ -32,7 +32,7 @@ def is_serving_request(request: Request) -> bool:
 
     if request.method == "inference" and native_format_of(request) is not None:
         return True
-    engine_asks = ("users", "throughput", "latency", "adapters")
+    engine_asks = ("users", "throughput", "latency", "adapters", "rate")
     if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
                                           or any(a in request.asks for a in engine_asks)
                                           or request.max_loras or request.speculative):

@@ -294,3 +294,18 @@ def test_a_ttft_promise_at_another_percentile_is_judged_at_it(text: str, pct: in
     assert f"TTFT p{pct} ≈" in first and "TTFT p95" not in first, first
     out = estimate_request(request.model_dump(exclude_none=True))
     assert out["serving"]["load"]["promise"]["ttft_percentile"] == pct
+
+
+@pytest.mark.parametrize(("lang", "text", "words"), [
+    ("ru", "сколько rps выдержит h100 на llama 3.1 8b", ("держит до ", "запр./с при промпте из")),
+    ("en", "how many requests per second can an h100 serve for llama 3.1 8b", ("holds up to ", "requests/s with")),
+    ("ru", "сколько запросов в секунду потянет 4090 на qwen 7b", ("держит до ", "запр./с")),
+])
+def test_how_many_requests_per_second_leads_with_the_rate_it_holds(lang: str, text: str,
+                                                                    words: tuple[str, ...]) -> None:
+    request = parse(text)
+    assert request.asks[0] == "rate" and "users" not in request.asks
+    r = serve(request)
+    assert r.load is not None and r.load.capacity_rps > 0
+    first = plain(render_request(request, AnswerOptions(lang=lang)).html).strip().splitlines()[0]
+    assert all(w in first for w in words), first
