@@ -244,6 +244,9 @@ def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
             return FUSED_LOSS
         case "cpu_offload" if p.get("params"):
             return _(lang, "CPU offload of the parameters and the optimizer state")
+        case "cpu_offload" if p.get("recipe") == "fsdp_qlora":
+            return _(lang, "the FSDP-QLoRA recipe (Answer.AI fsdp_qlora) with its CPU offload of the frozen weights "
+                           "(--use_cpu_offload)")
         case "cpu_offload" if p.get("what") == "weights":
             return _(lang, "CPU offload of the frozen weights (FSDP offload_params, the recipe's --use_cpu_offload)")
         case "cpu_offload":

@@ -67,6 +67,11 @@ def _single_changes(base: Scenario) -> list[tuple[str, dict[str, Any], dict[str,
         elif adapter_offload(base) and not base.offload:
             # the recipe's own offload (fsdp_qlora --use_cpu_offload true): the frozen 4-bit shards in CPU RAM
             changes.append(("cpu_offload", {"what": "weights"}, {"offload": True, "optimizer": "adamw"}))
+        elif base.method == "qlora" and base.gpu_count >= 2 and base.framework_assumed and not base.offload:
+            # QLoRA on several cards with no stack named: the Answer.AI FSDP-QLoRA recipe is what runs a 70B on two
+            # 24 GB cards (engine/frameworks/fsdp-qlora.toml: --use_cpu_offload, 14.92 GiB measured on 2x4090)
+            changes.append(("cpu_offload", {"what": "weights", "recipe": "fsdp_qlora"},
+                            {"offload": True, "optimizer": "adamw", "framework": "fsdp-qlora", "sharding": "fsdp"}))
     else:
         if base.bits > 8:
             changes.append(("bits", {"to": 8}, {"bits": 8}))

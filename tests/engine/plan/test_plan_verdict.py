@@ -23,7 +23,7 @@ def request(**fields: object) -> Request:
     return Request.model_validate(fields)
 
 
-@pytest.mark.parametrize("question", ["лора 8b на 4090-й", "лора 32B на H100", "70b awq инференс на 2 4090"])
+@pytest.mark.parametrize("question", ["лора 8b на 4090-й", "лора 32B на H100"])
 def test_runs_people_make_every_day_are_not_told_they_do_not_fit(question: str) -> None:
     a = answer(parse(question))
     assert a.verdict in ("fits", "tight") and a.asked is not None and a.breakdown is not None
@@ -31,6 +31,14 @@ def test_runs_people_make_every_day_are_not_told_they_do_not_fit(question: str) 
     assert fits(a.breakdown, a.capacity_gib, NO_HEADROOM)  # the verdict agrees with the fit rule
     first = text_of(question).splitlines()[0]
     assert first.startswith("⚠️ Помещается") and "впритык" in first and "❌" not in first
+
+
+def test_a_4_bit_70b_on_two_4090s_is_served_as_it_runs_every_day() -> None:
+    """AWQ weights are served by an engine's kernels: the answer is vLLM's (users at the context), and it fits."""
+    a = answer(parse("70b awq инференс на 2 4090"))
+    assert a.kind == "serving" and a.verdict in ("fits", "tight")
+    first = text_of("70b awq инференс на 2 4090").splitlines()[0]
+    assert "❌" not in first and "2×RTX 4090 (TP" in first
 
 
 def test_the_headline_shows_the_capacity_and_a_shortfall_always_reads_as_one() -> None:
@@ -78,9 +86,9 @@ def test_a_small_sacrifice_combination_beats_one_large_cut_of_the_context() -> N
 
 
 def test_several_gpus_say_per_card_and_in_total() -> None:
-    a = answer(parse("70b awq инференс на 2 4090"))
+    a = answer(parse("лора 32B на 2 h100"))
     assert a.cluster_gb == pytest.approx(2 * a.need_gb)
-    assert "на каждой из 2\u00a0карт 23,7\u00a0ГБ, всего 47,3\u00a0ГБ" in text_of("70b awq инференс на 2 4090")
+    assert "на каждой из 2\u00a0карт 76,6\u00a0ГБ, всего 153,2\u00a0ГБ" in text_of("лора 32B на 2 h100")
     assert "on each of 2 cards" in text_of("full 13B on 2x H100")
 
 
@@ -215,3 +223,14 @@ def test_apple_silicon_gets_no_bitsandbytes_optimizer_no_offload_and_no_second_m
     assert not any(c.key in ("optimizer_8bit", "cpu_offload", "more_gpus") for c in a.changes)
     assert not any(p.gpu == "M3 Max" for p in a.plans)
     assert a.alternatives and all(p.gpu != "M3 Max" for p in a.alternatives)
+
+
+@pytest.mark.parametrize("question", ["qlora 70b на 2 4090", "QLoRA 70B on 2x RTX 3090"])
+def test_qlora_70b_on_two_24_gb_cards_gets_the_fsdp_qlora_recipe(question: str) -> None:
+    """Answer.AI's fsdp_qlora runs a 70B on two 24 GB cards with its CPU offload (14.92 GiB measured): a person who
+    names no stack is told that recipe, not that it does not fit."""
+    a = answer(parse(question))
+    assert a.verdict == "fits_with_changes"
+    first = a.changes[0]
+    assert first.key == "cpu_offload" and first.params.get("recipe") == "fsdp_qlora" and first.fits
+    assert "FSDP-QLoRA" in text_of(question).splitlines()[0]

@@ -33,9 +33,13 @@ def test_the_fsdp_qlora_recipe_offloads_its_frozen_shards_when_they_do_not_fit()
     assert asked and "cpu_offload" in asked[0].techniques and asked[0].cpu_ram_gb and asked[0].cpu_ram_gb > 0
 
 
-def test_other_stacks_are_not_offered_the_recipe_offload_for_adapters() -> None:
-    result = plan(parse("qlora 70b на 2x4090"))
-    assert not any(c.key == "cpu_offload" for c in result.changes)
+def test_other_stacks_named_are_not_offered_the_recipe_offload_for_adapters() -> None:
+    for stack in ("axolotl", "trl", "llama-factory"):
+        result = plan(parse(f"{stack} qlora 70b на 2x4090"))
+        assert not any(c.key == "cpu_offload" for c in result.changes), stack
+    # no stack named: the recipe that runs it on those cards is the first fix (switching to it, said so)
+    named = plan(parse("qlora 70b на 2x4090")).changes[0]
+    assert named.key == "cpu_offload" and named.params == {"what": "weights", "recipe": "fsdp_qlora"}
 
 
 def test_qlora_on_a_mac_is_offered_mlx_and_16_bit_lora_with_their_memory() -> None:
