@@ -136,7 +136,8 @@ async def test_pasted_command_line_and_yaml_are_checked(h: Harness, api: FakeBot
     await h.feed(message("accelerate launch --num_processes 4 --use_fsdp --fsdp_offload_params true train.py "
                          "--model_name_or_path Qwen/Qwen2.5-7B --max_length 4096", user_id=3005))
     reply = texts(api, 3005)[-1]
-    assert "Read as command line" in reply and "4×" in reply
+    heard = any(f"· 4{space}GPUs" in reply for space in (" ", "\u00a0"))  # --num_processes 4
+    assert "Read as command line" in reply and heard, reply
     await h.feed(message("vllm serve meta-llama/Llama-3.1-8B --max-model-len 8192", user_id=3005))
     reply = texts(api, 3005)[-1]
     assert "Framework: vLLM" in reply
