@@ -150,3 +150,12 @@ def test_disaggregated_serving_is_named_as_not_modelled(q: str) -> None:
 
     text = plain(render_request(r, AnswerOptions(lang="en")).html)
     assert "disaggregated serving) is not modelled yet" in text
+
+
+@pytest.mark.parametrize(("q", "asked"), [
+    ("сколько токенов даст llama 8b на 4090", True),
+    ("сколько токенов выдаст 70б на h100 awq", True),
+    ("сколько токенов нужно для обучения 8b", False),
+])
+def test_how_many_tokens_it_gives_asks_for_its_speed(q: str, asked: bool) -> None:
+    assert ("throughput" in parse_strict(q).asks) is asked, q
