@@ -230,6 +230,16 @@ def price_range(gpu_name: str, tier: str | None = None, overrides: dict[str, flo
     return market_range(gpu.name, tier, currency, usd_rub).model_copy(deep=True)
 
 
+def uncorroborated(gpu_name: str) -> bool:
+    """The GPU's price rests on one provider or a stale list (`weak`), or the catalog has none: shown, said as
+    such, but not used to rank a cost-ranked list (engine.plan.search.cuda_first)."""
+    try:
+        found = market_range(gpu_name)
+    except (LookupError, ValueError):
+        return True
+    return found.weak or len(found.providers) < 2
+
+
 @cache
 def market_range(gpu_name: str, tier: str | None = None, currency: Currency = "USD",
                  usd_rub: float | None = None) -> PriceRange:

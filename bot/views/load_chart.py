@@ -34,7 +34,8 @@ class Series:
     output_tokens_s: list[float]
     saturation: int  # requests the arrangement runs at once (all replicas)
     saturation_limit: str  # kv_cache | max_num_seqs
-    asked: tuple[int, float] | None  # (requests in flight, TTFT p95) at the load asked, when it is stable
+    asked: tuple[int, float] | None  # (requests in flight, TTFT) at the load asked, when it is stable
+    ttft_key: str  # the TTFT percentile drawn: the promise's ("p95" unless the question said another)
 
 
 def series(load: ServingLoad) -> Series:
@@ -44,7 +45,7 @@ def series(load: ServingLoad) -> Series:
     asked = ((p.concurrency or 1) * r, p.ttft_ms[key]) if p.stable and key in p.ttft_ms else None
     return Series([(c.concurrency or 0) * r for c in pts], [c.ttft_ms[key] for c in pts],
                   [c.tpot_ms["p50"] for c in pts], [(c.output_tokens_s or 0.0) * r for c in pts],
-                  p.max_concurrency * r, load.saturation_limit or "kv_cache", asked)
+                  p.max_concurrency * r, load.saturation_limit or "kv_cache", asked, key)
 
 
 def _limit_label(lang: str, s: Series) -> str:
@@ -63,7 +64,7 @@ def load_figure(a: ServingAnswer, lang: str) -> Figure:
     ax = fig.add_axes((0.15, 0.36, 0.68, top_of_axes - 0.36))
     right = ax.twinx()
     ax.plot(s.concurrency, s.ttft_p95_ms, color=TTFT_COLOUR, linewidth=3, marker="o", markersize=7,
-            label=_(lang, "TTFT %(pct)s, ms") % {"pct": f"p{load.ttft_percentile}"}, zorder=4)
+            label=_(lang, "TTFT %(pct)s, ms") % {"pct": s.ttft_key}, zorder=4)
     ax.plot(s.concurrency, s.tpot_ms, color=TPOT_COLOUR, linewidth=3, marker="s", markersize=7,
             label=_(lang, "TPOT, ms"), zorder=4)
     right.plot(s.concurrency, s.output_tokens_s, color=THROUGHPUT_COLOUR, linewidth=3, linestyle="--",
@@ -71,7 +72,7 @@ def load_figure(a: ServingAnswer, lang: str) -> Figure:
     if load.ttft_p95_target_ms:
         ax.axhline(load.ttft_p95_target_ms, color=TTFT_COLOUR, linewidth=2.5, linestyle=":",
                    label=_(lang, "promise: TTFT %(pct)s ≤ %(x)s\u00a0ms") % {
-                       "x": num(lang, load.ttft_p95_target_ms), "pct": f"p{load.ttft_percentile}"})
+                       "x": num(lang, load.ttft_p95_target_ms), "pct": s.ttft_key})
     if load.tpot_target_ms:
         ax.axhline(load.tpot_target_ms, color=TPOT_COLOUR, linewidth=2.5, linestyle=":",
                    label=_(lang, "promise: TPOT ≤ %(x)s\u00a0ms") % {"x": num(lang, load.tpot_target_ms)})

@@ -31,7 +31,7 @@ def load_lead(lang: str, a: ServingAnswer, where: str, named: str | None = None)
         sized = r.load.point
         line = _n(lang, "%(gpus)s holds it: TTFT %(pct)s ≈ %(ttft)s s, ~%(tps)s tokens/s per user",
                   "%(gpus)s hold it: TTFT %(pct)s ≈ %(ttft)s s, ~%(tps)s tokens/s per user", r.gpu.count) % {
-            "gpus": where, "ttft": _s(lang, sized.ttft_ms.get(_pct(q), 0.0)), "pct": _pct(q),
+            "gpus": where, "ttft": _s(lang, sized.ttft_ms.get(_key(r.load), 0.0)), "pct": _key(r.load),
             "tps": num(lang, round(sized.per_user_tokens_s or 0.0))}
         return "❌", f"{asked}; {line}{_per_million(lang, r.load)}"
     if "users" in q.asks and not q.concurrency and r.load.users_within_promise is not None:
@@ -43,24 +43,30 @@ def load_lead(lang: str, a: ServingAnswer, where: str, named: str | None = None)
 def _users_lead(lang: str, q: Request, load: ServingLoad, n: int, where: str) -> tuple[str, str]:
     """"How many users does this setup hold within the promise": the most requests in flight that keep it."""
     users = load.users_within_promise or 0
-    promised = []
-    if q.ttft_p95_ms:
-        promised.append(_(lang, "TTFT %(pct)s %(x)s s") % {"x": _s(lang, q.ttft_p95_ms), "pct": _pct(q)})
-    if q.tpot_ms:
-        promised.append(_(lang, "TPOT %(x)s ms") % {"x": num(lang, q.tpot_ms)})
+    promise = _promise(lang, q, load)
     if users < 1:
         return "❌", _n(lang, "%(gpus)s does not keep the promise (%(promise)s) even for one user",
                         "%(gpus)s do not keep the promise (%(promise)s) even for one user", n) % {
-            "gpus": where, "promise": ", ".join(promised)}
+            "gpus": where, "promise": promise}
     line = _n(lang, "%(gpus)s: up to %(users)s user at once within %(promise)s",
               "%(gpus)s: up to %(users)s users at once within %(promise)s", users) % {
-        "gpus": where, "users": num(lang, users), "promise": ", ".join(promised)}
+        "gpus": where, "users": num(lang, users), "promise": promise}
     return "✅", line
 
 
-def _pct(q: Request) -> str:
-    """The TTFT percentile the promise is at ("p95" unless the question said p50 or p99; loadplan.ttft_key)."""
-    return f"p{q.ttft_percentile or 95}"
+def _key(load: ServingLoad) -> str:
+    """The TTFT percentile the promise is judged at, as the load model judged it (loadplan.ttft_key)."""
+    return f"p{load.ttft_percentile}"
+
+
+def _promise(lang: str, q: Request, load: ServingLoad) -> str:
+    """The promise as said: «TTFT p95 0,5 с, TPOT 40 мс»."""
+    promised = []
+    if q.ttft_p95_ms:
+        promised.append(_(lang, "TTFT %(pct)s %(x)s s") % {"x": _s(lang, q.ttft_p95_ms), "pct": _key(load)})
+    if q.tpot_ms:
+        promised.append(_(lang, "TPOT %(x)s ms") % {"x": num(lang, q.tpot_ms)})
+    return ", ".join(promised)
 
 
 def _per_million(lang: str, load: ServingLoad) -> str:
@@ -84,20 +90,15 @@ def _lead(lang: str, q: Request, load: ServingLoad, n: int, where: str) -> tuple
                         "%(gpus)s do not hold %(what)s: they serve up to %(cap)s requests/s, past that the queue "
                         "grows without bound", n) % {
             "gpus": where, "what": what, "cap": num(lang, round(load.capacity_rps, 2))}
-    params = {"gpus": where, "what": what, "ttft": _s(lang, p.ttft_ms.get(_pct(q), 0.0)), "pct": _pct(q),
+    params = {"gpus": where, "what": what, "ttft": _s(lang, p.ttft_ms.get(_key(load), 0.0)), "pct": _key(load),
               "tps": num(lang, round(p.per_user_tokens_s or 0.0))}
     line = _n(lang, "%(gpus)s holds %(what)s: TTFT %(pct)s ≈ %(ttft)s s, ~%(tps)s tokens/s per user",
               "%(gpus)s hold %(what)s: TTFT %(pct)s ≈ %(ttft)s s, ~%(tps)s tokens/s per user", n) % params
     if load.meets is False:
-        promised = []
-        if q.ttft_p95_ms:
-            promised.append(_(lang, "TTFT %(pct)s %(x)s s") % {"x": _s(lang, q.ttft_p95_ms), "pct": _pct(q)})
-        if q.tpot_ms:
-            promised.append(_(lang, "TPOT %(x)s ms") % {"x": num(lang, q.tpot_ms)})
         line = _n(lang, "%(gpus)s does not keep the promise (%(promise)s) at %(what)s: TTFT %(pct)s ≈ %(ttft)s s, "
                         "~%(tps)s tokens/s per user",
                   "%(gpus)s do not keep the promise (%(promise)s) at %(what)s: TTFT %(pct)s ≈ %(ttft)s s, "
-                  "~%(tps)s tokens/s per user", n) % {**params, "promise": ", ".join(promised)}
+                  "~%(tps)s tokens/s per user", n) % {**params, "promise": _promise(lang, q, load)}
     return ("❌" if load.meets is False else "✅"), line
 
 

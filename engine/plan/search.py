@@ -293,14 +293,5 @@ def cuda_first(plans: list[Plan]) -> list[Plan]:
         gpu = find_gpu(p.gpu, p.memory_gb)
         return gpu is not None and gpu.rocm_arch is not None
 
-    def thin(p: Plan) -> bool:
-        if p.own_price:
-            return False
-        try:
-            found = pricing.market_range(p.gpu)
-        except (LookupError, ValueError):
-            return True
-        return found.weak or len(found.providers) < 2
-
-    return sorted(plans, key=lambda p: (rocm(p), thin(p)))
+    return sorted(plans, key=lambda p: (rocm(p), not p.own_price and pricing.uncorroborated(p.gpu)))
 

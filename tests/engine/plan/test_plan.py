@@ -10,7 +10,7 @@ from engine.contract import plan_json
 from engine.fit import capacity
 from engine.parse import parse
 from engine.plan import plan
-from engine.pricing import market_range
+from engine.pricing import uncorroborated
 from engine.schema import PriceOptions, Request
 
 
@@ -37,8 +37,7 @@ def test_plans_fit_with_headroom_and_are_ranked_by_cost() -> None:
 
 
 def thin(gpu: str) -> bool:
-    found = market_range(gpu)
-    return found.weak or len(found.providers) < 2
+    return uncorroborated(gpu)
 
 
 def test_a_price_from_one_provider_or_a_stale_list_does_not_lead_the_cheapest_plans() -> None:
