@@ -132,8 +132,7 @@ def serving_estimate_json(a: ServingAnswer) -> dict[str, Any]:
                  Fit(gpu=g.name, memory_gb=g.total_gib, count=g.count, fits=asked_ok or bool(named),
                      headroom_gb=round(headroom, 2)).model_dump(),
                  *(Fit(gpu=x.gpu, memory_gb=x.total_gib, count=x.count, fits=True,
-                       headroom_gb=round(x.total_gib - x.weights_gib - x.activation_peak_gib - x.non_torch_gib
-                                         - max(0.0, x.kv_pool_gib), 2)).model_dump()
+                       headroom_gb=x.headroom_gib).model_dump()
                    for x in (r.arrangement, *r.alternatives) if x is not None)],
         "cluster_total_gib": round((total + m.non_torch_gib) * g.count, 3),
         "serving": serving_block(r),
@@ -192,14 +191,11 @@ def serving_plan_json(a: ServingAnswer, asked_fits: bool | None) -> dict[str, An
         first = r.errors[0] if r.errors else None
         return {"error": first.key if first else NO_MODEL}
     shown = [x for x in (r.arrangement, *r.alternatives) if x is not None]
-
-    def used(x: Any) -> float:  # one card's use: weights, activation peak, non-torch + CUDA graphs, KV pool
-        return round(x.weights_gib + x.activation_peak_gib + x.non_torch_gib + max(0.0, x.kv_pool_gib), 2)
-
     return {
-        "plans": [{"gpu": x.gpu, "count": x.count, "techniques": [], "per_gpu_gb": used(x), "hours": None,
+        "plans": [{"gpu": x.gpu, "count": x.count, "techniques": [],
+                   "per_gpu_gb": round(x.total_gib - x.headroom_gib, 2), "hours": None,
                    "usd": None, "usd_per_hour": x.per_hour if x.currency == "USD" else None,
-                   "hours_per_100m_tokens": None, "headroom_gb": round(x.total_gib - used(x), 2),
+                   "hours_per_100m_tokens": None, "headroom_gb": x.headroom_gib,
                    "tensor_parallel": x.tensor_parallel,
                    "replicas": x.replicas, "users": x.users_per_instance * max(1, x.replicas)} for x in shown],
         "suggestions": [c.key for c in r.changes],

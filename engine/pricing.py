@@ -230,14 +230,26 @@ def price_range(gpu_name: str, tier: str | None = None, overrides: dict[str, flo
     return market_range(gpu.name, tier, currency, usd_rub).model_copy(deep=True)
 
 
+MIN_PROVIDERS = 3  # fewer market offers than this and a price is too thin to rank by (issue 21: the A5000 on 2)
+
+
 def uncorroborated(gpu_name: str) -> bool:
-    """The GPU's price rests on one provider or a stale list (`weak`), or the catalog has none: shown, said as
-    such, but not used to rank a cost-ranked list (engine.plan.search.cuda_first)."""
+    """The GPU's price rests on fewer than MIN_PROVIDERS providers or a stale list (`weak`), or the catalog has none:
+    shown, said as such, but not used to rank a cost-ranked list (engine.plan.search.cuda_first) or a comparison."""
     try:
         found = market_range(gpu_name)
     except (LookupError, ValueError):
         return True
-    return found.weak or len(found.providers) < 2
+    return found.weak or len(found.providers) < MIN_PROVIDERS
+
+
+def thin_price(gpu_name: str) -> bool:
+    """Priced, but on too little to rank by (uncorroborated): what a comparison says beside the price."""
+    try:
+        market_range(gpu_name)
+    except (LookupError, ValueError):
+        return False
+    return uncorroborated(gpu_name)
 
 
 @cache

@@ -27,9 +27,6 @@ def comparison_line(lang: str, c: Comparison) -> str:
     return f"✅ {name}: " + " · ".join(parts)
 
 
-FEW_PROVIDERS = 3  # a price from fewer market offers is said as such and does not rank a comparison
-
-
 def _speed_of(c: Comparison) -> float | None:
     return (c.plan.hours or c.plan.hours_per_100m_tokens) if c.plan is not None else None  # the job's, else 100M
 
@@ -37,7 +34,7 @@ def _speed_of(c: Comparison) -> float | None:
 def _priced(c: Comparison) -> tuple[float, str] | None:
     """What this GPU costs for the job and on what basis (the run, 100M tokens, an hour), on enough providers."""
     p = c.plan
-    if p is None or 0 < c.providers < FEW_PROVIDERS:
+    if p is None or c.thin_price:
         return None
     if p.cost:
         return float(p.cost["typical"]), "run"
@@ -113,7 +110,7 @@ def comparison_headline(lang: str, a: PlannedAnswer) -> str:
         # no speed said: the price is the reason («берите 1×RTX 3090: дешевле …»)
         text += _cost_clause(lang, winner, [c for c in pool if c is not winner],
                              alone=not (fast and slow and slow / fast >= 1.1))
-    few = [names[(c.gpu, c.count)] for c in a.comparison if 0 < c.providers < FEW_PROVIDERS]
+    few = [names[(c.gpu, c.count)] for c in a.comparison if c.thin_price]
     if few:
         text += "; " + _(lang, "the price of %(gpus)s rests on too few providers to compare") % {
             "gpus": ", ".join(few)}

@@ -272,14 +272,7 @@ def compare(job: Job, named: Arrangement) -> Comparison:
     plain = on_gpu(at_count(job.base, count), gpu, adapted, (count,))
     first = breakdown(plain.model_copy(update={"capacity_gib": room}) if gpu is not None else plain)
     return Comparison(gpu=named.gpu, count=count, fits=best is not None, need_gb=round(need_gb(first), 2),
-                      memory_gb=named.memory_gb, plan=best, providers=_providers(named.gpu))
-
-
-def _providers(gpu: str) -> int:
-    try:
-        return len(pricing.market_range(gpu).providers)
-    except (LookupError, ValueError):
-        return 0
+                      memory_gb=named.memory_gb, plan=best, thin_price=pricing.thin_price(named.gpu))
 
 
 def cheaper_gpu(job: Job, b0: Breakdown, named: Arrangement, plans: list[Plan]) -> Plan | None:

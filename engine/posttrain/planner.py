@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from engine import posttrain
+from engine import posttrain, pricing
 from engine.fit import NO_HEADROOM, fits, need_gb
 from engine.plan.costing import Job
 from engine.plan.inputs import checked_inputs
@@ -103,7 +103,8 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
             judged = breakdown_or_none(request_at(request, [], g))
             need = need_gb(judged) if judged else math.inf
             comparison.append(Comparison(gpu=g.gpu, count=g.count, fits=bool(found), need_gb=round(need, 2),
-                                         memory_gb=g.memory_gb, plan=found[0] if found else None))
+                                         memory_gb=g.memory_gb, plan=found[0] if found else None,
+                                         thin_price=pricing.thin_price(g.gpu)))
     elif named:
         asked_fits = fits(b0, named[0].memory_gb, NO_HEADROOM)
         if not plans:

@@ -121,7 +121,7 @@ class Comparison(BaseModel):
     need_gb: float  # per GPU, with the CUDA context
     memory_gb: float
     plan: Plan | None  # the cheapest arrangement of this GPU at this count that fits
-    providers: int = 0  # market offers its price rests on (engine.pricing): too few and it does not rank
+    thin_price: bool = False  # priced on too few offers to rank by (engine.pricing.thin_price)
 
 
 class Monthly(BaseModel):

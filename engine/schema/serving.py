@@ -120,6 +120,7 @@ class ServingArrangement(Arrangement):
     activation_peak_gib: float = 0.0
     non_torch_gib: float = 0.0  # non-torch memory + CUDA graphs
     cuda_graph_gib: float = 0.0  # the graphs' part of it (outside gpu_memory_utilization on vLLM >= 0.11 V1)
+    headroom_gib: float = 0.0  # one card's memory the engine leaves unused (engine.serving.budget.unused_gib)
 
 
 class LoadPoint(BaseModel):

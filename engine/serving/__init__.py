@@ -160,6 +160,7 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
     """The answer on the placed GPUs: memory, users served, speed, cost, load, changes and the launch command; or
     the answer of the arrangement that does what was asked (4-bit weights that load, GPUs sized for the load)."""
     from .advice import changes, load_changes, merged
+    from .budget import unused_gib
     from .command import command
     from .core import catalog_gpu, gpu_choice, loads, profile, settings_for, users_served
     from .loadplan import feature_flags, load_answer, machine_for
@@ -206,11 +207,8 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
         again = _served_instead(asked, ref, cat, loads(p), load)
         if again is not None:
             if request.gpus and load is not None and again.load is not None:  # the named GPUs first in the reply
-                m = p.memory
-                again.instead_of = AskedSetup(
-                    gpu=choice, settings=s, replicas=replicas, load=load,
-                    headroom_gib=round(choice.total_gib - m.weights_gib - m.activation_peak_gib - m.non_torch_gib
-                                       - max(0.0, m.kv_pool_gib), 2))
+                again.instead_of = AskedSetup(gpu=choice, settings=s, replicas=replicas, load=load,
+                                              headroom_gib=unused_gib(choice.total_gib, p.memory))
             return again
     found = merged(changes(request, arch, s, choice, cat, p, asked.context, users, replicas, arrangements),
                    load_changes(request, arch, s, choice, cat, p, load, asked.prompt, asked.output, replicas))

@@ -23,6 +23,13 @@ class Budget:
     layers: tuple[int, ...]  # layers on each PP stage
 
 
+def unused_gib(total_gib: float, m: RankMemory) -> float:
+    """One card's memory the engine leaves unused: the driver's total less everything it holds (weights, the
+    profiled peak, non-torch memory, CUDA graphs and the KV pool it reserved). What `fits[]` and the plans say."""
+    held = m.weights_gib + m.activation_peak_gib + m.non_torch_gib + m.cuda_graph_gib + max(0.0, m.kv_pool_gib)
+    return round(total_gib - held, 2)
+
+
 def moe_workspace(arch: Architecture, tokens: int, tp: int) -> float:
     """Fused-MoE intermediate caches for `tokens` tokens on one TP rank (16-bit)."""
     if not arch.experts:

@@ -11,7 +11,7 @@ from engine.catalog import Gpu
 from engine.schema import Architecture, GpuRef, Request
 from engine.schema.serving import ServingArrangement
 
-from .budget import GIB
+from .budget import GIB, unused_gib
 from .core import Profile, gpu_choice, loads, profile, settings_for, users_served
 from .profile import data
 from .speed import instance_speed, per_million
@@ -119,7 +119,8 @@ def arrange(request: Request, arch: Architecture, engine: str, fmt: str, kv_dtyp
                 per_user_tokens_s=sp.per_user_tokens_s if sp else None, nodes=math.ceil(count / per_node),
                 total_gib=round(choice.total_gib, 2), budget_gib=round(m.budget_gib, 2),
                 weights_gib=round(m.weights_gib, 2), activation_peak_gib=round(m.activation_peak_gib, 2),
-                non_torch_gib=round(m.non_torch_gib + m.cuda_graph_gib, 2), cuda_graph_gib=round(m.cuda_graph_gib, 2)))
+                non_torch_gib=round(m.non_torch_gib + m.cuda_graph_gib, 2), cuda_graph_gib=round(m.cuda_graph_gib, 2),
+                headroom_gib=unused_gib(choice.total_gib, m)))
         if options:
             found.append(min(options, key=_rank))
     found.sort(key=_rank)

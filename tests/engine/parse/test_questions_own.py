@@ -80,3 +80,13 @@ def test_a_comparison_with_enough_providers_ranks_by_speed_and_names_the_way_for
 def test_a_cluster_total_is_not_labelled_per_gpu() -> None:
     first = ask_text("full fine-tune 70b").split("\n")
     assert not any(line.startswith("🧮") and "per GPU" in line for line in first)
+
+
+def test_a_price_from_too_few_providers_is_said_and_does_not_rank_in_either_comparison() -> None:
+    from engine.pricing import MIN_PROVIDERS, market_range, thin_price
+    assert len(market_range("RTX A5000").providers) < MIN_PROVIDERS <= len(market_range("RTX A6000").providers)
+    assert thin_price("RTX A5000") and not thin_price("RTX A6000") and not thin_price("M2 Ultra")  # unpriced: not thin
+    for q in ("a6000 или a5000 для лоры 7б", "dpo 7b: a6000 или a5000?"):  # the SFT and the post-training planner
+        first = ask_text(q).split("\n")[0]
+        assert "RTX A5000 известна по слишком малому числу провайдеров" in first, (q, first)
+        assert "берите 1×RTX A6000" in first, (q, first)

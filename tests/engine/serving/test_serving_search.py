@@ -138,3 +138,15 @@ def test_pcie_cards_get_replicas_of_a_narrow_tp_not_one_wide_tp() -> None:
     # a model that needs them all still gets the wide TP: Mixtral's 93 GB over eight 24 GB cards
     mixtral = {x.gpu: x for x in offered(serve(req("Mixtral 8x7B", 32)))}
     assert mixtral["RTX 3090"].tensor_parallel == 8 and mixtral["RTX 3090"].replicas == 1
+
+
+def test_the_room_left_on_a_card_counts_everything_the_engine_holds_including_cuda_graphs() -> None:
+    r = serve(req("Llama 3.1 70B", 64))
+    a = r.arrangement
+    assert a is not None and a.cuda_graph_gib > 0
+    held = a.weights_gib + a.activation_peak_gib + a.non_torch_gib + max(0.0, a.kv_pool_gib)  # non-torch has graphs
+    assert abs(a.total_gib - held - a.headroom_gib) < 0.05
+    from engine.answer import answer
+    from engine.contract import serving_estimate_json
+    fits = serving_estimate_json(answer(req("Llama 3.1 70B", 64)))["fits"]
+    assert any(abs(f["headroom_gb"] - a.headroom_gib) < 1e-9 for f in fits[1:])  # the arrangement's own figure
