@@ -58,6 +58,8 @@ class RankMemory(BaseModel):
     cuda_graphs_in_budget: bool
     kv_pool_gib: float
     host_ram_gib: float = 0.0  # llama.cpp layers left on the CPU; HF offload
+    adapter_slots: int = 0  # vLLM --max-loras: LoRA slots preallocated with the weights (engine/serving/lora.py)
+    adapter_slot_gib: float = 0.0  # one slot on this rank; all slots are inside weights_gib
 
 
 class KvCapacity(BaseModel):

@@ -18,7 +18,11 @@ from engine.schema import Architecture, Assumption, GpuRef, Note, Request
 from engine.schema.serving import AskedSetup, Change, ServingArrangement, ServingResult, Settings
 
 if TYPE_CHECKING:
+    from engine.catalog import Gpu
+    from engine.schema.serving import GpuChoice
+
     from .asked import Asked
+    from .core import Profile
 
 # The layer's modules (memory budget, KV cache, sizing, load plan, launch command) are imported by the functions
 # that use them: `is_serving_request` is asked of every question, and a training one needs none of them.
@@ -98,6 +102,7 @@ def _with_adapter_slots(asked: Asked, placed: Placed, assumptions: list[Assumpti
     none was said), then the answer with that many slots preallocated (`--max-loras`), as the command runs it."""
     from dataclasses import replace
 
+    from .core import loads
     from .lora import slot_bytes, slots_beside
 
     request = asked.request
@@ -106,13 +111,14 @@ def _with_adapter_slots(asked: Asked, placed: Placed, assumptions: list[Assumpti
         assumptions.append(Assumption(key="max_lora_rank", value=rank))
     if not request.concurrency:
         assumptions.append(Assumption(key="concurrency", value="1"))
-    base = _served(asked, placed, list(assumptions), sized=True)
-    if base.memory is None or base.kv is None or base.memory.kv_pool_gib <= 0:
-        return base
+    _, _, replicas, _, p = _profiled(asked, placed, list(assumptions))  # the pool without adapters, served once
+    if not loads(p) or p.memory.kv_pool_gib <= 0:
+        return _served(asked, placed, assumptions, sized=True)
     per_slot = slot_bytes(asked.arch, rank, placed.tp)
-    requests = -(-(request.concurrency or 1) // max(1, base.replicas))
-    slots = slots_beside(base.memory.kv_pool_gib * 2**30, requests * base.context * base.kv.bytes_per_token, per_slot)
+    requests = -(-(request.concurrency or 1) // max(1, replicas))
+    slots = slots_beside(p.memory.kv_pool_gib * 2**30, requests * asked.context * p.kv.bytes_per_token, per_slot)
     if slots < 1:
+        base = _served(asked, placed, assumptions, sized=True)
         base.adapter_slots, base.adapter_slot_mib, base.adapter_rank = 0, round(per_slot / 2**20, 1), rank
         return base
     again = replace(asked, request=request.model_copy(update={"max_loras": slots, "max_lora_rank": rank}))
@@ -156,19 +162,15 @@ def _place(asked: Asked, assumptions: list[Assumption]) -> Placed | ServingResul
     return Placed(ref, tp, pp, arrangements)
 
 
-def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: bool) -> ServingResult:
-    """The answer on the placed GPUs: memory, users served, speed, cost, load, changes and the launch command; or
-    the answer of the arrangement that does what was asked (4-bit weights that load, GPUs sized for the load)."""
-    from .advice import changes, load_changes, merged
-    from .budget import unused_gib
-    from .command import command
-    from .core import catalog_gpu, gpu_choice, loads, profile, settings_for, users_served
-    from .loadplan import feature_flags, load_answer, machine_for
-    from .speed import cost, instance_speed
+def _profiled(asked: Asked, placed: Placed, assumptions: list[Assumption]) -> tuple[
+        GpuChoice, Gpu | None, int, Settings, Profile]:
+    """The placed GPUs (and their catalog entry), the replicas they make, the engine's settings on them, and how
+    one GPU's memory is shared (core.profile)."""
+    from .core import catalog_gpu, gpu_choice, profile, settings_for
 
-    request, arch, engine, fmt, users = asked.request, asked.arch, asked.engine, asked.fmt, asked.users
-    ref, tp, pp = placed.ref, placed.tp, placed.pp
-    choice, cat = gpu_choice(ref)
+    request, engine, fmt = asked.request, asked.engine, asked.fmt
+    tp, pp = placed.tp, placed.pp
+    choice, cat = gpu_choice(placed.ref)
     if cat is None and choice.name:
         cat = catalog_gpu(choice.name) or find_gpu(choice.name)
     split = engine in ("llama.cpp", "ollama", "hf")
@@ -179,9 +181,25 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
         # no FP8 tensor cores (Ampere): vLLM runs FP8 checkpoints weight-only, W8A16 through FP8 Marlin
         # (vLLM docs/features/quantization/fp8.md): the memory of FP8, the compute of bf16
         assumptions.append(Assumption(key="fp8_compute", value="weight-only"))
-    p = profile(request, arch, s, choice, asked.context, users or 1)
+    p = profile(request, asked.arch, s, choice, asked.context, asked.users or 1)
     if p.gpu_layers is not None:
         s = s.model_copy(update={"gpu_layers": p.gpu_layers})
+    return choice, cat, replicas, s, p
+
+
+def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: bool) -> ServingResult:
+    """The answer on the placed GPUs: memory, users served, speed, cost, load, changes and the launch command; or
+    the answer of the arrangement that does what was asked (4-bit weights that load, GPUs sized for the load)."""
+    from .advice import changes, load_changes, merged
+    from .budget import unused_gib
+    from .command import command
+    from .core import loads, users_served
+    from .loadplan import feature_flags, load_answer, machine_for
+    from .speed import cost, instance_speed
+
+    request, arch, engine, users = asked.request, asked.arch, asked.engine, asked.users
+    ref = placed.ref
+    choice, cat, replicas, s, p = _profiled(asked, placed, assumptions)
     served = users_served(p, s) * replicas if loads(p) else 0
     errors: list[Note] = asked.warnings
     arrangements = placed.arrangements

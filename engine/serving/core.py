@@ -120,8 +120,8 @@ def profile(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
         # the adapter slots are allocated with the model, before the KV cache is profiled (engine/serving/lora.py)
         from .lora import slot_bytes
 
-        slots = request.max_loras * slot_bytes(arch, request.max_lora_rank or 16, s.tensor_parallel)
-        slots /= s.pipeline_parallel  # each stage holds its layers' slots
+        one_slot = slot_bytes(arch, request.max_lora_rank or 16, s.tensor_parallel) / s.pipeline_parallel
+        slots = request.max_loras * one_slot  # each stage holds its layers' slots
         w = replace(w, first=w.first + slots, last=w.last + slots)
     if s.family == "sglang":  # a vision tower lowers mem_fraction_static (serving.toml [sglang.multimodal])
         said = bool(request.engine_options and request.engine_options.gpu_memory_utilization)
@@ -137,7 +137,10 @@ def profile(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
     kv = min(caps, key=lambda c: c.blocks)
     if len(caps) > 1:
         kv = kv.model_copy(update={"bytes_per_token": caps[0].bytes_per_token})
-    return Profile(b.memory, kv)
+    memory = b.memory
+    if request.max_loras and s.family in ("vllm-v0", "vllm-v1"):
+        memory = memory.model_copy(update={"adapter_slots": request.max_loras, "adapter_slot_gib": one_slot / GIB})
+    return Profile(memory, kv)
 
 
 def loads(p: Profile) -> bool:

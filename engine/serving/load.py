@@ -86,6 +86,8 @@ class Machine:
     # chunked prefill) instead of riding in a decode step as a chunk (vLLM V1, V0 chunked, TensorRT-LLM)
     prefill_alone: bool = False
     scheduler_steps: int = 1  # vLLM V0 multi-step: decode steps between two calls of the scheduler
+    adapter_slots: int = 0  # --max-loras slots on the rank; a step reads those of its batch's adapters only
+    adapter_slot_bytes: float = 0.0
 
 
 # ---- one step ----------------------------------------------------------------------------------------------------
@@ -141,6 +143,7 @@ def decode_step(m: Machine, f: Features, batch: int, context: float, tokens_per_
     b = max(1, batch)
     stage_b = max(1, math.ceil(b / m.pp))  # PP: pp micro-batches in flight, one per stage
     dense, routed = decode_read_bytes(a, m.weight_format, m.weight_bytes, m.tp, m.pp, b)  # MoE: routed experts only
+    dense += min(b, m.adapter_slots) * m.adapter_slot_bytes  # one adapter per request at most (engine/serving/lora.py)
     kv = stage_b * context * m.kv_bytes_per_token
     memory = dense / bandwidth(m, dense=True) + (routed + kv) / bandwidth(m)
     tokens = stage_b * tokens_per_seq

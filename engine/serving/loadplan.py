@@ -14,6 +14,7 @@ from engine.speed.hardware import gpus_per_node
 
 from .hosted import hosted_range
 from .load import Features, Machine, Workload, engine_figures, kv_room, point, speculation, sweep
+from .lora import idle_slot_bytes
 from .profile import v0_chunked_prefill
 from .speed import format_bits
 from .weights import rank_weights
@@ -46,9 +47,11 @@ def machine_for(request: Request, arch: Architecture, s: Settings, gpu: Gpu, cho
     alone, steps = prefill_scheduling(s, opts.num_scheduler_steps if opts else None)
     return Machine(arch=arch, engine=s.engine, gpu=gpu, tp=s.tensor_parallel, pp=s.pipeline_parallel,
                    weight_bits=format_bits(s.weight_format), weight_format=s.weight_format,
-                   weight_bytes=max(0.0, read), kv_bytes_per_token=max(1.0, kv.bytes_per_token),
+                   weight_bytes=max(0.0, read - idle_slot_bytes(memory, 0)),  # the slots: per batch, below
+                   kv_bytes_per_token=max(1.0, kv.bytes_per_token),
                    kv_tokens=kv.tokens, max_num_seqs=seqs, max_num_batched_tokens=mnbt, link=link,
-                   prefill_alone=alone, scheduler_steps=steps)
+                   prefill_alone=alone, scheduler_steps=steps,
+                   adapter_slots=memory.adapter_slots, adapter_slot_bytes=memory.adapter_slot_gib * 2**30)
 
 
 def prefill_scheduling(s: Settings, scheduler_steps: int | None) -> tuple[bool, int]:

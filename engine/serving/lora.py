@@ -4,11 +4,15 @@ vLLM (`--enable-lora --max-loras N --max-lora-rank R`) allocates, for each LoRA-
 (N, 1, R, input_size) and `lora_b_stacked` (N, 1, output_size, R) per output slice, in the model's dtype, before the
 KV cache is profiled (vllm/lora/layers/base_linear.py `create_lora_weights` @1ace43ed). A column-parallel layer
 (q/k/v, gate/up: 3 and 2 slices) keeps A whole and B split over the TP ranks; a row-parallel one (o, down) keeps A
-split and B whole. Adapters beyond the slots wait in CPU memory (`--max-cpu-loras`) and are copied in for a batch."""
+split and B whole. Adapters beyond the slots wait in CPU memory (`--max-cpu-loras`) and are copied in for a batch.
+A step reads only the slots of the adapters in its batch: the shrink/expand kernels run one program per active
+LoRA id over the tokens sorted by it (vllm/lora/ops/triton_ops/lora_shrink_op.py `_lora_shrink_kernel`, lora_ids /
+token_indices_sorted_by_lora_ids); an idle slot is memory, not bandwidth."""
 
 from __future__ import annotations
 
 from engine.schema import Architecture
+from engine.schema.serving import RankMemory
 
 MODEL_DTYPE_BYTES = 2  # lora_dtype defaults to the model's dtype (bf16/fp16)
 
@@ -27,3 +31,8 @@ def slots_beside(pool_bytes: float, kept_bytes: float, per_slot: float) -> int:
     if per_slot <= 0:
         return 0
     return max(0, int((pool_bytes - kept_bytes) // per_slot))
+
+
+def idle_slot_bytes(memory: RankMemory, batch: int) -> float:
+    """The adapter slots a step of `batch` requests does not read (at most one adapter per request is active)."""
+    return memory.adapter_slot_gib * 2**30 * max(0, memory.adapter_slots - max(0, batch))

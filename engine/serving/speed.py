@@ -14,6 +14,7 @@ from engine.speed import calibration
 
 from .core import kv_element_bytes
 from .kv import plain_bytes_per_token
+from .lora import idle_slot_bytes
 from .profile import data
 from .weights import decode_read_bytes, experts_only, rank_weights
 
@@ -75,6 +76,7 @@ def instance_speed(arch: Architecture, s: Settings, gpu: Gpu, choice: GpuChoice,
     input embedding table (llama.cpp: its whole GPU share), plus host RAM layers on a discrete GPU."""
     w = rank_weights(arch, s.weight_format, s.tensor_parallel, s.pipeline_parallel, s.engine)
     read = memory.weights_gib * 2**30 - (w.embedding if s.family not in ("llama.cpp", "ollama") else 0.0)
+    read -= idle_slot_bytes(memory, users)  # LoRA slots no request of the batch uses are not read
     if s.family in ("llama.cpp", "ollama"):
         read *= max(1, choice.count)  # layers split over the GPUs: a token passes them one after another
     return decode_and_ttft(arch, s, gpu, choice, read, users, prompt, output,

@@ -80,3 +80,14 @@ def test_the_first_line_answers_how_many_adapters(lang: str, text: str, words: t
 def test_a_lora_fine_tune_stays_a_fine_tune(text: str) -> None:
     r = parse(text)
     assert r.method in (None, "lora", "qlora") and "adapters" not in r.asks
+
+
+def test_idle_adapter_slots_take_memory_but_a_step_reads_only_the_batch_s_adapters() -> None:
+    plain_ = serve(parse("vllm llama 3.1 8b on an h100, 1 user"))
+    many = serve(parse("vllm llama 3.1 8b on an h100, 1 user, 256 lora adapters"))
+    assert plain_.speed is not None and many.speed is not None and plain_.memory and many.memory
+    assert many.memory.weights_gib - plain_.memory.weights_gib > 15  # 256 slots of 80 MiB are allocated
+    # one request uses one adapter: the decode step reads one slot, not 20 GB of them (lora_shrink_op.py)
+    assert many.speed.per_user_tokens_s > 0.95 * plain_.speed.per_user_tokens_s
+    assert many.load is not None and plain_.load is not None
+    assert many.load.point.tpot_ms["p50"] < 1.3 * plain_.load.point.tpot_ms["p50"]  # the kernels' slowdown only
