@@ -232,6 +232,11 @@ def assumption_line(lang: str, item: Assumption, family: str = "vllm-v1") -> str
             return _(lang, "architecture %(v)s") % {"v": value.replace("like", _(lang, "like"), 1)}
         case "weight_format":
             return _(lang, "weights in %(v)s") % {"v": format_label(value)}
+        case "weight_format_instead":
+            return _(lang, "weights in %(v)s: in 16 bits the model does not load on these GPUs") % {
+                "v": format_label(value)}
+        case "serving_engine_instead":
+            return _(lang, "engine %(v)s: in vLLM the model does not load on these GPUs") % {"v": engine_name(value)}
         case "fp8_compute":
             return _(lang, "FP8 weight-only on this GPU (W8A16 through FP8 Marlin): FP8's memory, bf16's speed")
         case "native_format":

@@ -56,6 +56,7 @@ from typing import Any
 from engine.catalog import find_gpu
 from engine.parse import (
     completions,
+    engine_flags,
     families,
     fuzzy,
     hardware,
@@ -130,6 +131,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     s = Scan(cleaned, tokenize(cleaned), cased=clean_cased(text, cleaned))
     s.language = "ru" if has_cyrillic(text) else "en"
     _negatives(s)
+    engine_flags.engine_flags(s)  # first: "--max-model-len 32768" is the engine's, its number no one else's
     stack.names(s)
     catalog_names(s)
     families.family_models(s)
@@ -252,7 +254,7 @@ def _request(s: Scan, errors: list[str]) -> Request:
     fields: dict[str, Any] = {k: said.get(k) for k in (
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
         "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
-        "rent_hours", "rent_monthly",
+        "rent_hours", "rent_monthly", "engine_options",
         *V2_FIELDS, "activation_offload", "tiled_mlp", "expert_parallel", "rollout")}
     fields.update({k: said.get(k) for k in load.FIELDS})
     if fields.get("expert_parallel") is None and said.get("expert_parallel_on"):

@@ -230,6 +230,10 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
             return again
     found = merged(changes(request, arch, s, choice, cat, p, asked.context, users, replicas, arrangements),
                    load_changes(request, arch, s, choice, cat, p, load, asked.prompt, asked.output, replicas))
+    if not sized and not loads(p):
+        local = _local_instead(asked, found)
+        if local is not None:
+            return local
     run_as, command_for = runnable(s, found, arch.name) if not loads(p) else (s, None)
     return ServingResult(
         model=arch.name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), layers=arch.layers,
@@ -270,6 +274,27 @@ def runnable(s: Settings, found: list[Change], model: str) -> tuple[Settings, st
     return s, None
 
 
+LOCAL_USERS = 4  # requests at once up to which a one-card setup is a personal one, where llama.cpp is the usual engine
+
+
+def _local_instead(asked: Asked, found: list[Change]) -> ServingResult | None:
+    """No engine named, the assumed vLLM does not load on the GPUs and no change of format or KV cache makes it
+    (gpt-oss-20b on a 16 GB card: MXFP4 experts, bf16 attention and embeddings): llama.cpp with the model's GGUF,
+    the way such cards run it, when that fits; said as the engine assumed instead."""
+    request = asked.request
+    if request.serving_engine is not None or asked.local or (asked.users or 1) > LOCAL_USERS \
+            or request.request_rate or request.ttft_p95_ms or request.tpot_ms \
+            or any(c.effect.get("loads") for c in found if c.key != "serving.change.arrangement"):
+        return None
+    local = serve(request.model_copy(update={"serving_engine": "llama.cpp"}), sized=True)
+    on_cpu = local.settings is not None and local.settings.gpu_layers is not None \
+        and local.layers is not None and local.settings.gpu_layers < local.layers
+    if local.memory is None or not local.fits or on_cpu:
+        return None  # layers left on the CPU are no way to run it on these GPUs (the token embeddings stay there)
+    local.assumptions.append(Assumption(key="serving_engine_instead", value="llama.cpp"))
+    return local
+
+
 def _served_instead(asked: Asked, ref: GpuRef, cat: Any, loaded: bool, load: Any) -> ServingResult | None:
     """The answer of another arrangement when the one placed does not do what was asked: 4-bit AWQ weights for a
     throughput question whose 16-bit weights do not load, the GPUs sized for a request rate or latency promise
@@ -282,8 +307,7 @@ def _served_instead(asked: Asked, ref: GpuRef, cat: Any, loaded: bool, load: Any
         # "how many tokens/s will a 70B give on an H100": 16-bit does not load there, 4-bit AWQ weights do
         again = serve(request.model_copy(update={"quantization": "awq", "bits": 4}), sized=True)
         if again.memory is not None and again.speed is not None:
-            again.assumptions.append(Assumption(key="weight_format",
-                                                value="awq (16-bit does not load on the GPUs asked)"))
+            again.assumptions.append(Assumption(key="weight_format_instead", value="awq"))
             return again
     promise = request.ttft_p95_ms or request.tpot_ms
     target = promise or (request.request_rate and not request.gpus)  # a named setup past capacity says so

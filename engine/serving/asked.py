@@ -150,6 +150,8 @@ def read_asked(request: Request, assumptions: list[Assumption]) -> Asked | Servi
         assumptions.append(Assumption(key="architecture", value=reference_of(arch)))
     native = _native_format(request, engine) or _named_format(request, engine)
     fmt = native or weight_format(request.quantization, request.bits, engine)
+    if fmt and fmt.startswith("gguf:") and not (request.quantization or request.bits):
+        fmt = _published_gguf(arch.name, fmt)
     if fmt is None:
         return failed(name, [Note(key="serving.error.unknown_format",
                                    params={"quantization": request.quantization})], assumptions)
@@ -178,6 +180,16 @@ def read_asked(request: Request, assumptions: list[Assumption]) -> Asked | Servi
                       assumptions)
     return Asked(request, arch, engine, fmt, native, _kv_dtype(request, engine), context, prompt, output,
                  max_model_len, users, warnings)
+
+
+def _published_gguf(model: str, fmt: str) -> str:
+    """The GGUF type assumed when none was said: the usual Q4_K_M, unless the model's published GGUF repository has
+    no such file (gpt-oss ships MXFP4 only: ggml-org/gpt-oss-20b-GGUF), then the type it has."""
+    from engine.catalog.checkpoints import checkpoint
+
+    ck = checkpoint(model, "gguf")
+    types = [t.lower() for t in ck.types] if ck is not None else []
+    return fmt if not types or fmt.split(":", 1)[1] in types else "gguf:" + types[0]
 
 
 def _kv_dtype(request: Request, engine: str) -> str:

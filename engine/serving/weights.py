@@ -39,9 +39,31 @@ def gguf_bits(fmt: str) -> float | None:
     return data()["llama_cpp"]["bpw"].get(fmt.split(":", 1)[1]) if fmt.startswith("gguf:") else None
 
 
+def mxfp4_experts_in_gguf(arch: Architecture, fmt: str) -> bool:
+    """A GGUF of a model that ships its experts in MXFP4 (models.toml native_format): the experts stay MXFP4."""
+    from engine.catalog import find_model
+
+    if not fmt.startswith("gguf:") or not arch.experts:
+        return False
+    entry = find_model(arch.name)
+    return entry is not None and entry.native_format == "mxfp4"
+
+
+def gguf_other_bits(arch: Architecture, fmt: str) -> float:
+    """Bits per weight of a GGUF's tensors outside the routed experts (serving.toml [llama_cpp])."""
+    bits = gguf_bits(fmt) or 16.0
+    if mxfp4_experts_in_gguf(arch, fmt) and fmt == "gguf:mxfp4":
+        return float(data()["llama_cpp"]["bpw"][data()["llama_cpp"]["native_mxfp4_experts"]["others"]])
+    return bits
+
+
 def linear_bytes(arch: Architecture, fmt: str, tp: int = 1) -> float:
     """All block linears of the model in the format (before any split; expert padding as the TP split pads)."""
     spec = data()["formats"].get(fmt)
+    if spec is None and mxfp4_experts_in_gguf(arch, fmt):
+        experts = min(expert_params(arch), arch.linear_params)
+        return experts * float(data()["llama_cpp"]["bpw"]["mxfp4"]) / 8.0 \
+            + (arch.linear_params - experts) * gguf_other_bits(arch, fmt) / 8.0
     if spec is None:
         bits = gguf_bits(fmt)
         return arch.linear_params * (bits or 16.0) / 8.0
@@ -62,6 +84,8 @@ def expert_bytes(arch: Architecture, fmt: str, tp: int = 1) -> float:
     if not experts:
         return 0.0
     spec = data()["formats"].get(fmt)
+    if spec is None and mxfp4_experts_in_gguf(arch, fmt):
+        return experts * float(data()["llama_cpp"]["bpw"]["mxfp4"]) / 8.0
     if spec is None:
         return experts * (gguf_bits(fmt) or 16.0) / 8.0
     if spec.get("experts_only"):
@@ -117,7 +141,8 @@ def vision_tower_bytes(arch: Architecture, fmt: str, tp: int, engine: str) -> fl
 
 def rank_weights(arch: Architecture, fmt: str, tp: int, pp: int, engine: str) -> RankWeights:
     vocab = padded_vocab(arch.vocab, tp, engine)
-    row = arch.hidden * embedding_bytes_per_param(fmt)
+    row = arch.hidden * (gguf_other_bits(arch, fmt) / 8.0 if mxfp4_experts_in_gguf(arch, fmt)
+                         else embedding_bytes_per_param(fmt))
     embedding = vocab * row / tp + vision_tower_bytes(arch, fmt, tp, engine)  # the first stage holds both
     # a tied lm_head shares the embedding in vLLM / SGLang; TGI loads it again from the same checkpoint tensor
     # (custom_modeling/flash_gemma3_modeling.py, flash_llama_modeling.py at v3.3.4: SpeculativeHead.load(prefix=

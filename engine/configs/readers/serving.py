@@ -55,12 +55,20 @@ def _read(engine: Engine, args: list[str], c: Collector) -> dict[str, Any]:
     c.fields.pop("framework", None)  # a serving engine is not a training framework: `serving_engine` says it
     c.set("method", "inference")
     c.set("serving_engine", engine.name)
+    said, pos = read_flags(engine, args, c)
+    if pos and any(f.positional for f in engine.flags):
+        c.model = pos[0]
+    _format_from_repo(c)
+    return said
+
+
+def read_flags(engine: Engine, args: list[str], c: Collector) -> tuple[dict[str, Any], list[str]]:
+    """The flags through the engine's table (what each sets, in `c` or the returned `said`), and the positional
+    arguments; a flag the table lacks is listed (as without effect when it has no bearing on memory)."""
     fl, pos = flags(args)
     table = engine.by_name()
     names = known(engine.tool)
     said: dict[str, Any] = {}
-    if pos and any(f.positional for f in engine.flags):
-        c.model = pos[0]
     for key, value in fl.items():
         flag = table.get(key)
         if flag is None:
@@ -76,8 +84,7 @@ def _read(engine: Engine, args: list[str], c: Collector) -> dict[str, Any]:
                 c.ignore(flag.report or key)
             else:
                 _apply(c, said, flag.field, got)
-    _format_from_repo(c)
-    return said
+    return said, pos
 
 
 # a repository's format (its name: -AWQ, -GPTQ-Int4, -FP8, -bnb-4bit) → (quantization, bits) of the request

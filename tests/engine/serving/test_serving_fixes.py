@@ -258,3 +258,29 @@ def test_qlora_with_fsdp_is_the_fsdp_qlora_recipe_with_its_offload() -> None:
     r = parse("qlora 70b на 2х3090 fsdp")
     assert r.framework == "fsdp-qlora"
     assert ask_text("qlora 70b fsdp on 2x 3090").startswith("🔧 Fits on 2×RTX 3090 after changes: CPU offload")
+
+
+def test_gpt_oss_on_a_16_gb_card_with_no_engine_named_runs_on_llama_cpp_and_says_why() -> None:
+    r = serve(parse("gpt-oss-20b на 16 гб"))
+    assert r.settings is not None and r.settings.engine == "llama.cpp" and r.fits
+    assert r.settings.weight_format == "gguf:mxfp4"  # the published GGUF's own type (ggml-org/gpt-oss-20b-GGUF)
+    assert any(a.key == "serving_engine_instead" for a in r.assumptions)
+    ru = ask_text("gpt-oss-20b на 16 гб")
+    assert ru.startswith("✅") and "движок llama.cpp: в vLLM модель на этих GPU не загружается" in ru
+    assert "llama-server -hf ggml-org/gpt-oss-20b-GGUF" in ru
+    # named vLLM is answered as asked: it does not load there
+    assert not serve(parse("gpt-oss-20b на 16 гб vllm")).fits
+
+
+def test_a_gguf_of_a_model_with_mxfp4_experts_keeps_them_in_mxfp4() -> None:
+    r = serve(req("gpt-oss-20b", "H100 SXM", engine="llama.cpp"))
+    assert r.memory is not None
+    # 19.1e9 experts at 4.25 bits + attention and output at Q8_0 (12.1 GB file) less the token embeddings in host RAM
+    assert 10.4 < r.memory.weights_gib < 11.0
+    q4 = serve(req("gpt-oss-20b", "H100 SXM", engine="llama.cpp", quantization="gguf:q4_k_m"))
+    assert q4.memory is not None and 9.8 < q4.memory.weights_gib < r.memory.weights_gib  # the label moves the rest
+
+
+def test_an_instead_format_is_said_in_the_reply_s_language() -> None:
+    ru = ask_text("сколько токенов в секунду даст 70б на h100")
+    assert "веса в AWQ: в 16 битах модель на этих GPU не загружается" in ru and "does not load" not in ru
