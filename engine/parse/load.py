@@ -149,7 +149,9 @@ def load(s: Scan) -> None:
     elif USERS.search(text):
         s.set("asks_users", True)
     # "train a LoRA adapter, then serve it in vLLM" is a fine-tune
-    if SERVED_ADAPTERS.search(text) and not TRAINING.search(text):
+    # «сколько лор-адаптеров влезет на h100»: counting adapters a GPU holds is multi-LoRA serving by itself
+    how_many = HOW_MANY_ADAPTERS.search(text)
+    if (SERVED_ADAPTERS.search(text) or how_many) and not TRAINING.search(text):
         s.set("serves_adapters", True)
-        if HOW_MANY_ADAPTERS.search(text):
+        if how_many:
             s.set("asks_adapters", True)

@@ -91,3 +91,13 @@ def test_idle_adapter_slots_take_memory_but_a_step_reads_only_the_batch_s_adapte
     assert many.speed.per_user_tokens_s > 0.95 * plain_.speed.per_user_tokens_s
     assert many.load is not None and plain_.load is not None
     assert many.load.point.tpot_ms["p50"] < 1.3 * plain_.load.point.tpot_ms["p50"]  # the kernels' slowdown only
+
+
+@pytest.mark.parametrize("q", ["сколько лор адаптеров влезет на h100 для qwen 7b при 32 юзерах",
+                               "how many lora adapters fit on an a100 for llama 3.1 8b",
+                               "сколько адаптеров поместится на 4090 mistral 7b"])
+def test_how_many_adapters_fit_is_a_multi_lora_serving_question_with_no_serving_word(q: str) -> None:
+    r = parse(q)
+    assert r.method == "inference" and "adapters" in r.asks, q
+    result = serve(r)
+    assert result.adapter_slots and result.adapter_slots > 0, q
