@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.views.catalogs import N_, _, _n
 from bot.views.formats import NBSP, context_text, decimal, gb, gpus_text, hours_text, num, pct
+from bot.views.view import TABLE_WIDTH, table_row
 from bot.views.words import (
     COMPONENTS,
     FUSED_LOSS,
@@ -24,7 +25,6 @@ from engine.posttrain import PostTrainResult
 from engine.posttrain.setup import constants
 from engine.schema import Assumption, PostTrainAnswer
 
-TABLE_WIDTH = 34
 STAGES = {"dpo": "DPO", "orpo": "ORPO", "kto": "KTO", "simpo": "SimPO", "ppo": "PPO", "grpo": "GRPO"}
 
 LINE_LABELS = {
@@ -172,9 +172,9 @@ def table(lang: str, r: PostTrainResult, need: float) -> list[str]:
     """The busiest GPU's peak: the policy's lines, the lines post-training adds, the rest, the total; the lines
     add up to the total (engine.parts)."""
     rows = [(line_label(lang, k), v) for k, v in posttrain_parts(r).items() if abs(v) >= 0.05]
-    lines = [f"{label[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{num(lang, v):>8}" for label, v in rows]
+    lines = [table_row(label, num(lang, v)) for label, v in rows]
     lines.append("─" * TABLE_WIDTH)
-    lines.append(f"{_(lang, 'total, GB')[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{num(lang, need):>8}")
+    lines.append(table_row(_(lang, "total, GB"), num(lang, need)))
     return lines
 
 

@@ -23,7 +23,7 @@ from bot.views.serving_words import (
     format_label,
     per_million_text,
 )
-from bot.views.view import TABLE_WIDTH, AnswerView, verdict_mark
+from bot.views.view import TABLE_WIDTH, AnswerView, table_row, verdict_mark
 from bot.views.words import NOTE_TEXTS, gpu_name, said_note_text
 from engine.schema import Assumption, Change, GpuChoice, ServingAnswer, ServingResult, ServingSettings
 
@@ -140,26 +140,22 @@ def summary(lang: str, r: ServingResult) -> str:
     return " · ".join(parts)
 
 
-def _row(label: str, value: str) -> str:
-    return f"{label[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{value:>8}"
-
-
 def table(lang: str, r: ServingResult) -> list[str]:
     """Per GPU (rank 0 with PP), GB of 2^30 bytes as the training table (vLLM logs the same figures as GiB): weights,
     activation peak, non-torch + CUDA graphs, KV pool; the total against the card."""
     m, g = r.memory, r.gpu
     assert m is not None and g is not None
-    rows = [_(lang, "per GPU, GB"), _row(_(lang, "weights"), num(lang, m.weights_gib)),
-            _row(_(lang, "activation peak"), num(lang, m.activation_peak_gib)),
-            _row(_(lang, "non-torch + CUDA graphs"), num(lang, m.non_torch_gib + m.cuda_graph_gib)),
-            _row(_(lang, "KV pool"), num(lang, max(0.0, m.kv_pool_gib)))]
+    rows = [_(lang, "per GPU, GB"), table_row(_(lang, "weights"), num(lang, m.weights_gib)),
+            table_row(_(lang, "activation peak"), num(lang, m.activation_peak_gib)),
+            table_row(_(lang, "non-torch + CUDA graphs"), num(lang, m.non_torch_gib + m.cuda_graph_gib)),
+            table_row(_(lang, "KV pool"), num(lang, max(0.0, m.kv_pool_gib)))]
     if m.non_torch_gib + m.cuda_graph_gib < 0.05:
         del rows[3]  # llama.cpp: no CUDA graphs, no NCCL (its CUDA context is not counted apart)
     total = m.weights_gib + m.activation_peak_gib + m.non_torch_gib + m.cuda_graph_gib + max(0.0, m.kv_pool_gib)
     rows.append("─" * TABLE_WIDTH)
-    rows.append(_row(_(lang, "total, GB (of %(card)s)") % {"card": num(lang, g.total_gib)}, num(lang, total)))
+    rows.append(table_row(_(lang, "total, GB (of %(card)s)") % {"card": num(lang, g.total_gib)}, num(lang, total)))
     if m.host_ram_gib >= 0.05:
-        rows.append(_row(_(lang, "host RAM (layers on CPU)"), num(lang, m.host_ram_gib)))
+        rows.append(table_row(_(lang, "host RAM (layers on CPU)"), num(lang, m.host_ram_gib)))
     return rows
 
 

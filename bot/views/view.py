@@ -56,8 +56,16 @@ def memory_table(lang: str, b: Breakdown, need: float) -> list[str]:
     for i, (label, value) in enumerate(rows):
         if i == len(rows) - 1:
             lines.append("─" * TABLE_WIDTH)
-        lines.append(f"{label[: TABLE_WIDTH - 9]:<{TABLE_WIDTH - 8}}{value:>8}")
+        lines.append(table_row(label, value))
     return lines
+
+
+LABEL_WIDTH = TABLE_WIDTH - 9  # a label longer than this would push its figure out of line (tests hold every label)
+
+
+def table_row(label: str, value: str) -> str:
+    """One line of a memory table: the label, then the figure right-aligned in 8 columns."""
+    return f"{label:<{TABLE_WIDTH - 8}}{value:>8}"
 
 
 def fused_note(lang: str, a: PlannedAnswer) -> str:

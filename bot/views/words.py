@@ -19,7 +19,7 @@ def component_label(lang: str, key: str) -> str:
         "optimizer": _(lang, "optimizer"), "activations": _(lang, "activations"), "logits": _(lang, "logits"),
         "kv_cache": _(lang, "KV cache"), "overhead": _(lang, "PyTorch reserve"),
         "cuda_context": _(lang, "CUDA context"), "shape_margin": _(lang, "architecture margin"),
-        "upcast": _(lang, "fp32 copies of 16-bit layers"), "freed_before_peak": _(lang, "freed before the peak"),
+        "upcast": _(lang, "fp32 layer copies"), "freed_before_peak": _(lang, "freed before the peak"),
     }
     return labels[key]
 

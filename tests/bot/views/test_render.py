@@ -278,3 +278,17 @@ def test_a_bare_sizes_architecture_margin_is_a_line_with_its_reason() -> None:
     assert "Запас на архитектуру: модель не названа" in html
     named = render(answer(parse("Llama-2-13B LoRA на H100 контекст 8k")), "ru").html
     assert "запас на архитектуру" not in named
+
+
+def test_every_memory_table_label_fits_its_column_in_both_languages() -> None:
+    from bot.views.catalogs import _
+    from bot.views.posttrain import LINE_LABELS, line_label
+    from bot.views.view import LABEL_WIDTH
+    from bot.views.words import COMPONENTS
+    serving = ("weights", "activation peak", "non-torch + CUDA graphs", "KV pool", "host RAM (layers on CPU)",
+               "total, GB", "total, GB (of %(card)s)")
+    for lang in ("en", "ru"):
+        labels = [line_label(lang, k) for k in (*COMPONENTS, *LINE_LABELS)]
+        labels += [_(lang, t) % {"card": "141,2"} if "%(card)s" in t else _(lang, t) for t in serving]
+        long = [x for x in labels if len(x) > LABEL_WIDTH]
+        assert not long, (lang, long)  # a longer one would be cut mid-word or push its figure out of line
