@@ -230,6 +230,12 @@ def command_for_note(lang: str, r: ServingResult) -> str:
             "serving.change.combined": _(lang, "FP8 weights and FP8 KV cache"),
             "serving.change.int4_weights": _(lang, "4-bit weights"),
             "serving.change.fp8_weights": _(lang, "FP8 weights")}.get(r.command_for or "")
+    more = next((c for c in r.changes if c.key == "serving.change.arrangement"), None)
+    if r.command_for == "serving.change.arrangement" and more is not None:
+        p = more.params
+        return _(lang, "As asked it does not start here: the command is for %(count)s×%(gpu)s (TP %(tp)s), the "
+                       "arrangement that does.") % {
+            "count": p.get("count"), "gpu": p.get("gpu"), "tp": p.get("tensor_parallel")}
     if not what:
         return ""
     return _(lang, "As asked it does not start here; the command runs the change that does: %(what)s.") % {"what": what}

@@ -50,6 +50,11 @@ def _model_id(request: Request, arch: Architecture) -> str:
     name = request.model.name if request.model and request.model.name else arch.name
     if not (request.model and request.model.name) and not arch.known:
         name = reference_of(arch)  # a bare size ("70B") is no checkpoint: the model whose shape was assumed
+        ref = find_model(name)
+        asked = request.model.params_b if request.model else None
+        if asked and (ref is None or abs(ref.params_b - asked) > 0.15 * asked):
+            # "123B" shaped like Llama-3.1-70B is not that checkpoint: a placeholder the reply asks to replace
+            return f"your-org/model-{asked:g}B"
     if "/" in name:
         return name
     entry = find_model(name)
@@ -259,7 +264,8 @@ RUNNABLE = {"serving.change.fp8_kv_cache": (None, "fp8"), "serving.change.combin
 
 def runnable(s: Settings, found: list[Change], model: str) -> tuple[Settings, str | None]:
     """Settings that do not start on the asked GPUs are no command to paste: the command runs the first KV-cache or
-    weight change (in the order the answer lists them) that starts there, named beside it. Online FP8
+    weight change (in the order the answer lists them) that starts there, named beside it; when none does, the
+    first arrangement of more GPUs the answer lists (its TP x PP). Online FP8
     (--quantization fp8) loads the 16-bit weights first, so FP8 weights only from a published FP8 checkpoint."""
     for c in found:
         if c.key not in RUNNABLE or not c.effect.get("loads"):
@@ -271,6 +277,10 @@ def runnable(s: Settings, found: list[Change], model: str) -> tuple[Settings, st
             continue
         return s.model_copy(update={"weight_format": fmt or s.weight_format,
                                     "kv_cache_dtype": str(kv or s.kv_cache_dtype)}), c.key
+    more = next((c for c in found if c.key == "serving.change.arrangement"), None)
+    if more is not None:  # nothing starts on the GPUs asked: the command is the arrangement's that does, said so
+        return s.model_copy(update={"tensor_parallel": int(more.params["tensor_parallel"]),
+                                    "pipeline_parallel": int(more.params["pipeline_parallel"])}), more.key
     return s, None
 
 

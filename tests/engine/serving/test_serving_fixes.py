@@ -284,3 +284,21 @@ def test_a_gguf_of_a_model_with_mxfp4_experts_keeps_them_in_mxfp4() -> None:
 def test_an_instead_format_is_said_in_the_reply_s_language() -> None:
     ru = ask_text("сколько токенов в секунду даст 70б на h100")
     assert "веса в AWQ: в 16 битах модель на этих GPU не загружается" in ru and "does not load" not in ru
+
+
+def test_a_command_always_starts_on_the_gpus_it_names() -> None:
+    # Llama 4 Scout in bf16 does not load on 2 H100: the command is the published FP8 checkpoint's
+    r = serve(parse("Llama 4 Scout on 2 H100 vllm 16 users"))
+    assert not r.fits and r.command_for == "serving.change.fp8_weights"
+    assert "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic" in r.command
+    # no change on the GPUs asked starts it (72B on one A100 40GB): the command is the arrangement's TP, said under it
+    r = serve(parse("qwen 72b на 1 a100 40gb vllm"))
+    assert not r.fits and r.command_for == "serving.change.arrangement"
+    more = next(c for c in r.changes if c.key == "serving.change.arrangement")
+    assert r.command[r.command.index("--tensor-parallel-size") + 1] == str(more.params["tensor_parallel"])
+    assert "the arrangement that does" in text(parse("qwen 72b on 1 a100 40gb vllm"))
+
+
+def test_a_bare_size_far_from_its_reference_gets_a_placeholder_not_another_model_s_checkpoint() -> None:
+    assert serve(parse("123b на 4 h100 vllm")).command[2] == "your-org/model-123B"
+    assert serve(parse("70b on 2 h100 vllm")).command[2] == "meta-llama/Llama-3.1-70B"  # the reference is that size
