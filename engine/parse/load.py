@@ -41,11 +41,14 @@ NVLINK = re.compile(r"\bnvlink\b|nvswitch")
 NIM = re.compile(r"\bnim\b")
 # disaggregated prefill/decode: "disaggregated serving", "P/D", "1P1D", «раздельный префилл», «префилл и декод на
 # разных GPU»; "2P1D" also says how many instances prefill
-DISAGG = re.compile(r"disaggregat\w*|d[ie]s?aggregat\w*|дизагрег\w*|дезагрег\w*|\bp\s*/\s*d\b|\bpd[- ]disagg\w*"
-                    r"|\b\d+\s*p\s*\d+\s*d\b|раздельн\w* (?:префил\w*|prefill)|(?:prefill|префил\w*)[- ]?(?:и|and|/)[- ]?"
-                    r"(?:decode|декод\w*) (?:separat\w*|split|на разных|раздельн\w*|отдельн\w*|apart)"
-                    r"|separate (?:prefill|decode) (?:and (?:prefill|decode) )?(?:instances|pools|workers|nodes|servers)"
-                    r"|отдельн\w* (?:инстанс\w*|ноды|пул\w*|сервер\w*) (?:для|под) префил\w*")
+DISAGG = re.compile(r"d[ie]s?aggregat\w*|disagg\b|д[иеі]с?агрег\w*|д[иеі]заг?рег\w*|\bp\s*/\s*d\b"
+                    r"|\b\d+\s*p\s*\d+\s*d\b|раздельн\w* (?:префил\w*|prefill)"
+                    r"|(?:prefill|префил\w*)[- ]?(?:и|and|/)[- ]?(?:decode|декод\w*) "
+                    r"(?:separat\w*|split|на разных|раздельн\w*|отдельн\w*|apart)"
+                    r"|separate (?:prefill|decode) (?:and (?:prefill|decode) )?"
+                    r"(?:instances|pools|workers|nodes|servers)"
+                    r"|отдельн\w* (?:инстанс\w*|ноды|пул\w*|сервер\w*) (?:для|под) префил\w*"
+                    r"|\bdynamo\b")  # NVIDIA Dynamo: disaggregated serving is what it is named for
 XPYD = re.compile(r"\b(\d+)\s*p\s*(\d+)\s*d\b")
 PREFILL_N = re.compile(r"(\d+)\s*(?:prefill|префилл?[- ]?)\s*(?:instances?|workers?|nodes?|servers?|инстанс\w*|нод\w*|"
                        r"сервер\w*|воркер\w*)")

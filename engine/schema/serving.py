@@ -201,6 +201,12 @@ class ServingLoad(BaseModel):
     disaggregation: Disaggregation | None = None  # prefill / decode pools, when asked and run
     attention_dp: int = 1  # data-parallel attention degree (1: plain TP)
 
+    @property
+    def scale(self) -> int:
+        """What the point's figures multiply by for the whole arrangement: the replicas (the point is one instance's),
+        or 1 for disaggregated pools (the point is the whole's)."""
+        return 1 if self.disaggregation is not None else max(1, self.replicas)
+
 
 class ServingSide(BaseModel):
     """One GPU of a serving comparison ("H100 or H200 for 32 users"): whether the count named holds the asked users,

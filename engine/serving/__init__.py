@@ -37,8 +37,10 @@ def is_serving_request(request: Request) -> bool:
     engine_asks = ("users", "throughput", "latency", "adapters", "rate")
     if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
                                           or any(a in request.asks for a in engine_asks)
-                                          or request.max_loras or request.speculative):
-        return True  # a load, a promise, "how many users", LoRA adapters served: an engine's question (vLLM assumed)
+                                          or request.max_loras or request.speculative or request.disaggregated
+                                          or request.dp_attention):
+        return True  # a load, a promise, "how many users", LoRA adapters served, disaggregated pools, DP attention:
+        # an engine's question (vLLM assumed)
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 
 

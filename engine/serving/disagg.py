@@ -143,7 +143,7 @@ def pd_point(m: Machine, f: Features, w: Workload, split: Split) -> LoadPoint:
         else "compute" if prefill_bound and lam >= float(data()["queue"]["edge"]) * rate_cap else "memory_bandwidth"
     if w.request_rate is not None and lam >= float(data()["queue"]["edge"]) * rate_cap:
         limit = "near_capacity"
-    running = min(cap * split.decode, max(1, round(lam * w.output * s)))
+    running = batch * split.decode  # the decode instances' batches (s is their step at `batch`)
     return LoadPoint(
         stable=True, binding_limit=limit, request_rate=round(lam, 4),
         concurrency=users if w.request_rate is None else running, running=running,

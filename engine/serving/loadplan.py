@@ -151,7 +151,7 @@ def load_answer(request: Request, m: Machine, prompt: int, output: int, replicas
     r = max(1, replicas)
     whole = workload_for(request, prompt, output, 1)
     split = pd_split(request, m, f, whole, r)
-    if split is not None:  # one arrangement of prefill and decode pools: its figures are the whole's
+    if split is not None:  # prefill and decode pools: the point is the whole's (ServingLoad.scale)
         w, share = whole, 1
 
         def at(c: int, f: Features = f) -> LoadPoint:
