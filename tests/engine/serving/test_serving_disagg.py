@@ -15,7 +15,7 @@ from engine.schema import Request
 from engine.schema.serving import ServingResult
 from engine.serving import serve
 from engine.serving.disagg import Split, best_split, pd_point, transfer_s
-from engine.serving.load import Features, Workload, point, prefill_time, token_step
+from engine.serving.load import Features, Machine, Workload, point, prefill_time, token_step
 from engine.serving.loadplan import load_block
 
 
@@ -33,7 +33,7 @@ def req(**kw: object) -> Request:
     return Request.model_validate(q)
 
 
-def machine(r: Request):  # noqa: ANN201 - the load model's instance as the answer built it
+def machine(r: Request) -> Machine:  # the load model's instance as the answer built it
     from engine.catalog import find_gpu
     from engine.serving.asked import read_asked
     from engine.serving.core import gpu_choice, profile, settings_for
