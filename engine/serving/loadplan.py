@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from engine.catalog import Gpu
 from engine.schema import Architecture, Assumption, Request
@@ -134,35 +134,46 @@ def per_million(per_hour: float | None, tokens_s: float | None) -> float | None:
     return round(per_hour / (tokens_s * 3600.0) * 1e6, 3)
 
 
-def evaluate(request: Request, m: Machine, prompt: int, output: int, replicas: int) -> tuple[LoadPoint, int]:
-    """The load point of the request on `replicas` instances of `m`, and what its figures multiply by for the whole
-    arrangement: the replicas (a point is one instance's), or 1 for disaggregated pools (a point is the whole's)."""
-    f = features_for(request)
+@dataclass(frozen=True)
+class Arrangement:
+    """How the load model runs the request's instances: `share` multiplies a point's figures for the whole
+    (the replicas: a point is one instance's; 1 for disaggregated pools: a point is the whole's, ServingLoad.scale)."""
+
+    m: Machine
+    w: Workload
+    split: disagg.Split | None
+    share: int
+
+    def at(self, f: Features, w: Workload | None = None) -> LoadPoint:
+        w = w or self.w
+        return disagg.pd_point(self.m, f, w, self.split) if self.split else point(self.m, f, w)
+
+
+def arranged(request: Request, m: Machine, prompt: int, output: int, replicas: int) -> Arrangement:
+    """Disaggregated pools when asked and run (the whole load), else `replicas` colocated instances (its share)."""
     whole = workload_for(request, prompt, output, 1)
-    split = pd_split(request, m, f, whole, replicas)
+    split = pd_split(request, m, features_for(request), whole, replicas)
     if split is not None:
-        return disagg.pd_point(m, f, whole, split), 1
-    return point(m, f, workload_for(request, prompt, output, replicas)), max(1, replicas)
+        return Arrangement(m, whole, split, 1)
+    return Arrangement(m, workload_for(request, prompt, output, replicas), None, max(1, replicas))
+
+
+def evaluate(request: Request, m: Machine, prompt: int, output: int, replicas: int) -> tuple[LoadPoint, int]:
+    """The load point of the request on `replicas` instances of `m`, and what its figures multiply by."""
+    a = arranged(request, m, prompt, output, replicas)
+    return a.at(features_for(request)), a.share
 
 
 def load_answer(request: Request, m: Machine, prompt: int, output: int, replicas: int, per_hour: float | None,
                 currency: str = "USD") -> ServingLoad:
     f = features_for(request)
     r = max(1, replicas)
-    whole = workload_for(request, prompt, output, 1)
-    split = pd_split(request, m, f, whole, r)
-    if split is not None:  # prefill and decode pools: the point is the whole's (ServingLoad.scale)
-        w, share = whole, 1
+    a = arranged(request, m, prompt, output, r)
+    w, share, split = a.w, a.share, a.split
 
-        def at(c: int, f: Features = f) -> LoadPoint:
-            return disagg.pd_point(m, f, replace(w, concurrency=c, request_rate=None), split)
-        p = disagg.pd_point(m, f, w, split)
-    else:
-        w, share = workload_for(request, prompt, output, r), r
-
-        def at(c: int, f: Features = f) -> LoadPoint:
-            return point(m, f, replace(w, concurrency=c, request_rate=None))
-        p = point(m, f, w)
+    def at(c: int) -> LoadPoint:
+        return a.at(f, replace(w, concurrency=c, request_rate=None))
+    p = a.at(f)
     notes = [Assumption(key="queueing", value="kingman(poisson arrivals, deterministic prefill)"),
              Assumption(key="engine_figures",
                         value=m.engine if m.engine in ("vllm", "sglang", "tensorrt-llm", "nim") else "vllm"),
@@ -176,8 +187,7 @@ def load_answer(request: Request, m: Machine, prompt: int, output: int, replicas
     if f.speculative:
         k, alpha, _ = speculation(f)
         notes.append(Assumption(key="speculative", value=f"{f.speculative}(k={k}, acceptance={alpha:g})"))
-        plain = disagg.pd_point(m, replace(f, speculative=None), w, split) if split else \
-            point(m, replace(f, speculative=None), w)
+        plain = a.at(replace(f, speculative=None))
         if plain.per_user_tokens_s and p.per_user_tokens_s:
             speedup = round(p.per_user_tokens_s / plain.per_user_tokens_s, 2)
     if f.max_loras:
