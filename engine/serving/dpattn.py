@@ -9,9 +9,10 @@ TP had (sgl-project/sglang python/sglang/srt/layers/dp_attention.py @00161092 co
 attention TP size tp / dp, 1 at dp = tp; a step reads each rank's own share of the KV). The attention weights are
 then whole on every rank instead of 1/tp of them (their memory leaves the KV pool, a decode step reads them whole).
 Requests a rank runs: SGLang splits --max-running-requests over its DP workers (model_runner.py:
-server_args.max_running_requests // dp_size when enable_dp_attention), so the instance's cap is unchanged; vLLM
-runs one engine core, with its own --max-num-seqs, per DP rank (vllm/v1/engine/core.py DPEngineCoreProc), so the
-cap is dp x max_num_seqs. Pure functions.
+server_args.max_running_requests // dp_size when enable_dp_attention); vLLM runs one engine core, with its own
+--max-num-seqs, per DP rank (vllm/v1/engine/core.py DPEngineCoreProc), and the launch command gives each rank its
+share of the instance's cap (loadplan.with_load_features): either way the instance's cap is unchanged. Pure
+functions.
 """
 
 from __future__ import annotations
@@ -55,6 +56,4 @@ def with_dp_attention(m: Machine, arch: Architecture, pool_bytes: float) -> Mach
     rep = replication(arch, m.tp)
     whole = m.kv_bytes_per_token * m.tp / rep  # a token's KV on the one rank that holds it
     tokens = int(m.kv_tokens * left * dp * m.kv_bytes_per_token / whole)
-    seqs = m.max_num_seqs * dp if m.engine == "vllm" else m.max_num_seqs
-    return replace(m, attention_dp=dp, kv_tokens=tokens, kv_bytes_per_token=whole, max_num_seqs=seqs,
-                   weight_bytes=m.weight_bytes + extra)
+    return replace(m, attention_dp=dp, kv_tokens=tokens, kv_bytes_per_token=whole, weight_bytes=m.weight_bytes + extra)
