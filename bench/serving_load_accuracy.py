@@ -45,6 +45,8 @@ def request(r: dict[str, Any]) -> Request:
         q["quantization"] = r["quantization"]
     if r.get("kv_cache_dtype"):
         q["kv_cache_dtype"] = r["kv_cache_dtype"]
+    if r.get("dp_attention"):
+        q["dp_attention"] = True
     if opts:
         q["engine_options"] = opts
     return Request.model_validate(q)

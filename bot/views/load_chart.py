@@ -39,7 +39,7 @@ class Series:
 
 
 def series(load: ServingLoad) -> Series:
-    r, key = max(1, load.replicas), f"p{load.ttft_percentile}"  # the percentile the promise is at
+    r, key = load.scale, f"p{load.ttft_percentile}"  # the percentile the promise is at
     pts = [c for c in load.curve if c.stable and c.concurrency and key in c.ttft_ms and "p50" in c.tpot_ms]
     p = load.point
     asked = ((p.concurrency or 1) * r, p.ttft_ms[key]) if p.stable and key in p.ttft_ms else None

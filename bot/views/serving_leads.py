@@ -55,7 +55,7 @@ def _rate_lead(lang: str, r: ServingResult, where: str) -> str:
 def _price_lead(lang: str, r: ServingResult, where: str) -> str:
     """"What's our cost per 1M tokens at 200 users": the price at the load asked first, then what it runs on."""
     assert r.load is not None and r.cost is not None and r.load.per_million_tokens is not None
-    users = r.users or (r.load.point.concurrency or 1) * r.load.replicas
+    users = r.users or (r.load.point.concurrency or 1) * r.load.scale
     return _n(lang, "%(money)s per 1M tokens (%(out)s per 1M output tokens) at %(n)s user at once: %(model)s on "
                     "%(gpus)s, %(hourly)s/h",
               "%(money)s per 1M tokens (%(out)s per 1M output tokens) at %(n)s users at once: %(model)s on "

@@ -83,7 +83,7 @@ def _lead(lang: str, q: Request, load: ServingLoad, n: int, where: str) -> tuple
             "n": num(lang, q.request_rate)}
     else:
         what = _n(lang, "%(n)s user at once", "%(n)s users at once", max(1, p.concurrency or 1)) % {
-            "n": num(lang, (p.concurrency or 1) * load.replicas)}
+            "n": num(lang, (p.concurrency or 1) * load.scale)}
     if not p.stable:
         return "❌", _n(lang, "%(gpus)s does not hold %(what)s: it serves up to %(cap)s requests/s, past that the "
                               "queue grows without bound",
@@ -135,3 +135,25 @@ def hosted_line(lang: str, a: ServingAnswer) -> str:
     mine = _(lang, "ours at this load: %(usd)s (%(rub)s) per 1M tokens, %(verdict)s") % {
         "usd": money(lang, usd, "USD"), "rub": money(lang, rub, "RUB"), "verdict": verdict}
     return f"{mine}; {hosted}; {rub_note}"
+
+
+LINKS = {"nvlink": "NVLink", "pcie": "PCIe", "infiniband": "InfiniBand / RoCE"}
+
+
+def pools_line(lang: str, load: ServingLoad | None) -> str:
+    """How the load answer ran the instances: prefill and decode pools with the KV transfer, and DP attention; ""
+    for plain colocated TP."""
+    if load is None:
+        return ""
+    parts = []
+    d = load.disaggregation
+    if d is not None:
+        parts.append(_(lang, "prefill and decode on separate instances: %(p)s prefill, %(d)s decode; each prompt's "
+                             "KV cache goes over %(link)s in ~%(ms)s ms; TPOT is the decode instances' own, TTFT "
+                             "= the prefill queue + prefill + transfer") % {
+            "p": num(lang, d.prefill_instances), "d": num(lang, d.decode_instances),
+            "link": LINKS.get(d.link, d.link), "ms": decimal(lang, max(d.transfer_ms, 0.01), 2)})
+    if load.attention_dp > 1:
+        parts.append(_(lang, "attention data-parallel over %(n)s GPUs: each holds the KV cache of its own requests "
+                             "only, the MoE layers run over all of them") % {"n": num(lang, load.attention_dp)})
+    return "; ".join(parts)

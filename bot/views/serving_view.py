@@ -14,7 +14,7 @@ from bot.views.catalogs import N_, _, _n
 from bot.views.formats import context_text, money, money_typical, num
 from bot.views.serving_compared import compared_headline, compared_lines, users_text
 from bot.views.serving_leads import asked_lead, seconds_text
-from bot.views.serving_load_view import hosted_line, load_lead
+from bot.views.serving_load_view import hosted_line, load_lead, pools_line
 from bot.views.serving_words import (
     assumption_line,
     change_line,
@@ -241,6 +241,21 @@ def command_for_note(lang: str, r: ServingResult) -> str:
     return _(lang, "As asked it does not start here; the command runs the change that does: %(what)s.") % {"what": what}
 
 
+def pools_command_note(lang: str, r: ServingResult) -> str:
+    """Disaggregated pools: what the other role runs and what sits in front."""
+    if r.load is None or r.load.disaggregation is None or r.settings is None:
+        return ""
+    if r.settings.engine == "sglang":
+        return _(lang, "That is a prefill instance; decode instances run the same with --disaggregation-mode decode, "
+                       "and a router in front: python -m sglang_router.launch_router --pd-disaggregation --prefill "
+                       "http://PREFILL:30000 --decode http://DECODE:30000.")
+    if r.settings.engine == "vllm":
+        return _(lang, "Prefill and decode instances run the same command (kv_role kv_both); a proxy in front sends "
+                       "each prompt to a prefill instance with max_tokens 1, then streams from a decode instance "
+                       "(vLLM's disaggregated-serving proxy example, or llm-d).")
+    return ""
+
+
 def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
     """The template's data for a serving answer."""
     r = a.serving
@@ -259,6 +274,7 @@ def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
         "table": table(lang, r) if ready else [], "kv": kv_line(lang, r) if ready else "",
         "speed": speed_line(lang, r) if ready else "", "price": price_line(lang, r) if ready else "",
         "hosted": hosted_line(lang, a) if ready else "",
+        "pools": pools_line(lang, r.load) if ready else "",
         "changes": [change_line(lang, c, r.users) for c in shown_changes(r)],
         "compared": compared_lines(lang, r),
         "assumptions": "; ".join(x for x in (assumption_line(lang, s, r.settings.family if r.settings else "")
@@ -266,9 +282,12 @@ def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
         # the one place the unit is said: the table's GB are the training table's, 2^30 bytes (vLLM logs GiB)
         "units": _(lang, "GB here are 2^30 bytes (GiB, as vLLM's start-up log counts them)") if ready else "",
         "command": command_text(r) if ready else "",
-        "command_note": _(lang, "No published checkpoint in this format is known to us: replace the your-org/… "
-                                "placeholder with one from the Hugging Face Hub before running.")
-        if ready and any(a.startswith("your-org/") for a in r.command) else command_for_note(lang, r) if ready else "",
+        "command_note": " ".join(x for x in (_(lang, "No published checkpoint in this format is known to us: "
+                                                     "replace the your-org/… placeholder with one from the Hugging "
+                                                     "Face Hub before running.")
+                                               if ready and any(a.startswith("your-org/") for a in r.command)
+                                               else command_for_note(lang, r) if ready else "",
+                                               pools_command_note(lang, r) if ready else "") if x),
     }
     return AnswerView(model, title, line, answer_line(lang, r) if ready else "")
 

@@ -138,6 +138,23 @@ def load_change_line(lang: str, c: Change) -> str | None:
                 text += "; " + _(lang, "it stops paying from about %(n)s requests at once") % {
                     "n": num(lang, _n_int(e["stops_paying_at"]))}
             return text
+        case "serving.change.disaggregated":
+            text = _(lang, "prefill and decode on separate instances (%(p)s prefill, %(d)s decode, %(how)s): "
+                           "%(before)s → %(after)s, TPOT %(tb)s → %(ta)s ms") % {
+                "p": p.get("prefill"), "d": p.get("decode"), "after": _latency(lang, e),
+                "before": _latency(lang, before),
+                "how": "--disaggregation-mode prefill|decode" if p.get("engine") == "sglang"
+                else "NixlConnector, --kv-transfer-config" if p.get("engine") == "vllm" else "disaggregated serving",
+                "tb": num(lang, round(float(e.get("tpot_ms_before") or 0), 1)),
+                "ta": num(lang, round(float(e.get("tpot_ms") or 0), 1))}
+        case "serving.change.dp_attention":
+            text = _(lang, "data-parallel attention over %(n)s GPUs (%(how)s): room for %(a)s requests at once instead "
+                           "of %(b)s, %(before)s → %(after)s") % {
+                "n": p.get("dp"), "a": num(lang, _n_int(e.get("max_concurrency"))),
+                "b": num(lang, _n_int(e.get("max_concurrency_before"))),
+                "how": "--enable-dp-attention" if p.get("engine") == "sglang"
+                else "--data-parallel-size, --enable-expert-parallel",
+                "after": _latency(lang, e), "before": _latency(lang, before)}
         case "serving.change.more_replicas":
             par = f"TP\u00a0{p.get('tensor_parallel')}"
             if _n_int(p.get("pipeline_parallel")) > 1:

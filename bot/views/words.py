@@ -116,8 +116,6 @@ UNSUPPORTED_TEXTS = {  # what a question asked that the engine does not model ye
     "mlx": N_("MLX is not modelled as such: counted as the same weights and bits in the Mac's unified memory "
               "(MLX runs on Apple Silicon only)"),
     "mlc": N_("MLC LLM is not modelled yet: the estimate is not specific to it"),
-    "disaggregated": N_("prefill and decode on separate GPUs (disaggregated serving) is not modelled yet: the "
-                        "answer is for both on the same GPUs"),
 }
 
 

@@ -56,13 +56,8 @@ SERVING_KEYS: dict[str, str] = {"llamacpp": "llama.cpp", "llamaserver": "llama.c
                                 "trtllm": "tensorrt-llm", "textgenerationinference": "tgi", "lmstudio": "llama.cpp",
                                 "тртллм": "tensorrt-llm", "ламацпп": "llama.cpp", "ламасрр": "llama.cpp"}
 UNMODELLED_SERVING = {"lmdeploy": "lmdeploy", "exllama": "exllama", "exllamav2": "exllama", "exl2": "exllama",
-                      "mlc": "mlc",
-                      # prefill and decode on separate GPUs (vLLM / SGLang PD disaggregation, NVIDIA Dynamo, llm-d)
-                      "disaggregated": "disaggregated", "disaggregation": "disaggregated", "disagg": "disaggregated",
-                      "дезагрегированный": "disaggregated", "дезагрегированного": "disaggregated",
-                      "дезагрегация": "disaggregated", "дезагрегацию": "disaggregated",
-                      "дизагрегированный": "disaggregated", "дизагрегация": "disaggregated",
-                      "дисагрегированный": "disaggregated", "dynamo": "disaggregated"}
+                      "mlc": "mlc"}
+# disaggregated prefill/decode is a request field now (engine/parse/load.py DISAGG: CONTRACT v2.1 disaggregated)
 
 # ── weight formats and KV cache ─────────────────────────────────────────────────────────
 QUANT_WORDS: dict[str, str] = {"awq": "awq", "gptq": "gptq", "nf4": "nf4", "bnb4": "nf4", "mxfp4": "mxfp4",

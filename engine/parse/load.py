@@ -39,6 +39,22 @@ PCIE = re.compile(r"\bpcie\b|по pci|без nvlink|without nvlink|no nvlink")
 IB = re.compile(r"infiniband|\bib\b|two nodes|2 nodes|две ноды|2 ноды|двух нодах|2 нодах|across nodes|между нодами")
 NVLINK = re.compile(r"\bnvlink\b|nvswitch")
 NIM = re.compile(r"\bnim\b")
+# disaggregated prefill/decode: "disaggregated serving", "P/D", "1P1D", «раздельный префилл», «префилл и декод на
+# разных GPU»; "2P1D" also says how many instances prefill
+DISAGG = re.compile(r"d[ie]s?aggregat\w*|disagg\b|д[иеі]с?агрег\w*|д[иеі]заг?рег\w*|\bp\s*/\s*d\b"
+                    r"|\b\d+\s*p\s*\d+\s*d\b|раздельн\w* (?:префил\w*|prefill)"
+                    r"|(?:prefill|префил\w*)[- ]?(?:и|and|/)[- ]?(?:decode|декод\w*) "
+                    r"(?:separat\w*|split|на разных|раздельн\w*|отдельн\w*|apart)"
+                    r"|separate (?:prefill|decode) (?:and (?:prefill|decode) )?"
+                    r"(?:instances|pools|workers|nodes|servers)"
+                    r"|отдельн\w* (?:инстанс\w*|ноды|пул\w*|сервер\w*) (?:для|под) префил\w*"
+                    r"|\bdynamo\b")  # NVIDIA Dynamo: disaggregated serving is what it is named for
+XPYD = re.compile(r"\b(\d+)\s*p\s*(\d+)\s*d\b")
+PREFILL_N = re.compile(r"(\d+)\s*(?:prefill|префилл?[- ]?)\s*(?:instances?|workers?|nodes?|servers?|инстанс\w*|нод\w*|"
+                       r"сервер\w*|воркер\w*)")
+DP_ATTN = re.compile(r"dp[- ]?attention|dp[- ]?attn|enable[-_]dp[-_]attention|data[- ]parallel attention"
+                     r"|attention (?:data[- ]parallel\w*|dp)\b|dp[- ]?(?:атт?еншн\w*|внимани\w*)"
+                     r"|data[-_ ]parallel[-_ ]size|внимани\w* (?:с )?(?:dp|дп|data[- ]parallel)")
 # adapters served, not trained: "how many LoRA adapters can one H100 serve", «мульти-лора на инференсе», "vLLM with
 # 16 LoRA adapters"; "how many" before them asks for the count of adapter slots
 _ADAPTERS = r"(?:lora|лора)[- ]?(?:adapters?|адаптер\w*)|адаптер\w*|adapters|\bлор\b|\bloras\b"
@@ -59,9 +75,11 @@ USERS = re.compile(r"how many (?:concurrent |simultaneous |parallel )?(?:users|r
 
 
 FIELDS = ("request_rate", "ttft_p95_ms", "ttft_percentile", "tpot_ms", "prefix_cache_hit_rate", "speculative",
-          "max_loras", "max_lora_rank", "enforce_eager", "interconnect")
+          "max_loras", "max_lora_rank", "enforce_eager", "interconnect", "disaggregated", "prefill_instances",
+          "dp_attention")
 
-SERVING_ONLY = ("request_rate", "ttft_p95_ms", "tpot_ms", "prefix_cache_hit_rate", "speculative", "enforce_eager")
+SERVING_ONLY = ("request_rate", "ttft_p95_ms", "tpot_ms", "prefix_cache_hit_rate", "speculative", "enforce_eager",
+                "disaggregated", "dp_attention")
 
 
 def _mark(s: Scan, start: int, end: int) -> None:
@@ -144,6 +162,18 @@ def load(s: Scan) -> None:
         s.set("interconnect", "nvlink")
     if NIM.search(text):
         s.set("serving_engine", "nim")
+    m = DISAGG.search(text)
+    if m:
+        s.set("disaggregated", True)
+        n = XPYD.search(text) or PREFILL_N.search(text)
+        if n and 1 <= int(n.group(1)) <= 1024:
+            s.set("prefill_instances", int(n.group(1)))
+            _mark(s, n.start(), n.end())
+        _mark(s, m.start(), m.end())
+    m = DP_ATTN.search(text)
+    if m:
+        s.set("dp_attention", True)
+        _mark(s, m.start(), m.end())
     if RATE_ASKED.search(text):
         s.set("asks_rate", True)
     elif USERS.search(text):

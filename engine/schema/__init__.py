@@ -90,6 +90,7 @@ from engine.schema.result import (
 from engine.schema.scenario import Architecture, Assumption, Scenario
 from engine.schema.serving import (
     AskedSetup,
+    Disaggregation,
     EngineFamily,
     GpuChoice,
     HostedRange,
@@ -127,6 +128,7 @@ __all__ = [
     "Comparison",
     "CpKind",
     "Currency",
+    "Disaggregation",
     "EngineFamily",
     "EngineOptions",
     "ErrorAnswer",

@@ -177,6 +177,14 @@ class Request(Strict):
     max_lora_rank: int | None = Field(default=None, ge=1, le=65_536)
     enforce_eager: bool | None = None
     interconnect: Literal["nvlink", "pcie", "infiniband"] | None = None
+    # disaggregated prefill/decode: prefill and decode on separate instances, the KV sent between them (SGLang
+    # --disaggregation-mode prefill|decode, vLLM's NixlConnector); prefill_instances of the instances prefill
+    # (None: the split that carries most), the rest decode
+    disaggregated: bool | None = None
+    prefill_instances: int | None = Field(default=None, ge=1, le=1024)
+    # data-parallel attention (SGLang --enable-dp-attention, vLLM --data-parallel-size with
+    # --enable-expert-parallel): each GPU of an instance runs attention for its own requests, its KV not replicated
+    dp_attention: bool | None = None
     # Parser signals beyond CONTRACT.md (engine/parse): what was implied rather than said, small talk, and
     # what a cost question asks for first ("how long and how much" → ["time", "money"])
     assumed: list[str] = Field(default_factory=list, max_length=16)  # "model": a family's default; "gpus": Colab's T4

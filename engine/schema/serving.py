@@ -166,6 +166,17 @@ class HostedRange(BaseModel):
     sources: list[str] = Field(default_factory=list)
 
 
+class Disaggregation(BaseModel):
+    """Prefill and decode on separate instances (engine/serving/disagg.py): the split and the KV transfer."""
+
+    model_config = ConfigDict(defer_build=True)  # built by the first serving answer
+
+    prefill_instances: int
+    decode_instances: int
+    link: str  # nvlink | pcie | infiniband: what the KV crosses
+    transfer_ms: float  # one request's prompt KV, prefill -> decode
+
+
 class ServingLoad(BaseModel):
     """The load answer: the instance's point, the whole arrangement's figures, the promise and its margin."""
 
@@ -190,6 +201,14 @@ class ServingLoad(BaseModel):
     curve: list[LoadPoint] = Field(default_factory=list)  # concurrency sweep for the chart
     saturation_limit: str | None = None  # what caps the requests running at once: kv_cache | max_num_seqs
     hosted: HostedRange | None = None  # hosted-API prices of the model at this prompt/output mix
+    disaggregation: Disaggregation | None = None  # prefill / decode pools, when asked and run
+    attention_dp: int = 1  # data-parallel attention degree (1: plain TP)
+
+    @property
+    def scale(self) -> int:
+        """What the point's figures multiply by for the whole arrangement: the replicas (the point is one instance's),
+        or 1 for disaggregated pools (the point is the whole's)."""
+        return 1 if self.disaggregation is not None else max(1, self.replicas)
 
 
 class ServingSide(BaseModel):

@@ -41,8 +41,10 @@ def is_serving_request(request: Request) -> bool:
     engine_asks = ("users", "throughput", "latency", "adapters", "rate")
     if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
                                           or any(a in request.asks for a in engine_asks)
-                                          or request.max_loras or request.speculative):
-        return True  # a load, a promise, "how many users", LoRA adapters served: an engine's question (vLLM assumed)
+                                          or request.max_loras or request.speculative or request.disaggregated
+                                          or request.dp_attention):
+        return True  # a load, a promise, "how many users", LoRA adapters served, disaggregated pools, DP attention:
+        # an engine's question (vLLM assumed)
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 
 
@@ -158,13 +160,34 @@ def _place(asked: Asked, assumptions: list[Assumption]) -> Placed | ServingResul
         tp = request.tensor_parallel
     else:
         fits_in = max(1, ref.count // pp)
-        tp = max([t for t in valid_tp(arch, engine, fits_in)] or [1])
+        tp = _pd_tp(asked, ref, pp) or max([t for t in valid_tp(arch, engine, fits_in)] or [1])
         if engine not in ("llama.cpp", "ollama", "hf"):  # those split layers, never tensors
             assumptions.append(Assumption(key="tensor_parallel", value=tp))
     if tp * pp > ref.count:
         ref = ref.model_copy(update={"count": tp * pp})
         assumptions.append(Assumption(key="gpu_count", value=tp * pp))
     return Placed(ref, tp, pp, arrangements)
+
+
+PD_WEIGHT_SHARE = 0.6  # most of a card the weights may take for a disaggregated instance (the rest: KV, activations)
+
+
+def _pd_tp(asked: Asked, ref: GpuRef, pp: int) -> int | None:
+    """Disaggregated serving on GPUs named without a TP degree: the largest TP that leaves two instances (a prefill
+    and a decode one) with the rank's weights in at most 60 % of the card (room left for the decode side's KV
+    cache); None when none does (the usual largest TP, one instance)."""
+    from .capacity import valid_tp
+    from .weights import rank_weights
+
+    if not asked.request.disaggregated or ref.count // pp < 2 or asked.local:
+        return None
+    gpu = find_gpu(ref.name) if ref.name else None
+    memory = ref.memory_gb or (gpu.memory_gb if gpu is not None else None)
+    if not memory:
+        return None
+    fits = [t for t in valid_tp(asked.arch, asked.engine, ref.count // pp // 2)
+            if rank_weights(asked.arch, asked.fmt, t, pp, asked.engine).first <= PD_WEIGHT_SHARE * memory * 1e9]
+    return max(fits) if fits else None
 
 
 def _profiled(asked: Asked, placed: Placed, assumptions: list[Assumption]) -> tuple[
@@ -199,7 +222,7 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
     from .budget import unused_gib
     from .command import command
     from .core import loads, users_served
-    from .loadplan import feature_flags, load_answer, machine_for
+    from .loadplan import feature_flags, load_answer, machine_for, with_load_features
     from .speed import cost, instance_speed
 
     request, arch, engine, users = asked.request, asked.arch, asked.engine, asked.users
@@ -248,10 +271,10 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
         fits=loads(p) and (users is None or served >= users),
         arrangement=arrangements[0] if arrangements else None, alternatives=arrangements[1:4],
         changes=found, errors=errors, assumptions=assumptions,
-        command=command(_model_id(request, arch), run_as, users, asked.prompt,
+        command=with_load_features(command(_model_id(request, arch), run_as, users, asked.prompt,
                         native=asked.native is not None and command_for is None,
                         layers=arch.layers, bf16=cat.bf16 if cat is not None else True)
-        + (feature_flags(request, engine) if engine in ("vllm", "sglang") else []),
+        + (feature_flags(request, engine) if engine in ("vllm", "sglang") else []), load, engine),
         command_for=command_for,
         load=load,
     )

@@ -11,10 +11,11 @@ from engine.catalog.checkpoints import checkpoint
 from engine.schema import Architecture, Change, Request
 from engine.schema.serving import GpuChoice, LoadPoint, ServingArrangement, ServingLoad, Settings
 
+from . import disagg, dpattn
 from .core import Profile, loads, profile, users_served
-from .load import point, speculation, sweep
+from .load import Features, Machine, speculation, sweep
 from .loadplan import CURVE as SWEEP
-from .loadplan import features_for, machine_for, meets, ttft_key, workload_for
+from .loadplan import evaluate, features_for, machine_for, meets, ttft_key, workload_for
 from .profile import data, supports
 
 Run = Callable[..., tuple[Settings, Profile]]
@@ -152,53 +153,97 @@ def _figures(p: LoadPoint, replicas: int) -> dict[str, object]:
 def load_changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, catalog_gpu: Gpu | None,
                  base: Profile, load: ServingLoad | None, prompt: int, output: int, replicas: int) -> list[Change]:
     """Changes under load, each with its figures from the load model at the asked load: prefix caching when prompts
-    share a prefix, speculative decoding at low load (and where it stops paying), more replicas when the promise is
-    missed or the queue grows without bound."""
+    share a prefix, speculative decoding at low load (and where it stops paying), disaggregated prefill/decode and
+    data-parallel attention where the engine runs them and they help, more replicas when the promise is missed or
+    the queue grows without bound."""
     if load is None or catalog_gpu is None or not loads(base) or s.family in ("llama.cpp", "ollama", "hf"):
         return []
     m = machine_for(request, arch, s, catalog_gpu, gpu, base.memory, base.kv)
     f = features_for(request)
-    w = workload_for(request, prompt, output, replicas)
     now = load.point
+    r_now = 1 if load.disaggregation else replicas
+
+    def at(instances: int = replicas, **update: object) -> tuple[LoadPoint, int]:
+        q = request.model_copy(update=update)
+        return evaluate(q, machine_for(q, arch, s, catalog_gpu, gpu, base.memory, base.kv), prompt, output, instances)
+
+    def promise(p: LoadPoint) -> bool:
+        return meets(p, request.ttft_p95_ms, request.tpot_ms, ttft_key(request))
+
     out: list[Change] = []
     if not request.prefix_cache_hit_rate and prompt >= 512:
-        cached = point(m, f, replace(w, prefix_hit=ASSUMED_PREFIX_HIT))
+        cached, r = at(prefix_cache_hit_rate=ASSUMED_PREFIX_HIT)
         out.append(Change(key="serving.change.prefix_caching", params={"hit_rate": ASSUMED_PREFIX_HIT},
-                         effect={**_figures(cached, replicas), "before": _figures(now, replicas),
-                                 "meets": meets(cached, request.ttft_p95_ms, request.tpot_ms, ttft_key(request))}))
+                         effect={**_figures(cached, r), "before": _figures(now, r_now), "meets": promise(cached)}))
     if not f.speculative and now.stable and (now.running or 1) <= LOW_LOAD:
         spec = replace(f, speculative="eagle")
         k, alpha, _ = speculation(spec)
-        fast = point(m, spec, w)
+        fast, r = at(speculative="eagle")
         if fast.per_user_tokens_s and now.per_user_tokens_s and fast.per_user_tokens_s > now.per_user_tokens_s * 1.05:
-            plain = sweep(m, f, w, list(SWEEP))
-            sped = sweep(m, spec, w, list(SWEEP))
-            stops = next((a.concurrency for a, b in zip(plain, sped, strict=True)
-                          if a.per_user_tokens_s and b.per_user_tokens_s
-                          and b.per_user_tokens_s <= a.per_user_tokens_s * 1.05), None)
+            stops = None
+            if not load.disaggregation:
+                w = workload_for(request, prompt, output, replicas)
+                plain = sweep(m, f, w, list(SWEEP))
+                sped = sweep(m, spec, w, list(SWEEP))
+                stops = next((a.concurrency for a, b in zip(plain, sped, strict=True)
+                              if a.per_user_tokens_s and b.per_user_tokens_s
+                              and b.per_user_tokens_s <= a.per_user_tokens_s * 1.05), None)
             out.append(Change(key="serving.change.speculative",
                              params={"method": "eagle", "k": k, "acceptance": alpha},
-                             effect={**_figures(fast, replicas), "before": _figures(now, replicas),
+                             effect={**_figures(fast, r), "before": _figures(now, r_now),
                                      "speedup": round(fast.per_user_tokens_s / now.per_user_tokens_s, 2),
                                      "stops_paying_at": stops * replicas if stops else None}))
+    out += _pd_change(request, m, f, now, r_now, prompt, output, replicas, promise)
+    if not request.dp_attention and dpattn.applies(arch, s.engine, s.family, s.tensor_parallel):
+        wide, r = at(dp_attention=True)
+        if wide.stable and (wide.capacity_rps * r > now.capacity_rps * r_now * 1.1
+                            or wide.max_concurrency > now.max_concurrency * 1.1):
+            out.append(Change(key="serving.change.dp_attention", params={"dp": s.tensor_parallel, "engine": s.engine},
+                             effect={**_figures(wide, r), "before": _figures(now, r_now), "meets": promise(wide),
+                                     "max_concurrency": wide.max_concurrency * r,
+                                     "max_concurrency_before": now.max_concurrency * r_now}))
     promised = request.ttft_p95_ms is not None or request.tpot_ms is not None
     if (not now.stable or (promised and load.meets is False)) and (request.request_rate or request.concurrency):
         per = s.tensor_parallel * s.pipeline_parallel
         most = int(data()["limits"]["max_gpus"]) // per
-        need = math.ceil((request.request_rate or 0.0) / now.capacity_rps) if now.capacity_rps > 0 else 0
+        need = math.ceil((request.request_rate or 0.0) / (now.capacity_rps * r_now / replicas)) \
+            if now.capacity_rps > 0 else 0
         start = max(replicas + 1, need)
         for more in range(start, min(most, start + 12) + 1):
-            lp = point(m, f, workload_for(request, prompt, output, more))
-            ok = meets(lp, request.ttft_p95_ms, request.tpot_ms, ttft_key(request)) if promised else \
-                lp.stable and (lp.utilisation or 0.0) <= FULL
+            lp, r = at(more)
+            ok = promise(lp) if promised else lp.stable and (lp.utilisation or 0.0) <= FULL
             if ok:
                 out.append(Change(key="serving.change.more_replicas",
                                  params={"replicas": more, "tensor_parallel": s.tensor_parallel,
                                          "pipeline_parallel": s.pipeline_parallel, "count": more * per,
                                          "gpu": gpu.name},
-                                 effect={**_figures(lp, more), "before": _figures(now, replicas), "meets": True}))
+                                 effect={**_figures(lp, r), "before": _figures(now, r_now), "meets": True}))
                 break
     return out
+
+
+def _pd_change(request: Request, m: Machine, f: Features, now: LoadPoint, r_now: int, prompt: int, output: int,
+               replicas: int, promise: Callable[[LoadPoint], bool]) -> list[Change]:
+    """Prefill and decode on separate instances of these GPUs, when the engine runs it and it helps: the decode
+    steps lose the prefill that shares them (TPOT), or the prompts stop waiting behind decode steps (TTFT)."""
+    if request.disaggregated or replicas < 2 or not disagg.supported(m.engine, m.family):
+        return []
+    whole = workload_for(request, prompt, output, 1)
+    split = disagg.best_split(m, f, whole, replicas, request.interconnect)
+    if split is None:
+        return []
+    pd = disagg.pd_point(m, f, whole, split)
+    if not pd.stable or not now.stable:
+        return []
+    faster = (pd.tpot_ms.get("p50", math.inf) < now.tpot_ms.get("p50", 0.0) * 0.9
+              or pd.ttft_ms.get("p95", math.inf) < now.ttft_ms.get("p95", 0.0) * 0.9)
+    if not faster and not (promise(pd) and not promise(now)):
+        return []
+    return [Change(key="serving.change.disaggregated",
+                   params={"prefill": split.prefill, "decode": split.decode, "link": split.link, "engine": m.engine},
+                   effect={**_figures(pd, 1), "before": _figures(now, r_now), "meets": promise(pd),
+                           "tpot_ms": pd.tpot_ms.get("p50"), "tpot_ms_before": now.tpot_ms.get("p50"),
+                           "transfer_ms": round(disagg.transfer_s(m, whole, split.link) * 1e3, 3)})]
 
 
 def merged(base: list[Change], under_load: list[Change]) -> list[Change]:

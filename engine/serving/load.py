@@ -88,6 +88,10 @@ class Machine:
     scheduler_steps: int = 1  # vLLM V0 multi-step: decode steps between two calls of the scheduler
     adapter_slots: int = 0  # --max-loras slots on the rank; a step reads those of its batch's adapters only
     adapter_slot_bytes: float = 0.0
+    # data-parallel attention: each of this many ranks runs attention for its own requests only, their KV whole on it
+    # (kv_bytes_per_token is then a whole token's, read for the rank's own share of the batch)
+    attention_dp: int = 1
+    family: str = ""  # the engine as set (vllm-v0 for vLLM before V1)
 
 
 # ---- one step ----------------------------------------------------------------------------------------------------
@@ -144,7 +148,7 @@ def decode_step(m: Machine, f: Features, batch: int, context: float, tokens_per_
     stage_b = max(1, math.ceil(b / m.pp))  # PP: pp micro-batches in flight, one per stage
     dense, routed = decode_read_bytes(a, m.weight_format, m.weight_bytes, m.tp, m.pp, b)  # MoE: routed experts only
     dense += min(b, m.adapter_slots) * m.adapter_slot_bytes  # one adapter per request at most (engine/serving/lora.py)
-    kv = stage_b * context * m.kv_bytes_per_token
+    kv = math.ceil(stage_b / max(1, m.attention_dp)) * context * m.kv_bytes_per_token
     memory = dense / bandwidth(m, dense=True) + (routed + kv) / bandwidth(m)
     tokens = stage_b * tokens_per_seq
     flops = tokens * (2.0 * a.active_params / m.pp + attention_flops(a, 1, context) / m.pp) / m.tp

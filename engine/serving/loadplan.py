@@ -5,15 +5,17 @@ it costs per 1M tokens at that load and how many users the arrangement holds wit
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from engine.catalog import Gpu
 from engine.schema import Architecture, Assumption, Request
-from engine.schema.serving import GpuChoice, KvCapacity, LoadPoint, RankMemory, ServingLoad, Settings
+from engine.schema.serving import Disaggregation, GpuChoice, KvCapacity, LoadPoint, RankMemory, ServingLoad, Settings
 from engine.speed.hardware import gpus_per_node
 
+from . import disagg, dpattn
 from .hosted import hosted_range
-from .load import Features, Machine, Workload, engine_figures, kv_room, point, speculation, sweep
+from .load import Features, Machine, Workload, engine_figures, kv_room, point, speculation
 from .lora import idle_slot_bytes
 from .profile import v0_chunked_prefill
 from .speed import format_bits
@@ -45,13 +47,16 @@ def machine_for(request: Request, arch: Architecture, s: Settings, gpu: Gpu, cho
     link = request.interconnect or ("infiniband" if s.tensor_parallel > gpus_per_node()
                                     else "nvlink" if choice.nvlink else "pcie")
     alone, steps = prefill_scheduling(s, opts.num_scheduler_steps if opts else None)
-    return Machine(arch=arch, engine=s.engine, gpu=gpu, tp=s.tensor_parallel, pp=s.pipeline_parallel,
-                   weight_bits=format_bits(s.weight_format), weight_format=s.weight_format,
-                   weight_bytes=max(0.0, read - idle_slot_bytes(memory, 0)),  # the slots: per batch, below
-                   kv_bytes_per_token=max(1.0, kv.bytes_per_token),
-                   kv_tokens=kv.tokens, max_num_seqs=seqs, max_num_batched_tokens=mnbt, link=link,
-                   prefill_alone=alone, scheduler_steps=steps,
-                   adapter_slots=memory.adapter_slots, adapter_slot_bytes=memory.adapter_slot_gib * 2**30)
+    m = Machine(arch=arch, engine=s.engine, gpu=gpu, tp=s.tensor_parallel, pp=s.pipeline_parallel,
+                weight_bits=format_bits(s.weight_format), weight_format=s.weight_format,
+                weight_bytes=max(0.0, read - idle_slot_bytes(memory, 0)),  # the slots: per batch (load.decode_step)
+                kv_bytes_per_token=max(1.0, kv.bytes_per_token),
+                kv_tokens=kv.tokens, max_num_seqs=seqs, max_num_batched_tokens=mnbt, link=link,
+                prefill_alone=alone, scheduler_steps=steps, family=s.family,
+                adapter_slots=memory.adapter_slots, adapter_slot_bytes=memory.adapter_slot_gib * 2**30)
+    if request.dp_attention and dpattn.applies(arch, s.engine, s.family, s.tensor_parallel):
+        m = dpattn.with_dp_attention(m, arch, memory.kv_pool_gib * 2**30)
+    return m
 
 
 def prefill_scheduling(s: Settings, scheduler_steps: int | None) -> tuple[bool, int]:
@@ -95,23 +100,35 @@ def meets(p: LoadPoint, ttft_ms: float | None, tpot_ms: float | None, key: str =
     return ok
 
 
-def users_within(m: Machine, f: Features, w: Workload, ttft_ms: float | None, tpot_ms: float | None,
+def users_within(at: Callable[[int], LoadPoint], ttft_ms: float | None, tpot_ms: float | None,
                  key: str = "p95") -> int:
-    """The most requests in flight one instance holds within the promise (its KV / max_num_seqs room without one)."""
-    base = replace(w, request_rate=None)
-    room = point(m, f, replace(base, concurrency=1)).max_concurrency
+    """The most requests in flight `at` (a concurrency's load point) holds within the promise (its KV /
+    max_num_seqs room without one)."""
+    first = at(1)
+    room = first.max_concurrency
     if ttft_ms is None and tpot_ms is None:
         return room
-    if not meets(point(m, f, replace(base, concurrency=1)), ttft_ms, tpot_ms, key):
+    if not meets(first, ttft_ms, tpot_ms, key):
         return 0
     lo, hi = 1, max(1, room)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if meets(point(m, f, replace(base, concurrency=mid)), ttft_ms, tpot_ms, key):
+        if meets(at(mid), ttft_ms, tpot_ms, key):
             lo = mid
         else:
             hi = mid - 1
     return lo
+
+
+def pd_split(request: Request, m: Machine, f: Features, w: Workload, replicas: int) -> disagg.Split | None:
+    """The prefill : decode split of the instances when disaggregation is asked and the engine runs it (the split
+    asked, else the one that carries most); None otherwise."""
+    if not request.disaggregated or not disagg.supported(m.engine, m.family) or replicas < 2:
+        return None
+    asked = request.prefill_instances
+    if asked and asked < replicas:
+        return disagg.Split(asked, replicas - asked, disagg.kv_link(m, replicas, request.interconnect))
+    return disagg.best_split(m, f, w, replicas, request.interconnect)
 
 
 def per_million(per_hour: float | None, tokens_s: float | None) -> float | None:
@@ -120,39 +137,75 @@ def per_million(per_hour: float | None, tokens_s: float | None) -> float | None:
     return round(per_hour / (tokens_s * 3600.0) * 1e6, 3)
 
 
+@dataclass(frozen=True)
+class Arrangement:
+    """How the load model runs the request's instances: `share` multiplies a point's figures for the whole
+    (the replicas: a point is one instance's; 1 for disaggregated pools: a point is the whole's, ServingLoad.scale)."""
+
+    m: Machine
+    w: Workload
+    split: disagg.Split | None
+    share: int
+
+    def at(self, f: Features, w: Workload | None = None) -> LoadPoint:
+        w = w or self.w
+        return disagg.pd_point(self.m, f, w, self.split) if self.split else point(self.m, f, w)
+
+
+def arranged(request: Request, m: Machine, prompt: int, output: int, replicas: int) -> Arrangement:
+    """Disaggregated pools when asked and run (the whole load), else `replicas` colocated instances (its share)."""
+    whole = workload_for(request, prompt, output, 1)
+    split = pd_split(request, m, features_for(request), whole, replicas)
+    if split is not None:
+        return Arrangement(m, whole, split, 1)
+    return Arrangement(m, workload_for(request, prompt, output, replicas), None, max(1, replicas))
+
+
+def evaluate(request: Request, m: Machine, prompt: int, output: int, replicas: int) -> tuple[LoadPoint, int]:
+    """The load point of the request on `replicas` instances of `m`, and what its figures multiply by."""
+    a = arranged(request, m, prompt, output, replicas)
+    return a.at(features_for(request)), a.share
+
+
 def load_answer(request: Request, m: Machine, prompt: int, output: int, replicas: int, per_hour: float | None,
                 currency: str = "USD") -> ServingLoad:
     f = features_for(request)
-    w = workload_for(request, prompt, output, replicas)
-    p = point(m, f, w)
+    r = max(1, replicas)
+    a = arranged(request, m, prompt, output, r)
+    w, share, split = a.w, a.share, a.split
+
+    def at(c: int) -> LoadPoint:
+        return a.at(f, replace(w, concurrency=c, request_rate=None))
+    p = a.at(f)
     notes = [Assumption(key="queueing", value="kingman(poisson arrivals, deterministic prefill)"),
              Assumption(key="engine_figures",
                         value=m.engine if m.engine in ("vllm", "sglang", "tensorrt-llm", "nim") else "vllm"),
              Assumption(key="prefill_scheduling",
                         value=("prefill steps alone" if m.prefill_alone else "chunks in decode steps")
                         + (f", {m.scheduler_steps} decode steps per scheduler call" if m.scheduler_steps > 1 else ""))]
+    notes += feature_notes(request, m, split, w)
     if request.request_rate is None and not request.concurrency:
         notes.append(Assumption(key="concurrency", value="1"))
     speedup = None
     if f.speculative:
         k, alpha, _ = speculation(f)
         notes.append(Assumption(key="speculative", value=f"{f.speculative}(k={k}, acceptance={alpha:g})"))
-        plain = point(m, replace(f, speculative=None), w)
+        plain = a.at(replace(f, speculative=None))
         if plain.per_user_tokens_s and p.per_user_tokens_s:
             speedup = round(p.per_user_tokens_s / plain.per_user_tokens_s, 2)
     if f.max_loras:
         notes.append(Assumption(key="max_lora_rank", value=f.max_lora_rank))
-    r = max(1, replicas)
-    out_s = p.output_tokens_s * r if p.output_tokens_s is not None else None
-    tot_s = p.total_tokens_s * r if p.total_tokens_s is not None else None
+    out_s = p.output_tokens_s * share if p.output_tokens_s is not None else None
+    tot_s = p.total_tokens_s * share if p.total_tokens_s is not None else None
     promise = request.ttft_p95_ms is not None or request.tpot_ms is not None
-    held = users_within(m, f, w, request.ttft_p95_ms, request.tpot_ms, ttft_key(request)) * r
-    curve = sweep(m, f, w, [c for c in CURVE if c <= max(8, 2 * p.max_concurrency)])
+    held = users_within(at, request.ttft_p95_ms, request.tpot_ms, ttft_key(request)) * share
+    top = max(8, 2 * p.max_concurrency)
+    curve = [at(c) for c in CURVE if c <= top]
     return ServingLoad(
         replicas=r, point=p, output_tokens_s=round(out_s, 1) if out_s is not None else None,
         total_tokens_s=round(tot_s, 1) if tot_s is not None else None,
-        request_rate=round(p.request_rate * r, 4) if p.request_rate is not None else None,
-        capacity_rps=round(p.capacity_rps * r, 4), ttft_p95_target_ms=request.ttft_p95_ms,
+        request_rate=round(p.request_rate * share, 4) if p.request_rate is not None else None,
+        capacity_rps=round(p.capacity_rps * share, 4), ttft_p95_target_ms=request.ttft_p95_ms,
         ttft_percentile=request.ttft_percentile or 95,
         tpot_target_ms=request.tpot_ms,
         meets=meets(p, request.ttft_p95_ms, request.tpot_ms, ttft_key(request)) if promise else None,
@@ -160,7 +213,28 @@ def load_answer(request: Request, m: Machine, prompt: int, output: int, replicas
         per_million_tokens=per_million(per_hour, tot_s) if p.stable else None,
         per_million_output_tokens=per_million(per_hour, out_s) if p.stable else None,
         currency=currency, speculative_speedup=speedup, assumptions=notes, curve=curve,
-        saturation_limit=kv_room(m, f, w)[1], hosted=hosted_range(m.arch.name, prompt, output))
+        saturation_limit=kv_room(m, f, w)[1], hosted=hosted_range(m.arch.name, prompt, output),
+        disaggregation=Disaggregation(prefill_instances=split.prefill, decode_instances=split.decode,
+                                      link=split.link, transfer_ms=round(disagg.transfer_s(m, w, split.link) * 1e3, 3))
+        if split else None, attention_dp=m.attention_dp)
+
+
+def feature_notes(request: Request, m: Machine, split: disagg.Split | None, w: Workload) -> list[Assumption]:
+    """What the answer took for disaggregation and DP attention, or why it could not use them."""
+    out: list[Assumption] = []
+    if request.disaggregated:
+        if split is not None:
+            out.append(Assumption(key="disaggregated",
+                                  value=f"{split.prefill}P{split.decode}D over {split.link}"
+                                  + ("" if request.prefill_instances else " (the split that carries most)")))
+        elif not disagg.supported(m.engine, m.family):
+            out.append(Assumption(key="disaggregated", value=f"not run by {m.family or m.engine}: colocated"))
+        else:
+            out.append(Assumption(key="disaggregated", value="one instance: colocated"))
+    if request.dp_attention:
+        out.append(Assumption(key="dp_attention", value=f"dp={m.attention_dp}" if m.attention_dp > 1
+                              else "needs an MoE model on SGLang / vLLM over 2+ GPUs: plain TP"))
+    return out
 
 
 def load_block(load: ServingLoad | None) -> dict[str, object] | None:
@@ -181,6 +255,8 @@ def load_block(load: ServingLoad | None) -> dict[str, object] | None:
         "currency": load.currency, "speculative_speedup": load.speculative_speedup,
         "assumptions": [str(x) for x in load.assumptions], "saturation_limit": load.saturation_limit,
         "hosted": load.hosted.model_dump() if load.hosted else None,
+        "disaggregation": load.disaggregation.model_dump() if load.disaggregation else None,
+        "attention_dp": load.attention_dp,
         "curve": [{"concurrency": c.concurrency, "output_tokens_s": c.output_tokens_s,
                    "ttft_p95_ms": c.ttft_ms.get("p95"), "tpot_ms": c.tpot_ms.get("p50")} for c in load.curve],
     }
@@ -210,4 +286,38 @@ def feature_flags(request: Request, engine: str) -> list[str]:
             out.append("--disable-cuda-graph")
         if request.expert_parallel:
             out += ["--ep-size", str(request.tensor_parallel or 1)]
+    return out
+
+
+# vLLM V1's NIXL connector, the same on prefill and decode instances (kv_role kv_both: the proxy's kv_transfer_params
+# say which side a request is on; vllm docs/features/nixl_connector_usage.md, toy_proxy_server.py)
+NIXL = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
+
+
+def with_load_features(argv: list[str], load: ServingLoad | None, engine: str) -> list[str]:
+    """The launch command with what the load answer ran: disaggregated pools (SGLang: the prefill instance's command,
+    --disaggregation-mode prefill, decode instances the same with decode; vLLM: --kv-transfer-config with
+    NixlConnector on every instance) and DP attention (SGLang --enable-dp-attention --dp N; vLLM
+    --data-parallel-size N over TP 1 with --enable-expert-parallel)."""
+    if load is None or engine not in ("vllm", "sglang"):
+        return argv
+    out = list(argv)
+    dp = load.attention_dp
+    if engine == "vllm":
+        if dp > 1:
+            if "--tensor-parallel-size" in out:
+                out[out.index("--tensor-parallel-size") + 1] = "1"
+            out += ["--data-parallel-size", str(dp)]
+            if "--max-num-seqs" in out:  # every DP rank is an engine core with its own cap
+                i = out.index("--max-num-seqs") + 1
+                out[i] = str(-(-int(out[i]) // dp))
+            if "--enable-expert-parallel" not in out:
+                out.append("--enable-expert-parallel")
+        if load.disaggregation is not None:
+            out += ["--kv-transfer-config", NIXL]
+    else:
+        if dp > 1:
+            out += ["--enable-dp-attention", "--dp", str(dp)]
+        if load.disaggregation is not None:
+            out += ["--disaggregation-mode", "prefill"]
     return out

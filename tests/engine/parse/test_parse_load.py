@@ -142,14 +142,16 @@ def test_latency_speculation_and_adapters_are_serving_questions(q: str) -> None:
 @pytest.mark.parametrize("q", ["disaggregated prefill для deepseek v3 на 16 h200",
                                "deepseek v3 on 16 h200 with pd disaggregation",
                                "дезагрегированный сервинг llama 70b на 8 h100 через dynamo"])
-def test_disaggregated_serving_is_named_as_not_modelled(q: str) -> None:
+def test_disaggregated_serving_is_a_request_field_now(q: str) -> None:
+    """Once named as not modelled; now CONTRACT v2.1 `disaggregated`, answered with prefill and decode pools."""
     r = parse_strict(q)
-    assert "disaggregated" in r.unsupported, (q, r.unsupported)
+    assert r.disaggregated is True and "disaggregated" not in r.unsupported, (q, r.unsupported)
     from bot.pipeline import AnswerOptions, render_request
     from bot.views.render import plain
 
     text = plain(render_request(r, AnswerOptions(lang="en")).html)
-    assert "disaggregated serving) is not modelled yet" in text
+    assert "is not modelled yet" not in text
+    assert "prefill and decode on separate instances" in text
 
 
 @pytest.mark.parametrize(("q", "asked"), [
