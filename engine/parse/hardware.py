@@ -148,8 +148,11 @@ def named(s: Scan) -> None:
             i += 1
             continue
         j, item = hit
-        if j == i and s.num(i) and s.unit_after(i)[0] >= 1e6:
-            _series(s, i)  # "1080B", "4090 млрд": a model size, not the card whose alias is that number
+        unit = s.unit_after(i)[0] if j == i and s.num(i) else 1.0
+        memory = j == i and s.num(i) and s.word(i + 1) in MEMORY_UNITS
+        if unit >= 1e6 or (unit >= 1e3 and s.glued(i + 1)) or memory:
+            # "1080B", "4090 млрд": a model size; "1080k": a token count; "1080 GB": memory; not the card of that alias
+            _series(s, i)
             i += 1
             continue
         first, last = i, j

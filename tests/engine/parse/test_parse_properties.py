@@ -122,3 +122,10 @@ def test_a_size_that_spells_a_card_number_is_a_size() -> None:
         assert r.model is not None and r.model.params_b is not None and r.model.params_b > 1000, text
         assert [g.name for g in r.gpus or []] == ["H100 SXM"], text
     assert [g.name for g in parse_strict("LoRA 8B на 2080").gpus or []] == ["RTX 2080"]
+
+
+def test_a_gpu_alias_number_with_a_unit_is_that_amount_not_the_card() -> None:
+    for text in ("1080k H100", "1080 GB H100", "4090B на H100"):
+        assert [g.name for g in parse_strict(text).gpus] == ["H100 SXM"], text
+    assert [g.name for g in parse_strict("на 1080 8гб").gpus] == ["GTX 1080"]
+    assert [g.name for g in parse_strict("лора 8б на 4090 к 8к контексту").gpus] == ["RTX 4090"]  # «к» the preposition
