@@ -10,7 +10,7 @@ from engine.schema import Architecture
 from engine.schema.serving import GpuChoice, RankMemory, Settings
 
 from .engines import tgi_logits, tgi_pool, tgi_warmup_tokens
-from .profile import cuda_graphs_in_budget, data
+from .profile import cuda_graphs_in_budget, data, v1_before
 from .weights import RankWeights
 
 GIB = float(2**30)
@@ -52,16 +52,25 @@ def activation_peak(arch: Architecture, s: Settings, last_stage: bool) -> float:
         rows = s.max_num_seqs
         sampler = sampler_bytes(arch, rows, data()["vllm"]["v0"]["sampler_fp32_copies"]) if last_stage else 0.0
         return max(dense + ws, sampler)
+    if s.engine == "vllm" and v1_before(s.version, "logits_only_until"):
+        # 0.7.x V1: compute_logits on one row per dummy request, in the model's 16-bit dtype, no sampler
+        # (gpu_model_runner.py profile_run @a64a84433; serving.toml [vllm.v1])
+        logits = 2.0 * s.max_num_seqs * arch.vocab if last_stage else 0.0
+        return ws + max(dense, logits)
     rows = min(s.max_num_seqs, tokens)
     sampler = sampler_bytes(arch, rows, data()["vllm"]["v1"]["sampler_fp32_copies"]) if last_stage else 0.0
     return ws + max(dense, sampler)
 
 
 def non_torch(s: Settings, gpu: GpuChoice) -> float:
+    """Memory outside torch the KV budget subtracts: what the profile run grew (NCCL, custom all-reduce under TP);
+    V1 before 0.9.1 also the CUDA context, every byte outside torch (gpu_worker.py determine_available_memory)."""
     n = data()["vllm"]["non_torch"]
+    context = data()["sglang"]["held_at_load_gib"] * GIB if (
+        s.engine == "vllm" and s.family == "vllm-v1" and v1_before(s.version, "context_in_peak_until")) else 0.0
     if s.tensor_parallel == 1:
-        return n["tp1_gib"] * GIB if s.pipeline_parallel == 1 else n["pp_only_gib"] * GIB
-    return tp_buffers(s.tensor_parallel, gpu.nvlink)
+        return context + (n["tp1_gib"] * GIB if s.pipeline_parallel == 1 else n["pp_only_gib"] * GIB)
+    return context + tp_buffers(s.tensor_parallel, gpu.nvlink)
 
 
 def tp_buffers(tp: int, nvlink: bool) -> float:
