@@ -79,3 +79,18 @@ def test_tensorrt_llm_versions_are_not_read_as_vllm_releases():
                                            "model": {"name": "Llama-3.1-8B"}, "seq_len": 8192, "gpus": H100}))
     assert trt.memory.activation_peak_gib == pytest.approx(newest.memory.activation_peak_gib)
     assert trt.settings.max_num_seqs == newest.settings.max_num_seqs
+
+
+def test_a_pasted_launch_line_with_vllm_use_v1_says_which_engine():
+    from engine.configs import read_config
+
+    on = read_config("VLLM_USE_V1=1 vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192")
+    off = read_config("VLLM_USE_V1=0 HF_TOKEN=hf_abcdefghijklmnopqrs vllm serve Qwen/Qwen2.5-7B-Instruct")
+    plain = read_config("vllm serve Qwen/Qwen2.5-7B-Instruct")
+    assert on.request is not None and on.request.engine_options is not None
+    assert on.request.engine_options.vllm_use_v1 is True and not on.ignored
+    assert off.request is not None and off.request.engine_options is not None
+    assert off.request.engine_options.vllm_use_v1 is False
+    assert off.secrets == 1 and "hf_abcdefghijklmnopqrs" not in repr(off)
+    assert plain.request is not None and (plain.request.engine_options is None
+                                          or plain.request.engine_options.vllm_use_v1 is None)
