@@ -149,7 +149,8 @@ def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights
         extra, in_budget = held, True
     else:
         budget = total * s.gpu_memory_utilization
-        in_budget = cuda_graphs_in_budget(s.version)
+        # on ROCm the worker skips the graph estimate (serving.toml [vllm] cuda_graphs_in_budget_from)
+        in_budget = cuda_graphs_in_budget(s.version) and not gpu.rocm
         pools = tuple(budget - wt - a - extra - (g if in_budget else 0.0)
                       for wt, a, g in zip(weights, acts, graphs, strict=True))
     memory = RankMemory(budget_gib=budget / GIB, weights_gib=weights[0] / GIB, activation_peak_gib=acts[0] / GIB,

@@ -42,7 +42,7 @@ def gpu_choice(ref: GpuRef | None, fallback: Gpu | None = None) -> tuple[GpuChoi
         unified = gpu.vendor.lower() == "apple"
         cc = float(gpu.compute_capability) if gpu.compute_capability else None
         return GpuChoice(name=gpu.name, known=True, total_gib=total, count=count, nvlink=nvlink,
-                         unified_memory=unified, compute_capability=cc), gpu
+                         unified_memory=unified, compute_capability=cc, rocm=gpu.rocm_arch is not None), gpu
     fraction = 0.986
     size = ref.memory_gb if ref is not None else None
     if ref is not None and ref.name and APPLE.search(ref.name):

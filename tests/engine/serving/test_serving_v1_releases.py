@@ -94,3 +94,12 @@ def test_a_pasted_launch_line_with_vllm_use_v1_says_which_engine():
     assert off.secrets == 1 and "hf_abcdefghijklmnopqrs" not in repr(off)
     assert plain.request is not None and (plain.request.engine_options is None
                                           or plain.request.engine_options.vllm_use_v1 is None)
+
+
+def test_on_rocm_the_graphs_stay_outside_the_budget_in_every_release():
+    mi300x = [{"name": "MI300X"}]
+    cuda, rocm = ask("0.21.0", use_v1=None), ask("0.21.0", use_v1=None, gpus=mi300x)
+    assert cuda.memory.cuda_graphs_in_budget and not rocm.memory.cuda_graphs_in_budget
+    assert rocm.gpu is not None and rocm.gpu.rocm and not (cuda.gpu and cuda.gpu.rocm)
+    m = rocm.memory
+    assert m.kv_pool_gib == pytest.approx(m.budget_gib - m.weights_gib - m.activation_peak_gib - m.non_torch_gib)
