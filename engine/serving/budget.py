@@ -31,6 +31,16 @@ def moe_workspace(arch: Architecture, tokens: int, tp: int) -> float:
     return tokens * k * (3.0 * arch.expert_ffn / tp + arch.hidden) * 2.0
 
 
+def bnb_workspace(arch: Architecture, tokens: int, tp: int) -> float:
+    """bitsandbytes 4-bit in vLLM dequantizes weights to run them (serving.toml [formats] bitsandbytes):
+    a dense linear one shard at a time, its 16-bit copy beside the shard's product; a MoE layer every expert's
+    w13 and w2 at once before fused_experts."""
+    if arch.experts:
+        return arch.experts * 3.0 * arch.expert_ffn / tp * arch.hidden * 2.0
+    ffn = arch.ffn / tp
+    return ffn * arch.hidden * 2.0 + tokens * max(ffn, arch.hidden) * 2.0
+
+
 def forward_bytes(arch: Architecture, tokens: int, tp: int, eager: bool = False) -> float:
     """The dense part of the forward peak of a batch of `tokens` tokens on one TP rank (`eager`: V0's profile run,
     without torch.compile's buffers)."""
@@ -48,6 +58,8 @@ def activation_peak(arch: Architecture, s: Settings, last_stage: bool) -> float:
     tokens, tp = s.max_num_batched_tokens, s.tensor_parallel
     ws = moe_workspace(arch, tokens, tp)
     dense = forward_bytes(arch, tokens, tp, eager=s.family == "vllm-v0")
+    if s.weight_format == "bitsandbytes" and s.engine == "vllm":
+        dense += bnb_workspace(arch, tokens, tp)  # freed after each layer: under the sampler's peak, not beside it
     if s.family == "vllm-v0":
         rows = s.max_num_seqs
         sampler = sampler_bytes(arch, rows, data()["vllm"]["v0"]["sampler_fp32_copies"]) if last_stage else 0.0
