@@ -43,6 +43,7 @@ class GpuChoice(BaseModel):
     nvlink: bool
     unified_memory: bool = False  # Apple: GPU and CPU share the RAM
     compute_capability: float | None = None  # NVIDIA sm version (None: AMD, Apple or not known)
+    rocm: bool = False  # an AMD Instinct / Radeon card (the catalog's rocm_arch): vLLM's ROCm platform
 
 
 class RankMemory(BaseModel):

@@ -10,7 +10,7 @@ from engine.schema import Architecture
 from engine.schema.serving import GpuChoice, RankMemory, Settings
 
 from .engines import tgi_logits, tgi_pool, tgi_warmup_tokens
-from .profile import cuda_graphs_in_budget, data
+from .profile import cuda_graphs_in_budget, data, v1_before
 from .weights import RankWeights
 
 GIB = float(2**30)
@@ -38,6 +38,16 @@ def moe_workspace(arch: Architecture, tokens: int, tp: int) -> float:
     return tokens * k * (3.0 * arch.expert_ffn / tp + arch.hidden) * 2.0
 
 
+def bnb_workspace(arch: Architecture, tokens: int, tp: int) -> float:
+    """bitsandbytes 4-bit in vLLM dequantizes weights to run them (serving.toml [formats] bitsandbytes):
+    a dense linear one shard at a time, its 16-bit copy beside the shard's product; a MoE layer every expert's
+    w13 and w2 at once before fused_experts."""
+    if arch.experts:
+        return arch.experts * 3.0 * arch.expert_ffn / tp * arch.hidden * 2.0
+    ffn = arch.ffn / tp
+    return ffn * arch.hidden * 2.0 + tokens * max(ffn, arch.hidden) * 2.0
+
+
 def forward_bytes(arch: Architecture, tokens: int, tp: int, eager: bool = False) -> float:
     """The dense part of the forward peak of a batch of `tokens` tokens on one TP rank (`eager`: V0's profile run,
     without torch.compile's buffers)."""
@@ -55,20 +65,31 @@ def activation_peak(arch: Architecture, s: Settings, last_stage: bool) -> float:
     tokens, tp = s.max_num_batched_tokens, s.tensor_parallel
     ws = moe_workspace(arch, tokens, tp)
     dense = forward_bytes(arch, tokens, tp, eager=s.family == "vllm-v0")
+    if s.weight_format == "bitsandbytes" and s.engine == "vllm":
+        dense += bnb_workspace(arch, tokens, tp)  # freed after each layer: under the sampler's peak, not beside it
     if s.family == "vllm-v0":
         rows = s.max_num_seqs
         sampler = sampler_bytes(arch, rows, data()["vllm"]["v0"]["sampler_fp32_copies"]) if last_stage else 0.0
         return max(dense + ws, sampler)
+    if s.engine == "vllm" and v1_before(s.version, "logits_only_until"):
+        # 0.7.x V1: compute_logits on one row per dummy request, in the model's 16-bit dtype, no sampler
+        # (gpu_model_runner.py profile_run @a64a84433; serving.toml [vllm.v1])
+        logits = 2.0 * s.max_num_seqs * arch.vocab if last_stage else 0.0
+        return ws + max(dense, logits)
     rows = min(s.max_num_seqs, tokens)
     sampler = sampler_bytes(arch, rows, data()["vllm"]["v1"]["sampler_fp32_copies"]) if last_stage else 0.0
     return ws + max(dense, sampler)
 
 
 def non_torch(s: Settings, gpu: GpuChoice) -> float:
+    """Memory outside torch the KV budget subtracts: what the profile run grew (NCCL, custom all-reduce under TP);
+    V1 before 0.9.1 also the CUDA context, every byte outside torch (gpu_worker.py determine_available_memory)."""
     n = data()["vllm"]["non_torch"]
+    context = data()["sglang"]["held_at_load_gib"] * GIB if (
+        s.engine == "vllm" and s.family == "vllm-v1" and v1_before(s.version, "context_in_peak_until")) else 0.0
     if s.tensor_parallel == 1:
-        return n["tp1_gib"] * GIB if s.pipeline_parallel == 1 else n["pp_only_gib"] * GIB
-    return tp_buffers(s.tensor_parallel, gpu.nvlink)
+        return context + (n["tp1_gib"] * GIB if s.pipeline_parallel == 1 else n["pp_only_gib"] * GIB)
+    return context + tp_buffers(s.tensor_parallel, gpu.nvlink)
 
 
 def tp_buffers(tp: int, nvlink: bool) -> float:
@@ -147,7 +168,8 @@ def paged_budget(arch: Architecture, s: Settings, gpu: GpuChoice, w: RankWeights
         extra, in_budget = held, True
     else:
         budget = total * s.gpu_memory_utilization
-        in_budget = cuda_graphs_in_budget(s.version)
+        # on ROCm the worker skips the graph estimate (serving.toml [vllm] cuda_graphs_in_budget_from)
+        in_budget = cuda_graphs_in_budget(s.version) and not gpu.rocm
         pools = tuple(budget - wt - a - extra - (g if in_budget else 0.0)
                       for wt, a, g in zip(weights, acts, graphs, strict=True))
     memory = RankMemory(budget_gib=budget / GIB, weights_gib=weights[0] / GIB, activation_peak_gib=acts[0] / GIB,

@@ -42,7 +42,7 @@ def gpu_choice(ref: GpuRef | None, fallback: Gpu | None = None) -> tuple[GpuChoi
         unified = gpu.vendor.lower() == "apple"
         cc = float(gpu.compute_capability) if gpu.compute_capability else None
         return GpuChoice(name=gpu.name, known=True, total_gib=total, count=count, nvlink=nvlink,
-                         unified_memory=unified, compute_capability=cc), gpu
+                         unified_memory=unified, compute_capability=cc, rocm=gpu.rocm_arch is not None), gpu
     fraction = 0.986
     size = ref.memory_gb if ref is not None else None
     if ref is not None and ref.name and APPLE.search(ref.name):
@@ -67,7 +67,8 @@ def settings_for(request: Request, engine: str, fmt: str, kv_dtype: str, gpu: Gp
     fam = family(engine, version, gpu.compute_capability, opts.vllm_use_v1 if opts else None)
     paged = fam not in ("llama.cpp", "ollama", "hf")
     note = assumptions.append if assumptions is not None and paged else (lambda _x: None)
-    mnbt_default, seqs_default = batch_defaults(fam, gpu.total_gib, gpu.name, max_model_len)
+    mnbt_default, seqs_default = batch_defaults(fam, gpu.total_gib, gpu.name, max_model_len,
+                                               version if engine == "vllm" else None)
     said_mnbt = opts.max_num_batched_tokens if opts and opts.max_num_batched_tokens else None
     if fam == "sglang":
         if sglang_heuristic(version):

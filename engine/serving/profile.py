@@ -52,6 +52,12 @@ def family(engine: str, version: str | None, compute_capability: float | None = 
     return "vllm-v1"  # tensorrt-llm: sized like a paged-KV engine with the same budget rules (said as such)
 
 
+def v1_before(version: str | None, key: str) -> bool:
+    """The vLLM release is older than [vllm.v1] `key` (no version = the newest release: False)."""
+    v = version_tuple(version)
+    return v is not None and v < version_tuple(str(data()["vllm"]["v1"][key]))  # type: ignore[operator]
+
+
 def cuda_graphs_in_budget(version: str | None) -> bool:
     v = version_tuple(version)
     return v is not None and v >= version_tuple(data()["vllm"]["cuda_graphs_in_budget_from"])  # type: ignore[operator]
@@ -100,7 +106,8 @@ def v0_chunked_prefill(max_model_len: int, max_num_batched_tokens: int | None = 
     return max_num_batched_tokens is not None and max_num_batched_tokens < max_model_len
 
 
-def batch_defaults(fam: EngineFamily, total_gib: float, gpu_name: str, max_model_len: int) -> tuple[int, int]:
+def batch_defaults(fam: EngineFamily, total_gib: float, gpu_name: str, max_model_len: int,
+                   version: str | None = None) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) the engine picks when the request leaves them out."""
     v = data()["vllm"]
     if fam == "vllm-v0":
@@ -114,6 +121,11 @@ def batch_defaults(fam: EngineFamily, total_gib: float, gpu_name: str, max_model
         return int(data()["tgi"]["max_batch_prefill_tokens"]), 128
     if fam in ("llama.cpp", "ollama", "hf"):
         return int(data()["llama_cpp"]["n_ubatch"]), 1
+    if fam == "vllm-v1" and v1_before(version, "early_defaults_until"):
+        v1 = v["v1"]  # 0.7.x run as V1: by the device's name, 1024 sequences
+        named = any(x.lower() in gpu_name.lower() for x in v1["early_large_names"])
+        return int(v1["early_large_batched_tokens" if named else "early_small_batched_tokens"]), \
+            int(v1["early_max_num_seqs"])
     bd = v["batch_defaults"]
     large = total_gib >= bd["large_memory_gib"] and not any(x.lower() in gpu_name.lower() for x in bd["excluded_names"])
     row = bd["large" if large else "small"]

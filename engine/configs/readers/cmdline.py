@@ -12,7 +12,7 @@ from engine.configs.options import known
 from engine.configs.readers.collect import Collector, as_bool
 from engine.configs.readers.flags import flags
 from engine.configs.readers.mappings import hf_args
-from engine.configs.readers.serving import _llama_server, _ollama, _sglang, _tgi, _vllm
+from engine.configs.readers.serving import _engine_options, _llama_server, _ollama, _sglang, _tgi, _vllm
 from engine.configs.writers.torchtune import ATTN, FUSED_LOSS, OPTIMIZERS
 
 PROGRAMS = ("accelerate", "torchrun", "deepspeed", "trl", "tune", "vllm", "llama-server", "sglang", "python",
@@ -147,6 +147,8 @@ def read(text: str, c: Collector) -> None:
     if prog == "ollama":
         _ollama(rest, c, dict(e.split("=", 1) for e in env))
         return
+    if prog in ("vllm-serve", "vllm-api"):
+        _vllm_env(dict(e.split("=", 1) for e in env), c)
     handler = {"accelerate-launch": _accelerate, "torchrun": _torchrun, "deepspeed": _deepspeed, "trl": _trl,
                "tune": _tune, "vllm-serve": _vllm, "vllm-api": _vllm, "sglang": _sglang,
                "llama-server": _llama_server, "text-generation-launcher": _tgi}.get(prog)
@@ -154,6 +156,16 @@ def read(text: str, c: Collector) -> None:
         c.ignore(f"command:{prog}")
         return
     handler(rest, c)
+
+
+def _vllm_env(env: dict[str, str], c: Collector) -> None:
+    """`VLLM_USE_V1=1 vllm serve …`: the engine switch of 0.7-0.10 (vllm/envs.py VLLM_USE_V1), as the log's engine
+    line says it; the profile and the defaults follow it (serving.toml [vllm.v1])."""
+    value = env.get("VLLM_USE_V1", "").strip()
+    if value in ("0", "1"):
+        _engine_options(c, vllm_use_v1=value == "1")
+        c.ignored[:] = [k for k in c.ignored if k != "env:VLLM_USE_V1"]
+        c.no_effect[:] = [k for k in c.no_effect if k != "env:VLLM_USE_V1"]
 
 
 def _script(args: list[str], c: Collector) -> None:
