@@ -149,8 +149,8 @@ def named(s: Scan) -> None:
             continue
         j, item = hit
         unit = s.unit_after(i)[0] if j == i and s.num(i) else 1.0
-        memory = j == i and s.num(i) and s.word(i + 1) in MEMORY_UNITS
-        if unit >= 1e6 or (unit >= 1e3 and s.glued(i + 1)) or memory:
+        amount = j == i and s.num(i) and s.word(i + 1) in MEMORY_UNITS
+        if unit >= 1e6 or (unit >= 1e3 and s.glued(i + 1)) or amount:
             # "1080B", "4090 млрд": a model size; "1080k": a token count; "1080 GB": memory; not the card of that alias
             _series(s, i)
             i += 1
