@@ -112,7 +112,8 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
         if key == "shorter_context" and not fits(b, room, NO_HEADROOM):
             key, params, update, b = _context_that_fits(base, room, (key, params, update, b))
         out.append(Change(key=key, params=params, saves_gb=round(b0.total - b.total, 1),
-                          fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2), tight=tight(b, room)))
+                          fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2), tight=tight(b, room),
+                          update=update))
     if base.method == "qlora" and gpu is not None and not gpu.bitsandbytes:
         out += _without_bitsandbytes(base, b0, room, gpu)
     if singles:
@@ -131,7 +132,8 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
         b = estimate({"gpu_count": count, "sharding": sharding})
         if fits(b, room, NO_HEADROOM) and b0.total - b.total >= 0.05:
             out.append(Change(key="more_gpus", params={"count": count, "sharding": sharding},
-                              saves_gb=round(b0.total - b.total, 1), fits=True, total_gb=round(need_gb(b), 2)))
+                              saves_gb=round(b0.total - b.total, 1), fits=True, total_gb=round(need_gb(b), 2),
+                              update={"gpu_count": count, "sharding": sharding}))
             break
     return out
 
@@ -200,10 +202,11 @@ def _combination(base: Scenario, b0: Breakdown, room: float,
         return None
     adapters = any(k == "method" for k, _p, _u, _x in chosen)  # a LoRA base is offloaded whole (engine.memory.state)
     parts = [Change(key=k, params={**p, "params": True} if k == "cpu_offload" and adapters else p,
-                    saves_gb=round(b0.total - x.total, 1), fits=False, total_gb=round(need_gb(x), 2))
-             for k, p, _u, x in chosen]
+                    saves_gb=round(b0.total - x.total, 1), fits=False, total_gb=round(need_gb(x), 2), update=u)
+             for k, p, u, x in chosen]
     return Change(key="combined", params={}, saves_gb=round(b0.total - b.total, 1), fits=True,
-                  total_gb=round(need_gb(b), 2), parts=parts, tight=tight(b, room))
+                  total_gb=round(need_gb(b), 2), parts=parts, tight=tight(b, room),
+                  update={k: v for part in parts for k, v in part.update.items()})
 
 
 def _together(base: Scenario, parts: list[Single]) -> Breakdown:

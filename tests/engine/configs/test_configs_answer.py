@@ -169,3 +169,17 @@ def test_a_grpo_config_has_the_answers_batch_and_vllm_not_the_sft_defaults() -> 
     assert f"per_device_train_batch_size={a.posttrain.settings.per_device_train_batch_size}," in out.files[0].text
     assert "use_vllm=True" in out.files[0].text and "vllm_mode='colocate'" in out.files[0].text
     assert out.estimate_gib == pytest.approx(a.need_gb, abs=0.05)
+
+
+@pytest.mark.parametrize("question", ["qlora 70b на 2 4090", "qlora llama 70b on two 3090s", "кулора 70б на 2х3090"])
+def test_the_config_carries_the_fsdp_qlora_fix_the_answer_leads_with(question: str) -> None:
+    """QLoRA 70B on two 24 GB cards with no stack named: the answer leads with the FSDP-QLoRA recipe and its CPU
+    offload on the two cards; the config is that recipe on those two cards (was: DeepSpeed for 4 cards)."""
+    request = parse(question)
+    a = answer(request)
+    assert a.fix is not None and a.fix.update.get("framework") == "fsdp-qlora", (question, a.fix)
+    out = config_for(request)
+    got = read_bundle([(f.name, f.text) for f in out.files]).request
+    assert got is not None and got.gpus[0].count == 2, (question, got)
+    assert got.sharding == "fsdp" and got.offload and got.method == "qlora", (question, got)
+    assert f"{a.fix.total_gb:.1f} GiB" in out.files[0].text, (question, a.fix.total_gb)
