@@ -39,8 +39,6 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Serv
     from engine.answer import moe_active  # the one rule for a bare "30b moe", shared with training
 
     notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
-    if "method" in request.assumed:  # a model on a GPU with no training word: read as running it (engine.parse)
-        notes.append(Note(key="assumed_inference"))
     if moe_active(request):  # "30b moe": the active share assumed, said
         result = result.model_copy(update={"assumptions": [*result.assumptions,
                                                           Assumption(key="moe_active", value=moe_active(request))]})

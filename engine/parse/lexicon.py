@@ -158,6 +158,10 @@ INFERENCE_WORDS = frozenset({"inference", "inferencing", "infer", "инфере�
 WEAK_INFERENCE_WORDS = frozenset({"run", "running", "запущу", "запускать", "крутить", "гонять", "chat", "прогнать",
                                   "прогонять", "прогоню",
                                   "поднять", "use", "gguf", "cpp", "exllama", "exl2", "exl", "lmstudio"})
+# A yes/no "can it" about a bare size on a GPU («70б на одной h100 можно?», "is 70b possible on an h100"): what
+# people ask this about is running the model (engine/parse/training.py inference_by_default), said as the guess.
+CAN_IT_WORDS = frozenset({"можно", "реально", "возможно", "влезет", "влезает", "поместится", "запустится",
+                          "заведётся", "заведется", "possible", "feasible"})
 TRAIN_WORDS = frozenset({"train", "training", "trained", "обучение", "обучения", "обучить", "дообучение",
                          "дообучения", "дообучить", "дообучении", "finetune", "finetuning", "fine", "tune",
                          "tuning", "файнтюн", "файнтюна", "файнтюнинг", "файнтюнить", "тюнинг", "sft", "ft",
