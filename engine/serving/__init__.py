@@ -37,8 +37,10 @@ def is_serving_request(request: Request) -> bool:
     engine_asks = ("users", "throughput", "latency", "adapters", "rate")
     if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
                                           or any(a in request.asks for a in engine_asks)
-                                          or request.max_loras or request.speculative):
-        return True  # a load, a promise, "how many users", LoRA adapters served: an engine's question (vLLM assumed)
+                                          or request.max_loras or request.speculative
+                                          or request.tensor_parallel or request.pipeline_parallel):
+        return True  # a load, a promise, "how many users", LoRA adapters served, TP / PP (replicas): an engine's
+        # question (vLLM assumed)
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 
 
@@ -225,7 +227,7 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
         changes=found, errors=errors, assumptions=assumptions,
         command=command(_model_id(request, arch), run_as, users, asked.prompt,
                         native=asked.native is not None and command_for is None,
-                        layers=arch.layers, bf16=cat.bf16 if cat is not None else True)
+                        layers=arch.layers, bf16=cat.bf16 if cat is not None else True, replicas=replicas)
         + (feature_flags(request, engine) if engine in ("vllm", "sglang") else []),
         command_for=command_for,
         load=load,

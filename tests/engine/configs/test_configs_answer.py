@@ -183,3 +183,20 @@ def test_the_config_carries_the_fsdp_qlora_fix_the_answer_leads_with(question: s
     assert got is not None and got.gpus[0].count == 2, (question, got)
     assert got.sharding == "fsdp" and got.offload and got.method == "qlora", (question, got)
     assert f"{a.fix.total_gb:.1f} GiB" in out.files[0].text, (question, a.fix.total_gb)
+
+
+@pytest.mark.parametrize(("question", "tp", "dp"), [
+    ("vllm llama 70b на 8 h100 4 реплики", 2, 4),
+    ("serve llama 3.1 8b on 8 h100 as 8 replicas", 1, 8),
+    ("vllm qwen 32b на 4 a100 2 инстанса", 2, 2),
+])
+def test_replicas_said_are_served_and_the_answers_own_command_starts_them(question: str, tp: int, dp: int) -> None:
+    """«4 реплики» on 8 cards is 4 copies of TP 2 (was TP 8); the command in the answer starts all of them (vLLM
+    --data-parallel-size), so that it runs as pasted on the GPUs named, and `check` reads it back the same."""
+    r = answer(parse(question)).serving
+    assert r is not None and r.settings is not None, question
+    assert (r.settings.tensor_parallel, r.replicas) == (tp, dp), (question, r.settings.tensor_parallel, r.replicas)
+    line = " ".join(r.command)
+    assert f"--tensor-parallel-size {tp} " in line and (f"--data-parallel-size {dp} " in line) == (dp > 1), line
+    got = check(line)["request"]
+    assert got["gpus"][0]["count"] == tp * dp and got["tensor_parallel"] == tp, got
