@@ -200,3 +200,25 @@ def test_replicas_said_are_served_and_the_answers_own_command_starts_them(questi
     assert f"--tensor-parallel-size {tp} " in line and (f"--data-parallel-size {dp} " in line) == (dp > 1), line
     got = check(line)["request"]
     assert got["gpus"][0]["count"] == tp * dp and got["tensor_parallel"] == tp, got
+
+
+@pytest.mark.parametrize("question", ["фулл 8б на одной h100 deepspeed", "full fine-tune llama 3.1 8b on one h100"])
+def test_one_gpu_full_offload_is_zero_offload_in_the_answer_the_config_and_check(question: str) -> None:
+    """Full fine-tuning that fits one GPU only with the optimizer in CPU RAM: the answer's fix, the DeepSpeed file
+    (ZeRO stage 2 + offload_optimizer, never stage 0 that cannot offload) and `check` of that file agree."""
+    request = parse(question)
+    a = answer(request)
+    assert a.fix is not None and a.fix.update.get("sharding") == "zero2", a.fix
+    out = config_for(request, "deepspeed")
+    ds = next(f for f in out.files if f.name.endswith(".json"))
+    assert '"stage": 2' in ds.text and '"offload_optimizer"' in ds.text, ds.text
+    assert abs((out.estimate_gib or 0) - a.fix.total_gb) < 0.15, (out.estimate_gib, a.fix.total_gb)
+    got = check_files_estimate(out)
+    assert abs(got - a.fix.total_gb) < 0.15 * a.fix.total_gb, (got, a.fix.total_gb)
+
+
+def check_files_estimate(out) -> float:  # type: ignore[no-untyped-def]
+    from engine.configs import check_files
+
+    est = check_files([(f.name, f.text) for f in out.files])["estimate"]
+    return float(est["cluster_total_gib"]) / int(est["gpu_count"])
