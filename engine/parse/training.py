@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from engine.parse.lexicon import (
     ALL_WORDS,
-    CAN_IT_WORDS,
     BIT_WORDS,
     BNB,
+    CAN_IT_WORDS,
     CONTEXT_WORDS,
     FULL_SLANG,
     FULL_WORDS,

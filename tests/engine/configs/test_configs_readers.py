@@ -382,7 +382,8 @@ from trl import SFTTrainer
 trainer = SFTTrainer(model="Qwen/Qwen2.5-7B", args=TrainingArguments(output_dir="o", per_device_train_batch_size=1),
                      max_seq_length=2048, dataset_text_field="text")
 '''
-OLD_TRL_YAML = "model_name_or_path: Qwen/Qwen2.5-1.5B\nmax_seq_length: 8192\nper_device_train_batch_size: 4\nuse_peft: true\n"
+OLD_TRL_YAML = ("model_name_or_path: Qwen/Qwen2.5-1.5B\nmax_seq_length: 8192\nper_device_train_batch_size: 4\n"
+                "use_peft: true\n")
 
 
 @pytest.mark.parametrize(("text", "name", "seq", "model"), [
