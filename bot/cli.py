@@ -161,8 +161,13 @@ def _config(args: argparse.Namespace) -> int:
         for f in answer["files"]:
             sys.stdout.write(f"==> {f['name']} <==\n{f['text']}\n")
         sys.stdout.write(f"$ {answer['command']}\n")
-        for note in answer.get("notes", []):
-            sys.stdout.write(f"note: {note}\n")
+        from bot.pipeline import question_language
+        from bot.views.configs import note_text
+        from bot.views.render import plain
+
+        lang = question_language(" ".join(args.text)) or "en"
+        for note in answer.get("notes", []):  # in words, as the bot's caption says them (JSON keeps the keys)
+            sys.stdout.write(f"note: {plain(note_text(lang, note))}\n")
         return 0
     return _run_lines(one, args.text)
 

@@ -60,7 +60,7 @@ from bot.views.keyboards import (
 from bot.views.logcheck import log_reply_html
 from bot.views.messages import t
 from engine.configs import ReadResult, Target, config_for, read_config
-from engine.configs.bridge import default_target, is_serving, sized_from_name
+from engine.configs.bridge import as_answered, default_target, is_serving, sized_from_name
 from engine.configs.common import made_for
 from engine.configs.readers.cmdline import looks_like_command
 from engine.configs.readers.logs import looks_like_log
@@ -301,6 +301,8 @@ async def send_config(query: CallbackQuery, bot: Bot, store: Storage, qid: str, 
     if request is None:
         return
     lang = answer_lang
+    if code not in CODE_TARGETS:  # the default framework: the one the answer's fix runs on, if it names one
+        request = await asyncio.to_thread(as_answered, request)
     target: Target = CODE_TARGETS.get(code) or default_target(request)  # type: ignore[assignment]
     try:
         out = await asyncio.to_thread(config_for, request, target)

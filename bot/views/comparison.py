@@ -110,6 +110,11 @@ def comparison_headline(lang: str, a: PlannedAnswer) -> str:
         # no speed said: the price is the reason («берите 1×RTX 3090: дешевле …»)
         text += _cost_clause(lang, winner, [c for c in pool if c is not winner],
                              alone=not (fast and slow and slow / fast >= 1.1))
+        unknown = [names[(c.gpu, c.count)] for c in pool if not _speed_of(c)]
+        if unknown:  # a card the catalog has no speed for: the reason it is not the pick, said
+            text += "; " + _n(lang, "%(gpus)s has no speed or price data with us to compare",
+                              "%(gpus)s have no speed or price data with us to compare", len(unknown)) % {
+                "gpus": ", ".join(unknown)}
     few = [names[(c.gpu, c.count)] for c in a.comparison if c.thin_price]
     if few:
         text += "; " + _(lang, "the price of %(gpus)s rests on too few providers to compare") % {

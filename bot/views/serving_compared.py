@@ -38,7 +38,7 @@ def compared_headline(lang: str, r: ServingResult) -> str:
     """Several GPUs named for one serving job: the winner, what it holds and for how much, by how much it beats the
     others; a faster runner-up is said too (cheaper is not faster)."""
     win = next((x for x in r.compared if x.winner), None)
-    users = users_text(lang, r.users or 1)
+    users = users_text(lang, r.users or (win.users if win is not None and win.users else 1))
     if win is None:
         names = ", ".join(gpu_name(lang, x.gpu) for x in r.compared)
         return _(lang, "None of %(gpus)s holds %(users)s at %(ctx)s") % {

@@ -134,6 +134,12 @@ def asked_lead(lang: str, a: ServingAnswer, where: str) -> str:
                   "%(tps)s tokens/s per user, %(total)s in total with %(n)s requests at once: %(model)s on %(gpus)s",
                   at_once) % {"tps": num(lang, per_user), "total": num(lang, total), "n": num(lang, at_once),
                               "model": r.model, "gpus": where}
+    if asks and sp is None and r.fits:  # tokens/s asked of a card the catalog has no speed for: said first, not users
+        return _n(lang, "%(model)s runs on %(gpus)s (%(n)s user at once at %(ctx)s), but its speed is unknown to us: "
+                        "the card is not in the catalog",
+                  "%(model)s runs on %(gpus)s (%(n)s users at once at %(ctx)s), but its speed is unknown to us: "
+                  "the card is not in the catalog", a.serving_users) % {
+            "model": r.model, "gpus": where, "n": num(lang, a.serving_users), "ctx": context_text(lang, r.context)}
     s, m = r.settings, r.memory
     if s is not None and m is not None and s.gpu_layers is not None and 0 < s.gpu_layers < r.layers and r.fits:
         if sp is None:  # a card the catalog has no speed for: the split, not "0 tokens/s"

@@ -195,6 +195,9 @@ def view_model(lang: str, a: PlannedAnswer) -> AnswerView:
     s, b = a.scenario, a.breakdown
     asked = a.asked
     gpu_label = f"{asked.count}×{gpu_name(lang, asked.gpu)}" if asked else ""
+    if asked and "mixed_gpus" in a.request.unsupported:  # «4090 и 3090 вместе»: the set, counted as its weakest card
+        gpu_label = _(lang, "your %(n)s cards (counted as %(gpus)s, the weakest of them)") % {
+            "n": num(lang, asked.count), "gpus": gpu_label}
     compared = comparison_headline(lang, a) if a.comparison else ""
     title = headline(lang, a, gpu_label, compared)
     line = summary(lang, s)

@@ -251,6 +251,8 @@ def said_notes(request: Request, model: str, gpu: str | None, currency: str) -> 
     """What the question asked that is not modelled (the answer is for what is), and what was assumed for a
     family named without a size or a notebook service named without a GPU; a currency without prices (EUR)."""
     notes = [Note(key="unsupported", params={"what": key}) for key in request.unsupported]
+    if "method" in request.assumed:  # a model on a GPU with no training word: read as running it (engine.parse)
+        notes.append(Note(key="assumed_inference"))
     if request.currency is not None and request.currency not in ("USD", "RUB"):
         notes.append(Note(key="unpriced_currency", params={"asked": request.currency, "shown": currency}))
     if "model" in request.assumed:

@@ -39,8 +39,6 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Serv
     from engine.answer import moe_active  # the one rule for a bare "30b moe", shared with training
 
     notes = [Note(key=k) for k in error_keys(request.error)]  # what the question said that could not be used
-    if "method" in request.assumed:  # a model on a GPU with no training word: read as running it (engine.parse)
-        notes.append(Note(key="assumed_inference"))
     if moe_active(request):  # "30b moe": the active share assumed, said
         result = result.model_copy(update={"assumptions": [*result.assumptions,
                                                           Assumption(key="moe_active", value=moe_active(request))]})
@@ -58,12 +56,17 @@ def serving_sides(request: Request) -> list[ServingSide]:
     search), with its price per hour, per 1M output tokens and speed per user. The winner holds the users at the
     lowest price per 1M output tokens (per hour where no token price is known); the winner comes first."""
     sides: list[ServingSide] = []
+    # no users asked: each card at the load it holds (engine.serving sizes "throughput" at it), so that its price per
+    # 1M tokens is that of a busy server, not of one request
+    at_load = request.concurrency is None and "throughput" not in request.asks
+    asked = request.model_copy(update={"asks": [*request.asks, "throughput"]}) if at_load else request
     for ref in list({g.name: g for g in request.gpus}.values())[:4]:
-        r = serve(request.model_copy(update={"gpus": [ref]}))
+        r = serve(asked.model_copy(update={"gpus": [ref]}))
         name = r.gpu.name if r.gpu is not None else (ref.name or "")
         side = ServingSide(gpu=name, count=ref.count, currency=request.currency or "USD")
         if r.fits and r.gpu is not None:
             side = side.model_copy(update={
+                "users": serving_users(r) if request.concurrency is None else None,
                 "holds_as_named": True, "holds_count": r.gpu.count,
                 "per_hour": r.cost.per_hour if r.cost else None,
                 "per_million_output_tokens": r.cost.per_million_output_tokens if r.cost else None,

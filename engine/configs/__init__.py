@@ -43,8 +43,10 @@ def read_bundle(files: list[tuple[str, str | bytes]]) -> ReadResult:
 def config_for(request: Any, target: Target | None = None) -> ConfigOutput:
     """The ready-to-run config of the answer to the request, in the arrangement it shows (engine.configs.bridge;
     raises ScenarioError when none can be made)."""
-    from engine.configs.bridge import FRAMEWORK_TARGET, SERVING, best_job, default_target, is_serving
+    from engine.configs.bridge import FRAMEWORK_TARGET, SERVING, as_answered, best_job, default_target, is_serving
 
+    if target is None:
+        request = as_answered(request)
     notes: list[str] = []
     if target is None and request.framework and request.framework not in FRAMEWORK_TARGET:
         notes.append(f"no_writer:{request.framework}")  # e.g. ms-swift, verl: written for the default instead

@@ -37,6 +37,23 @@ def default_target(request: Request) -> Target:
     return FRAMEWORK_TARGET.get(request.framework or "", "trl")
 
 
+def as_answered(request: Request) -> Request:
+    """The request as the answer above the config runs it: when no stack was named and the answer's fix is a
+    stack of its own (the Answer.AI FSDP-QLoRA recipe with its CPU offload for QLoRA on two 24 GB cards,
+    engine.plan.advice._single_changes), the config is written for that stack, not for the plan without the fix."""
+    if request.framework is not None or is_serving(request):
+        return request
+    from engine.scenario import ScenarioError
+
+    try:
+        fix = getattr(_answer(request), "fix", None)
+    except (ScenarioError, ValueError):
+        return request
+    if fix is None or not fix.fits or not fix.update.get("framework"):
+        return request
+    return request.model_copy(update={k: fix.update[k] for k in ("framework", "sharding") if k in fix.update})
+
+
 def adapted(request: Request, target: Target) -> Request:
     """The request as the target runs it: Unsloth always fuses the loss, torchtune trains in pure bf16 with FSDP."""
     r = request.model_copy(deep=True)

@@ -159,6 +159,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     hardware.bare_memory(s)
     hardware.generic_count(s)
     parallel.cp_from_gpus(s)
+    parallel.tp_from_replicas(s)
     _mixed_set(s)
     stack.colab(s)
     _leftover_context(s)
@@ -215,7 +216,8 @@ def _leftover_context(s: Scan) -> None:
             s.use(i, i + 1)
 
 
-TOGETHER = frozenset({"вместе", "together", "mixed", "смешанные", "одновременно", "combined", "совместно"})
+TOGETHER = frozenset({"вместе", "together", "mixed", "смешанные", "одновременно", "combined", "совместно", "плюс",
+                      "plus", "+"})
 
 
 def _mixed_set(s: Scan) -> None:

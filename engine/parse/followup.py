@@ -38,6 +38,7 @@ COUNT_LEADS = frozenset({"on", "на", "with", "с", "со", "using", "across", 
 METHOD_WORDS = (lx.QLORA_WORDS | lx.LORA_WORDS | lx.FULL_WORDS | lx.INFERENCE_WORDS | lx.FULL_SLANG
                 | lx.INFER_SLANG | frozenset({"scratch", "нуля"}))
 HARDWARE_KEYS = frozenset({"tpu", "cpu_only", "apple"})
+NOT_LANGUAGE_MODELS = frozenset({"diffusion", "audio"})  # unsupported keys that name a model (SDXL, Whisper)
 SETTLED = frozenset({"context length out of range", "GPU count out of range", "GPU count not read"})
 
 
@@ -80,7 +81,8 @@ def follow_up_of(request: Request, s: Scan | None) -> FollowUp:
             said.append("gpu_count")
     words = sum(1 for t in s.toks if t.kind in (NUM, WORD))
     lead = LEADS.at(s.texts, 0) is not None if s.n else False
-    named_model = request.model is not None
+    # a model we do not size (SDXL, Whisper) is named too: «sdxl дообучение на 3090» is a new question
+    named_model = request.model is not None or bool(NOT_LANGUAGE_MODELS & set(request.unsupported))
     follow = bool(said) and (lead or (words <= SHORT and not named_model)) and request.smalltalk is None
     language_said = request.language == "ru" or any(
         t.kind == WORD and not t.used and len(t.text) > 1 and t.text.isascii() for t in s.toks)

@@ -50,6 +50,7 @@ COUNT_WORDS: dict[str, int] = {
     "три": 3, "трех": 3, "тремя": 3, "трем": 3, "четыре": 4, "четырех": 4, "четырьмя": 4, "четырем": 4,
     "пять": 5, "пяти": 5, "шесть": 6, "шести": 6, "семь": 7, "семи": 7, "восемь": 8, "восьми": 8,
     "восьмью": 8, "десять": 10, "десяти": 10, "шестнадцать": 16, "шестнадцати": 16,
+    "двое": 2, "трое": 3, "четверо": 4,  # «двое суток», «трое суток»
 }
 
 # ── GPUs and memory ──────────────────────────────────────────────────────────────────────
@@ -158,6 +159,10 @@ INFERENCE_WORDS = frozenset({"inference", "inferencing", "infer", "инфере�
 WEAK_INFERENCE_WORDS = frozenset({"run", "running", "запущу", "запускать", "крутить", "гонять", "chat", "прогнать",
                                   "прогонять", "прогоню",
                                   "поднять", "use", "gguf", "cpp", "exllama", "exl2", "exl", "lmstudio"})
+# A yes/no "can it" about a bare size on a GPU («70б на одной h100 можно?», "is 70b possible on an h100"): what
+# people ask this about is running the model (engine/parse/training.py inference_by_default), said as the guess.
+CAN_IT_WORDS = frozenset({"можно", "реально", "возможно", "влезет", "влезает", "поместится", "запустится",
+                          "заведётся", "заведется", "possible", "feasible"})
 TRAIN_WORDS = frozenset({"train", "training", "trained", "обучение", "обучения", "обучить", "дообучение",
                          "дообучения", "дообучить", "дообучении", "finetune", "finetuning", "fine", "tune",
                          "tuning", "файнтюн", "файнтюна", "файнтюнинг", "файнтюнить", "тюнинг", "sft", "ft",

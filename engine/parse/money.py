@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from engine.parse.lexicon import COST_WORDS, COUNT_WORDS, MEMORY_WORDS
+from engine.parse.lexicon import COST_WORDS, COUNT_WORDS, MEMORY_WORDS, TIME_NOUNS
 from engine.parse.lexicon_money import (
     CURRENCY_SYMBOLS,
     CURRENCY_WORDS,
@@ -165,13 +165,16 @@ MONEY = Phrases(MONEY_ASKS)
 TIME = Phrases(TIME_ASKS)
 
 
+BESIDE_BUDGET = frozenset({"и", "and", ",", "есть", "have", "плюс", "plus"})
 WEEKDAY_PREFIX = "deadline_weekday:"  # Request.assumed: the weekday named (0 = Monday)
 BARE_SPAN_LEADS = frozenset({"срок", "сроком", "срока", "дедлайн", "дедлайном", "deadline"})
 
 
 def deadline(s: Scan) -> None:
-    """"за сутки" = 24, "by tomorrow" ≈ 24, "in 3 days" = 72, "за 10 часов", "within 48h", "дедлайн 2 дня"."""
-    if s.words.isdisjoint(TIME_TRIGGERS):
+    """"за сутки" = 24, "by tomorrow" ≈ 24, "in 3 days" = 72, "за 10 часов", "within 48h", "дедлайн 2 дня"; next to
+    a budget, a bare span is the deadline too («есть 200 баксов и двое суток», "$300 and 2 days")."""
+    leads = DEADLINE_LEADS | (BESIDE_BUDGET if s.said.get("budget") is not None else frozenset())
+    if s.words.isdisjoint(TIME_TRIGGERS | leads):
         return
     toks = s.toks
     for i, t in enumerate(toks):
@@ -184,9 +187,9 @@ def deadline(s: Scan) -> None:
                 s.assumed += ["deadline_hours", f"{WEEKDAY_PREFIX}{WEEKDAYS[span]}"]
             s.use(i, i + len(span) - 1)
             continue
-        if t.text not in DEADLINE_LEADS:
+        if t.text not in leads:
             continue
-        j = s.skip(i + 1, DEADLINE_LEADS | frozenset({"a", "an", "чем", "the", "-", ":", "—"}), 3)
+        j = s.skip(i + 1, leads | frozenset({"a", "an", "чем", "the", "-", ":", "—"}), 3)
         got = _span_value(s, j)
         if got is None and t.text in BARE_SPAN_LEADS and s.word(j) in HOURS_PER and len(s.word(j)) > 2:
             got = HOURS_PER[s.word(j)], j  # "срок сутки", "дедлайн неделя"
@@ -222,6 +225,9 @@ def asks(s: Scan) -> list[str]:
     t = TIME.first(texts, s.words)
     if t is None and not s.words.isdisjoint(TIME_WORDS):  # "сколько часов", "how many days"
         t = next(i for i, w in enumerate(texts) if w in TIME_WORDS)
+    words = [i for i, w in enumerate(texts) if w not in ("?", "!", ".", ",")]
+    if t is None and words and texts[words[-1]] in TIME_NOUNS and s.said.get("tokens") is not None:
+        t = words[-1]  # «qlora 70b на a100 200M токенов время»: a job of a size, then "time": its hours
     if t is not None:
         found.append((t, "time"))
     if s.said.get("budget") is not None and not any(k == "money" for _, k in found):

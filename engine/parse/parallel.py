@@ -82,6 +82,25 @@ def cp_from_gpus(s: Scan) -> None:
         s.assumed.append("context_parallel")
 
 
+REPLICA_NOUNS = frozenset({"реплики", "реплик", "реплика", "репликами", "replicas", "replica", "копии", "копий",
+                           "инстанса", "инстансов", "инстанс", "instances", "instance"})
+
+
+def tp_from_replicas(s: Scan) -> None:
+    """"vllm llama 70b на 8 h100 4 реплики": N data-parallel copies on the G GPUs named, each with G / N GPUs in
+    tensor parallel (engine.serving counts the replicas as count // (TP × PP)); no TP said and N divides G."""
+    if s.words.isdisjoint(REPLICA_NOUNS) or s.said.get("tensor_parallel") is not None or len(s.gpus) != 1:
+        return
+    count = int(s.gpus[0][1].get("count") or 1)
+    for i, t in enumerate(s.toks):
+        if t.text in REPLICA_NOUNS and i > 0 and s.num(i - 1) and not s.toks[i - 1].used:
+            n = s.toks[i - 1].val
+            if whole(n) and 1 <= n <= count and count % int(n) == 0:
+                s.set("tensor_parallel", count // int(n))
+                s.use(i - 1, i)
+            return
+
+
 def _put_par(s: Scan, field: str, v: float) -> None:
     if not whole(v) or v > MAX_PARALLEL:
         s.errors.append("parallelism out of range")

@@ -6,6 +6,7 @@ from engine.parse.lexicon import (
     ALL_WORDS,
     BIT_WORDS,
     BNB,
+    CAN_IT_WORDS,
     CONTEXT_WORDS,
     FULL_SLANG,
     FULL_WORDS,
@@ -290,10 +291,13 @@ TRAINING_ONLY = ("tokens", "epochs", "lora_rank", "optimizer", "gradient_checkpo
 def inference_by_default(s: Scan) -> None:
     """A model named by name on a GPU with no method, no training word and no training setting ("gpt-oss-120b на
     одной h100", "deepseek v3 on 8xh200") asks whether it runs there: inference, said as assumed (Request.assumed
-    "method") so the answer names the guess. A bare size ("70B на H100") keeps the training default."""
+    "method") so the answer names the guess. A bare size ("70B на H100") keeps the training default, unless the
+    question only asks whether it can («70б на одной h100 можно?»): then it is the same run question."""
     said = s.said
     model = said.get("model")
-    if said.get("method") is not None or not s.gpus or not isinstance(model, dict) or not model.get("name"):
+    if said.get("method") is not None or not s.gpus or not isinstance(model, dict):
+        return
+    if not model.get("name") and s.words.isdisjoint(CAN_IT_WORDS):
         return
     if s.words & TRAIN_WORDS or any(said.get(k) is not None for k in TRAINING_ONLY):
         return

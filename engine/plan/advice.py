@@ -63,7 +63,12 @@ def _single_changes(base: Scenario) -> list[tuple[str, dict[str, Any], dict[str,
             changes.append(("fused_loss", {}, {"fused_loss": True}))
         if base.method == "full" and not base.offload:
             # ZeRO-3's offload moves the parameters to CPU RAM too (DeepSpeed offload_param), said so
-            changes.append(("cpu_offload", {"params": True} if base.sharding == "zero3" else {}, {"offload": True}))
+            # on one unsharded GPU the offload that runs is ZeRO-Offload (ZeRO stage 2 with offload_optimizer: the fp32
+            # master weights and Adam states in CPU RAM; microsoft/DeepSpeed docs/_tutorials/zero-offload.md, "on a
+            # single GPU"), the config writers' own one-GPU DeepSpeed file (engine/configs/writers/launch.py)
+            one = base.gpu_count == 1 and base.sharding in (None, "none")
+            changes.append(("cpu_offload", {"params": True} if base.sharding == "zero3" else {},
+                            {"offload": True, "sharding": "zero2"} if one else {"offload": True}))
         elif adapter_offload(base) and not base.offload:
             # the recipe's own offload (fsdp_qlora --use_cpu_offload true): the frozen 4-bit shards in CPU RAM
             changes.append(("cpu_offload", {"what": "weights"}, {"offload": True, "optimizer": "adamw"}))
@@ -112,7 +117,8 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
         if key == "shorter_context" and not fits(b, room, NO_HEADROOM):
             key, params, update, b = _context_that_fits(base, room, (key, params, update, b))
         out.append(Change(key=key, params=params, saves_gb=round(b0.total - b.total, 1),
-                          fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2), tight=tight(b, room)))
+                          fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2), tight=tight(b, room),
+                          update=update))
     if base.method == "qlora" and gpu is not None and not gpu.bitsandbytes:
         out += _without_bitsandbytes(base, b0, room, gpu)
     if singles:
@@ -131,7 +137,8 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
         b = estimate({"gpu_count": count, "sharding": sharding})
         if fits(b, room, NO_HEADROOM) and b0.total - b.total >= 0.05:
             out.append(Change(key="more_gpus", params={"count": count, "sharding": sharding},
-                              saves_gb=round(b0.total - b.total, 1), fits=True, total_gb=round(need_gb(b), 2)))
+                              saves_gb=round(b0.total - b.total, 1), fits=True, total_gb=round(need_gb(b), 2),
+                              update={"gpu_count": count, "sharding": sharding}))
             break
     return out
 
@@ -200,17 +207,26 @@ def _combination(base: Scenario, b0: Breakdown, room: float,
         return None
     adapters = any(k == "method" for k, _p, _u, _x in chosen)  # a LoRA base is offloaded whole (engine.memory.state)
     parts = [Change(key=k, params={**p, "params": True} if k == "cpu_offload" and adapters else p,
-                    saves_gb=round(b0.total - x.total, 1), fits=False, total_gb=round(need_gb(x), 2))
-             for k, p, _u, x in chosen]
+                    saves_gb=round(b0.total - x.total, 1), fits=False, total_gb=round(need_gb(x), 2), update=u)
+             for k, p, u, x in chosen]
     return Change(key="combined", params={}, saves_gb=round(b0.total - b.total, 1), fits=True,
-                  total_gb=round(need_gb(b), 2), parts=parts, tight=tight(b, room))
+                  total_gb=round(need_gb(b), 2), parts=parts, tight=tight(b, room),
+                  update=_merged([part.update for part in parts]))
+
+
+def _merged(updates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The scenario fields of changes made together. ZeRO-Offload (stage 2) is the offload of full fine-tuning on one
+    GPU; with a switch to LoRA the offload is the adapters' own (the frozen base in CPU RAM, engine.memory.state)."""
+    update: dict[str, Any] = {}
+    for u in updates:
+        update.update(u)
+    if update.get("method") in ("lora", "qlora") and update.get("sharding") == "zero2" and update.get("offload"):
+        del update["sharding"]
+    return update
 
 
 def _together(base: Scenario, parts: list[Single]) -> Breakdown:
-    update: dict[str, Any] = {}
-    for part in parts:
-        update.update(part[2])
-    return breakdown(base.model_copy(update=update))
+    return breakdown(base.model_copy(update=_merged([part[2] for part in parts])))
 
 
 def _fitting_combination(base: Scenario, room: float, ordered: list[Single]) -> tuple[list[Single], Breakdown] | None:

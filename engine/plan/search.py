@@ -161,6 +161,10 @@ def sharding_at(variant: Scenario, count: int) -> Sharding:
     """The sharding a scenario takes on `count` GPUs."""
     if count == 1 and variant.offload and variant.sharding in ("zero3", "fsdp", "zero2"):
         return variant.sharding  # ZeRO-Offload on one GPU: fp32 master weights and optimizer in CPU RAM
+    if count == 1 and variant.offload and variant.method == "full" and variant.sharding in ("none", "ddp"):
+        # the optimizer offloaded on one GPU is ZeRO-Offload, ZeRO stage 2 with offload_optimizer
+        # (microsoft/DeepSpeed docs/_tutorials/zero-offload.md); the one-GPU DeepSpeed file the config writes
+        return "zero2"
     if count == 1:
         return "none" if variant.sharding in ("ddp", "zero3", "fsdp", "zero2", "zero1") else variant.sharding
     if variant.sharding == "none":

@@ -110,6 +110,9 @@ class Change(BaseModel):
     tight: bool = False  # it fits, with under engine.fit.TIGHT of the capacity to spare (the verdict says so)
     parts: list[Change] = Field(default_factory=list)  # key "combined": the changes made together
     effect: dict[str, Any] = Field(default_factory=dict)  # serving: users served, whether it loads, GiB freed
+    # training: the scenario fields it sets (engine.plan.advice), so that a config can carry the fix the answer leads
+    # with; not part of the answer's JSON
+    update: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
 
 class Comparison(BaseModel):

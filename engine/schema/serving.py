@@ -227,6 +227,7 @@ class ServingSide(BaseModel):
     per_user_tokens_s: float | None = None
     currency: str = "USD"
     winner: bool = False
+    users: int | None = None  # no users asked: the requests of the context it holds at once (priced at that load)
 
 
 class AskedSetup(BaseModel):

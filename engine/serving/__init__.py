@@ -42,9 +42,10 @@ def is_serving_request(request: Request) -> bool:
     if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
                                           or any(a in request.asks for a in engine_asks)
                                           or request.max_loras or request.speculative or request.disaggregated
-                                          or request.dp_attention):
-        return True  # a load, a promise, "how many users", LoRA adapters served, disaggregated pools, DP attention:
-        # an engine's question (vLLM assumed)
+                                          or request.dp_attention
+                                          or request.tensor_parallel or request.pipeline_parallel):
+        return True  # a load, a promise, "how many users", LoRA adapters served, disaggregated pools, DP attention,
+        # TP / PP (replicas): an engine's question (vLLM assumed)
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 
 
@@ -273,7 +274,7 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
         changes=found, errors=errors, assumptions=assumptions,
         command=with_load_features(command(_model_id(request, arch), run_as, users, asked.prompt,
                         native=asked.native is not None and command_for is None,
-                        layers=arch.layers, bf16=cat.bf16 if cat is not None else True)
+                        layers=arch.layers, bf16=cat.bf16 if cat is not None else True, replicas=replicas)
         + (feature_flags(request, engine) if engine in ("vllm", "sglang") else []), load, engine),
         command_for=command_for,
         load=load,

@@ -14,12 +14,17 @@ def _fmt(x: float) -> str:
 
 
 def command(model_id: str, s: Settings, users: int | None, prompt: int | None, native: bool = False,
-            layers: int = 0, bf16: bool = True) -> list[str]:
+            layers: int = 0, bf16: bool = True, replicas: int = 1) -> list[str]:
     """`native`: the checkpoint ships in the format (config.json quantization_config): no --quantization flag.
     The repository is one that holds the weight format (a catalog checkpoint, or a your-org/… placeholder when none
     is known); `layers`: the model's blocks (llama.cpp -ngl offloads all with 999); `bf16`: the GPU computes in bf16
-    (T4, V100 do not: --dtype half)."""
+    (T4, V100 do not: --dtype half); `replicas`: copies of the TP × PP instance on the GPUs asked, one endpoint
+    (vLLM --data-parallel-size, SGLang --dp-size, as engine/configs/serving_flags.py declares them), each capped at
+    its share of the users."""
     tp, pp = s.tensor_parallel, s.pipeline_parallel
+    dp = max(1, replicas) if s.engine in ("vllm", "sglang") else 1
+    if users and dp > 1:
+        users = -(-users // dp)
     quant_flag = False
     if s.engine in ("vllm", "sglang") and not native:
         weights = serving_weights(model_id, CHECKPOINT_FORMAT.get(s.weight_format))
@@ -35,6 +40,8 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None, n
         argv = ["vllm", "serve", model_id, "--tensor-parallel-size", str(tp)]
         if pp > 1:
             argv += ["--pipeline-parallel-size", str(pp)]
+        if dp > 1:
+            argv += ["--data-parallel-size", str(dp)]
         argv += ["--max-model-len", str(s.max_model_len), "--gpu-memory-utilization", _fmt(s.gpu_memory_utilization),
                  "--max-num-seqs", str(min(s.max_num_seqs, users) if users else s.max_num_seqs),
                  "--max-num-batched-tokens", str(s.max_num_batched_tokens)]
@@ -47,6 +54,8 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None, n
         argv = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp", str(tp)]
         if pp > 1:
             argv += ["--pp-size", str(pp)]
+        if dp > 1:
+            argv += ["--dp-size", str(dp)]
         argv += ["--context-length", str(s.max_model_len), "--mem-fraction-static", _fmt(s.gpu_memory_utilization),
                  "--chunked-prefill-size", str(s.max_num_batched_tokens)]
         if users:

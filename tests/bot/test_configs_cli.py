@@ -208,3 +208,12 @@ def test_check_says_one_unit_in_one_output(question: str, tmp_path: Path) -> Non
     units = re.findall(r"\d (GiB|GB|MB|MiB)\b", text)
     assert units and set(units) == {"GiB"}, text
     assert "fits:" in text or "change:" in text
+
+
+def test_config_notes_are_worded_not_raw_keys(capsys) -> None:  # type: ignore[no-untyped-def]
+    """`gpu-advisor config` text mode says its notes in words (raw `model_assumed:…` keys were printed)."""
+    from bot.cli import main
+
+    main(["config", "qlora 70b на 2 4090"])
+    notes = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("note: ")]
+    assert notes and not any("model_assumed:" in ln or "changed:" in ln for ln in notes), notes

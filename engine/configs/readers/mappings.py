@@ -194,6 +194,9 @@ def _hf_generations(c: Collector, key: str, value: Any, data: Mapping[str, Any])
 HF_KEYS: dict[str, Handler] = {
     "per_device_train_batch_size": to("batch_size", as_int),
     "max_length": to("seq_len", as_int),
+    # TRL's old name of it: SFTConfig.__post_init__ sets max_length = max_seq_length (huggingface/trl v0.19.0
+    # trl/trainer/sft_config.py, deprecated there, removed in v0.20)
+    "max_seq_length": to("seq_len", as_int),
     "optim": optimizer,
     **each(("bf16", "fp16"), precision),
     "gradient_checkpointing": to("gradient_checkpointing", as_bool),
@@ -223,7 +226,8 @@ def hf_key(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -> None:
 
 def hf_args(data: dict[str, Any], c: Collector) -> None:
     """TrainingArguments / TRL config / ModelConfig fields in one mapping (a `trl --config` YAML, an args JSON)."""
-    if any(k in data for k in ("use_peft", "lora_r", "max_length", "num_generations", "dataset_name")):
+    if any(k in data for k in ("use_peft", "lora_r", "max_length", "max_seq_length", "num_generations",
+                               "dataset_name")):
         c.fields["framework"] = "trl"  # TRL's own fields (ModelConfig, ScriptArguments, trainer configs)
     trl = c.fields.get("framework") == "trl"
     peft = bool(as_bool(data.get("use_peft")))

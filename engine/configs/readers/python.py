@@ -126,6 +126,16 @@ def read(text: str, c: Collector) -> None:
             for key in ("load_in_4bit", "load_in_8bit"):
                 if as_bool(kwargs.get(key)):
                     quant = 4 if key == "load_in_4bit" else 8
+        elif short.endswith("Trainer") and short != "Trainer":
+            # TRL's trainers load a model given by its Hub id (SFTTrainer(model="Qwen/...")); the old SFTTrainer took
+            # max_seq_length itself (huggingface/trl v0.7 trl/trainer/sft_trainer.py SFTTrainer.__init__)
+            model_id = kwargs.get("model", first)
+            if isinstance(model_id, str) and c.model is None:
+                c.model = model_id
+            if "max_seq_length" in kwargs:
+                c.set("seq_len", as_int(kwargs["max_seq_length"]))
+            for key, value in kwargs.items():
+                c.secret(key, value)
         elif kwargs:
             for key, value in kwargs.items():
                 c.secret(key, value)

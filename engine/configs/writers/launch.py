@@ -131,6 +131,11 @@ def deepspeed(job: ConfigJob) -> ConfigOutput:
     if job.sharding not in ZERO_STAGE and job.gpu_count > 1:
         notes.append(f"changed:sharding={job.sharding}->zero2 (DeepSpeed is ZeRO)")
         job = job.model_copy(update={"sharding": "zero2"})
+    elif job.sharding not in ZERO_STAGE and job.offload and job.method == "full":
+        # one GPU whose plan moves the optimizer states to CPU RAM: that is ZeRO-Offload, ZeRO stage 2 with
+        # offload_optimizer, which DeepSpeed runs on a single GPU (microsoft/DeepSpeed docs/_tutorials/zero-offload.md
+        # "ZeRO-Offload ... on a single GPU"); without it stage 2 would shard nothing
+        job = job.model_copy(update={"sharding": "zero2"})
     elif job.sharding not in ZERO_STAGE:
         # one GPU: ZeRO partitions across GPUs, so stage 2 would shard nothing (it saves memory on one GPU only
         # with CPU offload, which the plan did not need): ZeRO stage 0, DeepSpeed's plain data-parallel engine

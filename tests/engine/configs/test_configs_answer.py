@@ -169,3 +169,56 @@ def test_a_grpo_config_has_the_answers_batch_and_vllm_not_the_sft_defaults() -> 
     assert f"per_device_train_batch_size={a.posttrain.settings.per_device_train_batch_size}," in out.files[0].text
     assert "use_vllm=True" in out.files[0].text and "vllm_mode='colocate'" in out.files[0].text
     assert out.estimate_gib == pytest.approx(a.need_gb, abs=0.05)
+
+
+@pytest.mark.parametrize("question", ["qlora 70b на 2 4090", "qlora llama 70b on two 3090s", "кулора 70б на 2х3090"])
+def test_the_config_carries_the_fsdp_qlora_fix_the_answer_leads_with(question: str) -> None:
+    """QLoRA 70B on two 24 GB cards with no stack named: the answer leads with the FSDP-QLoRA recipe and its CPU
+    offload on the two cards; the config is that recipe on those two cards (was: DeepSpeed for 4 cards)."""
+    request = parse(question)
+    a = answer(request)
+    assert a.fix is not None and a.fix.update.get("framework") == "fsdp-qlora", (question, a.fix)
+    out = config_for(request)
+    got = read_bundle([(f.name, f.text) for f in out.files]).request
+    assert got is not None and got.gpus[0].count == 2, (question, got)
+    assert got.sharding == "fsdp" and got.offload and got.method == "qlora", (question, got)
+    assert f"{a.fix.total_gb:.1f} GiB" in out.files[0].text, (question, a.fix.total_gb)
+
+
+@pytest.mark.parametrize(("question", "tp", "dp"), [
+    ("vllm llama 70b на 8 h100 4 реплики", 2, 4),
+    ("serve llama 3.1 8b on 8 h100 as 8 replicas", 1, 8),
+    ("vllm qwen 32b на 4 a100 2 инстанса", 2, 2),
+])
+def test_replicas_said_are_served_and_the_answers_own_command_starts_them(question: str, tp: int, dp: int) -> None:
+    """«4 реплики» on 8 cards is 4 copies of TP 2 (was TP 8); the command in the answer starts all of them (vLLM
+    --data-parallel-size), so that it runs as pasted on the GPUs named, and `check` reads it back the same."""
+    r = answer(parse(question)).serving
+    assert r is not None and r.settings is not None, question
+    assert (r.settings.tensor_parallel, r.replicas) == (tp, dp), (question, r.settings.tensor_parallel, r.replicas)
+    line = " ".join(r.command)
+    assert f"--tensor-parallel-size {tp} " in line and (f"--data-parallel-size {dp} " in line) == (dp > 1), line
+    got = check(line)["request"]
+    assert got["gpus"][0]["count"] == tp * dp and got["tensor_parallel"] == tp, got
+
+
+@pytest.mark.parametrize("question", ["фулл 8б на одной h100 deepspeed", "full fine-tune llama 3.1 8b on one h100"])
+def test_one_gpu_full_offload_is_zero_offload_in_the_answer_the_config_and_check(question: str) -> None:
+    """Full fine-tuning that fits one GPU only with the optimizer in CPU RAM: the answer's fix, the DeepSpeed file
+    (ZeRO stage 2 + offload_optimizer, never stage 0 that cannot offload) and `check` of that file agree."""
+    request = parse(question)
+    a = answer(request)
+    assert a.fix is not None and a.fix.update.get("sharding") == "zero2", a.fix
+    out = config_for(request, "deepspeed")
+    ds = next(f for f in out.files if f.name.endswith(".json"))
+    assert '"stage": 2' in ds.text and '"offload_optimizer"' in ds.text, ds.text
+    assert abs((out.estimate_gib or 0) - a.fix.total_gb) < 0.15, (out.estimate_gib, a.fix.total_gb)
+    got = check_files_estimate(out)
+    assert abs(got - a.fix.total_gb) < 0.15 * a.fix.total_gb, (got, a.fix.total_gb)
+
+
+def check_files_estimate(out) -> float:  # type: ignore[no-untyped-def]
+    from engine.configs import check_files
+
+    est = check_files([(f.name, f.text) for f in out.files])["estimate"]
+    return float(est["cluster_total_gib"]) / int(est["gpu_count"])

@@ -369,3 +369,31 @@ def test_tgi_ollama_and_eager_launch_lines_are_read(text, expect):
     got = r.request.model_dump()
     assert {k: got[k] for k in expect} == expect, text
     assert not [k for k in r.ignored if "OLLAMA" in k or "eager" in k or "cuda_graph" in k], r.ignored
+
+
+OLD_TRL_SCRIPT = '''
+from trl import SFTConfig, SFTTrainer
+args = SFTConfig(output_dir="out", per_device_train_batch_size=2, max_seq_length=4096, bf16=True)
+trainer = SFTTrainer(model="meta-llama/Llama-3.1-8B", args=args, train_dataset=ds)
+'''
+OLD_TRL_TRAINER = '''
+from transformers import TrainingArguments
+from trl import SFTTrainer
+trainer = SFTTrainer(model="Qwen/Qwen2.5-7B", args=TrainingArguments(output_dir="o", per_device_train_batch_size=1),
+                     max_seq_length=2048, dataset_text_field="text")
+'''
+OLD_TRL_YAML = ("model_name_or_path: Qwen/Qwen2.5-1.5B\nmax_seq_length: 8192\nper_device_train_batch_size: 4\n"
+                "use_peft: true\n")
+
+
+@pytest.mark.parametrize(("text", "name", "seq", "model"), [
+    (OLD_TRL_SCRIPT, "train.py", 4096, "meta-llama/Llama-3.1-8B"),
+    (OLD_TRL_TRAINER, "sft.py", 2048, "Qwen/Qwen2.5-7B"),
+    (OLD_TRL_YAML, "sft.yaml", 8192, "Qwen/Qwen2.5-1.5B"),
+])
+def test_trls_old_max_seq_length_is_the_context_and_the_trainers_model_is_read(text: str, name: str, seq: int,
+                                                                                model: str) -> None:
+    read = read_config(text, name)
+    assert read.request is not None and read.request.seq_len == seq, read
+    assert read.request.model is not None and read.request.model.name == model
+    assert not any("max_seq_length" in k for k in read.ignored), read.ignored

@@ -291,3 +291,10 @@ def test_the_launch_command_serves_the_quantized_checkpoint_the_user_named() -> 
     r = serve(parse_strict("serve Qwen/Qwen2.5-72B-Instruct-AWQ on 2xA100 with vllm, 50 concurrent users"))
     assert r.command[:3] == ["vllm", "serve", "Qwen/Qwen2.5-72B-Instruct-AWQ"]
     assert r.settings is not None and r.settings.weight_format == "awq"
+
+
+@pytest.mark.parametrize("text", ["sdxl дообучение на 3090", "flux lora на 4090", "whisper на 3060"])
+def test_a_model_we_do_not_size_is_a_new_question_not_a_follow_up(text: str) -> None:
+    """SDXL or Whisper named is a model named: the bot answers "not supported", never «which question to change?»."""
+    assert not read_follow_up(text).is_follow_up, text
+    assert read_follow_up("а на 3090?").is_follow_up

@@ -70,6 +70,9 @@ def test_a_cuda_card_without_the_conflict_gets_no_mac_routes() -> None:
     ("mistral 7b on a 3090", "inference", True),
     ("can I run deepseek v3 on 8xh200", "inference", False),  # "run" says it
     ("70b на h100", None, False),  # a bare size keeps the training default
+    ("70б на одной h100 можно?", "inference", True),  # ... unless it only asks whether it can: a run question
+    ("is 70b possible on one h100", "inference", True),
+    ("лора 70б на h100 можно?", "lora", False),
     ("llama 3.1 8b на 4090 с gradient checkpointing", None, False),
     ("сколько времени займёт llama 3.1 8b на 4090", None, False),
     ("дообучить llama 3.1 8b на 4090", None, False),
@@ -78,6 +81,14 @@ def test_a_model_named_on_a_gpu_without_training_is_inference(text: str, method:
     r = parse(text)
     assert r.method == method, text
     assert ("method" in r.assumed) == guessed, text
+
+
+@pytest.mark.parametrize("text", ["70б на одной h100 можно?", "mistral 7b on a 3090"])
+def test_a_guessed_run_question_names_the_training_reading_too(text: str) -> None:
+    """The memory answer of a guessed inference says the guess and how to ask for training, as the serving one does."""
+    a = answer(parse(text))
+    assert a.scenario is not None and a.scenario.method == "inference"
+    assert any(n.key == "assumed_inference" for n in a.notes), a.notes
 
 
 def test_an_inference_question_gets_a_serving_answer_that_names_the_guess() -> None:
