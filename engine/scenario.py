@@ -135,7 +135,8 @@ def _loss_kernel(request: Request, framework: str, family: str) -> str:
     # Megatron-Core (NeMo, Megatron-SWIFT: the stacks with tensor parallelism) fuses the vocab-parallel cross-entropy
     # over logits it still materialises (megatron/core/fusions/fused_cross_entropy.py
     # fused_vocab_parallel_cross_entropy takes vocab_parallel_logits): its "fused" is the chunked reading, not Liger's
-    megatron = megatron_core(framework, request.tensor_parallel or 1, request.pipeline_parallel or 1)
+    megatron = megatron_core(framework, request.tensor_parallel or 1, request.pipeline_parallel or 1,
+                             request.sharding)
     return loss_kernel(framework, family, request.fused_loss, materialised=megatron)
 
 
