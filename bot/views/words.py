@@ -226,6 +226,8 @@ def assumption_text(lang: str, item: Assumption) -> str:
             return _(lang, "%(v)s across the GPUs") % {"v": str(value).upper().replace("ZERO", "ZeRO-")}
         case "training_speed":
             return _(lang, "time from model FLOPs at %(v)s, as published runs reach") % {"v": value}
+        case "training_time_stack":
+            return _(lang, "time for %(v)s") % {"v": value}
     return str(item)
 
 

@@ -87,19 +87,21 @@ def _pipeline_stage(s: Scenario, static: float, grads: float, act: float, logits
     """The busiest pipeline stage under 1F1B: (static, grads, activations, logits, residual) per GPU.
 
     Each stage holds layers / pp of the model, its states and gradients. 1F1B runs pp − rank − 1 warm-up forwards
-    and one more before a stage's first backward (Megatron-LM megatron/core/pipeline_parallel/schedules.py
-    forward_backward_pipelining_without_interleaving `num_warmup_microbatches = pipeline_parallel_size -
-    pipeline_parallel_rank - 1`; torch.distributed.pipelining Schedule1F1B the same), so the first stage keeps the
-    checkpointed inputs of pp micro-batches for its layers (as many as the whole model keeps for one) and the last
-    stage, which computes the loss, keeps one. The layer being recomputed is one micro-batch's either way. Under
+    and one more before a stage's first backward (Megatron-LM 4dabc6238579
+    megatron/core/pipeline_parallel/schedules.py forward_backward_pipelining_without_interleaving:
+    `num_warmup_microbatches = get_pipeline_model_parallel_world_size() - get_pipeline_model_parallel_rank() - 1`;
+    torch.distributed.pipelining Schedule1F1B the same), so the first stage keeps the checkpointed inputs of pp
+    micro-batches for its layers (as many as the whole model keeps for one) and the last stage, which computes the
+    loss, keeps one. The layer being recomputed is one micro-batch's either way. Under
     PyTorch-native PP the FSDP2 units of a stage are not resharded after forward (torchtitan 9dec370ad
     torchtitan/parallelisms/parallelize_llama.py apply_fsdp: `if pp_enabled: reshard_after_forward = False`, "to avoid
     per-microbatch all-gathers"), and the pipeline's backward of every micro-batch but the last runs FSDP without
-    gradient sync and without resharding (torch/distributed/pipelining/stage.py _PipelineStageBase
-    backward_maybe_with_nosync: `set_reshard_after_backward(False)`, `set_requires_gradient_sync(False)`, the
-    reduce-scatter deferred to the last backward): the stage's 16-bit parameters stay gathered and its gradients
-    accumulate unsharded in FSDP's reduce dtype (fp32, torchtitan's `mixed_precision_reduce` default) until then:
-    2 + 4 bytes a parameter of the stage, over TP."""
+    gradient sync and without resharding (pytorch torch/distributed/pipelining/stage.py _PipelineStageBase
+    backward_maybe_with_nosync, as read in the code index, not pinned to the torch 1963fc83 of torchtitan's runs:
+    `set_reshard_after_backward(False)`, `set_requires_gradient_sync(False)`, the reduce-scatter deferred to the last
+    backward): the stage's 16-bit parameters stay gathered and its gradients accumulate unsharded in FSDP's reduce
+    dtype (fp32: torchtitan 9dec370ad torchtitan/config_manager.py `--training.mixed_precision_reduce` default
+    "float32") until then: 2 + 4 bytes a parameter of the stage, over TP."""
     stored = min(act, (stored_checkpoints_gib(s) - sixteen_bit_checkpoints_gib(s)) / tp)
     layer = act - stored
     first = stored + layer  # pp micro-batches x layers / pp
