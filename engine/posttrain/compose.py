@@ -64,6 +64,12 @@ def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", 
     logits = b.logits if logits_gib is None else logits_gib
     act = b.activations - sixteen_bit_checkpoints_gib(s)
     mcore = megatron_core(s.framework, tp, sharding=s.sharding)
+    if mcore and s.method == "full" and profile(s.framework).constant("distributed_optimizer", 0.0):
+        static, grads = distributed_optimizer_states_gib(s) + b.adapters, 0.0
+        if s.mixed_precision == "amp" and s.sharding not in ("fsdp", "zero3"):
+            # the memory model's HF AMP keeps 16-bit autocast copies of fp32 weights for backward (its residual);
+            # Megatron's model parameters are the 16-bit copy, counted in the 6 bytes above
+            residual -= s.arch.params * 2.0 / GIB * (1 + _fragmentation()[1])
     if tp > 1:
         # Megatron-style tensor parallelism with sequence parallelism: every layer's weights, their gradients
         # and optimizer states, the activations and the (vocab-parallel) logits are split over the TP group
@@ -112,6 +118,16 @@ def _pipeline_stage(s: Scenario, static: float, grads: float, act: float, logits
     if first >= last:
         return static, grads, first, 0.0, residual
     return static, grads, last - logits, logits, residual
+
+
+def distributed_optimizer_states_gib(s: Scenario) -> float:
+    """Model states of full training under Megatron-Core's distributed optimizer, before TP/PP: 16-bit parameters
+    (2 B) and the fp32 gradient buffer (4 B) whole, fp32 master weights and Adam's two moments (12 B) over the
+    data-parallel (× context-parallel) ranks: 6 + 12/d bytes a parameter (Megatron-LM 50b073cc
+    docs/source/api-guide/dist_optimizer.md, "bf16 param, fp32 grads": 18 non-distributed, 6 + 12/d distributed).
+    d is the policy scenario's GPU count, the GPUs over TP × PP."""
+    d = max(1, s.gpu_count)
+    return s.arch.params * (6.0 + 12.0 / d) / GIB
 
 
 def dtensor_gathered_inputs_gib(s: Scenario) -> float:
