@@ -2,9 +2,10 @@
 
 Usage: python bench/posttrain_accuracy.py [POSTTRAIN.jsonl] [-v] [--resolve-names]
 
-Same yardstick as shared/tools/eval_posttrain.py (whose row → request mapping this mirrors): `measured` rows give
-estimate / truth − 1 (truth × 1.1 when measured as allocated), band −10 % … +25 %; `oom` rows must be estimated
-above their bound, `fits` rows at or under their card. Rows are split by whether engine/posttrain handles them
+Same yardstick as shared/tools/eval_posttrain.py, whose row → request mapping this script imports (every setting
+a row states, CONTRACT v2.1 fields included): `measured` rows give estimate / truth − 1 (truth × 1.1 when measured
+as allocated), band −10 % … +25 %, rows marked low confidence shown with -v and not scored; `oom` rows must be
+estimated above their bound, `fits` rows at or under their card. Rows are split by whether engine/posttrain handles them
 (a post-training stage or context parallelism) or the plain memory model does. --resolve-names retries model names
 the catalog does not know without their organisation prefix and -Instruct/-Chat suffix (a diagnostic of the
 catalog's name lookup, not part of the score). A script that prints figures, not a test.
@@ -13,38 +14,38 @@ catalog's name lookup, not part of the score). A script that prints figures, not
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import statistics
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from engine.catalog import find_model
 from engine.contract import estimate_request
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "posttrain-memory.jsonl"
-STAGE = {"dpo": "dpo", "orpo": "orpo", "kto": "kto", "rm": "rm", "ppo": "ppo", "grpo": "grpo",
-         "sft-long": "sft", "sft-unsloth-vs-hf": "sft"}
-FRAMEWORKS = (("unsloth", "unsloth"), ("ms-swift", "ms-swift"), ("llama-factory", "llama-factory"),
-              ("verl", "verl"), ("trl", "trl"), ("torchtitan", None), ("arctic", "deepspeed"), ("hf", "hf"))
-GPUS = ("A100", "A800", "H100", "H200", "H20", "T4", "A10G", "L40S", "4090", "3090")
+SCORER = DEFAULT.parents[1] / "tools" / "eval_posttrain.py"
 
 
-def _framework(name: str | None) -> str | None:
-    n = (name or "").lower()
-    return next((fw for key, fw in FRAMEWORKS if key in n), None)
+@cache
+def scorer() -> ModuleType:
+    """shared/tools/eval_posttrain.py as a module: its row → request mapping is the one this script uses, so the
+    figures here are the scored ones (one mapping, kept where the scorer keeps it)."""
+    spec = importlib.util.spec_from_file_location("eval_posttrain", SCORER)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"the scorer is not at {SCORER}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _gpus(r: dict[str, Any]) -> list[dict[str, Any]]:
-    g = r.get("gpus") or {}
-    text = str(g.get("model") or "")
-    m = re.search(r"(\d+)\s*GB", text) or re.search(r"(\d+)GiB", text)
-    mem = int(m.group(1)) if m else None
-    name = next((c for c in GPUS if c.lower() in text.lower()), None)
-    if name == "T4":
-        mem = mem or 16
-    return [{"name": name, "memory_gb": mem or 80, "count": g.get("count") or 1}]
+def scored(r: dict[str, Any]) -> bool:
+    """Whether the scorer scores a measured row (rows marked low confidence are shown, not scored)."""
+    return r.get("confidence") != "low"
 
 
 def resolved(name: str) -> str:
@@ -58,33 +59,11 @@ def resolved(name: str) -> str:
 
 
 def request(r: dict[str, Any], resolve: bool) -> dict[str, Any]:
-    name = r["model"].split(" ")[0]
-    q: dict[str, Any] = {"model": {"name": resolved(name) if resolve else name, "params_b": r.get("params_b")},
-                         "stage": STAGE.get(r["kind"], "sft"), "gpus": _gpus(r)}
-    if r.get("method") in ("full", "lora", "qlora"):
-        q["method"] = r["method"]
-    fw = _framework((r.get("framework") or {}).get("name"))
-    if fw:
-        q["framework"] = fw
-    for src, dst in (("lora_rank", "lora_rank"), ("seq_len", "seq_len"), ("prompt_len", "prompt_len"),
-                     ("completion_len", "output_len"), ("num_generations", "num_generations"),
-                     ("micro_batch", "batch_size"), ("gradient_checkpointing", "gradient_checkpointing"),
-                     ("reference_model", "reference_model")):
-        if r.get(src) is not None:
-            q[dst] = r[src]
-    if str(r.get("offload") or "none").lower() not in ("none", "null"):
-        q["offload"] = True
-    sh = str(r.get("sharding") or "none").lower()
-    q["sharding"] = {"zero3": "zero3", "zero2": "zero2", "fsdp": "fsdp", "ddp": "ddp"}.get(sh, "none")
-    cp = r.get("context_parallel")
-    if cp and cp.get("degree"):
-        q["context_parallel"] = cp["degree"]
-    v = r.get("vllm")
-    if v:
-        util = v.get("gpu_memory_utilization")
-        q["rollout"] = {"engine": "vllm", "mode": "colocate" if "colocate" in str(v.get("mode")) else "server",
-                        "gpu_memory_utilization": util if isinstance(util, int | float) else None,
-                        "tensor_parallel": v.get("tp") or 1}
+    """The scorer's request for a row (shared/tools/eval_posttrain.py request); --resolve-names retries the model
+    name the catalog does not know."""
+    q: dict[str, Any] = scorer().request(r)
+    if resolve:
+        q["model"] = {**q["model"], "name": resolved(q["model"]["name"])}
     return q
 
 
@@ -105,7 +84,10 @@ def main() -> int:
         est = (out.get("per_gpu") or {}).get("total")
         owner = "posttrain" if "posttrain" in out else "memory"
         m = r.get("measured") or {}
-        if r["status"] == "measured" and m.get("peak_gib"):
+        if r["status"] == "measured" and m.get("peak_gib") and not scored(r):
+            if args.v:
+                print(f"  {r['id']:>22} {r['kind']:18} {owner:9} est {est} stated {m['peak_gib']} (low confidence)")
+        elif r["status"] == "measured" and m.get("peak_gib"):
             truth = m["peak_gib"] * (1.1 if m.get("metric") == "allocated" else 1.0)
             e = float(est) / truth - 1 if est is not None else float("inf")
             errors[r["kind"]].append(e)

@@ -5,7 +5,10 @@ Usage: python bench/posttrain_rows.py [POSTTRAIN.jsonl] [--stated] [--as-run] [-
        [--markdown]
 
 `ours` is the estimate of the request shared/tools/eval_posttrain.py builds from the row (bench/posttrain_accuracy.py
-mirrors that mapping), so the error column is the scored one. --stated adds a diagnostic column, `stated`: the same
+imports that mapping from the scorer), so the error column is the scored one; rows marked low confidence are shown and
+not scored, as the scorer does. `verdict` is the answer's own (fits / tight / fits_with_changes / no_fit), marked ✗
+where it contradicts the row: a run that worked (measured, or fits) told anything but fits/tight, a reported OOM told
+fits/tight; the last lines count the verdicts that agree. --stated adds a diagnostic column, `stated`: the same
 request plus the settings the row states but the scorer does not pass (tensor parallelism, Liger's fused loss, the
 attention kernel, DDP for "device_map+ddp", "HF (no Unsloth)" as hf), to tell an error of the model from one of the
 request. --set changes one field of one row's diagnostic request (JSON value, null removes it; implies --stated),
@@ -23,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from posttrain_accuracy import DEFAULT, request
+from posttrain_accuracy import DEFAULT, request, scored
 
 from engine.contract import estimate_request
 
@@ -134,6 +137,7 @@ def main() -> int:
     groups: dict[str, list[str]] = defaultdict(list)
     errors: dict[str, list[float]] = defaultdict(list)
     diagnostic: list[float] = []
+    agree: list[bool] = []
     for r in rows:
         q = request(r, False)
         out = estimate_request(q)
@@ -143,15 +147,21 @@ def main() -> int:
         if r["status"] == "measured":
             truth = m["peak_gib"] * (1.1 if m.get("metric") == "allocated" else 1.0)
             e = float(est) / truth - 1 if est is not None else float("inf")
-            errors[src].append(e)
-            judged = f"{e:+.0%}" + ("" if -0.10 <= e <= 0.25 else " ✗")
+            if scored(r):
+                errors[src].append(e)
+                judged = f"{e:+.0%}" + ("" if -0.10 <= e <= 0.25 else " ✗")
+            else:
+                judged = f"({e:+.0%}, low confidence: not scored)"
         else:
             truth = m.get("bound_gib") or m.get("peak_gib")
             good = est is not None and ((est > truth) if r["status"] == "oom" else (est <= truth))
             judged = ("above" if r["status"] == "oom" else "under") + ("" if good else " ✗")
+        said = str(out.get("verdict") or "error")
+        right = (said in ("fits", "tight")) == (r["status"] != "oom")
+        agree.append(right)
         cells = [r["id"].removeprefix("PT-"), r["kind"], str(q.get("framework") or "-"), str(q.get("method") or "-"),
                  ("" if r["status"] == "measured" else {"oom": "OOM>", "fits": "fits≤"}[r["status"]]) + f"{truth:.1f}",
-                 f"{est:.1f}" if est is not None else "-", judged, dominant(out)]
+                 f"{est:.1f}" if est is not None else "-", judged, said + ("" if right else " ✗"), dominant(out)]
         if args.stated:
             alt_q = stated(r)
             for key, value in changes.get(r["id"], {}).items():
@@ -160,12 +170,12 @@ def main() -> int:
                 else:
                     alt_q[key] = value
             alt = (estimate_request(alt_q).get("per_gpu") or {}).get("total")
-            if r["status"] == "measured":
+            if r["status"] == "measured" and scored(r):
                 diagnostic.append(float(alt) / truth - 1 if alt is not None else float("inf"))
             cells.append("-" if alt is None else (f"{float(alt) / truth - 1:+.0%}" if r["status"] == "measured"
                                                   else f"{alt:.1f}"))
         groups[src].append(" | ".join(cells))
-    head = ["row", "kind", "framework", "method", "measured", "ours", "error", "dominant line (share)"]
+    head = ["row", "kind", "framework", "method", "measured", "ours", "error", "verdict", "dominant line (share)"]
     if args.stated:
         head.append("as run" if args.as_run else "stated")
     for src, lines in groups.items():
@@ -186,6 +196,7 @@ def main() -> int:
     every = [e for v in errors.values() for e in v]
     band = sum(-0.10 <= e <= 0.25 for e in every)
     print(f"\nall: median |error| {statistics.median(abs(e) for e in every):.1%}, {band}/{len(every)} in band")
+    print(f"verdicts right (worked: fits/tight; OOM: not): {sum(agree)}/{len(agree)}")
     if args.stated:
         band = sum(-0.10 <= e <= 0.25 for e in diagnostic)
         print(f"diagnostic ({'as run' if args.as_run else 'stated'}): median |error| "

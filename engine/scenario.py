@@ -135,7 +135,8 @@ def _loss_kernel(request: Request, framework: str, family: str) -> str:
     # Megatron-Core (NeMo, Megatron-SWIFT: the stacks with tensor parallelism) fuses the vocab-parallel cross-entropy
     # over logits it still materialises (megatron/core/fusions/fused_cross_entropy.py
     # fused_vocab_parallel_cross_entropy takes vocab_parallel_logits): its "fused" is the chunked reading, not Liger's
-    megatron = megatron_core(framework, request.tensor_parallel or 1, request.pipeline_parallel or 1)
+    megatron = megatron_core(framework, request.tensor_parallel or 1, request.pipeline_parallel or 1,
+                             request.sharding)
     return loss_kernel(framework, family, request.fused_loss, materialised=megatron)
 
 
@@ -228,11 +229,13 @@ def for_gpu(s: Scenario, gpu: Gpu, said: Request | None = None) -> Scenario:
         notes.append(Assumption(key="train_precision", value="bf16"))
     adapted = s.model_copy(update=update)
     if adapted.method != "inference":
-        from engine.speed.flops import assumed_speed  # the time model reads the scenario: imported late
+        from engine.speed.flops import assumed_speed, step_model_stack  # the time model reads the scenario
 
         speed = assumed_speed(adapted, gpu)
         if speed is not None:  # timed at a published MFU: the answer says which and for which stack
             notes.append(Assumption(key="training_speed", value=speed))
+        else:  # the fine-tuning step model: the answer says which stack and precision its time is for
+            notes.append(Assumption(key="training_time_stack", value=step_model_stack(adapted)))
     return s.model_copy(update={**update, "assumptions": replaced(s.assumptions, notes)})
 
 

@@ -294,6 +294,10 @@ def assumption_words(lang: str, item: Assumption) -> str:
             return _(lang, "gradient accumulation %(v)s") % {"v": value}
         case "vllm_mode":
             return _(lang, "vLLM colocated with the trainer")
+        case "model_parallel_runtime":
+            return _(lang, "tensor/pipeline parallelism: %(v)s") % {
+                "v": _(lang, "PyTorch FSDP2 + DTensor, 1F1B pipeline (as torchtitan)") if value == "pytorch"
+                else "Megatron-Core"}
         case "cp_kind":
             return _(lang, "context parallelism: %(v)s") % {"v": "DeepSpeed Ulysses" if value == "ulysses"
                                                           else _(lang, "ring attention")}

@@ -81,6 +81,8 @@ NO_ESTIMATE_TEXTS = {
     "ep_needs_gpus": N_("Expert parallel ×%(ep)s needs at least %(ep)s GPUs, and the question gives %(gpus)s."),
     "cp_tp_needs_gpus": N_("Context parallel ×%(cp)s with tensor parallel ×%(tp)s needs %(needs)s GPUs, and the "
                            "question gives %(gpus)s."),
+    "pp_needs_gpus": N_("Pipeline parallel ×%(pp)s with tensor parallel ×%(tp)s and context parallel ×%(cp)s needs "
+                        "%(needs)s GPUs, and the question gives %(gpus)s."),
 }
 
 
@@ -222,6 +224,8 @@ def assumption_text(lang: str, item: Assumption) -> str:
             return _(lang, "%(v)s across the GPUs") % {"v": str(value).upper().replace("ZERO", "ZeRO-")}
         case "training_speed":
             return _(lang, "time from model FLOPs at %(v)s, as published runs reach") % {"v": value}
+        case "training_time_stack":
+            return _(lang, "time for %(v)s") % {"v": value}
     return str(item)
 
 

@@ -108,9 +108,19 @@ def profile(name: str | None) -> Profile:
     return table[name]
 
 
-def megatron_core(name: str | None, tensor_parallel: int = 1, pipeline_parallel: int = 1) -> bool:
+def megatron_core(name: str | None, tensor_parallel: int = 1, pipeline_parallel: int = 1,
+                  sharding: str | None = None) -> bool:
     """Whether the job runs on Megatron-Core: a stack that always does (profile constant `megatron_core`: NeMo), or
     a job split by tensor or pipeline parallelism (the stacks that have them run Megatron-Core for it: NeMo,
     Megatron-SWIFT, verl's Megatron backend). Its loss is the vocab-parallel cross-entropy over materialised logits
-    (engine/scenario.py) and its gradients live in one persistent buffer (engine/memory/training.py)."""
-    return bool(profile(name).constant("megatron_core", 0.0)) or tensor_parallel > 1 or pipeline_parallel > 1
+    (engine/scenario.py) and its gradients live in one persistent buffer (engine/memory/training.py).
+
+    A job that shards with FSDP and splits by TP/PP is PyTorch-native instead (torchtitan, torchtune, axolotl and
+    accelerate's N-D parallelism): DTensor tensor parallelism on the FSDP2 mesh and torch.distributed.pipelining
+    (torchtitan 9dec370ad torchtitan/parallelisms/parallelize_llama.py apply_tp, apply_fsdp), its own loss on the
+    vocabulary shard and FSDP's reduce-scattered gradients (engine/posttrain/compose.py dtensor_gathered_inputs_gib)."""
+    if profile(name).constant("megatron_core", 0.0):
+        return True
+    if sharding == "fsdp":
+        return False
+    return tensor_parallel > 1 or pipeline_parallel > 1

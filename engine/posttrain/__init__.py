@@ -45,9 +45,11 @@ def __getattr__(name: str) -> Any:
 
 
 def applies(request: Request) -> bool:
-    """Post-training stages, context parallelism, or tensor parallelism of a training stage."""
+    """Post-training stages, context parallelism, or tensor or pipeline parallelism of a training stage (a request
+    with no stage is supervised fine-tuning)."""
+    split = (request.tensor_parallel or 1) > 1 or (request.pipeline_parallel or 1) > 1
     return request.stage in POSTTRAIN_STAGES or (request.context_parallel or 1) > 1 \
-        or ((request.tensor_parallel or 1) > 1 and request.stage in ("sft", "pretrain")) \
+        or (split and request.stage in (None, "sft", "pretrain") and request.method != "inference") \
         or bool(request.activation_offload) or bool(request.tiled_mlp)  # CONTRACT v2.1: ALST's switches
 
 

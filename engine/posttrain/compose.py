@@ -44,7 +44,8 @@ class Policy:
     overlap: float = 0.0  # GiB of logits that peak while the layers' backward is not (loss phase before layers)
 
 
-def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", cp: bool = False) -> Policy:
+def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", cp: bool = False,
+            pp: int = 1) -> Policy:
     b = memory.breakdown(s)
     overlap = 0.0
     if logits_gib is not None and (stage in ("grpo", "ppo") or (stage in PREFERENCE_STAGES and not cp)):
@@ -62,18 +63,86 @@ def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", 
         residual -= b.upcast * (1 + _fragmentation()[0])
     logits = b.logits if logits_gib is None else logits_gib
     act = b.activations - sixteen_bit_checkpoints_gib(s)
+    mcore = megatron_core(s.framework, tp, sharding=s.sharding)
+    if mcore and s.method == "full" and profile(s.framework).constant("distributed_optimizer", 0.0):
+        static, grads = distributed_optimizer_states_gib(s) + b.adapters, 0.0
+        if s.mixed_precision == "amp" and s.sharding not in ("fsdp", "zero3"):
+            # the memory model's HF AMP keeps 16-bit autocast copies of fp32 weights for backward (its residual);
+            # Megatron's model parameters are the 16-bit copy, counted in the 6 bytes above
+            residual -= s.arch.params * 2.0 / GIB * (1 + _fragmentation()[1])
     if tp > 1:
         # Megatron-style tensor parallelism with sequence parallelism: every layer's weights, their gradients
         # and optimizer states, the activations and the (vocab-parallel) logits are split over the TP group
         static, grads, act, logits, residual = static / tp, grads / tp, act / tp, logits / tp, residual / tp
         overlap /= tp
-    if megatron_core(s.framework, tp):
+        if not mcore:
+            act += dtensor_gathered_inputs_gib(s) * (1 - 1 / tp)
+    if pp > 1:
+        static, grads, act, logits, residual = _pipeline_stage(s, static, grads, act, logits, residual, tp, pp, mcore)
+    if mcore:
         # Megatron-Core's DDP keeps every gradient in one buffer allocated with the model (Megatron-LM 001199898c4b
         # megatron/core/distributed/param_and_grad_buffer.py _ParamAndGradBuffer: `self.grad_data = torch.zeros(
         # self.numel, ...)`, each param.main_grad a view into it; reset() zeroes it in place): the gradients are
         # there beside the activations from the first layer's backward on, not made as the activations are freed
         static, grads = static + grads, 0.0
     return Policy(b, static, grads, act, logits, residual, b.cpu_ram, overlap)
+
+
+def _pipeline_stage(s: Scenario, static: float, grads: float, act: float, logits: float, residual: float, tp: int,
+                    pp: int, mcore: bool) -> tuple[float, float, float, float, float]:
+    """The busiest pipeline stage under 1F1B: (static, grads, activations, logits, residual) per GPU.
+
+    Each stage holds layers / pp of the model, its states and gradients. 1F1B runs pp − rank − 1 warm-up forwards
+    and one more before a stage's first backward (Megatron-LM 4dabc6238579
+    megatron/core/pipeline_parallel/schedules.py forward_backward_pipelining_without_interleaving:
+    `num_warmup_microbatches = get_pipeline_model_parallel_world_size() - get_pipeline_model_parallel_rank() - 1`;
+    torch.distributed.pipelining Schedule1F1B the same), so the first stage keeps the checkpointed inputs of pp
+    micro-batches for its layers (as many as the whole model keeps for one) and the last stage, which computes the
+    loss, keeps one. The layer being recomputed is one micro-batch's either way. Under
+    PyTorch-native PP the FSDP2 units of a stage are not resharded after forward (torchtitan 9dec370ad
+    torchtitan/parallelisms/parallelize_llama.py apply_fsdp: `if pp_enabled: reshard_after_forward = False`, "to avoid
+    per-microbatch all-gathers"), and the pipeline's backward of every micro-batch but the last runs FSDP without
+    gradient sync and without resharding (pytorch torch/distributed/pipelining/stage.py _PipelineStageBase
+    backward_maybe_with_nosync, as read in the code index, not pinned to the torch 1963fc83 of torchtitan's runs:
+    `set_reshard_after_backward(False)`, `set_requires_gradient_sync(False)`, the reduce-scatter deferred to the last
+    backward): the stage's 16-bit parameters stay gathered and its gradients accumulate unsharded in FSDP's reduce
+    dtype (fp32: torchtitan 9dec370ad torchtitan/config_manager.py `--training.mixed_precision_reduce` default
+    "float32") until then: 2 + 4 bytes a parameter of the stage, over TP."""
+    stored = min(act, (stored_checkpoints_gib(s) - sixteen_bit_checkpoints_gib(s)) / tp)
+    layer = act - stored
+    first = stored + layer  # pp micro-batches x layers / pp
+    last = stored / pp + layer + logits
+    static, grads, residual = static / pp, grads / pp, residual / pp
+    if not mcore and s.sharding == "fsdp" and s.gpu_count > 1:
+        static += s.arch.params * (2.0 + 4.0) / tp / pp / GIB
+    if first >= last:
+        return static, grads, first, 0.0, residual
+    return static, grads, last - logits, logits, residual
+
+
+def distributed_optimizer_states_gib(s: Scenario) -> float:
+    """Model states of full training under Megatron-Core's distributed optimizer, before TP/PP: 16-bit parameters
+    (2 B) and the fp32 gradient buffer (4 B) whole, fp32 master weights and Adam's two moments (12 B) over the
+    data-parallel (× context-parallel) ranks: 6 + 12/d bytes a parameter (Megatron-LM 50b073cc
+    docs/source/api-guide/dist_optimizer.md, "bf16 param, fp32 grads": 18 non-distributed, 6 + 12/d distributed).
+    d is the policy scenario's GPU count, the GPUs over TP × PP."""
+    d = max(1, s.gpu_count)
+    return s.arch.params * (6.0 + 12.0 / d) / GIB
+
+
+def dtensor_gathered_inputs_gib(s: Scenario) -> float:
+    """The all-gathered inputs that PyTorch's DTensor sequence parallelism leaves saved, whole, per layer kept.
+
+    torchtitan 9dec370ad torchtitan/parallelisms/parallelize_llama.py apply_tp: `attention_norm` and `ffn_norm` run
+    SequenceParallel (their outputs sharded on the sequence, Shard(1)), and `PrepareModuleInput(input_layouts=
+    (Shard(1),), desired_input_layouts=(Replicate(),))` all-gathers them before the column-parallel wq/wk/wv and
+    w1/w3: those linears save the gathered, whole-sequence input for their weight gradient (autograd keeps what
+    F.linear is given; Megatron-Core instead saves the sequence shard and gathers it again in backward,
+    megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication). Two 16-bit hidden-wide
+    tensors a token, in the recomputed layer under checkpointing, in every layer without it."""
+    recomputed = float(memory.constants()["activations"]["recomputed_layers"])
+    layers = recomputed if s.gradient_checkpointing else s.arch.layers
+    return float(s.seq_len) * s.batch_size * 2 * s.arch.hidden * 2.0 * layers / GIB
 
 
 def stored_checkpoints_gib(s: Scenario) -> float:
@@ -105,7 +174,7 @@ def policy_scenario(setup: Setup, value_head: bool = False) -> Scenario:
     if mini > 0:
         rows = min(rows, mini)  # the stack runs the policy's forward and backward a few rows at a time (profile)
     update: dict[str, object] = {"seq_len": local_tokens(setup), "batch_size": rows,
-                                 "gpu_count": max(1, s.gpu_count // setup.tp)}
+                                 "gpu_count": max(1, s.gpu_count // (setup.tp * setup.pp))}
     if value_head:
         update["arch"] = s.arch.model_copy(update={"vocab": int(constants()["logits"]["value_head_vocab"])})
     return s.model_copy(update=update)
@@ -231,7 +300,7 @@ def tiled_mlp_saving(setup: Setup, s: Scenario) -> float:
 def compose(setup: Setup) -> Composed:
     fs, fd = _fragmentation()
     s = policy_scenario(setup, value_head=setup.stage == "rm")
-    pol = _policy(s, logits_override(setup, s), setup.tp, setup.stage, setup.cp > 1)
+    pol = _policy(s, logits_override(setup, s), setup.tp, setup.stage, setup.cp > 1, setup.pp)
     act, host = alst_adjust(setup, s, pol.activations)
     act = max(0.0, act - tiled_mlp_saving(setup, s))
     lines: dict[str, float] = {}

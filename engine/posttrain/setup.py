@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.catalog import HERE, find_gpu
 from engine.datafiles import read
-from engine.frameworks import profile
+from engine.frameworks import megatron_core, profile
 from engine.scenario import ScenarioError, build_scenario
 from engine.schema import Assumption, Request, Scenario
 from engine.schema.posttrain import PREFERENCE_STAGES, REFERENCE_FREE, CpKind, PostTrainOptions
@@ -36,6 +36,7 @@ class Setup:
     cp: int
     cp_kind: CpKind | None
     tp: int
+    pp: int  # pipeline stages (1F1B): each GPU holds layers / pp of the model
     train_gpus: int
     rollout_gpus: int
     rollout: str | None  # "colocate" | "server" | None (HF generate) ; None also for stages without generation
@@ -136,8 +137,9 @@ def _reference(request: Request, stage: str, opts: PostTrainOptions, full: bool,
 
 
 def _parallel(request: Request, scenario: Scenario, opts: PostTrainOptions, tokens: int,
-              assumptions: list[Assumption]) -> tuple[int, CpKind | None, int]:
-    """(context parallel degree, its kind, tensor parallel degree), checked against the heads and the GPUs."""
+              assumptions: list[Assumption]) -> tuple[int, CpKind | None, int, int]:
+    """(context parallel degree, its kind, tensor and pipeline parallel degrees), checked against the heads and the
+    GPUs."""
     n = scenario.gpu_count
     cp = request.context_parallel or 1
     if cp > n:
@@ -162,7 +164,16 @@ def _parallel(request: Request, scenario: Scenario, opts: PostTrainOptions, toke
     if cp * tp > n:
         raise ScenarioError(f"context parallel {cp} x tensor parallel {tp} needs {cp * tp} GPUs, {n} given",
                             "cp_tp_needs_gpus", cp=cp, tp=tp, needs=cp * tp, gpus=n)
-    return cp, kind, tp
+    pp = request.pipeline_parallel or 1
+    if tp > 1 or pp > 1:
+        # which runtime splits the model: Megatron-Core, or PyTorch's own under FSDP (engine/frameworks megatron_core)
+        native = not megatron_core(scenario.framework, tp, pp, scenario.sharding)
+        assumptions.append(Assumption(key="model_parallel_runtime", value="pytorch" if native else "megatron"))
+    if cp * tp * pp > n:
+        raise ScenarioError(f"pipeline parallel {pp} x tensor parallel {tp} x context parallel {cp} needs "
+                            f"{cp * tp * pp} GPUs, {n} given", "pp_needs_gpus", pp=pp, tp=tp, cp=cp,
+                            needs=cp * tp * pp, gpus=n)
+    return cp, kind, tp, pp
 
 
 def _rollout(request: Request, stage: str, n: int, c: dict[str, Any], assumptions: list[Assumption],
@@ -239,7 +250,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
         assumptions.append(Assumption(key="grad_accum", value=opts.grad_accum))
 
     n = scenario.gpu_count
-    cp, kind, tp = _parallel(request, scenario, opts, tokens, assumptions)
+    cp, kind, tp, pp = _parallel(request, scenario, opts, tokens, assumptions)
 
     rollout, util, vtp, sleep, train_gpus, rollout_gpus = _rollout(request, stage, n, c, assumptions, notes)
     if train_gpus != n:
@@ -250,7 +261,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
         notes.append("posttrain.note.unsloth_standby")
     return Setup(
         stage=stage, scenario=scenario, sequences=sequences, prompt_len=prompt, completion_len=completion,
-        tokens=tokens, reference=reference, beta=beta, cp=cp, cp_kind=kind, tp=tp, train_gpus=train_gpus,
+        tokens=tokens, reference=reference, beta=beta, cp=cp, cp_kind=kind, tp=tp, pp=pp, train_gpus=train_gpus,
         rollout_gpus=rollout_gpus, rollout=rollout, vllm_util=util, vllm_tp=vtp, sleep=sleep,
         generation_batch=scenario.batch_size * opts.grad_accum, card_gib=card, gpu_name=name,
         framework=framework, generations=generations, options=opts, assumptions=assumptions, notes=notes,

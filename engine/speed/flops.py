@@ -74,6 +74,15 @@ def assumed_speed(scenario: Scenario, gpu: Gpu) -> str | None:
     return f"{mfu[0]:.0%} MFU {scenario.train_precision} ({label})"
 
 
+def step_model_stack(scenario: Scenario) -> str:
+    """The stack and precision a fine-tuning step-model time is for, for the answer to say ("Hugging Face + TRL,
+    bf16"; "…, 4-bit base, fp16" on a GPU without bf16): the utilisation it runs at is fitted on such runs
+    (engine/catalog/speed.toml), so another stack or precision would take another time."""
+    half = scenario.half_dtype if scenario.mixed_precision == "amp" or scenario.bits >= 16 else "bf16"
+    base = f"{scenario.bits}-bit base, " if scenario.method == "qlora" else ""
+    return f"{profile(scenario.framework).label}, {base}{half}"
+
+
 def utilisation(scenario: Scenario, gpu: Gpu) -> tuple[float, float, float]:
     """Utilisation of the dense BF16 peak by the matmuls (typical, low, high) on this GPU. The same for every
     method: LoRA runs the base model's matmuls (4 · P instead of 6 · P); what its adapters add is a separate

@@ -48,3 +48,21 @@ def test_megatron_cores_cross_entropy_keeps_its_logits_fused_or_not() -> None:
         assert breakdown(s).logits == pytest.approx(6 * entries, rel=1e-3)
     plain = build_scenario(Request.model_validate({**req, "tensor_parallel": None, "fused_loss": True}))
     assert breakdown(plain).logits < entries
+
+
+def test_the_distributed_optimizer_splits_master_weights_and_moments_over_data_parallel_ranks() -> None:
+    # Megatron-SWIFT: 6 + 12/d bytes a parameter (16-bit params and the fp32 grad buffer whole, the rest over DP)
+    def states(gpus: int, framework: str | None = "ms-swift") -> float:
+        q: dict[str, object] = {"model": {"name": "Qwen2.5-72B"}, "stage": "sft", "method": "full",
+                                "seq_len": 4096, "tensor_parallel": 8, "pipeline_parallel": 2,
+                                "gpus": [{"name": "H100", "count": gpus}]}
+        q.update({"framework": framework} if framework else {"sharding": "none"})
+        return compose(build_setup(Request.model_validate(q))).policy.static
+
+    whole = build_setup(Request.model_validate({"model": {"name": "Qwen2.5-72B"}, "method": "full"}))
+    params = whole.scenario.arch.params
+    per_gpu = params / (8 * 2) / 2**30
+    assert states(16) == pytest.approx(per_gpu * 18, rel=0.03)  # d = 1: the non-distributed 18 bytes
+    assert states(64) == pytest.approx(per_gpu * (6 + 12 / 4), rel=0.03)
+    # Megatron-LM's own default keeps the optimizer replicated: no stack named, no ZeRO, no split
+    assert states(64, None) == pytest.approx(states(16, None), rel=1e-6)
