@@ -234,22 +234,22 @@ MIN_PROVIDERS = 3  # fewer market offers than this and a price is too thin to ra
 
 
 def uncorroborated(gpu_name: str) -> bool:
-    """The GPU's price rests on fewer than MIN_PROVIDERS providers or a stale list (`weak`), or the catalog has none:
-    shown, said as such, but not used to rank a cost-ranked list (engine.plan.search.cuda_first) or a comparison."""
-    try:
-        found = market_range(gpu_name)
-    except (LookupError, ValueError):
-        return True
-    return found.weak or len(found.providers) < MIN_PROVIDERS
-
-
-def thin_price(gpu_name: str) -> bool:
-    """Priced, but on too little to rank by (uncorroborated): what a comparison says beside the price."""
+    """The catalog has no price for the GPU, or a thin one (thin_price): shown, said as such, but not used to rank a
+    cost-ranked list (engine.plan.search.cuda_first) or a comparison."""
     try:
         market_range(gpu_name)
     except (LookupError, ValueError):
+        return True
+    return thin_price(gpu_name)
+
+
+def thin_price(gpu_name: str) -> bool:
+    """Priced, but on fewer than MIN_PROVIDERS providers or a stale list (`weak`): too little to rank by."""
+    try:
+        found = market_range(gpu_name)
+    except (LookupError, ValueError):
         return False
-    return uncorroborated(gpu_name)
+    return found.weak or len(found.providers) < MIN_PROVIDERS
 
 
 @cache

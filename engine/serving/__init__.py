@@ -264,6 +264,7 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
         if local is not None:
             return local
     run_as, command_for = runnable(s, found, arch.name) if not loads(p) else (s, None)
+    attention_dp = load.attention_dp if load is not None else 1
     return ServingResult(
         model=arch.name, model_known=arch.known, params_b=round(arch.params / 1e9, 4), layers=arch.layers,
         settings=s, gpu=choice,
@@ -274,8 +275,9 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
         changes=found, errors=errors, assumptions=assumptions,
         command=with_load_features(command(_model_id(request, arch), run_as, users, asked.prompt,
                         native=asked.native is not None and command_for is None,
-                        layers=arch.layers, bf16=cat.bf16 if cat is not None else True, replicas=replicas)
-        + (feature_flags(request, engine) if engine in ("vllm", "sglang") else []), load, engine),
+                        layers=arch.layers, bf16=cat.bf16 if cat is not None else True, replicas=replicas,
+                        attention_dp=attention_dp)
+        + (feature_flags(request, engine, attention_dp) if engine in ("vllm", "sglang") else []), load, engine),
         command_for=command_for,
         load=load,
     )

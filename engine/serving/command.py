@@ -14,16 +14,23 @@ def _fmt(x: float) -> str:
 
 
 def command(model_id: str, s: Settings, users: int | None, prompt: int | None, native: bool = False,
-            layers: int = 0, bf16: bool = True, replicas: int = 1) -> list[str]:
+            layers: int = 0, bf16: bool = True, replicas: int = 1, attention_dp: int = 1) -> list[str]:
     """`native`: the checkpoint ships in the format (config.json quantization_config): no --quantization flag.
     The repository is one that holds the weight format (a catalog checkpoint, or a your-org/… placeholder when none
     is known); `layers`: the model's blocks (llama.cpp -ngl offloads all with 999); `bf16`: the GPU computes in bf16
     (T4, V100 do not: --dtype half); `replicas`: copies of the TP × PP instance on the GPUs asked, one endpoint
     (vLLM --data-parallel-size, SGLang --dp-size, as engine/configs/serving_flags.py declares them), each capped at
-    its share of the users."""
+    its share of the users; `attention_dp`: DP attention over each instance's TP ranks (engine/serving/dpattn.py):
+    one launch over all the GPUs, attention data-parallel and the experts over all of them (vLLM: TP 1 with
+    --data-parallel-size and --enable-expert-parallel, a --max-num-seqs per engine core; SGLang: --tp and --dp-size
+    over the whole with --enable-dp-attention, which splits --max-running-requests over the DP ranks itself)."""
     tp, pp = s.tensor_parallel, s.pipeline_parallel
     dp = max(1, replicas) if s.engine in ("vllm", "sglang") else 1
-    if users and dp > 1:
+    adp = max(1, attention_dp) if s.engine in ("vllm", "sglang") else 1
+    if adp > 1:
+        dp *= adp
+        tp = tp // adp if s.engine == "vllm" else tp * max(1, replicas)
+    if users and dp > 1 and not (adp > 1 and s.engine == "sglang"):
         users = -(-users // dp)
     quant_flag = False
     if s.engine in ("vllm", "sglang") and not native:
@@ -49,13 +56,15 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None, n
             argv += ["--quantization", "fp8" if s.weight_format == "fp8" else "bitsandbytes"]
         if s.kv_cache_dtype == "fp8":
             argv += ["--kv-cache-dtype", "fp8"]
+        if adp > 1:
+            argv.append("--enable-expert-parallel")
         return argv + dtype
     if s.engine == "sglang":
         argv = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp", str(tp)]
         if pp > 1:
             argv += ["--pp-size", str(pp)]
-        if dp > 1:
-            argv += ["--dp-size", str(dp)]
+        if dp > 1:  # DP attention in the form SGLang's docs give it (--tp N --dp N --enable-dp-attention)
+            argv += ["--dp" if adp > 1 else "--dp-size", str(dp)]
         argv += ["--context-length", str(s.max_model_len), "--mem-fraction-static", _fmt(s.gpu_memory_utilization),
                  "--chunked-prefill-size", str(s.max_num_batched_tokens)]
         if users:
@@ -64,6 +73,8 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None, n
             argv += ["--quantization", "fp8" if s.weight_format == "fp8" else "bitsandbytes"]
         if s.kv_cache_dtype == "fp8":
             argv += ["--kv-cache-dtype", "fp8_e4m3"]
+        if adp > 1:
+            argv.append("--enable-dp-attention")
         return argv + dtype
     if s.engine == "tgi":
         argv = ["text-generation-launcher", "--model-id", model_id, "--num-shard", str(tp),

@@ -265,17 +265,18 @@ def load_block(load: ServingLoad | None) -> dict[str, object] | None:
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vllm/config/lora.py LoRAConfig max_lora_rank choices
 
 
-def feature_flags(request: Request, engine: str) -> list[str]:
+def feature_flags(request: Request, engine: str, attention_dp: int = 1) -> list[str]:
     """The launch flags of the features asked, where the engine has one that runs as pasted (vLLM: --enable-lora
     --max-loras --max-lora-rank, --enable-expert-parallel, --enforce-eager, n-gram speculation; EAGLE / MTP / a
-    draft model need their checkpoint named, said under "what to change" instead)."""
+    draft model need their checkpoint named, said under "what to change" instead). With DP attention the command
+    itself runs the experts in parallel (engine/serving/command.py)."""
     out: list[str] = []
     if engine == "vllm":
         if request.max_loras:
             rank = request.max_lora_rank or 16
             rank = next((r for r in LORA_RANKS if r >= rank), LORA_RANKS[-1])
             out += ["--enable-lora", "--max-loras", str(request.max_loras), "--max-lora-rank", str(rank)]
-        if request.expert_parallel:
+        if request.expert_parallel and attention_dp <= 1:
             out.append("--enable-expert-parallel")
         if request.enforce_eager:
             out.append("--enforce-eager")
@@ -295,29 +296,9 @@ NIXL = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
 
 
 def with_load_features(argv: list[str], load: ServingLoad | None, engine: str) -> list[str]:
-    """The launch command with what the load answer ran: disaggregated pools (SGLang: the prefill instance's command,
+    """The launch command with the disaggregated pools the load answer ran (SGLang: the prefill instance's command,
     --disaggregation-mode prefill, decode instances the same with decode; vLLM: --kv-transfer-config with
-    NixlConnector on every instance) and DP attention (SGLang --enable-dp-attention --dp N; vLLM
-    --data-parallel-size N over TP 1 with --enable-expert-parallel)."""
-    if load is None or engine not in ("vllm", "sglang"):
+    NixlConnector on every instance); DP attention is the command's own (engine/serving/command.py)."""
+    if load is None or engine not in ("vllm", "sglang") or load.disaggregation is None:
         return argv
-    out = list(argv)
-    dp = load.attention_dp
-    if engine == "vllm":
-        if dp > 1:
-            if "--tensor-parallel-size" in out:
-                out[out.index("--tensor-parallel-size") + 1] = "1"
-            out += ["--data-parallel-size", str(dp)]
-            if "--max-num-seqs" in out:  # every DP rank is an engine core with its own cap
-                i = out.index("--max-num-seqs") + 1
-                out[i] = str(-(-int(out[i]) // dp))
-            if "--enable-expert-parallel" not in out:
-                out.append("--enable-expert-parallel")
-        if load.disaggregation is not None:
-            out += ["--kv-transfer-config", NIXL]
-    else:
-        if dp > 1:
-            out += ["--enable-dp-attention", "--dp", str(dp)]
-        if load.disaggregation is not None:
-            out += ["--disaggregation-mode", "prefill"]
-    return out
+    return [*argv, *(["--kv-transfer-config", NIXL] if engine == "vllm" else ["--disaggregation-mode", "prefill"])]

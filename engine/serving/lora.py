@@ -34,5 +34,6 @@ def slots_beside(pool_bytes: float, kept_bytes: float, per_slot: float) -> int:
 
 
 def idle_slot_bytes(memory: RankMemory, batch: int) -> float:
-    """The adapter slots a step of `batch` requests does not read (at most one adapter per request is active)."""
+    """The adapter slots a step of `batch` requests does not read (at most one adapter per request is active);
+    at batch 0, every slot: the weights a step reads before its batch's adapters are added."""
     return memory.adapter_slot_gib * 2**30 * max(0, memory.adapter_slots - max(0, batch))
