@@ -302,3 +302,11 @@ def test_a_command_always_starts_on_the_gpus_it_names() -> None:
 def test_a_bare_size_far_from_its_reference_gets_a_placeholder_not_another_model_s_checkpoint() -> None:
     assert serve(parse("123b на 4 h100 vllm")).command[2] == "your-org/model-123B"
     assert serve(parse("70b on 2 h100 vllm")).command[2] == "meta-llama/Llama-3.1-70B"  # the reference is that size
+
+
+def test_replicas_with_dp_attention_give_one_data_parallel_degree() -> None:
+    argv = serve(parse("Qwen3-30B-A3B on 4 H100 vllm tp 2 dp attention 64 users")).command
+    assert argv.count("--data-parallel-size") == 1 and argv[argv.index("--data-parallel-size") + 1] == "4"
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "1" and argv.count("--enable-expert-parallel") == 1
+    argv = serve(parse("Qwen3-30B-A3B on 4 H100 sglang tp 2 dp attention 64 users")).command
+    assert "--dp-size" not in argv and argv[argv.index("--dp") + 1] == "4" and argv[argv.index("--tp") + 1] == "4"
