@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from engine.parse.scan import Scan
+from engine.schema.request import QUESTION_FLAGS
 
 # `--flag value`, `--flag=value`, or a Python-style name with two or more underscores (`max_num_seqs=64`)
 _FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+|[a-z]+(?:_[a-z0-9]+){2,})"
@@ -60,6 +61,9 @@ def engine_flags(s: Scan) -> None:
     options = {k: v for k, v in dict(c.fields.get("engine_options") or {}).items() if k in OPTION_KEYS}
     if options:
         s.set("engine_options", options)
+        s.assumed.append(QUESTION_FLAGS)  # a few flags, not a whole launch line: the question's defaults stand
+        if engine is SGLANG and s.words.isdisjoint(("vllm", "tgi", "trtllm", "ollama")):
+            s.set("serving_engine", "sglang")  # "--mem-fraction-static 0.8" alone: SGLang's flag, SGLang's engine
         if "max_model_len" in options:
             s.set("seq_len", options["max_model_len"])
     for name in (*c.ignored, *c.no_effect):

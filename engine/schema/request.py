@@ -86,6 +86,11 @@ class Money(Strict):
     currency: AskedCurrency = "USD"
 
 
+# Request.assumed marker: the engine options came from flags written into a question, not from a whole launch line or
+# config, so the rest is the question's (max_model_len: the context asked or the default, not the model's own limit)
+QUESTION_FLAGS = "engine_options.question"
+
+
 class EngineOptions(Strict):
     """Serving engine settings (CONTRACT.md v2 `engine_options`); None = the engine's default."""
 

@@ -43,9 +43,10 @@ def is_serving_request(request: Request) -> bool:
                                           or any(a in request.asks for a in engine_asks)
                                           or request.max_loras or request.speculative or request.disaggregated
                                           or request.dp_attention
-                                          or request.tensor_parallel or request.pipeline_parallel):
+                                          or request.tensor_parallel or request.pipeline_parallel
+                                          or request.engine_options):
         return True  # a load, a promise, "how many users", LoRA adapters served, disaggregated pools, DP attention,
-        # TP / PP (replicas): an engine's question (vLLM assumed)
+        # TP / PP (replicas), an engine's own flag ("--gpu-memory-utilization 0.85"): an engine question (vLLM assumed)
     return (request.method == "inference" and request.serving_engine is not None) or request.concurrency is not None
 
 

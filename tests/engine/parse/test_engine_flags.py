@@ -33,3 +33,20 @@ def test_a_trainer_s_keys_are_not_taken_for_engine_flags() -> None:
     r = parse("lora 8b max_seq_length=2048 per_device_train_batch_size=4 --num-train-epochs 3")
     assert r.engine_options is None and not r.unsupported
     assert r.seq_len == 2048 and r.batch_size == 4
+
+
+def test_an_engine_flag_alone_asks_the_engine_and_keeps_the_question_s_context() -> None:
+    # no engine named: the flag is vLLM's, so vLLM answers; a few flags are not a whole launch line, so max_model_len
+    # stays the question's context (4k default), not the model's own 131k limit that a bare `vllm serve` would take
+    from engine.answer import answer
+
+    a = answer(parse("qwen 7b на 4090 --gpu-memory-utilization 0.85"))
+    assert a.kind == "serving" and a.serving.fits
+    s = a.serving.settings
+    assert s is not None and s.max_model_len == 4096 and s.gpu_memory_utilization == 0.85
+    # SGLang's own flag with no engine named: SGLang's engine
+    assert parse("llama 8b on a100 --mem-fraction-static 0.8").serving_engine == "sglang"
+    assert parse("llama 8b on a100 vllm --mem-fraction-static 0.8").serving_engine == "vllm"
+    # the user's own max_model_len is kept as said
+    r = parse("qwen 7b на 4090 --max-model-len 16k --gpu-memory-utilization 0.85")
+    assert r.engine_options is not None and r.engine_options.max_model_len == 16384
