@@ -212,8 +212,8 @@ def _lengths(request: Request, arch: Architecture,
     opts = request.engine_options
     max_model_len = (opts.max_model_len if opts and opts.max_model_len else None) or context
     said_context = bool(request.seq_len or request.prompt_len or request.output_len)
-    whole_config = opts is not None and QUESTION_FLAGS not in request.assumed
-    if whole_config and not opts.max_model_len and not said_context and limit:
+    whole_config = QUESTION_FLAGS not in request.assumed  # a launch line or config, not a question's few flags
+    if opts is not None and whole_config and not opts.max_model_len and not said_context and limit:
         # an engine configuration without max_model_len: vLLM / SGLang take the model's own limit; TGI's launcher
         # before 3.0 caps it (max_total_tokens: 2048 in 1.x, min(model, 4096) in 2.x; serving.toml [tgi] defaults)
         max_model_len = limit
