@@ -23,6 +23,8 @@ THROUGHPUT = (("tokens", "per", "second"), ("tokens", "/", "s"), ("tok", "/", "s
               # «сколько токенов даст 8b на 4090»: the speed it generates at, not a data amount
               *(("сколько", "токенов", verb) for verb in ("даст", "выдаст", "выдаёт", "выдает", "генерит",
                                                           "сгенерит", "выжмет", "выжимает")))
+# «deepseek v3 на 8xh200 скорость», "llama 70b on 2 h100 speed": the speed as the last word is what is asked
+SPEED_LAST = frozenset({"скорость", "скорости", "speed"})
 LATENCY = (*TTFT_PHRASES, ("latency",), ("задержка",), ("задержку",), ("латентность",), ("латенси",))
 
 
@@ -74,6 +76,7 @@ def serving_asks(s: Scan) -> list[str]:
     out = ["count"] if count_asked(s) else []
     if LAT.first(texts, s.words) is not None:
         out.append("latency")
-    if THRU.first(texts, s.words) is not None:
+    words = [t.text for t in s.toks if t.kind != "p"]
+    if THRU.first(texts, s.words) is not None or (words and words[-1] in SPEED_LAST):
         out.append("throughput")
     return out

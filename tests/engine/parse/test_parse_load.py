@@ -161,3 +161,10 @@ def test_disaggregated_serving_is_a_request_field_now(q: str) -> None:
 ])
 def test_how_many_tokens_it_gives_asks_for_its_speed(q: str, asked: bool) -> None:
     assert ("throughput" in parse_strict(q).asks) is asked, q
+
+
+def test_speed_as_the_last_word_asks_for_the_speed() -> None:
+    for text in ("deepseek v3 на 8xh200 скорость", "llama 70b on 2 h100 speed", "квен 32б на 4090, скорость?"):
+        assert "throughput" in parse_strict(text).asks, text
+    # a speed word inside a training question is not a serving ask
+    assert "throughput" not in parse_strict("лора 8б на 4090 скорость обучения").asks
