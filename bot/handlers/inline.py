@@ -29,6 +29,7 @@ from bot.pipeline import Reply, answer_options, client_language, make_reply, que
 from bot.storage import ChatSettings, Storage
 from bot.views.catalogs import _
 from bot.views.messages import EXAMPLES, t
+from engine.catalog import find_gpu
 from engine.parse import parse
 from engine.schema import Language, PlannedAnswer, Request, ServingAnswer
 
@@ -72,8 +73,7 @@ def normalise(query: str) -> str:
 
 # Words a query is often cut inside of while typed: methods and the common GPUs (a prefix completes only when
 # exactly one of them starts with it).
-TYPED_WORDS = ("qlora", "lora", "full", "inference", "инференс", "полное", "h100", "h200", "a100", "b200", "l40s",
-               "4090", "3090", "5090")
+TYPED_WORDS = ("qlora", "lora", "full", "inference", "инференс", "полное", "h100", "h200", "a100", "b200", "l40s")
 MIN_PREFIX = 2
 
 
@@ -84,9 +84,10 @@ def method_name(lang: str, method: str) -> str:
 
 def complete(query: str) -> str:
     """The last word of a query still being typed completed by prefix: "70b ql" → "70b qlora",
-    "llama 8b lo" → "llama 8b lora"; a whole word or an ambiguous prefix is left as it is."""
+    "llama 8b lo" → "llama 8b lora", "70b h1" → "70b h100"; a whole word or an ambiguous prefix is left as it is, and
+    so are a number («юзеров 50», «эпох 30») and a GPU's own name («l4», «a10», «h20»): whole as typed."""
     head, _sep, last = query.rpartition(" ")
-    if len(last) < MIN_PREFIX or last in TYPED_WORDS:
+    if len(last) < MIN_PREFIX or last in TYPED_WORDS or last.isdigit() or find_gpu(last) is not None:
         return query
     matches = [w for w in TYPED_WORDS if w.startswith(last)]
     if len(matches) != 1:

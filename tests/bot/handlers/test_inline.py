@@ -67,6 +67,10 @@ def test_completion_by_prefix() -> None:
     assert complete("70b ql") == "70b qlora" and complete("llama 8b lo") == "llama 8b lora"
     assert complete("70b fu") == "70b full" and complete("70b инф") == "70b инференс"
     assert complete("8b lora a1") == "8b lora a100"
+    # a GPU's own name («l4», «a10», «h20») or a number is whole as typed
+    for typed in ("лора 8б на l4", "лора 8б на 2 a10", "fp8 инфер 8b на h20",
+                  "инфер llama 3.1 8b на h100 юзеров 50", "qlora 8b на 4090 эпох 30"):
+        assert complete(typed) == typed
     assert complete("70b h") == "70b h" and complete("70b h100") == "70b h100"  # too short / already whole
     assert complete("70b lora h") == "70b lora h"  # h100 or h200: left as it is
     assert complete("70b") == "70b" and complete("") == ""
