@@ -193,12 +193,18 @@ def _check_summary(out: dict[str, Any]) -> str:
              + (f", {r['stage']}" if r.get("stage") else "")]
     est = out.get("estimate")
     if est:
-        lines.append(f"peak per GPU: {est['per_gpu']['total']:.1f} GiB on {est.get('gpu_count', 1)} GPU(s)")
+        served = est.get("serving") or {}
+        pool = f" (the engine's budget: KV pool {served['kv_pool_gib']:.1f} GiB)" if served.get("kv_pool_gib") else ""
+        lines.append(f"peak per GPU: {est['per_gpu']['total']:.1f} GiB on {est.get('gpu_count', 1)} GPU(s){pool}")
         fits = [f for f in est.get("fits", []) if f.get("fits")]
+        if est.get("verdict"):
+            lines.append(f"verdict: {est['verdict']} as written")
         if est.get("fits"):
-            # one unit in one output: the peak, the headroom and the savings are all GiB (2^30 bytes)
-            lines.append("fits: " + (", ".join(f"{f['gpu']} ({f['headroom_gb']:+.1f} GiB)" for f in fits[:5])
-                                     or "none"))
+            # one unit in one output: the peak, the headroom and the savings are all GiB (2^30 bytes); each with its
+            # count, so that "does not load on 8" and "fits on 16" never read as one verdict
+            spare = " beyond the requests asked" if served else ""  # a serving headroom: the pool the load leaves
+            lines.append("fits: " + (", ".join(f"{f.get('count', 1)}×{f['gpu']} ({f['headroom_gb']:+.1f} GiB{spare})"
+                                               for f in fits[:5]) or "none"))
     if out.get("error"):
         lines.append(f"error: {out['error']}")
     for c in out.get("changes", []):

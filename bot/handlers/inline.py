@@ -95,6 +95,18 @@ def complete(query: str) -> str:
     return f"{head} {matches[0]}".strip()
 
 
+def pasted_request(query: str) -> Request | None:
+    """A launch command typed inline (`vllm serve … -tp 2`) is read as the bot's messages and `check` read it (its
+    flags, its checkpoint's format), never as a question; None for a question."""
+    from bot.handlers.configs import pasted_config, understood
+    from engine.configs.bridge import sized_from_name
+
+    read = pasted_config(query)
+    if read is None or read.error or read.request is None or not understood(read):
+        return None
+    return sized_from_name(read.request)[0]
+
+
 def _entry(reply: Reply, title: str | None = None) -> dict[str, Any]:
     return {"id": f"{reply.qid or 'x'}{reply.lang}", "qid": reply.qid, "title": title or reply.title,
             "description": reply.rendered.description, "html": reply.html,
@@ -110,7 +122,7 @@ async def build_results(query: str, lang: str, settings: ChatSettings, store: St
             reply = await make_reply(parse(example), store, options)
             out.append(_entry(reply, title=example) | {"description": reply.title})
         return out
-    request = parse(complete(query))
+    request = pasted_request(query) or parse(complete(query))
     if request.model is None:
         return []
     first = await make_reply(request, store, options)

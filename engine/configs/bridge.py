@@ -274,7 +274,8 @@ def check_estimate(request: Request) -> tuple[dict[str, Any] | None, list[dict[s
         return None, [], str(answer["error"])
     if sized:
         answer["assumptions"] = [*answer.get("assumptions", []), sized]
-    if not named and "serving" not in answer:  # a config names how many GPUs, rarely which: check the catalog
+    # a config names how many GPUs, rarely which: check the catalog (a serving or post-training answer has its own)
+    if not named and "serving" not in answer and "posttrain" not in answer:
         answer["fits"] = _catalog_fits(answer, request.gpus[0].count if request.gpus else 1)
     changes: list[dict[str, Any]] = []
     if named and answer["fits"] and not any(f["fits"] for f in answer["fits"]):

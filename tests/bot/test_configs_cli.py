@@ -76,6 +76,22 @@ def test_check_stdin_and_summary():
     first, *served = j["estimate"]["fits"]
     assert first["count"] == 2 and not first["fits"] and j["estimate"]["verdict"] in ("fits_with_changes", "no_fit")
     assert served and all(f["fits"] and f["count"] > 2 for f in served)
+    # the summary says the verdict as written and each fit with its count: "fits: 80 GB GPU" never reads as the 2 asked
+    assert "verdict: " + j["estimate"]["verdict"] + " as written" in p.stdout
+    assert f"fits: {served[0]['count']}×" in p.stdout
+
+
+def test_check_of_a_post_training_command_and_of_a_docker_run() -> None:
+    # a GRPO command has its own fits[] (engine.posttrain): checked, never an internal error
+    grpo = "trl grpo --model_name_or_path Qwen/Qwen2.5-7B-Instruct --use_vllm --num_generations 8\n"
+    p = run("check", "-", stdin=grpo)
+    assert p.returncode == 0 and "error" not in p.stdout and "grpo" in p.stdout and "fits: 1×" in p.stdout
+    # `docker run … IMAGE ARGS`: the image's engine with the flags after it, its -e secrets never echoed
+    line = ("docker run --gpus all --shm-size 32g -p 8000:8000 -e HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 "
+            "--ipc=host vllm/vllm-openai:v0.8.5 --model meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192\n")
+    j = json.loads(run("check", "--json", "-", stdin=line).stdout)
+    assert j["request"]["serving_engine"] == "vllm" and j["request"]["engine_options"]["max_model_len"] == 8192
+    assert "hf_abcdef" not in json.dumps(j)
 
 
 def test_check_names_keys_without_effect_and_unknown_keys(tmp_path: Path):

@@ -58,11 +58,47 @@ def split(text: str) -> list[str] | None:
 
 
 def program(argv: list[str]) -> tuple[list[str], list[str]]:
-    """(env assignments, argv without them)."""
+    """(env assignments, argv without them); `docker run … IMAGE ARGS` is the image's own command with its `-e`s."""
     i = 0
     while i < len(argv) and ENV.match(argv[i]):
         i += 1
+    if argv[i:i + 2] == ["docker", "run"]:
+        env, inner = _docker_run(argv[i + 2:])
+        return [*argv[:i], *env], inner
     return argv[:i], argv[i:]
+
+
+# `docker run` options that take a value (docker CLI reference, `docker run --help`); the others are switches
+DOCKER_VALUE_OPTIONS = frozenset({
+    "-e", "--env", "--env-file", "-p", "--publish", "-v", "--volume", "--mount", "--gpus", "--name", "--ipc",
+    "--shm-size", "--runtime", "-w", "--workdir", "--network", "--net", "--entrypoint", "--ulimit", "--device",
+    "-u", "--user", "--cpus", "-m", "--memory", "--label", "-l", "--restart", "--platform", "--hostname", "-h",
+    "--add-host", "--cap-add", "--cap-drop", "--security-opt", "--pull", "--log-driver", "--log-opt"})
+# the engines' images and the command each one's ENTRYPOINT runs (the arguments after the image are its flags);
+# an image not listed runs the command written after it (`lmsysorg/sglang … python3 -m sglang.launch_server …`)
+DOCKER_ENTRYPOINTS = (("vllm/vllm-openai", ["vllm", "serve"]), ("rocm/vllm", ["vllm", "serve"]),
+                      ("text-generation-inference", ["text-generation-launcher"]),
+                      ("llama.cpp:server", ["llama-server"]), ("llama.cpp:full", []))
+
+
+def _docker_run(args: list[str]) -> tuple[list[str], list[str]]:
+    env: list[str] = []
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        name, eq, value = args[i].partition("=")
+        if name in DOCKER_VALUE_OPTIONS and not eq:
+            value, i = (args[i + 1] if i + 1 < len(args) else ""), i + 1
+        if name in ("-e", "--env") and ENV.match(value):
+            env.append(value)
+        i += 1
+    if i >= len(args):
+        return env, ["docker"]
+    image, rest = args[i], args[i + 1:]
+    base = image.split("@", 1)[0]
+    for name, entry in DOCKER_ENTRYPOINTS:
+        if name in base and not (rest and rest[0].rsplit("/", 1)[-1] in PROGRAMS):
+            return env, [*entry, *rest] if entry else rest
+    return env, rest or ["docker"]
 
 
 FLAG = re.compile(r"^--?[A-Za-z]")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from bot_harness import Harness
-from fake_botapi import FakeBotAPI, inline_query
+from fake_botapi import FakeBotAPI, inline_query, message, texts
 
 from bot.handlers.inline import complete
 
@@ -90,3 +90,16 @@ async def test_inline_results_open_the_mini_app_on_their_question(tmp_path: Path
     async with harness(tmp_path / "plain", api) as h:  # no Mini App set up: no such row
         plain = await results(h, api, "70B LoRA on H100", 3092)
         assert all("startapp" not in str(r.get("reply_markup")) for r in plain)
+
+
+@pytest.mark.parametrize("command", ["vllm serve Qwen/Qwen2.5-72B-Instruct-AWQ -tp 2 --max-model-len 32768",
+                                     "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8"])
+async def test_a_launch_command_typed_inline_is_read_as_the_bot_reads_it(h: Harness, api: FakeBotAPI,
+                                                                          command: str) -> None:
+    # the same command pasted to the bot: its flags and its checkpoint's format, never a question's reading of it
+    await h.feed(message(command, user_id=3092))
+    pasted = texts(api, 3092)[-1]
+    [first] = await results(h, api, command, 3092)
+    inline = first["input_message_content"]["message_text"]
+    assert inline.split("\n")[0] in pasted  # the same verdict line as the bot's message under its header
+    assert ("TP 2" in flat(inline) and "AWQ" in inline) if "AWQ" in command else "TP 8" in flat(inline)

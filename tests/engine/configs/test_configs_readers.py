@@ -397,3 +397,23 @@ def test_trls_old_max_seq_length_is_the_context_and_the_trainers_model_is_read(t
     assert read.request is not None and read.request.seq_len == seq, read
     assert read.request.model is not None and read.request.model.name == model
     assert not any("max_seq_length" in k for k in read.ignored), read.ignored
+
+
+@pytest.mark.parametrize(("line", "engine", "model"), [
+    ("docker run --runtime nvidia --gpus all -v ~/.cache/huggingface:/root/.cache/huggingface -p 8000:8000 --ipc=host "
+     "vllm/vllm-openai:latest --model mistralai/Mistral-7B-v0.1 --tensor-parallel-size 2", "vllm",
+     "mistralai/Mistral-7B-v0.1"),
+    ("docker run --gpus all --shm-size 1g -p 8080:80 -v $volume:/data "
+     "ghcr.io/huggingface/text-generation-inference:3.0 "
+     "--model-id Qwen/Qwen2.5-7B-Instruct --max-total-tokens 8192", "tgi", "Qwen/Qwen2.5-7B-Instruct"),
+    ("docker run --gpus all --ipc=host lmsysorg/sglang:latest python3 -m sglang.launch_server "
+     "--model-path meta-llama/Llama-3.1-8B-Instruct --tp 2", "sglang", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("docker run -it --rm -p 8080:8080 ghcr.io/ggml-org/llama.cpp:server -m /models/qwen2.5-7b-q4_k_m.gguf -c 8192",
+     "llama.cpp", None),
+])
+def test_docker_run_is_the_image_s_engine(line: str, engine: str, model: str | None) -> None:
+    read = read_config(line, None)
+    assert read.error is None and read.request is not None and read.request.serving_engine == engine, read
+    if model:
+        assert read.request.model is not None and read.request.model.name == model
+    assert not any(k.startswith("command:") for k in read.ignored)
