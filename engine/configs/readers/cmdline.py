@@ -76,9 +76,10 @@ DOCKER_VALUE_OPTIONS = frozenset({
     "--add-host", "--cap-add", "--cap-drop", "--security-opt", "--pull", "--log-driver", "--log-opt"})
 # the engines' images and the command each one's ENTRYPOINT runs (the arguments after the image are its flags);
 # an image not listed runs the command written after it (`lmsysorg/sglang … python3 -m sglang.launch_server …`)
-DOCKER_ENTRYPOINTS = (("vllm/vllm-openai", ["vllm", "serve"]), ("rocm/vllm", ["vllm", "serve"]),
-                      ("text-generation-inference", ["text-generation-launcher"]),
-                      ("llama.cpp:server", ["llama-server"]), ("llama.cpp:full", []))
+DOCKER_ENTRYPOINTS: tuple[tuple[str, list[str]], ...] = (
+    ("vllm/vllm-openai", ["vllm", "serve"]), ("rocm/vllm", ["vllm", "serve"]),
+    ("text-generation-inference", ["text-generation-launcher"]), ("llama.cpp:server", ["llama-server"]),
+    ("llama.cpp:full", []))
 
 
 def _docker_run(args: list[str]) -> tuple[list[str], list[str]]:
