@@ -91,6 +91,12 @@ def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
             "gpus": f"{x.count}×{gpu_name(lang, x.gpu)}", "par": par, "model": r.model,
             "room": room_text(lang, math.floor(x.concurrency_at_context * max(1, x.replicas) + 1e-9))}
     budget = r.settings.gpu_memory_utilization * r.gpu.total_gib
+    if r.memory.kv_pool_gib <= 0 and r.gpu.unified_memory and r.settings.engine in ("llama.cpp", "ollama"):
+        # one RAM for the GPU and the CPU: layers left "on the CPU" are in the same memory (engine/serving/local.py)
+        whole = r.memory.weights_gib * max(1, r.gpu.count) + r.memory.host_ram_gib
+        return "", _(lang, "%(model)s does not fit in the unified memory of %(gpus)s: %(weights)s GB of weights "
+                           "alone, the GPU may take %(total)s GB of it") % {
+            "model": r.model, "gpus": where, "weights": num(lang, whole), "total": num(lang, r.gpu.total_gib)}
     if r.memory.kv_pool_gib <= 0 and r.memory.weights_gib < r.gpu.total_gib:  # smaller than the card: the share
         return "", _(lang, "%(model)s does not load on %(gpus)s: %(weights)s GB of weights per GPU, and at "
                            "gpu_memory_utilization %(util)s the engine has %(budget)s of the %(total)s GB for the "

@@ -193,6 +193,11 @@ def change_line(lang: str, c: Change, users: int | None) -> str:
                 "format": format_label(str(p.get("format", ""))), "checkpoint": p.get("checkpoint", ""),
                 "kv": _(lang, " and FP8 KV cache") if p.get("kv_cache_dtype") == "fp8" else "",
                 "gib": num(lang, float(e.get("weights_gib", 0))), "room": room}
+        case "serving.change.smaller_gguf":
+            text = _(lang, "%(to)s weights, 3-bit (%(gib)s GB per GPU; some quality lost against %(from)s): "
+                           "%(room)s") % {"to": format_label(str(p.get("to", ""))),
+                                          "from": format_label(str(p.get("from", ""))),
+                                          "gib": num(lang, float(e.get("weights_gib", 0))), "room": room}
         case "serving.change.q8_kv_cache":
             text = _(lang, "q8_0 KV cache (-ctk q8_0 -ctv q8_0): %(room)s") % {"room": room}
         case "serving.change.shorter_max_model_len":
@@ -252,6 +257,9 @@ def assumption_line(lang: str, item: Assumption, family: str = "vllm-v1") -> str
         case "weight_format_instead":
             return _(lang, "weights in %(v)s: in 16 bits the model does not load on these GPUs") % {
                 "v": format_label(value)}
+        case "serving_engine_apple":
+            return _(lang, "engine %(v)s: vLLM and SGLang do not run on Apple GPUs (no Metal backend); MLX LM is the "
+                           "other way") % {"v": engine_name(value)}
         case "serving_engine_instead":
             return _(lang, "engine %(v)s: in vLLM the model does not load on these GPUs") % {"v": engine_name(value)}
         case "fp8_compute":

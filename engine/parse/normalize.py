@@ -103,6 +103,9 @@ def tokenize(text: str, fix: bool = True) -> list[Tok]:
     return toks
 
 
+APPLE_TIERS = {"про": "pro", "макс": "max", "ультра": "ultra"}
+
+
 def _fold_words(toks: list[Tok], fix: bool, cyrillic: bool = True) -> None:
     n = len(toks)
     for i, t in enumerate(toks if cyrillic else ()):
@@ -113,6 +116,9 @@ def _fold_words(toks: list[Tok], fix: bool, cyrillic: bool = True) -> None:
         mixed = any("a" <= ch <= "z" for ch in t.text)
         if t.text in CYRILLIC_WORDS:
             t.text = CYRILLIC_WORDS[t.text]
+        elif t.text in APPLE_TIERS and i > 1 and toks[i - 1].kind == NUM and toks[i - 2].text in ("m", "м") \
+                and not toks[i - 1].sp:
+            t.text = APPLE_TIERS[t.text]  # «м3 про», «m4 макс», «м2 ультра»: Apple's chip tiers as they sound
         elif t.text == "л" and i + 1 < n and not toks[i + 1].sp and toks[i + 1].kind == NUM:
             t.text = "l"  # «л40с», «л4»: NVIDIA's L cards spelled as they sound
         elif (glued_digit or mixed) and all(ch in LOOKALIKE_LETTERS or "a" <= ch <= "z" for ch in t.text):

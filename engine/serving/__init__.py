@@ -286,7 +286,8 @@ def _served(asked: Asked, placed: Placed, assumptions: list[Assumption], sized: 
 
 # what a change sets: (weight format, KV cache dtype); None keeps the asked one
 RUNNABLE = {"serving.change.fp8_kv_cache": (None, "fp8"), "serving.change.combined": ("fp8", "fp8"),
-            "serving.change.int4_weights": ("int4", None), "serving.change.fp8_weights": ("fp8", None)}
+            "serving.change.int4_weights": ("int4", None), "serving.change.fp8_weights": ("fp8", None),
+            "serving.change.q8_kv_cache": (None, "q8_0"), "serving.change.smaller_gguf": ("to", None)}
 
 
 def runnable(s: Settings, found: list[Change], model: str) -> tuple[Settings, str | None]:
@@ -300,6 +301,8 @@ def runnable(s: Settings, found: list[Change], model: str) -> tuple[Settings, st
         fmt, kv = RUNNABLE[c.key]
         if fmt == "int4":
             fmt, kv = str(c.params.get("format")), c.params.get("kv_cache_dtype")
+        elif fmt == "to":  # the GGUF type the change names
+            fmt = str(c.params.get("to"))
         if fmt == "fp8" and checkpoint(model, "fp8") is None:
             continue
         return s.model_copy(update={"weight_format": fmt or s.weight_format,

@@ -66,6 +66,11 @@ def changes(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, c
     int4 = int4_change(request, arch, s, gpu, base, context, users, replicas, fp8_kv=fp8_ok)
     if int4 is not None:
         out.append(int4)
+    smaller = smaller_gguf(s, base, asked, replicas, run)
+    if smaller is not None:
+        out.append(smaller)
+    if not loads(base):  # a change that still does not load is no way forward: only those that do are listed
+        out = [c for c in out if c.effect.get("loads", True)]
     served = users_served(base, s) * replicas if loads(base) else 0
     if users and 0 < served < users:
         out.append(Change(key="serving.change.fewer_users", params={"from": users, "to": served},
@@ -111,6 +116,23 @@ def _combination(run: Run, s: Settings, paged: bool, fp8_ok: bool, context: int,
                                                         "kv_cache_dtype": s2.kv_cache_dtype,
                                                         "max_model_len": s2.max_model_len},
                  effect={**_effect(p, s2, replicas), "weights_gib": round(p.memory.weights_gib, 2)})
+
+
+# llama.cpp's 3-bit K-quant: the smallest type every usual GGUF publisher ships beside Q4_K_M (bartowski, unsloth)
+SMALLER_GGUF = "gguf:q3_k_m"
+
+
+def smaller_gguf(s: Settings, base: Profile, asked: int, replicas: int, run: Run) -> Change | None:
+    """llama.cpp / Ollama on a card (or a Mac) the 4-bit GGUF does not fit: the 3-bit K-quant, with the room it gives,
+    when that loads; the quality cost is the user's call, the change says the type."""
+    if s.family not in ("llama.cpp", "ollama") or not s.weight_format.lower().startswith("gguf:q4") \
+            or (loads(base) and users_served(base, s) * replicas >= asked):
+        return None
+    s2, p = run(weight_format=SMALLER_GGUF)
+    if not loads(p):
+        return None
+    return Change(key="serving.change.smaller_gguf", params={"from": s.weight_format, "to": SMALLER_GGUF},
+                  effect={**_effect(p, s2, replicas), "weights_gib": round(p.memory.weights_gib, 2)})
 
 
 def int4_change(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, base: Profile, context: int,

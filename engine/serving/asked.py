@@ -129,12 +129,31 @@ class Asked:
                     self.context, self.max_model_len)
 
 
+def on_apple(request: Request) -> bool:
+    """The GPUs asked are Apple Silicon (unified memory, Metal)."""
+    from engine.catalog import find_gpu
+
+    from .core import APPLE
+
+    for ref in request.gpus[:1]:
+        gpu = find_gpu(ref.name, ref.memory_gb) if ref.name else None
+        if (gpu is not None and gpu.vendor.lower() == "apple") or (gpu is None and ref.name and APPLE.search(ref.name)):
+            return True
+    return False
+
+
 def read_asked(request: Request, assumptions: list[Assumption]) -> Asked | ServingResult:
     """The serving question's settings, each default an assumption; a failed result when it cannot be served."""
     from .capacity import valid_tp
 
     engine = request.serving_engine or "vllm"
-    if request.serving_engine is None:
+    if on_apple(request) and engine not in ("llama.cpp", "ollama", "hf"):
+        # vLLM, SGLang and TGI have no Metal backend (vLLM's platforms/: CUDA, ROCm, TPU, XPU, CPU): a Mac serves
+        # through llama.cpp (Metal), said as the engine assumed and why
+        engine = "llama.cpp"
+        request = request.model_copy(update={"serving_engine": engine})
+        assumptions.append(Assumption(key="serving_engine_apple", value=engine))
+    elif request.serving_engine is None:
         assumptions.append(Assumption(key="serving_engine", value="vllm"))
     elif engine in ("tensorrt-llm", "nim"):
         # sized with vLLM V1's budget rules (no TRT-LLM profile yet)

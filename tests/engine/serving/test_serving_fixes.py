@@ -223,7 +223,7 @@ def test_an_mla_moe_decode_step_pays_its_kernel_chain_a_layer_and_a_dense_one_do
 
 @pytest.mark.parametrize(("question", "repo", "flags", "absent"), [
     ("mistral 7b на t4 vllm", "solidrust/Mistral-7B-Instruct-v0.3-AWQ", ["--dtype", "half"], "--kv-cache-dtype"),
-    ("llama 70b single user on h100 speed", "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", ["--kv-cache-dtype", "fp8"],
+    ("llama 70b single user on h100", "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", ["--kv-cache-dtype", "fp8"],
      "--quantization"),
     ("vllm qwen2.5-14b на 4090 8 юзеров контекст 4к", "Qwen/Qwen2.5-14B-Instruct-AWQ", ["--kv-cache-dtype"], "bf16"),
 ])
