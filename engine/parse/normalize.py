@@ -50,11 +50,16 @@ class Tok:
         return f"Tok({self.kind}:{self.text!r}{'*' if self.used else ''})"
 
 
+# an Ollama library tag's size («deepseek-r1:70b», "qwen2.5:32b-instruct-q8_0"): the colon read as a space, so that
+# the name and its size are one model (deepseek-r1:70b is the Llama-70B distill, not the 671B), offsets unchanged
+_OLLAMA_SIZE = re.compile(r"(?<=[a-z0-9]):(?=\d+(?:\.\d+)?b\b)")
+
+
 def clean(text: str) -> str:
     """Drop invisible characters, join digit groups, NFKC-fold and lower-case (ё → е)."""
     text = _INVISIBLE.sub(" ", text)
     text = _GROUP_SPACE.sub("", text)
-    text = unicodedata.normalize("NFKC", text).lower()
+    text = _OLLAMA_SIZE.sub(" ", unicodedata.normalize("NFKC", text).lower())
     return _O_BETWEEN_DIGITS.sub(lambda m: "0" * len(m.group()), text.replace("ё", "е"))
 
 

@@ -33,7 +33,7 @@ from engine.parse.lexicon_stack import (
 from engine.parse.normalize import NUM, PUNCT, WORD
 from engine.parse.numbers import whole
 from engine.parse.scan import STOPS, Phrases, Scan
-from engine.parse.settings import KIB
+from engine.parse.settings import KIB, names_a_gpu
 from engine.schema import MAX_BATCH, MAX_SEQ_LEN
 
 GLUE = frozenset({"-", "_", ".", "‐"})
@@ -248,12 +248,28 @@ def concurrency(s: Scan) -> None:
                 k = -1  # «8 карт сколько пользователей»: the number counts the cards
                 break
             k -= 1
-        if not s.num(k) or (s.glued(k) and s.toks[k - 1].kind == WORD) or s.word(k + 1) in MEMORY_UNITS:
-            continue
+        if not s.num(k) or (s.glued(k) and s.toks[k - 1].kind == WORD) or s.word(k + 1) in MEMORY_UNITS \
+                or names_a_gpu(s, k):
+            k = _count_after(s, i)  # «юзеров 50», "users: 100": the count written after the noun
+            if k is None:
+                continue
         got = _count(s, k)
         if got:
             _put(s, got[0])
             s.use(k, i)
+
+
+AFTER_NOUN = frozenset({"=", ":", "-", "—", "–"})
+
+
+def _count_after(s: Scan, i: int) -> int | None:
+    """The index of a bare count right after noun i («пользователей 100», "users: 50"); None when the number there
+    is something else: a GPU («юзеров на 4090»: a word between), a memory or a length («users 8k context»)."""
+    j = s.skip(i + 1, AFTER_NOUN, 1)
+    if not s.num(j) or s.toks[j].used or names_a_gpu(s, j) or s.unit_after(j)[0] > 1 \
+            or s.word(j + 1) in MEMORY_UNITS or s.word(j + 1) in TOKEN_WORDS:
+        return None
+    return j
 
 
 def _put(s: Scan, v: float) -> None:

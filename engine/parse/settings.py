@@ -136,12 +136,20 @@ def rank(s: Scan) -> None:
             s.use(i, j)
 
 
+def names_a_gpu(s: Scan, j: int) -> bool:
+    """Number j is (the end of) a GPU's name: "4090", "a100", "h100" (a letter glued before it)."""
+    index = gpu_index()
+    return index.match(s.toks, j) is not None or (s.glued(j) and index.match(s.toks, j - 1) is not None)
+
+
 def epochs(s: Scan) -> None:
     for i, t in enumerate(s.toks):
         if t.used or t.kind != WORD or t.text not in EPOCH_WORDS:
             continue
         j = s.skip(i - 1, HYPHEN, 1, -1)  # "3 epochs", "3-epoch", "две эпохи"
-        if s.num(j) or s.word(j) in COUNT_WORDS:
+        # «qlora 8b на 4090 эпох 30»: a number before that names the GPU is no count; the count follows the noun
+        before = (s.num(j) and not names_a_gpu(s, j)) or s.word(j) in COUNT_WORDS
+        if before:
             v = s.toks[j].val if s.num(j) else float(COUNT_WORDS[s.word(j)])
         else:
             j = s.skip(i + 1, frozenset({"=", ":", "-"}), 2)  # "epochs=3", "эпох: 3"
