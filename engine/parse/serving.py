@@ -250,9 +250,10 @@ def concurrency(s: Scan) -> None:
             k -= 1
         if not s.num(k) or (s.glued(k) and s.toks[k - 1].kind == WORD) or s.word(k + 1) in MEMORY_UNITS \
                 or names_a_gpu(s, k):
-            k = _count_after(s, i)  # «юзеров 50», "users: 100": the count written after the noun
-            if k is None:
+            after = _count_after(s, i)  # «юзеров 50», "users: 100": the count written after the noun
+            if after is None:
                 continue
+            k = after
         got = _count(s, k)
         if got:
             _put(s, got[0])
