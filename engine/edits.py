@@ -130,7 +130,7 @@ def serving_state(stored: Request, quantization: str | None, users: int, ctx: in
     if quantization is not None:
         data["quantization"] = quantization
         data["bits"] = None
-    data["concurrency"] = users
+    data["concurrency"] = users or None  # 0: none asked, the room the GPUs have
     data["seq_len"] = ctx
     data["prompt_len"] = data["output_len"] = None  # the button's context is prompt + output
     if data.get("engine_options"):

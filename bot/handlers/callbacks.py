@@ -49,7 +49,7 @@ def valid(cb: AnswerCb) -> bool:
 
 
 def valid_serving(cb: ServingCb) -> bool:
-    return (addressed(cb.q, cb.lg, cb.x) and (cb.f in CODE_FORMATS or cb.f == "-") and 1 <= cb.u <= MAX_BATCH
+    return (addressed(cb.q, cb.lg, cb.x) and (cb.f in CODE_FORMATS or cb.f == "-") and 0 <= cb.u <= MAX_BATCH
             and 1 <= cb.c <= MAX_SEQ_LEN)
 
 

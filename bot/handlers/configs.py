@@ -261,7 +261,7 @@ def valid(cb: ConfigCb) -> bool:
 
 def valid_serving(cb: ServingConfigCb) -> bool:
     return (is_question_id(cb.q) and (cb.f in CODE_FORMATS or cb.f == "-")
-            and 1 <= cb.u <= MAX_BATCH and 1 <= cb.c <= MAX_SEQ_LEN and cb.lg in ("ru", "en")
+            and 0 <= cb.u <= MAX_BATCH and 1 <= cb.c <= MAX_SEQ_LEN and cb.lg in ("ru", "en")
             and (cb.t == "" or cb.t in CODE_TARGETS))
 
 

@@ -180,7 +180,7 @@ def serving_keyboard(qid: str, fmt: str, users: int | None, ctx: int, lang: str,
                      ) -> InlineKeyboardMarkup:
     """Under a serving answer: weight format, users at once, context, language, the chart, the config."""
     lang = lang_of(lang)
-    u = users or 1
+    u = users or 0  # 0: no users asked (the answer is the room the GPUs have), kept so by the format and context
 
     def cb(f: str = fmt, n: int = u, c: int = ctx, lg: str = lang, x: str = "r") -> str:
         return pack_serving(qid, f, n, c, lg, x)

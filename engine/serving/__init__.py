@@ -36,8 +36,11 @@ def is_serving_request(request: Request) -> bool:
 
     if request.method == "inference" and native_format_of(request) is not None:
         return True
-    if request.method == "inference" and request.quantization in ("awq", "gptq") and request.serving_engine is None:
-        return True  # AWQ / GPTQ checkpoints are served by an engine's kernels (vLLM assumed), not HF generate
+    if request.method == "inference" and request.quantization in ("awq", "gptq", "fp8") \
+            and request.serving_engine is None:
+        return True  # AWQ / GPTQ / FP8 checkpoints are served by an engine's kernels (vLLM assumed), not HF generate
+    if request.method == "inference" and request.serving_engine is None and any(g.count > 1 for g in request.gpus):
+        return True  # a model run across several GPUs is served by an engine's tensor parallelism (vLLM assumed)
     engine_asks = ("users", "throughput", "latency", "adapters", "rate")
     if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
                                           or any(a in request.asks for a in engine_asks)

@@ -98,6 +98,20 @@ async def test_serving_answer_offers_serving_engines_in_russian(h: Harness, api:
     assert name == "vllm_serve.sh" and "--max-num-seqs 32" in content.decode()
 
 
+async def test_the_config_of_a_room_answer_keeps_the_engine_s_batch(h: Harness, api: FakeBotAPI) -> None:
+    # no users asked: the answer is the room the GPUs have, and so is the config (vLLM's max_num_seqs, never 1);
+    # a format button keeps the answer a room answer
+    answer = await ask(h, api, "qwen 7b на 4090 vllm", 3012, lang="ru")
+    command = next(ln for ln in answer["text"].splitlines() if "vllm serve" in ln)
+    await h.feed(callback(button(answer, "⚙️ Конфиг"), message_obj=answer, user_id=3012, language_code="ru"))
+    name, content, _ = documents(api, 3012)[-1]
+    seqs = command.split("--max-num-seqs ")[1].split()[0]
+    assert name == "vllm_serve.sh" and f"--max-num-seqs {seqs}" in content.decode() and seqs != "1"
+    await h.feed(callback(button(answer, "FP8"), message_obj=answer, user_id=3012, language_code="ru"))
+    redrawn = api.messages[(3012, answer["message_id"])]
+    assert "пользовател" in redrawn["text"].splitlines()[0] and "1 пользователь" not in redrawn["text"].splitlines()[0]
+
+
 async def test_forged_and_stale_config_buttons_get_a_toast(h: Harness, api: FakeBotAPI) -> None:
     answer = await ask(h, api, "LoRA Llama 3.1 8B on a 4090", 3003)
     data = button(answer, "⚙️ Config")
