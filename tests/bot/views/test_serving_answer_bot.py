@@ -62,7 +62,8 @@ async def test_forged_and_stale_serving_buttons_get_a_toast(h: Harness, api: Fak
     good = ServingCb.unpack(button(answer, "FP8"))
     forged = [
         good.model_copy(update={"f": "z"}).pack(),
-        good.model_copy(update={"u": 0}).pack(),
+        good.model_copy(update={"u": -1}).pack(),
+        good.model_copy(update={"u": 10**9}).pack(),
         good.model_copy(update={"c": 10**12}).pack(),
         good.model_copy(update={"lg": "de"}).pack(),
         "v:0123456789ab:8:32:8192:en:r",  # well formed, never stored
