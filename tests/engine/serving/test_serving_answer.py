@@ -208,7 +208,8 @@ def test_serving_state_changes_format_users_and_context() -> None:
     assert apply_serving_state(stored, "-", 8, 4096).quantization is None
     local = apply_serving_state(serving("Llama 3.1 8B", serving_engine="llama.cpp"), "a", 1, 4096)
     assert local.quantization == "gguf:q4_k_m"
-    for bad in (("x", 8, 4096), ("b", 0, 4096), ("b", 8, 10**12)):
+    assert apply_serving_state(stored, "-", 0, 4096).concurrency is None  # 0: a room answer, no users asked
+    for bad in (("x", 8, 4096), ("b", -1, 4096), ("b", 8, 10**12)):
         with pytest.raises(ValueError):
             apply_serving_state(stored, *bad)
 
