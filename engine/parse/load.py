@@ -34,6 +34,8 @@ LORA_RANK = re.compile(r"max[-_ ]lora[-_ ]rank\s*=?\s*(\d+)")
 SPEC = re.compile(r"eagle|\bmtp\b|multi[- ]token prediction|спекулятивн\w*|speculative|spec[- ]?decod\w*|draft model|"
                   r"драфт\w*|n-?gram|нграм\w*")
 EP = re.compile(r"expert[- ]parallel\w*|\bep\s*=?\s*\d+\b|экспертн\w* параллел\w*|enable[-_]expert[-_]parallel")
+# a bare "EP" in capitals, as people write the abbreviation («EP, 64 пользователя»); not "3 ep" (epochs)
+EP_BARE = re.compile(r"(?<![\w.])(?<!\d )EP(?!\w)")
 EAGER = re.compile(r"enforce[-_ ]eager|eager mode|без cuda[- ]?graph\w*|without cuda[- ]?graphs?|no cuda[- ]?graphs?")
 PCIE = re.compile(r"\bpcie\b|по pci|без nvlink|without nvlink|no nvlink")
 IB = re.compile(r"infiniband|\bib\b|two nodes|2 nodes|две ноды|2 ноды|двух нодах|2 нодах|across nodes|между нодами")
@@ -150,7 +152,7 @@ def load(s: Scan) -> None:
         kind = "eagle" if "eagle" in text else "mtp" if ("mtp" in text or "multi" in w) else \
             "ngram" if ("gram" in w or "грам" in w) else "draft"
         s.set("speculative", kind)
-    if EP.search(text):  # on; the degree, when said ("EP 8"), is the expert-parallel parser's (engine.parse.serving)
+    if EP.search(text) or EP_BARE.search(s.cased):  # on; the degree, when said ("EP 8"), is the expert-parallel parser's (engine.parse.serving)
         s.set("expert_parallel_on", True)
     if EAGER.search(text):
         s.set("enforce_eager", True)

@@ -8,7 +8,7 @@ from engine.parse.lexicon_stack import CP_WORDS, EP_WORDS, PARALLEL_NOUNS, PP_WO
 from engine.parse.normalize import WORD
 from engine.parse.numbers import whole
 from engine.parse.scan import Scan
-from engine.parse.serving import GLUE
+from engine.parse.serving import CONCURRENT_WORDS, GLUE
 
 PAR_FILLERS = frozenset({"=", ":", "-", "_", "of", "size", "degree", "на", "в", "(", "равен", "равный", "parallel",
                          "parallelism", "параллелизм", "параллелизма", "параллелизмом", "sequence", "attention",
@@ -46,6 +46,9 @@ def parallelism(s: Scan) -> None:
             _put_par(s, field, s.toks[j].val)
             s.use(i, j)
             continue
+        if field == "expert_parallel" and short and s.num(j) and _users(s, j):
+            s.use(i, i)  # "EP 64 users": expert parallelism on (engine.parse.load), the 64 are users, not epochs
+            continue
         # "4-way tensor parallel", "TP4" written "4 TP"
         k = s.skip(i - 1, frozenset({"-", "way", "x", "×"}), 2, -1)
         if s.num(k) and (s.word(k + 1) in ("-", "way") or short):
@@ -63,7 +66,15 @@ def _count_or_length(s: Scan, j: int) -> bool:
     after = s.word(j + 1)
     if after in ("k", "к", "m", "м") and s.glued(j + 1):
         return True
+    if _users(s, j):
+        return True  # "EP 64 users", «EP 64 одновременных пользователя»: the users, for the load parser
     return after in COUNT_NOUNS or (j + 1 < s.n and gpu_index().match(s.toks, j + 1) is not None)
+
+
+def _users(s: Scan, j: int) -> bool:
+    """The number at j counts users or requests ("64 users", "64 concurrent users", «64 пользователя»)."""
+    after = s.word(j + 1)
+    return after in CONCURRENT_WORDS or (s.word(j + 2) in CONCURRENT_WORDS and after not in PARALLEL_NOUNS)
 
 
 COUNT_NOUNS = frozenset({"gpu", "gpus", "гпу", "карты", "карт", "картах", "карточки", "видеокарты", "видеокарт", "x",

@@ -92,6 +92,7 @@ class Machine:
     # (kv_bytes_per_token is then a whole token's, read for the rank's own share of the batch)
     attention_dp: int = 1
     family: str = ""  # the engine as set (vllm-v0 for vLLM before V1)
+    graphs: bool = True  # decode steps replay CUDA graphs (False: every kernel launched from Python, as eager)
 
 
 # ---- one step ----------------------------------------------------------------------------------------------------
@@ -130,10 +131,21 @@ def comm_time(m: Machine, f: Features, tokens: int, chunks: int = 1) -> float:
     layers = a.layers // m.pp
     n = max(m.tp, 2)
     message = tokens * a.hidden * float(c["activation_bytes"])
-    per_layer = 2 * (latency * chunks + 2 * (n - 1) / n * message / (link_gbs(m) * 1e9))
+    link = link_gbs(m) * 1e9
+    per_layer = 2 * (latency * chunks + 2 * (n - 1) / n * ramped(message / max(1, chunks), c) * chunks / link)
     if f.expert_parallel and a.experts:
-        per_layer += 2 * (latency * chunks + message * a.experts_per_token * (n - 1) / n / (link_gbs(m) * 1e9))
+        sent = message * a.experts_per_token
+        per_layer += 2 * (latency * chunks + (n - 1) / n * ramped(sent / max(1, chunks), c) * chunks / link)
     return layers * per_layer
+
+
+def ramped(message: float, c: dict[str, Any]) -> float:
+    """The bytes a collective of `message` bytes costs at the link's peak bus bandwidth: below the size where NCCL's
+    bus bandwidth saturates it runs at about half of it (serving_load.toml [comm] ramp_mib: nccl-tests all_reduce_perf
+    on 8 GPUs, 66 GB/s at 1 MiB, 181 at 8, 242 at 16, 300 at 32 MiB against ~370-480 at 256 MiB and more), so a
+    message pays its own size again up to ramp_mib: m + min(m, ramp)."""
+    ramp = float(c.get("ramp_mib", 0.0)) * 2**20
+    return message + min(message, ramp)
 
 
 def attention_flops(a: Architecture, tokens: int, context: float) -> float:
@@ -154,12 +166,23 @@ def decode_step(m: Machine, f: Features, batch: int, context: float, tokens_per_
     flops = tokens * (2.0 * a.active_params / m.pp + attention_flops(a, 1, context) / m.pp) / m.tp
     compute = flops / (peak_flops(m) * float(e["decode_mfu"]))
     overhead = float(e["step_overhead_ms"]) * 1e-3
-    if f.enforce_eager:
-        overhead += float(e["eager_us_per_layer"]) * 1e-6 * a.layers / m.pp
+    if f.enforce_eager or not m.graphs:
+        overhead += eager_s(m)
     stage = max(memory, compute) + comm_time(m, f, tokens) + kernel_floor_s(a, m.pp)
     if f.max_loras:
         stage *= 1.0 + float(data()["lora"]["step_slowdown"])
     return stage * m.pp + overhead
+
+
+def eager_s(m: Machine) -> float:
+    """What launching a decode step's kernels from Python costs without CUDA graphs: the engine's per-layer figure,
+    or, for an MLA + MoE layer (DeepSeek-V3/R1), serving_load.toml [eager] mla_moe_us_per_layer (several times the
+    kernels of a dense layer)."""
+    a = m.arch
+    per_layer = float(engine_figures(m.engine)["eager_us_per_layer"])
+    if a.experts and a.kv_lora_rank and per_layer > 0:
+        per_layer = float(data()["eager"]["mla_moe_us_per_layer"])
+    return per_layer * 1e-6 * a.layers / m.pp
 
 
 def prefill_mfu(m: Machine) -> float:

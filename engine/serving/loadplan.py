@@ -5,6 +5,7 @@ it costs per 1M tokens at that load and how many users the arrangement holds wit
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -15,7 +16,7 @@ from engine.speed.hardware import gpus_per_node
 
 from . import disagg, dpattn
 from .hosted import hosted_range
-from .load import Features, Machine, Workload, engine_figures, kv_room, point, speculation
+from .load import Features, Machine, Workload, data, engine_figures, kv_room, point, speculation
 from .lora import idle_slot_bytes
 from .profile import v0_chunked_prefill
 from .speed import format_bits
@@ -54,9 +55,29 @@ def machine_for(request: Request, arch: Architecture, s: Settings, gpu: Gpu, cho
                 kv_tokens=kv.tokens, max_num_seqs=seqs, max_num_batched_tokens=mnbt, link=link,
                 prefill_alone=alone, scheduler_steps=steps, family=s.family,
                 adapter_slots=memory.adapter_slots, adapter_slot_bytes=memory.adapter_slot_gib * 2**30)
+    if not graphs_captured(arch, s):
+        m = replace(m, graphs=False)
     if request.dp_attention and dpattn.applies(arch, s.engine, s.family, s.tensor_parallel):
         m = dpattn.with_dp_attention(m, arch, memory.kv_pool_gib * 2**30)
     return m
+
+
+def graphs_captured(arch: Architecture, s: Settings) -> bool:
+    """Whether decode steps replay CUDA graphs for this model on this engine release. SGLang 0.4.1 (2024-12-26) ran
+    DeepSeek-V3 from day one without them: "Support CUDA Graph" is an item of the DeepSeek-V3 optimisation list
+    opened that day (sgl-project/sglang#2591), shipped in v0.4.1.post2 ("Using CUDA Graph and FP8 GEMM Tuning",
+    sgl-project/sglang#2643, 2024-12-29). serving_load.toml [eager] sglang_mla_moe_graphs_from."""
+    if s.family != "sglang" or not (arch.experts and arch.kv_lora_rank) or not s.version:
+        return True
+    return release(s.version) >= release(str(data()["eager"]["sglang_mla_moe_graphs_from"]))
+
+
+def release(version: str) -> tuple[int, ...]:
+    """"0.4.1.post2" -> (0, 4, 1, 2); "0.4.1" -> (0, 4, 1, 0)."""
+    m = re.match(r"\D*(\d+)\.(\d+)(?:\.(\d+))?(?:\.?post(\d+))?", version)
+    if not m:
+        return (999,)
+    return tuple(int(x or 0) for x in m.groups())
 
 
 def prefill_scheduling(s: Settings, scheduler_steps: int | None) -> tuple[bool, int]:
