@@ -79,7 +79,8 @@ _MARK = r"(?:(?:версии|версия|version|ver\.?)[ \t]*|==|=|:|@|-)"
 _RELEASE = r"\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?"
 _VERSION = re.compile(rf"(?<![\w.-])({_ENGINES})[ \t]*({_MARK})?[ \t]*(v)?({_RELEASE})(?![\w.])")
 _V1_FLAG = re.compile(r"(?<![\w-])vllm_use_v1[ \t]*=[ \t]*([01])(?![\w.])")
-_V1_WORDS = re.compile(r"(?<![\w.])(?:(v[01])[ \t]+(?:engine|движк\w*|движок)|(?:engine|движк\w*|движок)[ \t]+(v[01]))(?![\w.])")
+_ENGINE_WORD = r"(?:engine|движк\w*|движок)"
+_V1_WORDS = re.compile(rf"(?<![\w.])(?:(v[01])[ \t]+{_ENGINE_WORD}|{_ENGINE_WORD}[ \t]+(v[01]))(?![\w.])")
 
 
 def engine_version(s: Scan) -> None:
