@@ -132,6 +132,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     s.language = "ru" if has_cyrillic(text) else "en"
     _negatives(s)
     engine_flags.engine_flags(s)  # first: "--max-model-len 32768" is the engine's, its number no one else's
+    engine_flags.engine_version(s)  # «vllm 0.7.3»: a release, no one else's number
     stack.names(s)
     catalog_names(s)
     families.family_models(s)

@@ -2,7 +2,11 @@
 "llama 70b on 2 h100, max_num_seqs=64"): read through the engines' own flag tables, as the flags of a pasted launch
 line are (engine/configs/readers/serving.py), so one flag means one thing at every door. The engine options they set
 (gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, max_model_len) go into the request; a flag the
-tables do not use is named in the reply as not modelled, never dropped in silence."""
+tables do not use is named in the reply as not modelled, never dropped in silence.
+
+`engine_version` reads the engine's release written by its name («vllm 0.7.3», "on vLLM v0.6.6", «sglang==0.4.1»,
+"tgi 3.3") and vLLM's V0/V1 switch ("VLLM_USE_V1=1", «движок V1») into the same engine options (engine_version,
+vllm_use_v1), as `check` reads them from a pasted log."""
 
 from __future__ import annotations
 
@@ -71,4 +75,44 @@ def engine_flags(s: Scan) -> None:
     for m in read:  # the flags' names and numbers are read: no extractor after this one reads them again
         for t in s.toks:
             if m.start() <= t.start and t.end <= m.end():
+                t.used = True
+
+
+_ENGINES = r"vllm|sglang|tgi|text-generation-inference|llama\.cpp|llama-cpp-python|ollama|tensorrt-llm|trt-llm"
+_MARK = r"(?:(?:версии|версия|version|ver\.?)[ \t]*|==|=|:|@|-)"
+_RELEASE = r"\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?"
+_VERSION = re.compile(rf"(?<![\w.-])({_ENGINES})[ \t]*({_MARK})?[ \t]*(v)?({_RELEASE})(?![\w.])")
+_V1_FLAG = re.compile(r"(?<![\w-])vllm_use_v1[ \t]*=[ \t]*([01])(?![\w.])")
+_ENGINE_WORD = r"(?:engine|движк\w*|движок)"
+_V1_WORDS = re.compile(rf"(?<![\w.])(?:(v[01])[ \t]+{_ENGINE_WORD}|{_ENGINE_WORD}[ \t]+(v[01]))(?![\w.])")
+
+
+def engine_version(s: Scan) -> None:
+    """The release an engine is named with and vLLM's V0/V1 switch, into `engine_options`. A bare two-part number
+    after vllm / sglang («vllm 0.9») may be a memory share, so it needs a mark ("v0.9", «версии 0.9», "==0.9");
+    three parts («vllm 0.7.3») or another engine ("tgi 2.2") need none."""
+    options: dict[str, object] = {}
+    spans: list[tuple[int, int]] = []
+    for m in _VERSION.finditer(s.text):
+        engine, mark, v, release = m.group(1), m.group(2), m.group(3), m.group(4)
+        if engine in ("vllm", "sglang") and release.count(".") == 1 and not (mark or v):
+            continue
+        options["engine_version"] = release
+        spans.append((m.start(4) - (1 if v else 0), m.end()))
+        break
+    if (flag := _V1_FLAG.search(s.text)) is not None:
+        options["vllm_use_v1"] = flag.group(1) == "1"
+        spans.append(flag.span())
+    elif (words := _V1_WORDS.search(s.text)) is not None:
+        options["vllm_use_v1"] = (words.group(1) or words.group(2)) == "v1"
+        spans.append(words.span())
+    if not options:
+        return
+    merged = dict(s.said.get("engine_options") or {})
+    for key, value in options.items():
+        merged.setdefault(key, value)
+    s.said["engine_options"] = merged
+    for a, b in spans:  # "0.7.3" is a release, not a size, a share or a context
+        for t in s.toks:
+            if a <= t.start and t.end <= b:
                 t.used = True

@@ -37,6 +37,8 @@ def layer_kinds(arch: Architecture, layers: int) -> list[LayerKind]:
     """Layer kinds on a rank holding `layers` of the model's layers (in the model's proportions). A hybrid
     model's linear-attention / Mamba layers keep a fixed state per sequence, not a per-token KV: only its
     attention layers are counted (vllm/v1/kv_cache_interface.py MambaSpec vs FullAttentionSpec)."""
+    if arch.attention_layers == 0:  # attention-free (Falcon-Mamba, Mamba): no per-token KV at all
+        return [LayerKind("full", 0, 0)]
     if arch.attention_layers is not None and arch.layers:
         return [LayerKind("full", max(1, round(layers * arch.attention_layers / arch.layers)), 0)]
     local = arch.sliding_window or arch.attention_chunk_size
@@ -85,6 +87,8 @@ def state_bytes(arch: Architecture, tp: int, element_bytes: float = 2.0) -> floa
     if spec is None:
         return None
     k = int(spec["conv_kernel"]) - 1
+    if spec["kind"] == "mamba1":  # mamba1_state_shape: conv (inner / TP, k - 1), temporal (inner / TP, state)
+        return float(spec["inner"] * (k + spec["state"]) / tp) * element_bytes
     if spec["kind"] == "mamba2":
         inner = spec["heads"] * spec["head_dim"]
         conv = k * (inner + 2 * spec["groups"] * spec["state"]) / tp
@@ -102,6 +106,8 @@ def _hybrid_state_capacity(arch: Architecture, per_layer: float, state: float, p
     group and one block per state group; GPU KV cache size = max concurrency x max_model_len."""
     attention = layer_kinds(arch, layers)[0].count
     states = state_layers(arch, layers)
+    if not attention:
+        return _state_only_capacity(state, pool, states, max_model_len, limit)
     align = max(16, block)
     block = align * math.ceil(state / (align * per_layer))
     page = block * per_layer
@@ -122,11 +128,30 @@ def _hybrid_state_capacity(arch: Architecture, per_layer: float, state: float, p
                       max_model_len_that_fits=longest, concurrency_at_context=round(at_context, 2))
 
 
+def _state_only_capacity(state: float, pool: float, states: int, max_model_len: int, limit: int | None) -> KvCapacity:
+    """An attention-free model (Falcon-Mamba, Mamba) on vLLM V1: one KV cache group of every state layer, a request
+    needing one page per layer whatever its length (MambaSpec.max_memory_usage_bytes = page_size_bytes), the block
+    size set to max_model_len (vllm/model_executor/models/config.py MambaModelConfig.verify_and_update_config at
+    1936cf38: mamba_block_size = max_model_len); so concurrency = blocks and GPU KV cache size = blocks x
+    max_model_len."""
+    blocks = int(pool // (state * states)) if states else 0
+    longest = max_model_len if blocks else 0
+    if limit:
+        longest = min(longest, limit)
+    return KvCapacity(bytes_per_token=0, groups=1 if states else 0, blocks=blocks, tokens=blocks * max_model_len,
+                      max_concurrency=float(blocks), max_model_len_that_fits=longest,
+                      concurrency_at_context=float(blocks))
+
+
 def capacity(arch: Architecture, family: EngineFamily, pool_bytes: float, tp: int, layers: int,
              element_bytes: float, block: int, max_model_len: int, mnbt: int, context: int) -> KvCapacity:
     per_layer = token_layer_bytes(arch, tp, element_bytes)
     limit = arch.max_position_embeddings if arch.known and arch.max_position_embeddings else None
     pool = max(pool_bytes, 0.0)
+    if arch.attention_layers == 0 and (only := state_bytes(arch, tp)):
+        # every engine keeps one state per running sequence (SGLang's MambaPool, vLLM V0's MambaCacheManager
+        # likewise hold max-running-requests states); V1's pool rule is the one modelled
+        return _state_only_capacity(only, pool, state_layers(arch, layers), max_model_len, limit)
     state = state_bytes(arch, tp) if family == "vllm-v1" and arch.attention_layers is not None else None
     if state:
         return _hybrid_state_capacity(arch, per_layer, state, pool, layers, max_model_len, context, limit, block)

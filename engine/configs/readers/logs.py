@@ -7,13 +7,17 @@
 - `request_data(reading)`: the CONTRACT v2 request for the same setup (what `estimate --request` takes).
 
 Secrets (hf_… tokens, API keys) never reach a reading; a local model path keeps only its last folder name.
-The patterns are the engines' own log lines (cited at each).
+The patterns are the engines' own log lines (cited at each). A launch command pasted with the log (`vllm serve ...`,
+`python -m sglang.launch_server ...`, `text-generation-launcher ...`) is read through the engines' flag tables
+(engine/configs/readers/serving.py, as `check` reads a command alone) for what the log lines leave out: a log often
+prints no TP degree, no memory share, no context.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,7 +221,7 @@ def _sglang(text: str, r: LogReading) -> None:
         r.version = f"{release} (the rules of {d.group(1)}, the log's date)"
     _settings_from(_kv_args(text, "ServerArgs("), s)
     ranks = [int(x) for x in re.findall(r"\bTP(\d+)\]", text)]  # "[2025-10-16 09:06:22 TP7] ..." per rank
-    if ranks and "tp" not in s:
+    if ranks and max(ranks) > 0 and "tp" not in s:  # only TP0 printing says nothing: most lines come from rank 0
         s["tp"] = max(ranks) + 1
     begin = _search(r"Load weight begin\. avail mem=" + _NUM, text)
     end = _search(r"Load weight end\..*?avail mem=" + _NUM, text)
@@ -318,6 +322,46 @@ def _torch(text: str, r: LogReading) -> None:
 _READERS = {"vllm": _vllm, "sglang": _sglang, "tgi": _tgi, "llama.cpp": _llama_cpp, "nvidia-smi": _nvidia_smi,
             "torch": _torch}
 
+# a launch line in the paste: env assignments, then the engine's entry point, continued over "\\" line ends
+_LAUNCH = {"vllm": re.compile(r"(?:^|\s)(?:vllm\s+serve|python3?\s+-m\s+vllm\.entrypoints\.openai\.api_server)\s(.*)"),
+           "sglang": re.compile(r"(?:^|\s)python3?\s+-m\s+sglang\.launch_server\s(.*)"),
+           "tgi": re.compile(r"(?:^|\s)text-generation-launcher\s(.*)")}
+
+
+def _launch(text: str, r: LogReading) -> None:
+    """The settings of a launch command in the paste, where the log lines did not show them (setdefault)."""
+    pattern = _LAUNCH.get(r.kind)
+    if pattern is None:
+        return
+    joined = re.sub(r"\\[ \t]*\r?\n", " ", text)
+    m = next((m for line in joined.splitlines() if (m := pattern.search(line))), None)
+    if m is None:
+        return
+    try:
+        args = shlex.split(m.group(1))
+    except ValueError:
+        return
+    from engine.configs.readers.collect import Collector
+    from engine.configs.readers.serving import read_flags
+    from engine.configs.serving_flags import SGLANG, TGI, VLLM
+
+    engine = {"vllm": VLLM, "sglang": SGLANG, "tgi": TGI}[r.kind]
+    c = Collector("log", None)
+    said, pos = read_flags(engine, args, c)
+    s = r.settings
+    model = c.model or (pos[0] if pos and r.kind == "vllm" else None)
+    if isinstance(model, str) and model:
+        s.setdefault("model", safe_model(model))
+    for key, target in (("tensor_parallel", "tp"), ("pipeline_parallel", "pp")):
+        if isinstance(said.get(key), int) and said[key] > 1:
+            s.setdefault(target, said[key])
+    for key, value in dict(c.fields.get("engine_options") or {}).items():
+        if key in ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens"):
+            s.setdefault(key, value)
+    for key in ("kv_cache_dtype", "quantization"):
+        if isinstance(c.fields.get(key), str):
+            s.setdefault(key, c.fields[key])
+
 
 def read_log(text: str) -> LogReading | None:
     """What a log says; None when the text is none of the kinds read here."""
@@ -327,6 +371,7 @@ def read_log(text: str) -> LogReading | None:
         return None
     r = LogReading(kind=kind)
     _READERS[kind](text, r)
+    _launch(text, r)
     return r
 
 

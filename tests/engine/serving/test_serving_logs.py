@@ -195,7 +195,7 @@ def test_a_v1_log_of_0_7_carries_the_switch_into_the_request() -> None:
 
 
 @pytest.mark.parametrize(("name", "reference", "scaled"), [
-    ("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen2.5-7B", False),  # 7B names a 7.6B model: that member as it is
+    ("Qwen/Qwen2.5-Math-7B-Instruct", "Qwen2.5-7B", False),  # 7B names a 7.6B model: that member as it is
     ("01-ai/Yi-1.5-34B-Chat", "Yi-34B", False),
     ("meta-llama/Llama-3.2-11B-Vision-Instruct", "Llama-3.1-8B", True),  # nearest version, then size; layers scaled
 ])
