@@ -121,7 +121,16 @@ def backward_working_bytes_per_token(s: Scenario, targets: LoraTargets, per_laye
         arch = s.arch
         f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
         return 2.0 * (f + 2 * arch.hidden)
-    return per_layer * float(constants()["activations"]["backward_working_layers"])
+    working = per_layer * float(constants()["activations"]["backward_working_layers"])
+    if liger_layer_kernels(s) and s.arch.gated_mlp:
+        # Liger's SiLU·mul writes its input gradients into the gate and up outputs it saved (Liger-Kernel 06e2af7d
+        # src/liger_kernel/ops/swiglu.py _swiglu_backward_kernel `tl.store(a_ptr, da_row)`, `tl.store(b_ptr,
+        # db_row)`; LigerSiLUMulFunction.backward returns them), where autograd's SiLU(gate)·up makes three new
+        # f-wide 16-bit tensors (mul's d(SiLU out) and d(up), silu_backward's d(gate)): those leave the working set
+        arch = s.arch
+        f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+        working = max(0.0, working - 3 * 2.0 * f)
+    return working
 
 
 def offloaded_checkpoints_on_gpu(s: Scenario, tokens: float) -> float:

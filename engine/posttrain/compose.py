@@ -32,6 +32,30 @@ def _peak(static: float, dynamic: float, grads: float) -> float:
     return live + fs * static + fd * (live - static)
 
 
+def _live(static: float, dynamic: float, grads: float) -> float:
+    """The live tensors of a phase (GiB), without the allocator's slack that _peak adds."""
+    return static + max(dynamic, grads)
+
+
+def _pressed(total: float, live: float, card: float | None, steady: float = 0.0) -> float:
+    """A phase's reserved peak on a card of `card` GiB: near the capacity the caching allocator releases its free
+    cached blocks and retries before it fails (c10/cuda/CUDACachingAllocator.cpp release_cached_blocks after a failed
+    cudaMalloc), so the reserved figure stops at the card, less the CUDA context and one 2 MiB block, while the slack
+    of split blocks still in use (catalog memory.toml [overhead] fragmentation_floor) cannot be given back: the memory
+    model's own rule (engine/memory/__init__.py with_loss_kernel), applied to the post-training phases. Only blocks
+    freed and re-used at other sizes are split, so the floor is over the live set less the `steady` tensors allocated
+    once and kept (weights, optimizer states, frozen copies, vLLM's weights and KV pool); gradients, made again after
+    every zero_grad, stay in it. A phase whose live set and
+    that floor do not fit keeps its full slack (it does not fit either way)."""
+    if card is None:
+        return total
+    o = memory.constants()["overhead"]
+    room = card - float(o["cuda_context_gib"]) - live - 2.0**21 / GIB
+    if float(o["fragmentation_floor"]) * max(0.0, live - steady) <= room < total - live:
+        return live + room
+    return total
+
+
 @dataclass
 class Policy:
     b: Breakdown
@@ -322,9 +346,10 @@ def compose(setup: Setup) -> Composed:
     static = pol.static + static_extra
     dyn_train = act + pol.logits - pol.overlap + dyn_extra + cpb
     train = _peak(static, dyn_train, pol.grads + grads_extra) + pol.residual
+    train_live = _live(static, dyn_train, pol.grads + grads_extra) + pol.residual
 
     # generation phase (GRPO/PPO): gradients were freed by zero_grad; the rollout engine works
-    gen = 0.0
+    gen = gen_live = 0.0
     share = 0.0
     util_needed: float | None = None
     if setup.stage in ("grpo", "ppo"):
@@ -340,7 +365,12 @@ def compose(setup: Setup) -> Composed:
                 gathered = params * constants()["generation"]["gather_bytes_per_param"] / GIB / setup.tp
                 lines["generation_gathered_weights"] = gathered
             lines["generation_kv_cache"] = kv
-            gen = static * (1 + fs) + (kv + gathered) * (1 + fd) + pol.residual
+            # the gathered parameters are all-gathered once into whole-size buffers and held through generation
+            # (DeepSpeed edaa7221 deepspeed/runtime/zero/partition_parameters.py GatheredParameters: one
+            # `torch.empty(param.ds_numel)` a parameter, freed on exit), so they take the states' slack; the KV
+            # cache grows step by step (the dynamic slack)
+            gen = (static + gathered) * (1 + fs) + kv * (1 + fd) + pol.residual
+            gen_live = static + gathered + kv + pol.residual
         else:
             need = vllm_need_gib(setup)
             card = setup.card_gib
@@ -361,14 +391,18 @@ def compose(setup: Setup) -> Composed:
                 asleep = awake * constants()["vllm"]["sleep_residual_fraction"]
                 standby = setup.sleep or setup.framework == "unsloth"
                 gen = static * (1 + fs) + awake + pol.residual
+                gen_live = static + awake + pol.residual
                 if awake < share:
                     # Unsloth standby: vLLM's budget (gpu_memory_utilization x card) holds the trainer's weights it
                     # shares, so the process's generation peak is that budget, or the trainer's states if larger
                     # (docs.unsloth.ai/basics/memory-efficient-rl: set it to 0.9-0.95 of the card with standby)
-                    gen = max(share, static * (1 + fs) + pol.residual)
+                    gen = gen_live = max(share, static * (1 + fs) + pol.residual)
                 train += asleep if standby else awake
+                train_live += asleep if standby else awake
             elif card:
                 util_needed = need * constants()["vllm"]["util_headroom"] / card
+    kept = static + share  # weights, optimizer states, frozen copies, vLLM's share: allocated once, kept
+    train, gen = _pressed(train, train_live, setup.card_gib, kept), _pressed(gen, gen_live, setup.card_gib, kept)
     total = max(train, gen)
     trainer_peak = total - (share if setup.rollout == "colocate" and not (setup.sleep or setup.framework ==
                                                                           "unsloth") else 0.0)
