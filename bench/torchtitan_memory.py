@@ -24,35 +24,51 @@ from engine.contract import estimate_request
 CARD = [{"name": "H100", "memory_gb": 96}]
 
 
-def row(model: str, gpus: int, seq: int, local_batch: int, tp: int = 1, pp: int = 1,
-        cp: int = 1) -> dict[str, Any]:
+def row(model: str, gpus: int, seq: int, local_batch: int, tp: int = 1, pp: int = 1, cp: int = 1,
+        sac: bool = False, compiled: bool = False, float8: bool = False, async_tp: bool = False) -> dict[str, Any]:
     q: dict[str, Any] = {"model": {"name": model}, "stage": "sft", "method": "full", "seq_len": seq,
                          "batch_size": local_batch // pp, "sharding": "fsdp", "gradient_checkpointing": True,
-                         "flash_attention": True, "gpus": [{**CARD[0], "count": gpus}]}
+                         "flash_attention": True, "gpus": [{**CARD[0], "count": gpus}], "framework": "torchtitan"}
+    # CONTRACT v2.1 (docs/contract-training.md): what the table states about the run
+    for key, on in (("selective_checkpointing", sac), ("torch_compile", compiled), ("float8", float8),
+                    ("async_tp", async_tp)):
+        if on:
+            q[key] = True
     for key, degree in (("tensor_parallel", tp), ("pipeline_parallel", pp), ("context_parallel", cp)):
         if degree > 1:
             q[key] = degree
     return q
 
 
+F8 = {"compiled": True, "float8": True}  # tables 2, 4, 5 and 6: torch.compile + Float8 (+ AsyncTP in 5 and 6)
+
 # (table, what the row is, request, published GiB)
 ROWS: list[tuple[str, str, dict[str, Any], float]] = [
-    ("1", "8B FSDP 8, bs 2, 8K, selective AC", row("Llama-3.1-8B", 8, 8192, 2), 82.4),
-    ("2", "8B FSDP 8, CP 1, 32K (compile, Float8)", row("Llama-3.1-8B", 8, 32768, 1), 83.9),
-    ("2", "8B FSDP 4, CP 2, 64K (compile, Float8)", row("Llama-3.1-8B", 8, 65536, 1, cp=2), 84.2),
-    ("2", "8B FSDP 2, CP 4, 128K (compile, Float8)", row("Llama-3.1-8B", 8, 131072, 1, cp=4), 84.0),
-    ("2", "8B FSDP 1, CP 8, 256K (compile, Float8)", row("Llama-3.1-8B", 8, 262144, 1, cp=8), 84.5),
-    ("3", "8B FSDP 128, bs 2, 8K, selective AC", row("Llama-3.1-8B", 128, 8192, 2), 67.0),
-    ("4", "70B FSDP 32 x TP 8, bs 16, 8K (compile, Float8)", row("Llama-3.1-70B", 256, 8192, 16, tp=8), 71.9),
+    ("1", "8B FSDP 8, bs 2, 8K, selective AC", row("Llama-3.1-8B", 8, 8192, 2, sac=True), 82.4),
+    ("1", "8B FSDP 8, bs 2, 8K, selective AC, compile", row("Llama-3.1-8B", 8, 8192, 2, sac=True, compiled=True),
+     77.0),
+    ("1", "8B FSDP 8, bs 2, 8K, selective AC, compile, Float8",
+     row("Llama-3.1-8B", 8, 8192, 2, sac=True, compiled=True, float8=True), 76.8),
+    ("2", "8B FSDP 8, CP 1, 32K (compile, Float8)", row("Llama-3.1-8B", 8, 32768, 1, **F8), 83.9),
+    ("2", "8B FSDP 4, CP 2, 64K (compile, Float8)", row("Llama-3.1-8B", 8, 65536, 1, cp=2, **F8), 84.2),
+    ("2", "8B FSDP 2, CP 4, 128K (compile, Float8)", row("Llama-3.1-8B", 8, 131072, 1, cp=4, **F8), 84.0),
+    ("2", "8B FSDP 1, CP 8, 256K (compile, Float8)", row("Llama-3.1-8B", 8, 262144, 1, cp=8, **F8), 84.5),
+    ("3", "8B FSDP 128, bs 2, 8K, selective AC", row("Llama-3.1-8B", 128, 8192, 2, sac=True), 67.0),
+    ("3", "8B FSDP 128, bs 2, 8K, selective AC, compile",
+     row("Llama-3.1-8B", 128, 8192, 2, sac=True, compiled=True), 62.0),
+    ("4", "70B FSDP 32 x TP 8, bs 16, 8K (compile, Float8)", row("Llama-3.1-70B", 256, 8192, 16, tp=8, **F8), 71.9),
+    ("4", "70B FSDP 32 x TP 8, bs 16, 8K (compile, Float8, AsyncTP)",
+     row("Llama-3.1-70B", 256, 8192, 16, tp=8, async_tp=True, **F8), 67.6),
     ("5", "405B FSDP 8 x TP 8 x PP 8 1F1B, bs 32, 8K (compile, Float8, AsyncTP)",
-     row("Llama-3.1-405B", 512, 8192, 32, tp=8, pp=8), 82.5),
-    ("6", "405B FSDP 8 x TP 8 x PP 8, CP 1, 32K, bs 8", row("Llama-3.1-405B", 512, 32768, 8, tp=8, pp=8), 75.3),
+     row("Llama-3.1-405B", 512, 8192, 32, tp=8, pp=8, async_tp=True, **F8), 82.5),
+    ("6", "405B FSDP 8 x TP 8 x PP 8, CP 1, 32K, bs 8",
+     row("Llama-3.1-405B", 512, 32768, 8, tp=8, pp=8, async_tp=True, **F8), 75.3),
     ("6", "405B FSDP 4 x TP 8 x PP 8, CP 2, 64K, bs 8",
-     row("Llama-3.1-405B", 512, 65536, 8, tp=8, pp=8, cp=2), 75.9),
+     row("Llama-3.1-405B", 512, 65536, 8, tp=8, pp=8, cp=2, async_tp=True, **F8), 75.9),
     ("6", "405B FSDP 2 x TP 8 x PP 8, CP 4, 128K, bs 8",
-     row("Llama-3.1-405B", 512, 131072, 8, tp=8, pp=8, cp=4), 77.1),
+     row("Llama-3.1-405B", 512, 131072, 8, tp=8, pp=8, cp=4, async_tp=True, **F8), 77.1),
     ("6", "405B FSDP 1 x TP 8 x PP 8, CP 8, 256K, bs 8",
-     row("Llama-3.1-405B", 512, 262144, 8, tp=8, pp=8, cp=8), 84.9),
+     row("Llama-3.1-405B", 512, 262144, 8, tp=8, pp=8, cp=8, async_tp=True, **F8), 84.9),
 ]
 
 

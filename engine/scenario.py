@@ -79,7 +79,15 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
     if request.sharding is not None:
         sharding = request.sharding
     elif n > 1 and training:
-        sharding = pick("sharding", None, "zero3" if method == "full" else "ddp")
+        # a stack that always trains on Megatron-Core (NeMo) runs Megatron's data parallelism with its distributed
+        # optimizer, never ZeRO-3 (engine/memory/state.py distributed_optimizer)
+        # optimizer, never ZeRO-3 (engine/memory/state.py distributed_optimizer); a PyTorch-native stack (torchtitan)
+        # shards with FSDP2 (torchtitan 9dec370ad parallelize_llama.py apply_fsdp)
+        stack = profile(request.framework or DEFAULT_FRAMEWORK)
+        on_mcore = bool(stack.constant("megatron_core", 0.0))
+        native = bool(stack.constant("pytorch_native", 0.0))
+        sharding = pick("sharding", None, "fsdp" if native else "zero3" if method == "full" and not on_mcore
+                        else "ddp")
 
     if (request.expert_parallel or 1) > n:
         raise ScenarioError(f"expert parallel degree {request.expert_parallel} needs at least as many GPUs, {n} given",
@@ -109,14 +117,38 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
         framework=framework, framework_assumed=request.framework is None, model_family=family,
         loss_kernel=kernel if training else "",
         expert_parallel=request.expert_parallel or 1, pretraining=pretraining and training,
-        train_precision="fp8" if (training and request.quantization == "fp8"
-                                  and prof.constant("published_mfu", 0.0)) else "bf16",
+        train_precision="fp8" if (training and (request.quantization == "fp8" or request.float8)
+                                  and prof.constant("published_mfu", 0.0) and megatron_core(framework)) else "bf16",
+        **native_switches(request, training, megatron_core(framework), assumptions),
     )
     if training and (scenario.pretraining or prof.constant("published_mfu", 0.0)):
         # the time comes from a published MFU (engine/speed/training.py); for_gpu says which for the GPU it runs on
         scenario.assumptions.append(Assumption(key="training_speed",
                                                value=f"published MFU {scenario.train_precision} ({prof.label})"))
     return on_hardware(scenario, request)
+
+
+def native_switches(request: Request, training: bool, megatron: bool,
+                    assumptions: list[Assumption]) -> dict[str, bool]:
+    """CONTRACT v2.1's PyTorch-native switches as the scenario carries them (docs/contract-training.md).
+
+    Float8 under NeMo/Megatron is Transformer Engine FP8 (train_precision "fp8"), not torchao's Float8Linear.
+    Asynchronous TP needs tensor parallelism and torch.compile: torchtitan 9dec370ad
+    torchtitan/parallelisms/parallelize_llama.py parallelize_llama raises "Async TP requires --training.compile", so
+    asking for it compiles the blocks (said as an assumption); without TP there is nothing to overlap."""
+    if not training:
+        return {}
+    tp = (request.tensor_parallel or 1) > 1
+    async_tp = bool(request.async_tp) and tp
+    compiled = bool(request.torch_compile)
+    if async_tp and request.torch_compile is None:
+        compiled = True
+        assumptions.append(Assumption(key="torch_compile", value="on"))
+    elif async_tp and request.torch_compile is False:
+        async_tp = False  # eager blocks cannot run it: the TP collectives stay as they are
+        assumptions.append(Assumption(key="async_tp", value="off"))
+    return {"selective_checkpointing": bool(request.selective_checkpointing),
+            "float8": bool(request.float8) and not megatron, "async_tp": async_tp, "compiled": compiled}
 
 
 def model_architecture(request: Request) -> Architecture:
@@ -224,6 +256,11 @@ def for_gpu(s: Scenario, gpu: Gpu, said: Request | None = None) -> Scenario:
         update["attention"] = kind
         update["flash_attention"] = False
         notes.append(Assumption(key="flash_attention", value="off"))
+    if s.float8 and not gpu.fp8_tflops:
+        # torchtitan 9dec370ad torchtitan/float8.py Float8Handler: "Failed to swap to Float8Linear because float8 is
+        # only supported on SM89 or later": the linears stay bf16
+        update["float8"] = False
+        notes.append(Assumption(key="float8", value="off"))
     if s.train_precision == "fp8" and not gpu.fp8_tflops:
         update["train_precision"] = "bf16"  # no FP8 tensor cores: Transformer Engine runs the bf16 recipe
         notes.append(Assumption(key="train_precision", value="bf16"))

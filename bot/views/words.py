@@ -170,7 +170,11 @@ OPTIMIZER_NAMES = {"adamw": "AdamW", "paged_adamw": "paged AdamW", "adamw_8bit":
                    "paged_adamw_8bit": "paged 8-bit AdamW", "sgd": "SGD", "adafactor": "Adafactor", "lion": "Lion"}
 SWITCHES = {"gradient_checkpointing": (N_("gradient checkpointing on"), N_("gradient checkpointing off")),
             "flash_attention": (N_("FlashAttention on"), N_("FlashAttention off")),
-            "fused_loss": (N_("fused cross-entropy on"), N_("fused cross-entropy off"))}
+            "fused_loss": (N_("fused cross-entropy on"), N_("fused cross-entropy off")),
+            # CONTRACT v2.1 native switches the engine turns on or off itself (engine/scenario.py native_switches)
+            "torch_compile": (N_("torch.compile on: AsyncTP needs it"), N_("torch.compile off")),
+            "async_tp": (N_("AsyncTP on"), N_("AsyncTP off: it needs torch.compile")),
+            "float8": (N_("Float8 linears on"), N_("Float8 linears off: the GPU has no FP8 tensor cores"))}
 
 
 def assumption_text(lang: str, item: Assumption) -> str:

@@ -19,7 +19,7 @@ HERE = files(__name__)
 DEFAULT = "trl"
 
 # loss kernels the memory model knows (engine/memory/loss.py says what each keeps alive)
-LOSS_KERNELS = ("hf", "hf_legacy", "chunked", "fused_linear", "unsloth", "megatron")
+LOSS_KERNELS = ("hf", "hf_legacy", "chunked", "fused_linear", "unsloth", "megatron", "torchtitan")
 SWITCHES = (
     "loss_kernel", "held_output_bytes", "reentrant_checkpointing", "checkpoint_offload", "kbit_upcast_fp32",
     "lm_head_quantized", "bnb_inputs_outside_checkpoint", "fsdp_gather_bits", "fsdp_full_state_dict_load",
@@ -121,6 +121,6 @@ def megatron_core(name: str | None, tensor_parallel: int = 1, pipeline_parallel:
     vocabulary shard and FSDP's reduce-scattered gradients (engine/posttrain/compose.py dtensor_gathered_inputs_gib)."""
     if profile(name).constant("megatron_core", 0.0):
         return True
-    if sharding == "fsdp":
+    if sharding == "fsdp" or profile(name).constant("pytorch_native", 0.0):
         return False
     return tensor_parallel > 1 or pipeline_parallel > 1

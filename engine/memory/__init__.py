@@ -29,6 +29,7 @@ __all__ = [
     "GIB",
     "LoraTargets",
     "activation_bytes_per_token_layer",
+    "allocator_slack_fractions",
     "breakdown",
     "checkpointed_inputs",
     "constants",
@@ -65,10 +66,24 @@ def _static(st: State, ph: Phases) -> float:
     return min(st.weights + st.upcast + st.adapters + st.optimizer + ph.gathered + st.gradients, ph.live)
 
 
-def _slack(live: float, static: float) -> float:
-    """The caching allocator's slack over a live set (catalog memory.toml [overhead]), bytes."""
+def allocator_slack_fractions(framework: str | None = None) -> tuple[float, float]:
+    """(static, dynamic) fractions of the caching allocator's slack (catalog memory.toml [overhead]).
+
+    A stack that launches with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (profile constant
+    expandable_segments: torchtitan 9dec370ad run_llama_train.sh) grows one mapped segment a stream and maps pages
+    into it, so freed ranges are reused at any size (c10/cuda/CUDACachingAllocator.cpp ExpandableSegment): what
+    stays is the slack of split blocks still in use, fragmentation_floor over every live tensor."""
     o = constants()["overhead"]
-    return float(o["fragmentation_static"] * static + o["fragmentation_dynamic"] * (live - static))
+    if framework is not None and profile(framework).constant("expandable_segments", 0.0):
+        floor = float(o["fragmentation_floor"])
+        return floor, floor
+    return float(o["fragmentation_static"]), float(o["fragmentation_dynamic"])
+
+
+def _slack(live: float, static: float, framework: str | None = None) -> float:
+    """The caching allocator's slack over a live set (catalog memory.toml [overhead]), bytes."""
+    fs, fd = allocator_slack_fractions(framework)
+    return float(fs * static + fd * (live - static))
 
 
 def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
@@ -93,7 +108,7 @@ def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
             # activations' split blocks keep their slack (below: no further cap). A run that does not fit even so
             # keeps the reserved figure: on a card large enough for it nothing is released.
             lean = training_phases(s, st, targets, prof, kernel, live_loss=True)
-            if not _over_capacity(s, lean.live + _slack(lean.live, _static(st, lean)), cuda_context):
+            if not _over_capacity(s, lean.live + _slack(lean.live, _static(st, lean), s.framework), cuda_context):
                 ph, released = lean, True
         activations = ph.stored + ph.layer + ph.dequant
         logits = max(ph.loss, ph.held)
@@ -102,7 +117,7 @@ def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
         cpu += ph.cpu_extra
     # the allocator's slack is part of the reserved peak; the CUDA context is not (it is outside
     # PyTorch's allocator) and is reported on its own line, added when checking a fit
-    overhead = _slack(live, static)
+    overhead = _slack(live, static, s.framework)
     pressure = False
     if s.capacity_gib is not None:
         # near the card's capacity the caching allocator frees its cached blocks and retries before it

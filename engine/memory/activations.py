@@ -59,8 +59,12 @@ def activation_bytes_per_token_layer(s: Scenario, targets: LoraTargets) -> float
             kept = adapter_act  # lora_A keeps the (shared) input itself
         return width * kept
 
-    liger = liger_layer_kernels(s)
-    # HF's RMSNorm keeps its fp32 upcast input; Liger's keeps the 16-bit input and an fp32 rstd per row
+    liger = liger_layer_kernels(s) or s.compiled
+    # HF's RMSNorm keeps its fp32 upcast input; Liger's keeps the 16-bit input and an fp32 rstd per row, and so does
+    # a torch.compile'd block: Inductor's partitioner recomputes the pointwise ops in backward rather than saving
+    # their outputs (torch/_functorch/partitioners.py min_cut_rematerialization_partition), so the fused RMSNorm and
+    # SiLU·mul keep their inputs only (torchtitan 9dec370ad parallelize_llama.py apply_compile compiles each
+    # TransformerBlock, fullgraph=True)
     norms = 2 * (h * act + 4) + 2 * h * (act if full else 0) if liger else 2 * h * (4 + (act if full else 0))
     attention_in = saved_input(h, {"q", "k", "v"})
     attention = act * (2 * q_dim + 2 * kv_dim)
@@ -121,7 +125,20 @@ def backward_working_bytes_per_token(s: Scenario, targets: LoraTargets, per_laye
         arch = s.arch
         f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
         return 2.0 * (f + 2 * arch.hidden)
-    return per_layer * float(constants()["activations"]["backward_working_layers"])
+    working = per_layer * float(constants()["activations"]["backward_working_layers"])
+    arch = s.arch
+    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    if s.compiled and arch.gated_mlp and not liger_layer_kernels(s):
+        # the compiled SiLU·mul backward is one fused kernel that writes d(gate) and d(up): mul's d(SiLU out), the
+        # third f-wide 16-bit tensor of autograd's backward below, is never materialised
+        working = max(0.0, working - 2.0 * f)
+    if liger_layer_kernels(s) and s.arch.gated_mlp:
+        # Liger's SiLU·mul writes its input gradients into the gate and up outputs it saved (Liger-Kernel 06e2af7d
+        # src/liger_kernel/ops/swiglu.py _swiglu_backward_kernel `tl.store(a_ptr, da_row)`, `tl.store(b_ptr,
+        # db_row)`; LigerSiLUMulFunction.backward returns them), where autograd's SiLU(gate)·up makes three new
+        # f-wide 16-bit tensors (mul's d(SiLU out) and d(up), silu_backward's d(gate)): those leave the working set
+        working = max(0.0, working - 3 * 2.0 * f)
+    return working
 
 
 def offloaded_checkpoints_on_gpu(s: Scenario, tokens: float) -> float:
@@ -140,6 +157,24 @@ def quantized_inputs_per_token_layer(s: Scenario) -> float:
     arch = s.arch
     f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
     return 2.0 * (arch.hidden + arch.heads * arch.head_dim + arch.hidden + f)
+
+
+def selective_saved_per_token_layer(s: Scenario) -> float:
+    """What selective op activation checkpointing keeps per token per layer, 16-bit, beyond the layer's input.
+
+    torchtitan 9dec370ad torchtitan/parallelisms/parallelize_llama.py _apply_ac_to_transformer_block (mode
+    "selective", selective_ac_option "op", its llama3 configs' setting): the policy saves the outputs of the ops in
+    _save_list (aten.mm, the SDPA flash / efficient kernels, reduce_scatter, abs/max) except every second mm
+    (`meta[mm_count_key] % 2 == 0` recomputes). A block runs wq, wk, wv, wo, w1, w3, w2 in that order
+    (torchtitan/models/llama/model.py Attention.forward, FeedForward.forward `w2(F.silu(w1(x)) * w3(x))`), so the
+    1st, 3rd, 5th and 7th are kept: wq's (q width), wv's (kv width), w1's (f) and w2's (h) outputs; plus the
+    attention output (q width) and its fp32 logsumexp a head."""
+    arch = s.arch
+    q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    widths = [q, kv, kv, arch.hidden] + ([f, f, arch.hidden] if arch.gated_mlp else [f, arch.hidden])
+    kept = sum(w for i, w in enumerate(widths) if i % 2 == 0)
+    return 2.0 * (kept + q) + 4.0 * arch.heads
 
 
 def checkpointed_inputs(s: Scenario, tokens: float) -> float:

@@ -19,6 +19,10 @@ Bytes per token x vocabulary entry (b·s·V) at the loss phase's peak, traced fr
   logsumexp per row; the gradient is written into the logits in place.
 - "megatron" (Megatron-Core megatron/core/tensor_parallel/cross_entropy.py _VocabParallelCrossEntropy): the 16-bit
   logits and one fp32 copy that becomes the saved softmax and then, in place, the gradient: 2 + 4.
+- "torchtitan" (torchtitan 9dec370ad train.py loss_fn `cross_entropy(pred.flatten(0, 1).float(), labels)`, `del pred`
+  before backward): the live set is the transformers one, 12 (saved log-softmax 4, its incoming gradient 4, the input
+  gradient 4); the blocks freed before it are the fp32 upcast, which the same-size incoming gradient takes again, and
+  the 16-bit logits (2), too small for either: 14 reserved.
 - "fused_linear" (Liger liger_kernel/ops/fused_linear_cross_entropy.py, Apple Cut Cross-Entropy,
   Unsloth's fused loss): the logits are never materialised whole: a chunk of about b·s·h/V rows in
   fp32 and the input gradient (b·s·h), counted per token x hidden.
@@ -30,7 +34,7 @@ from engine.frameworks import Profile
 from engine.memory.constants import constants
 from engine.schema import Scenario
 
-PLAIN = ("hf", "hf_legacy", "bf16")
+PLAIN = ("hf", "hf_legacy", "bf16", "torchtitan")
 
 
 def effective_kernel(s: Scenario, prof: Profile, kernel: str | None = None) -> str:

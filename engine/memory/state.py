@@ -128,6 +128,24 @@ def reduce_bucket_bytes(s: Scenario) -> float:
     return float(s.arch.hidden) ** 2 * 2.0
 
 
+def megatron_states(s: Scenario, prof: Profile | None = None) -> bool:
+    """Full mixed-precision training on a stack that always runs Megatron-Core (profile constant megatron_core:
+    NeMo), under Megatron's own data parallelism (not ZeRO-3 / FSDP)."""
+    prof = prof or profile(s.framework)
+    return (s.method == "full" and s.sharding in ("none", "ddp", "zero1") and s.mixed_precision == "amp"
+            and s.bits < 32 and bool(prof.constant("megatron_core", 0.0)))
+
+
+def distributed_optimizer(s: Scenario, prof: Profile | None = None) -> bool:
+    """Whether full training runs Megatron-Core's distributed optimizer over data parallelism: a stack that always
+    trains on Megatron-Core and builds it (profile constants megatron_core and distributed_optimizer: NeMo 2 recipes,
+    NVIDIA/NeMo e87aa6990581 nemo/collections/llm/recipes/optim/adam.py `use_distributed_optimizer=True`), on more
+    than one GPU with Megatron's own data parallelism (not ZeRO-3 / FSDP, which shard the states themselves), mixed
+    precision (a pure-bf16 run keeps no fp32 master)."""
+    prof = prof or profile(s.framework)
+    return megatron_states(s, prof) and s.gpu_count > 1 and bool(prof.constant("distributed_optimizer", 0.0))
+
+
 def training_state(s: Scenario, targets: LoraTargets) -> State:
     arch = s.arch
     n = s.gpu_count
@@ -147,6 +165,14 @@ def training_state(s: Scenario, targets: LoraTargets) -> State:
         w_bytes = 2.0 if pure or s.sharding not in ("none", "ddp") else 4.0
         g_bytes = 2.0 if pure else 4.0
         master = 0.0 if pure or w_bytes == 4.0 else float(constants()["optimizer"]["master_fp32"])
+        if megatron_states(s, prof):
+            # Megatron-Core's mixed precision: 16-bit model parameters, the fp32 gradient buffer, fp32 master weights
+            # and Adam's moments in the optimizer (no autocast copies): 18 bytes a parameter; its distributed
+            # optimizer splits the master weights and moments over the data-parallel ranks: 6 + 12/d (Megatron-LM
+            # 50b073cc docs/source/api-guide/dist_optimizer.md; engine/posttrain/compose.py has the same for TP/PP
+            # jobs, over the ranks left after TP x PP)
+            w_bytes, g_bytes, master, shard_w, shard_g = 2.0, 4.0, 4.0, 1, 1
+            shard_o = n if distributed_optimizer(s, prof) else 1
         weights = trainable * w_bytes / shard_w * expert_parallel_scale(s, shard_w)
         gradients = trainable * g_bytes / shard_g * expert_parallel_scale(s, shard_g)
         optimizer = trainable * (opt_bytes + master) / shard_o * expert_parallel_scale(s, shard_o)

@@ -27,11 +27,12 @@ from engine.memory.activations import (
     checkpointed_inputs,
     offloaded_checkpoints_on_gpu,
     quantized_inputs_per_token_layer,
+    selective_saved_per_token_layer,
 )
 from engine.memory.constants import constants
 from engine.memory.lora import LoraTargets
 from engine.memory.loss import held_outputs, loss_phase
-from engine.memory.state import State, dequantized_weight_bytes, weight_bytes_per_param
+from engine.memory.state import State, dequantized_weight_bytes, megatron_states, weight_bytes_per_param
 from engine.schema import Scenario
 
 
@@ -64,7 +65,20 @@ def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
     act = c["activations"]
     working = tokens * backward_working_bytes_per_token(s, targets, per_layer)
     cpu_extra = 0.0
-    if s.gradient_checkpointing:
+    if s.selective_checkpointing and megatron_core(s.framework):
+        # Megatron-Core `--recompute-granularity selective` recomputes the core attention only (Megatron-LM 50b073cc
+        # megatron/core/transformer/transformer_config.py recompute_granularity "selective": "the core attention part
+        # of the transformer layer"): with a fused attention kernel that keeps no s² tensor, the rest is stored as
+        # without checkpointing
+        stored = tokens * per_layer * arch.layers
+        layer = working
+    elif s.selective_checkpointing:
+        # selective op checkpointing (activations.selective_saved_per_token_layer): the layer's input and the kept
+        # op outputs stay; in backward the ops not kept are recomputed beside them
+        kept = selective_saved_per_token_layer(s)
+        stored = checkpointed_inputs(s, tokens) + tokens * arch.layers * kept
+        layer = tokens * max(0.0, per_layer - kept) * float(act["recomputed_layers"]) + working
+    elif s.gradient_checkpointing:
         stored = checkpointed_inputs(s, tokens)
         # a stack whose only offload is its checkpointer's (Unsloth: use_gradient_checkpointing="unsloth")
         # offloads when asked to; plain use_gradient_checkpointing=True keeps the inputs on the GPU
@@ -84,8 +98,10 @@ def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
     dequant = dequantized_weight_bytes(s, prof)
 
     # HF AMP keeps fp32 weights and autocast keeps 16-bit copies of them for backward
+    # (Megatron-Core's model parameters are the 16-bit copy beside an fp32 master: no autocast copy)
     autocast = arch.params * 2.0 if (s.method == "full" and st.weights and s.mixed_precision == "amp"
-                                     and s.sharding not in ("fsdp", "zero3")) else 0.0
+                                     and s.sharding not in ("fsdp", "zero3")
+                                     and not megatron_states(s, prof)) else 0.0
     gathered = 0.0
     sharded = s.sharding in ("fsdp", "zero3") and s.gpu_count > 1
     if sharded:

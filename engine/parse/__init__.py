@@ -137,6 +137,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     catalog_names(s)
     families.family_models(s)
     training.optimizer(s)
+    training.native(s)  # CONTRACT v2.1 (before bits: "float8" is Float8 training, not an 8-bit base)
     parallel.parallelism(s)  # before context: "context parallel 8", "sequence parallel"
     completions.generations(s)  # before data: "8 samples per prompt"
     serving.lengths(s)  # before context: "prompt length 2k"
@@ -258,7 +259,8 @@ def _request(s: Scan, errors: list[str]) -> Request:
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
         "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
         "rent_hours", "rent_monthly", "engine_options",
-        *V2_FIELDS, "activation_offload", "tiled_mlp", "expert_parallel", "rollout")}
+        *V2_FIELDS, "activation_offload", "tiled_mlp", "expert_parallel", "rollout",
+        "selective_checkpointing", "float8", "async_tp", "torch_compile")}
     fields.update({k: said.get(k) for k in load.FIELDS})
     if fields.get("expert_parallel") is None and said.get("expert_parallel_on"):
         fields["expert_parallel"] = 1  # on, degree not said: the serving engine's (vLLM: TP x DP)

@@ -38,6 +38,7 @@ FRAMEWORK_WORDS: dict[str, str] = {
     "llamafactory": "llama-factory", "torchtune": "torchtune", "swift": "ms-swift", "litgpt": "litgpt",
     "deepspeed": "deepspeed", "дипспид": "deepspeed", "verl": "verl", "openrlhf": "openrlhf",
     "nemo": "nemo", "немо": "nemo", "megatron": "nemo", "мегатрон": "nemo",
+    "torchtitan": "torchtitan", "титан": "torchtitan", "торчтитан": "torchtitan",
 }
 HF_WORDS = frozenset({"transformers", "huggingface", "hf", "trainer"})
 # multi-token names, matched on the glued key of their tokens ("llama-factory", "ms swift", "fsdp_qlora")

@@ -194,6 +194,52 @@ def alst(s: Scan) -> None:
             s.use(i, last)
 
 
+SELECTIVE_WORDS = frozenset({"selective", "выборочный", "выборочным", "выборочного", "выборочная", "выборочной",
+                             "селективный", "селективным", "селективного", "селективная", "селективной"})
+SELECTIVE_NOUNS = GC_HEADS | GC_WEAK_HEADS | frozenset({"ac", "activation", "activations", "активаций", "recompute",
+                                                        "recomputation", "пересчёт", "пересчет"})
+ASYNC_WORDS = frozenset({"async", "asynchronous", "асинхронный", "асинхронным", "асинхронного", "асинхронная",
+                         "асинхронной", "асинхронное"})
+COMPILE_RU = frozenset({"компиляция", "компиляцией", "компиляции", "компиляцию"})
+
+
+def native(s: Scan) -> None:
+    """CONTRACT v2.1 PyTorch-native switches (docs/contract-training.md): "selective activation checkpointing" /
+    «выборочный чекпоинтинг» (selective_checkpointing), "float8" / "Float8 linear" (float8), "async TP" / «асинхронный
+    TP» (async_tp), "torch.compile" / «с компиляцией» (torch_compile); each negatable ("без torch.compile")."""
+    for i, t in enumerate(s.toks):
+        if t.kind != WORD or t.used:
+            continue
+        w = t.text.lower()
+        if w in SELECTIVE_WORDS:
+            j = next((k for k in (i + 1, i + 2) if s.word(k).lower() in SELECTIVE_NOUNS), None)
+            if j is not None:
+                s.set("selective_checkpointing", _switch(s, j, i))
+                s.set("gradient_checkpointing", True)
+        elif w == "float" and s.num(i + 1) and s.glued(i + 1) and s.toks[i + 1].val == 8:
+            s.set("float8", _switch(s, i + 1, i))
+            s.use(i, i + 1)
+        elif w == "float8":
+            s.set("float8", _switch(s, i, i))
+            s.use(i, i)
+        elif w in ASYNC_WORDS:
+            j = s.skip(i + 1, HYPHENS, 1)
+            if s.word(j).lower() in ("tp", "tensor"):
+                s.set("async_tp", _switch(s, j, i))
+                s.use(i, j)
+        elif w == "asynctp":
+            s.set("async_tp", _switch(s, i, i))
+            s.use(i, i)
+        elif w == "torch":
+            j = s.skip(i + 1, HYPHENS | frozenset({"."}), 1)
+            if s.word(j).lower() in ("compile", "compiled"):
+                s.set("torch_compile", _switch(s, j, i))
+                s.use(i, j)
+        elif w in ("torchcompile",) or w in COMPILE_RU:
+            s.set("torch_compile", _switch(s, i, i))
+            s.use(i, i)
+
+
 def offload(s: Scan) -> None:
     for i, t in enumerate(s.toks):
         if t.kind == WORD and t.text in OFFLOAD_HEADS and not t.used:
@@ -285,7 +331,8 @@ def method(s: Scan) -> None:
 
 # what only a training job has: a question that says one of these is not asked as inference by default
 TRAINING_ONLY = ("tokens", "epochs", "lora_rank", "optimizer", "gradient_checkpointing", "offload", "sharding",
-                 "fused_loss", "stage", "num_generations", "deadline_hours", "activation_offload", "tiled_mlp")
+                 "fused_loss", "stage", "num_generations", "deadline_hours", "activation_offload", "tiled_mlp",
+                 "selective_checkpointing", "float8", "async_tp", "torch_compile")
 
 
 def inference_by_default(s: Scan) -> None:

@@ -71,7 +71,11 @@ def breakdown_for(request: Request, *, count: int | None = None, gpu_name: str |
     req = request.model_copy(update={"gpus": gpus})
     r = posttrain_result(req, advise=False)
     b = memory.breakdown(build_scenario(req))
-    return b.model_copy(update={"total": r.per_gpu_total, "cpu_ram": max(b.cpu_ram, r.host_ram_gib)})
+    # the policy's lines per GPU as the post-training layer splits them (TP, PP, the distributed optimizer), so the
+    # lines a table shows are the busiest GPU's, not the unsplit scenario's
+    keys = ("weights", "adapters", "gradients", "optimizer", "activations", "logits")
+    lines: dict[str, Any] = {k: r.policy[k] for k in keys if k in r.policy}
+    return b.model_copy(update={**lines, "total": r.per_gpu_total, "cpu_ram": max(b.cpu_ram, r.host_ram_gib)})
 
 
 def estimate_block(request: Request) -> tuple[float, dict[str, Any]]:

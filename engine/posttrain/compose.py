@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from engine import memory
 from engine.frameworks import megatron_core, profile
-from engine.memory.state import zero_offload
+from engine.memory.activations import selective_saved_per_token_layer
+from engine.memory.state import megatron_states, zero_offload
 from engine.posttrain.setup import Setup, constants
 from engine.schema import Breakdown, Scenario
 from engine.schema.posttrain import PREFERENCE_STAGES
@@ -21,15 +22,39 @@ from engine.schema.posttrain import PREFERENCE_STAGES
 GIB = float(2**30)
 
 
-def _fragmentation() -> tuple[float, float]:
-    o = memory.constants()["overhead"]
-    return float(o["fragmentation_static"]), float(o["fragmentation_dynamic"])
+def _fragmentation(framework: str | None = None) -> tuple[float, float]:
+    """The allocator's slack over the static and the re-made tensors (memory.allocator_slack_fractions)."""
+    return memory.allocator_slack_fractions(framework)
 
 
-def _peak(static: float, dynamic: float, grads: float) -> float:
-    fs, fd = _fragmentation()
+def _peak(static: float, dynamic: float, grads: float, framework: str | None = None) -> float:
+    fs, fd = _fragmentation(framework)
     live = static + max(dynamic, grads)
     return live + fs * static + fd * (live - static)
+
+
+def _live(static: float, dynamic: float, grads: float) -> float:
+    """The live tensors of a phase (GiB), without the allocator's slack that _peak adds."""
+    return static + max(dynamic, grads)
+
+
+def _pressed(total: float, live: float, card: float | None, steady: float = 0.0) -> float:
+    """A phase's reserved peak on a card of `card` GiB: near the capacity the caching allocator releases its free
+    cached blocks and retries before it fails (c10/cuda/CUDACachingAllocator.cpp release_cached_blocks after a failed
+    cudaMalloc), so the reserved figure stops at the card, less the CUDA context and one 2 MiB block, while the slack
+    of split blocks still in use (catalog memory.toml [overhead] fragmentation_floor) cannot be given back: the memory
+    model's own rule (engine/memory/__init__.py with_loss_kernel), applied to the post-training phases. Only blocks
+    freed and re-used at other sizes are split, so the floor is over the live set less the `steady` tensors allocated
+    once and kept (weights, optimizer states, frozen copies, vLLM's weights and KV pool); gradients, made again after
+    every zero_grad, stay in it. A phase whose live set and
+    that floor do not fit keeps its full slack (it does not fit either way)."""
+    if card is None:
+        return total
+    o = memory.constants()["overhead"]
+    room = card - float(o["cuda_context_gib"]) - live - 2.0**21 / GIB
+    if float(o["fragmentation_floor"]) * max(0.0, live - steady) <= room < total - live:
+        return live + room
+    return total
 
 
 @dataclass
@@ -42,6 +67,13 @@ class Policy:
     residual: float  # memory-model total not explained by _peak of its lines
     cpu: float
     overlap: float = 0.0  # GiB of logits that peak while the layers' backward is not (loss phase before layers)
+    # the per-GPU lines of the states (weights, adapters, gradients, optimizer) after TP / PP / the distributed
+    # optimizer: what the memory table shows, adding up to static + grads (b's own lines are the unsplit scenario's)
+    states: dict[str, float] | None = None
+
+    def lines(self) -> dict[str, float]:
+        return dict(self.states) if self.states is not None else {
+            k: float(getattr(self.b, k)) for k in ("weights", "adapters", "gradients", "optimizer")}
 
 
 def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", cp: bool = False,
@@ -56,36 +88,59 @@ def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", 
         layer = b.activations - stored_checkpoints_gib(s)
         overlap = min(max(0.0, layer), logits_gib)
     static, grads = b.weights + b.adapters + b.optimizer, b.gradients
-    residual = b.total - _peak(static, b.activations + b.logits, grads)
+    states = {"weights": b.weights, "adapters": b.adapters, "gradients": b.gradients, "optimizer": b.optimizer}
+    residual = b.total - _peak(static, b.activations + b.logits, grads, s.framework)
     if b.upcast and stage == "grpo" and not profile(s.framework).constant("grpo_kbit_upcast", 1.0):
         # the stack's GRPO trainer wraps the quantized model with get_peft_model only (profile source): the
         # embeddings and lm_head stay 16-bit, so the fp32 upcast the SFT path counts is not there
-        residual -= b.upcast * (1 + _fragmentation()[0])
+        residual -= b.upcast * (1 + _fragmentation(s.framework)[0])
     logits = b.logits if logits_gib is None else logits_gib
     act = b.activations - sixteen_bit_checkpoints_gib(s)
     mcore = megatron_core(s.framework, tp, sharding=s.sharding)
     if mcore and s.method == "full" and profile(s.framework).constant("distributed_optimizer", 0.0):
         static, grads = distributed_optimizer_states_gib(s) + b.adapters, 0.0
-        if s.mixed_precision == "amp" and s.sharding not in ("fsdp", "zero3"):
+        p = s.arch.params / GIB
+        states = {"weights": 2.0 * p, "adapters": b.adapters, "gradients": 4.0 * p,
+                  "optimizer": 12.0 * p / max(1, s.gpu_count)}
+        if s.mixed_precision == "amp" and s.sharding not in ("fsdp", "zero3") and not megatron_states(s):
             # the memory model's HF AMP keeps 16-bit autocast copies of fp32 weights for backward (its residual);
             # Megatron's model parameters are the 16-bit copy, counted in the 6 bytes above
-            residual -= s.arch.params * 2.0 / GIB * (1 + _fragmentation()[1])
+            residual -= s.arch.params * 2.0 / GIB * (1 + _fragmentation(s.framework)[1])
+    if tp > 1 and not mcore and logits_gib is None:
+        # the stack's loss over the vocabulary shard (loss parallel) where its profile traces one (torchtitan)
+        own = profile(s.framework).constant("loss_parallel_bytes", 0.0)
+        kernel = memory.effective_kernel(s, profile(s.framework))
+        if own and kernel not in ("fused_linear", "chunked"):
+            logits *= own / memory.loss_bytes_per_logit(kernel, profile(s.framework))
     if tp > 1:
         # Megatron-style tensor parallelism with sequence parallelism: every layer's weights, their gradients
         # and optimizer states, the activations and the (vocab-parallel) logits are split over the TP group
         static, grads, act, logits, residual = static / tp, grads / tp, act / tp, logits / tp, residual / tp
         overlap /= tp
-        if not mcore:
+        states = {k: v / tp for k, v in states.items()}
+        if not mcore and not s.async_tp:
+            # AsyncTP (torchtitan `experimental.enable_async_tensor_parallel`: torch._inductor's micro-pipelined TP,
+            # parallelize_llama.py apply_tp `_micro_pipeline_tp = True`) fuses each all-gather into its matmul: the
+            # gathered whole-sequence inputs are not kept. Not traced in Inductor's code here; measured: torchtitan's
+            # Table 4 (70B FSDP 32 x TP 8) 71.9 -> 67.6 GiB with AsyncTP, these inputs count 3.5 GiB there.
             act += dtensor_gathered_inputs_gib(s) * (1 - 1 / tp)
     if pp > 1:
+        before = static
         static, grads, act, logits, residual = _pipeline_stage(s, static, grads, act, logits, residual, tp, pp, mcore)
+        states = {k: v / pp for k, v in states.items()}
+        if static > before / pp:
+            # PyTorch-native PP: the stage's 16-bit parameters stay gathered and its fp32 gradients unsharded
+            # (_pipeline_stage): 2 and 4 of the 6 bytes a parameter
+            extra = static - before / pp
+            states["weights"] += extra * 2.0 / 6.0
+            states["gradients"] += extra * 4.0 / 6.0
     if mcore:
         # Megatron-Core's DDP keeps every gradient in one buffer allocated with the model (Megatron-LM 001199898c4b
         # megatron/core/distributed/param_and_grad_buffer.py _ParamAndGradBuffer: `self.grad_data = torch.zeros(
         # self.numel, ...)`, each param.main_grad a view into it; reset() zeroes it in place): the gradients are
         # there beside the activations from the first layer's backward on, not made as the activations are freed
         static, grads = static + grads, 0.0
-    return Policy(b, static, grads, act, logits, residual, b.cpu_ram, overlap)
+    return Policy(b, static, grads, act, logits, residual, b.cpu_ram, overlap, states)
 
 
 def _pipeline_stage(s: Scenario, static: float, grads: float, act: float, logits: float, residual: float, tp: int,
@@ -149,7 +204,9 @@ def stored_checkpoints_gib(s: Scenario) -> float:
     """The layer inputs gradient checkpointing keeps on the GPU (engine/memory/activations.py checkpointed_inputs)."""
     if not s.gradient_checkpointing or (s.offload and memory.profile_offloads_checkpoints(s)):
         return 0.0
-    return memory.checkpointed_inputs(s, float(s.seq_len) * s.batch_size) / GIB
+    tokens = float(s.seq_len) * s.batch_size
+    kept = tokens * s.arch.layers * selective_saved_per_token_layer(s) if s.selective_checkpointing else 0.0
+    return (memory.checkpointed_inputs(s, tokens) + kept) / GIB
 
 
 def sixteen_bit_checkpoints_gib(s: Scenario) -> float:
@@ -298,7 +355,7 @@ def tiled_mlp_saving(setup: Setup, s: Scenario) -> float:
 
 
 def compose(setup: Setup) -> Composed:
-    fs, fd = _fragmentation()
+    fs, fd = _fragmentation(setup.scenario.framework)
     s = policy_scenario(setup, value_head=setup.stage == "rm")
     pol = _policy(s, logits_override(setup, s), setup.tp, setup.stage, setup.cp > 1, setup.pp)
     act, host = alst_adjust(setup, s, pol.activations)
@@ -321,10 +378,11 @@ def compose(setup: Setup) -> Composed:
     static_extra += lines.get("reference_model", 0.0) + lines.get("reward_model", 0.0)
     static = pol.static + static_extra
     dyn_train = act + pol.logits - pol.overlap + dyn_extra + cpb
-    train = _peak(static, dyn_train, pol.grads + grads_extra) + pol.residual
+    train = _peak(static, dyn_train, pol.grads + grads_extra, s.framework) + pol.residual
+    train_live = _live(static, dyn_train, pol.grads + grads_extra) + pol.residual
 
     # generation phase (GRPO/PPO): gradients were freed by zero_grad; the rollout engine works
-    gen = 0.0
+    gen = gen_live = 0.0
     share = 0.0
     util_needed: float | None = None
     if setup.stage in ("grpo", "ppo"):
@@ -340,7 +398,12 @@ def compose(setup: Setup) -> Composed:
                 gathered = params * constants()["generation"]["gather_bytes_per_param"] / GIB / setup.tp
                 lines["generation_gathered_weights"] = gathered
             lines["generation_kv_cache"] = kv
-            gen = static * (1 + fs) + (kv + gathered) * (1 + fd) + pol.residual
+            # the gathered parameters are all-gathered once into whole-size buffers and held through generation
+            # (DeepSpeed edaa7221 deepspeed/runtime/zero/partition_parameters.py GatheredParameters: one
+            # `torch.empty(param.ds_numel)` a parameter, freed on exit), so they take the states' slack; the KV
+            # cache grows step by step (the dynamic slack)
+            gen = (static + gathered) * (1 + fs) + kv * (1 + fd) + pol.residual
+            gen_live = static + gathered + kv + pol.residual
         else:
             need = vllm_need_gib(setup)
             card = setup.card_gib
@@ -361,14 +424,18 @@ def compose(setup: Setup) -> Composed:
                 asleep = awake * constants()["vllm"]["sleep_residual_fraction"]
                 standby = setup.sleep or setup.framework == "unsloth"
                 gen = static * (1 + fs) + awake + pol.residual
+                gen_live = static + awake + pol.residual
                 if awake < share:
                     # Unsloth standby: vLLM's budget (gpu_memory_utilization x card) holds the trainer's weights it
                     # shares, so the process's generation peak is that budget, or the trainer's states if larger
                     # (docs.unsloth.ai/basics/memory-efficient-rl: set it to 0.9-0.95 of the card with standby)
-                    gen = max(share, static * (1 + fs) + pol.residual)
+                    gen = gen_live = max(share, static * (1 + fs) + pol.residual)
                 train += asleep if standby else awake
+                train_live += asleep if standby else awake
             elif card:
                 util_needed = need * constants()["vllm"]["util_headroom"] / card
+    kept = static + share  # weights, optimizer states, frozen copies, vLLM's share: allocated once, kept
+    train, gen = _pressed(train, train_live, setup.card_gib, kept), _pressed(gen, gen_live, setup.card_gib, kept)
     total = max(train, gen)
     trainer_peak = total - (share if setup.rollout == "colocate" and not (setup.sleep or setup.framework ==
                                                                           "unsloth") else 0.0)

@@ -82,7 +82,7 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
     if comp.host_ram:
         lines.append(Line(key="host_ram", gib=round(comp.host_ram, 3)))
     pol = comp.policy
-    policy = {k: round(getattr(pol.b, k), 3) for k in ("weights", "adapters", "gradients", "optimizer")}
+    policy = {k: round(v, 3) for k, v in pol.lines().items()}  # per GPU, after TP / PP / the distributed optimizer
     policy.update(activations=round(pol.activations, 3), logits=round(pol.logits, 3))
     server_total = None
     if setup.rollout == "server" and setup.card_gib and setup.vllm_util:

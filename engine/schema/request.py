@@ -18,7 +18,7 @@ Sharding = Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"]
 # CONTRACT.md v2
 Stage = Literal["sft", "dpo", "orpo", "kto", "simpo", "rm", "ppo", "grpo", "pretrain"]
 Framework = Literal["hf", "trl", "unsloth", "axolotl", "llama-factory", "torchtune", "ms-swift", "litgpt", "deepspeed",
-                    "fsdp-qlora", "verl", "openrlhf", "nemo"]
+                    "fsdp-qlora", "verl", "openrlhf", "nemo", "torchtitan"]
 ServingEngine = Literal["vllm", "sglang", "tgi", "llama.cpp", "ollama", "tensorrt-llm", "nim", "hf"]
 KvCacheDtype = Literal["fp8", "int8", "int4", "bf16"]
 AskedCurrency = Literal["USD", "RUB", "EUR"]  # what a question may ask in; prices are in Currency
@@ -170,6 +170,15 @@ class Request(Strict):
     tiled_mlp: bool | None = None
     expert_parallel: int | None = Field(default=None, ge=1, le=1024)
     pretraining: bool | None = None
+    # CONTRACT v2.1 (docs/contract-training.md): PyTorch-native training switches (torchtitan's job config):
+    # selective activation checkpointing (torchtitan `activation_checkpoint.mode = "selective"`, op policy; Megatron's
+    # `--recompute-granularity selective`), Float8 linears (torchao Float8Linear; Transformer Engine FP8 under
+    # NeMo/Megatron), asynchronous tensor parallelism (torchtitan `experimental.enable_async_tensor_parallel`, needs
+    # torch.compile) and per-block torch.compile (`training.compile`)
+    selective_checkpointing: bool | None = None
+    float8: bool | None = None
+    async_tp: bool | None = None
+    torch_compile: bool | None = None
     # CONTRACT v2.1 (docs/contract-serving-load.md): serving under load and the features deployments turn on
     request_rate: float | None = Field(default=None, gt=0, le=1e6)  # requests per second arriving
     ttft_p95_ms: float | None = Field(default=None, gt=0, le=1e7)  # the promise: time to first token, p95
@@ -211,6 +220,7 @@ PARSE_FIELDS = (
     "deadline_hours", "unsupported",
     # v2.1
     "activation_offload", "tiled_mlp", "expert_parallel",
+    "selective_checkpointing", "float8", "async_tp", "torch_compile",
     # beyond CONTRACT.md ("everything not named here is free"): the parser's signals for the answer
     "fused_loss", "assumed", "smalltalk", "asks", "rent_hours", "rent_monthly",
 )

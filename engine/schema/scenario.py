@@ -88,4 +88,10 @@ class Scenario(BaseModel):
     expert_parallel: int = 1  # CONTRACT.md v2.1: the routed experts are split over this many GPUs (MoE only)
     pretraining: bool = False  # training from scratch: timed at a published end-to-end MFU (engine/speed/training.py)
     train_precision: Literal["bf16", "fp8"] = "bf16"  # the matmuls' precision (FP8: Transformer Engine, NeMo)
+    # CONTRACT v2.1 (docs/contract-training.md): selective activation checkpointing, Float8 linears (torchao; under
+    # NeMo they are train_precision fp8), asynchronous TP, per-block torch.compile
+    selective_checkpointing: bool = False
+    float8: bool = False
+    async_tp: bool = False
+    compiled: bool = False
 

@@ -38,6 +38,13 @@ def training_flops_per_token(scenario: Scenario) -> tuple[float, float]:
         return dense_flops_per_token(scenario, recompute=recompute) + attention_flops_per_token(
             scenario, recompute=recompute)
 
+    if scenario.selective_checkpointing:
+        # selective op checkpointing keeps every other matmul's output and the attention's
+        # (engine/memory/activations.py selective_saved_per_token_layer): about half the matmuls' forward is
+        # recomputed, and no attention; Megatron's selective recomputes the core attention only
+        none = per_token(False)
+        return none + 0.5 * (dense_flops_per_token(scenario, recompute=True)
+                             - dense_flops_per_token(scenario, recompute=False)), none
     return per_token(scenario.gradient_checkpointing), per_token(False)
 
 
@@ -47,12 +54,32 @@ def training_flops_per_token(scenario: Scenario) -> tuple[float, float]:
 def published_mfu(scenario: Scenario, gpu: Gpu) -> tuple[float, float, float] | None:
     """The end-to-end MFU published runs reached (typical, low, high) when the scenario is timed by it: training from
     scratch, or a stack whose profile says so (NeMo / Megatron); None for the fine-tuning step model."""
-    if not (scenario.pretraining or profile(scenario.framework).constant("published_mfu", 0.0)):
+    prof = profile(scenario.framework)
+    if not (scenario.pretraining or prof.constant("published_mfu", 0.0)):
         return None
+    if prof.constant("mfu_typical", 0.0):
+        # the stack's own published MFU (its profile cites it), times the speed-ups its tables measured for the
+        # switches the scenario has on (native_speedup)
+        k = native_speedup(scenario)
+        return (prof.constant("mfu_typical", 0.0) * k, prof.constant("mfu_low", 0.0) * k,
+                prof.constant("mfu_high", 0.0) * k)
     table = hardware.calibration()["published_mfu"]
     key = "fp8" if scenario.train_precision == "fp8" else f"{hardware.gpu_class(gpu)}_bf16"
     band = table.get(key, table["hopper_bf16"])
     return float(band["typical"]), float(band["low"]), float(band["high"])
+
+
+def native_speedup(scenario: Scenario) -> float:
+    """The throughput ratio of the scenario's PyTorch-native switches over the stack's eager bf16 run, as its profile
+    cites them (torchtitan's benchmark tables): torch.compile, Float8 linears, AsyncTP. Selective checkpointing
+    changes the FLOPs instead (training_flops_per_token)."""
+    prof = profile(scenario.framework)
+    k = 1.0
+    for on, key in ((scenario.compiled, "compile_speedup"), (scenario.float8, "float8_speedup"),
+                    (scenario.async_tp, "async_tp_speedup")):
+        if on:
+            k *= prof.constant(key, 1.0)
+    return k
 
 
 def peak_flops(scenario: Scenario, gpu: Gpu) -> float:
@@ -71,7 +98,10 @@ def assumed_speed(scenario: Scenario, gpu: Gpu) -> str | None:
     # from scratch on a fine-tuning stack (TRL + PEFT by default): the MFU is the pretraining runs', said as theirs
     runs = str(hardware.calibration()["published_mfu"]["label"])
     label = stack.label if stack.constant("published_mfu", 0.0) else runs
-    return f"{mfu[0]:.0%} MFU {scenario.train_precision} ({label})"
+    switches = [name for on, name in ((scenario.compiled, "torch.compile"), (scenario.float8, "Float8 linears"),
+                                      (scenario.async_tp, "AsyncTP")) if on]
+    how = f" with {', '.join(switches)}" if switches and stack.constant("mfu_typical", 0.0) else ""
+    return f"{mfu[0]:.0%} MFU {scenario.train_precision}{how} ({label})"
 
 
 def step_model_stack(scenario: Scenario) -> str:

@@ -18,11 +18,15 @@ def test_a_megatron_core_stack_holds_gradients_beside_the_activations() -> None:
            "gpus": [{"name": "H100 SXM"}]}
     nemo = breakdown(build_scenario(Request.model_validate({**req, "framework": "nemo"})))
     trl = breakdown(build_scenario(Request.model_validate({**req, "framework": "trl"})))
-    autocast = nemo.trainable_params * 2.0 / 2**30  # the 16-bit copies of the fp32 weights
+    autocast = trl.trainable_params * 2.0 / 2**30  # HF AMP's 16-bit copies of the fp32 weights
     states = nemo.weights + nemo.gradients + nemo.optimizer
-    assert nemo.total - nemo.overhead == pytest.approx(states + autocast + nemo.activations, rel=1e-3)
+    # Megatron-Core: 16-bit parameters, fp32 gradient buffer, fp32 master + Adam: 18 bytes, no autocast copies
+    assert states == pytest.approx(nemo.trainable_params * 18 / 2**30, rel=1e-3)
+    assert nemo.weights == pytest.approx(nemo.trainable_params * 2 / 2**30, rel=1e-3)
+    assert nemo.total - nemo.overhead == pytest.approx(states + nemo.activations, rel=1e-3)
     # autograd's .grad tensors are made as the activations are freed: the larger of the two, never both
-    assert trl.total - trl.overhead < states + autocast + trl.activations - 0.5 * trl.gradients
+    trl_states = trl.weights + trl.gradients + trl.optimizer
+    assert trl.total - trl.overhead < trl_states + autocast + trl.activations - 0.5 * trl.gradients
 
 
 def test_tensor_parallel_runs_megatron_cores_gradient_buffer() -> None:
