@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import gb, hours_text, money, money_range, money_typical, num, pct, tokens_amount
+from bot.views.formats import gb, hours_text, money, money_range, money_typical, nodes_text, num, pct, tokens_amount
 from bot.views.words import gpu_name, technique_label
 from engine.schema import Plan, PlannedAnswer
 
@@ -163,7 +163,9 @@ def count_lead(lang: str, a: PlannedAnswer) -> str:
     online = [x for x in pool if "cpu_offload" not in x.techniques] or pool  # offload is the last resort
     p = min(online, key=lambda x: x.count)
     gpus = f"{p.count}×{gpu_name(lang, p.gpu)}"
-    if p.nodes > 1:
+    if "nodes" in a.request.asks:  # «сколько нод»: the machines lead, the GPUs they hold beside them
+        gpus = nodes_text(lang, p.count, p.nodes) + ": " + gpus
+    elif p.nodes > 1:
         gpus += " (" + _n(lang, "%(n)s node of %(per)s", "%(n)s nodes of %(per)s", p.nodes) % {
             "n": p.nodes, "per": p.count // p.nodes} + ")"
     if p.techniques:

@@ -11,7 +11,7 @@ import shlex
 from typing import Any
 
 from bot.views.catalogs import N_, _, _n
-from bot.views.formats import context_text, money, money_typical, num
+from bot.views.formats import context_text, money, money_typical, nodes_text, num
 from bot.views.serving_compared import compared_headline, compared_lines, users_text
 from bot.views.serving_leads import asked_lead, seconds_text
 from bot.views.serving_load_view import hosted_line, load_lead, pools_line
@@ -87,8 +87,11 @@ def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
     x = r.arrangement
     if "count" in a.request.asks and x is not None and not r.fits:  # «сколько a100 надо чтоб поднять deepseek v3»
         par = f"TP\u00a0{x.tensor_parallel}" + (f" × PP\u00a0{x.pipeline_parallel}" if x.pipeline_parallel > 1 else "")
+        gpus = f"{x.count}×{gpu_name(lang, x.gpu)}"
+        if "nodes" in a.request.asks:  # «сколько нод h100 под 405b»: the machines lead
+            gpus = nodes_text(lang, x.count, x.nodes) + ": " + gpus
         return "🔢", _(lang, "It takes %(gpus)s (%(par)s) for %(model)s: %(room)s") % {
-            "gpus": f"{x.count}×{gpu_name(lang, x.gpu)}", "par": par, "model": r.model,
+            "gpus": gpus, "par": par, "model": r.model,
             "room": room_text(lang, math.floor(x.concurrency_at_context * max(1, x.replicas) + 1e-9))}
     budget = r.settings.gpu_memory_utilization * r.gpu.total_gib
     if r.memory.kv_pool_gib <= 0 and r.memory.weights_gib < r.gpu.total_gib:  # smaller than the card: the share

@@ -49,8 +49,9 @@ def smalltalk(s: Scan) -> str | None:
 
 
 HOW_MANY = frozenset({"сколько", "скока", "скоко", "скольких", "many"})
-COUNTED = frozenset({"нод", "ноды", "нода", "узлов", "узла", "node", "nodes", "гпу", "gpu", "gpus", "карт",
-                     "карты", "видеокарт", "видюх", "серверов", "servers", "machines", "машин", "штук"})
+NODES = frozenset({"нод", "ноды", "нода", "нодов", "узлов", "узла", "node", "nodes", "серверов", "servers", "machines",
+                   "машин"})
+COUNTED = NODES | frozenset({"гпу", "gpu", "gpus", "карт", "карты", "видеокарт", "видюх", "штук"})
 
 
 NEED = frozenset({"нужно", "надо", "нужен", "нужны", "потребуется", "понадобится", "do", "would"})
@@ -69,9 +70,18 @@ def count_asked(s: Scan) -> bool:
     return False
 
 
+def nodes_asked(s: Scan) -> bool:
+    """"сколько нод h100", "how many nodes": the count is asked in machines (the answer says them beside the GPUs)."""
+    for i, t in enumerate(s.toks):
+        if t.text in HOW_MANY and (t.text != "many" or (i > 0 and s.toks[i - 1].text == "how")):
+            if any(x.text in NODES or x.text.rstrip("s") in NODES for x in s.toks[i + 1:i + 5]):
+                return True
+    return False
+
+
 def serving_asks(s: Scan) -> list[str]:
     texts = s.texts
-    out = ["count"] if count_asked(s) else []
+    out = (["count", "nodes"] if nodes_asked(s) else ["count"]) if count_asked(s) else []
     if LAT.first(texts, s.words) is not None:
         out.append("latency")
     if THRU.first(texts, s.words) is not None:
