@@ -88,4 +88,5 @@ class Scenario(BaseModel):
     expert_parallel: int = 1  # CONTRACT.md v2.1: the routed experts are split over this many GPUs (MoE only)
     pretraining: bool = False  # training from scratch: timed at a published end-to-end MFU (engine/speed/training.py)
     train_precision: Literal["bf16", "fp8"] = "bf16"  # the matmuls' precision (FP8: Transformer Engine, NeMo)
+    weight_bpw: float | None = None  # EXL2 weights ("exl2 6.0bpw"): the decoder's linears at these bits per weight
 
