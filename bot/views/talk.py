@@ -126,7 +126,8 @@ def limits_lead(lang: str, lim: Limits | None) -> str:
     label = limits_label(lang, lim)
     if lim.meeting:
         best = min(lim.meeting, key=lambda p: (p.cost or {}).get("typical", 0.0))
-        return "✅ " + _(lang, "Within %(limits)s: %(plan)s") % {"limits": label, "plan": _plan_brief(lang, best, lim.deadline_hours)}
+        return "✅ " + _(lang, "Within %(limits)s: %(plan)s") % {
+            "limits": label, "plan": _plan_brief(lang, best, lim.deadline_hours)}
     if lim.cheapest is None or lim.fastest is None:
         return ""
     text = "❌ " + _(lang, "Not within %(limits)s: the cheapest is %(plan)s") % {

@@ -72,11 +72,9 @@ def count_asked(s: Scan) -> bool:
 
 def nodes_asked(s: Scan) -> bool:
     """"сколько нод h100", "how many nodes": the count is asked in machines (the answer says them beside the GPUs)."""
-    for i, t in enumerate(s.toks):
-        if t.text in HOW_MANY and (t.text != "many" or (i > 0 and s.toks[i - 1].text == "how")):
-            if any(x.text in NODES or x.text.rstrip("s") in NODES for x in s.toks[i + 1:i + 5]):
-                return True
-    return False
+    return any(t.text in HOW_MANY and (t.text != "many" or (i > 0 and s.toks[i - 1].text == "how"))
+               and any(x.text in NODES or x.text.rstrip("s") in NODES for x in s.toks[i + 1:i + 5])
+               for i, t in enumerate(s.toks))
 
 
 def serving_asks(s: Scan) -> list[str]:
