@@ -23,6 +23,7 @@ from bot.views.serving_words import (
     format_label,
     per_million_text,
 )
+from bot.views.talk import rental_lead
 from bot.views.view import TABLE_WIDTH, AnswerView, table_row, verdict_mark
 from bot.views.words import NOTE_TEXTS, gpu_name, said_note_text
 from engine.schema import Assumption, Change, GpuChoice, ServingAnswer, ServingResult, ServingSettings
@@ -264,6 +265,12 @@ def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
     r = a.serving
     assert r is not None
     mark, title = headline(lang, a)
+    rented = rental_lead(lang, a)
+    shown_mark, shown_title = mark, title
+    if rented:  # «сколько стоит … в месяц»: the period's price leads, the engine's headline after it
+        shown_title = rented.removeprefix("💰 ") + "\n" + (mark + " " if mark else "") + title
+        shown_mark = "💰"
+        title = rented.split("\n", 1)[0].removeprefix("💰 ")  # the plain line: the period's price
     line = summary(lang, r)
     ready = r.memory is not None and r.kv is not None and r.gpu is not None
     errors = [error_line(lang, e.key, e.params) for e in r.errors]
@@ -271,7 +278,7 @@ def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
         errors = errors[1:]  # the first is the headline
     errors = [said_note_text(lang, n) or note_line(lang, n.key, r) for n in a.notes] + errors
     model: dict[str, Any] = {
-        "mark": mark, "verdict": verdict(a), "headline": title, "summary": line, "ready": ready,
+        "mark": shown_mark, "verdict": verdict(a), "headline": shown_title, "summary": line, "ready": ready,
         "tight": a.verdict == "tight",
         "model_known": r.model_known, "errors": errors, "shape_ref": _shape_ref(r),
         "table": table(lang, r) if ready else [], "kv": kv_line(lang, r) if ready else "",

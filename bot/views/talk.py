@@ -19,7 +19,8 @@ from bot.views.formats import (
 )
 from bot.views.plan_lines import plan_view
 from bot.views.words import gpu_name, method_label
-from engine.schema import Answer, Limits, Plan, PlannedAnswer, Rental, Scenario
+from engine.catalog import find_gpu
+from engine.schema import Answer, Limits, Plan, PlannedAnswer, Rental, Scenario, ServingAnswer
 
 EXAMPLE = {"en": "70B QLoRA on H100?", "ru": "70B QLoRA на H100?"}
 
@@ -222,3 +223,13 @@ def rental_lines(lang: str, r: Rental, gpu: str, currency: str, monthly_asked: b
         lines.append("📅 " + _(lang, "No monthly offers for %(gpu)s in the catalog: only hourly prices.") % {
             "gpu": gpu})
     return lines
+
+
+def rental_lead(lang: str, a: PlannedAnswer | ServingAnswer) -> str:
+    """A model question that prices a period («… на 2 h100 в месяц»): the GPUs asked for it, hourly against monthly
+    where a month is asked; the fit on them follows."""
+    if a.rental is None or not a.request.gpus or a.request.gpus[0].name is None:
+        return ""
+    found = find_gpu(a.request.gpus[0].name, a.request.gpus[0].memory_gb)
+    gpu = gpu_name(lang, found.name if found else a.request.gpus[0].name)
+    return "\n".join(rental_lines(lang, a.rental, gpu, a.currency, bool(a.request.rent_monthly)))
