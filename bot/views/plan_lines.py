@@ -127,7 +127,21 @@ def lead_line(lang: str, a: PlannedAnswer, lead: str) -> str:
         return "💰 " + text % {**params, "money": spend, "hours": hours}
     text = _(lang, "%(hours)s on %(gpus)s for your %(tokens)s tokens%(money)s") if yours else \
         _(lang, "%(hours)s on %(gpus)s per 100M tokens%(money)s")
-    return "⏱ " + text % {**params, "hours": hours, "money": f", {spend}" if spend else ""} + timed_note(lang, p)
+    return "⏱ " + text % {**params, "hours": hours, "money": f", {spend}" if spend else ""} + timed_note(lang, p) \
+        + not_the_asked(lang, a, p)
+
+
+def not_the_asked(lang: str, a: PlannedAnswer, p: Plan) -> str:
+    """The hours are another arrangement's than the one asked (2×RTX 3090 holds it only with CPU offload, which the
+    plans do not time): said, so that they are not read as the asked cards' hours."""
+    x = a.asked
+    if x is None or (x.gpu, x.count) == (p.gpu, p.count) or a.verdict in ("fits", "tight", "compare", None):
+        return ""
+    asked = f"{x.count}×{gpu_name(lang, x.gpu)}"
+    if a.verdict == "fits_with_changes":
+        return "; " + _(lang, "%(asked)s holds it only after the change below, whose hours are not counted") % {
+            "asked": asked}
+    return "; " + _(lang, "it does not fit on %(asked)s") % {"asked": asked}
 
 
 def timed_note(lang: str, p: Plan) -> str:
