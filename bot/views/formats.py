@@ -167,10 +167,15 @@ def _two_figures(value: float) -> tuple[float, int]:
     return float(round(value, places)), max(0, places)
 
 
+def _cents(places: int) -> bool:
+    """Trailing zeros kept to whole cents ("0,40 $"), not beyond ("0,07 $", never "0,070 $")."""
+    return 0 < places <= 2
+
+
 def money_typical(lang: str, value: float, currency: str) -> str:
     """"≈$90": a typical estimate at two significant figures."""
     shown, places = _two_figures(value)
-    return "≈" + _with_symbol(lang, decimal(lang, shown, places, keep_zeros=places > 0), currency)
+    return "≈" + _with_symbol(lang, decimal(lang, shown, places, keep_zeros=_cents(places)), currency)
 
 
 def money_range(lang: str, low: float, high: float, currency: str) -> str:
@@ -179,7 +184,7 @@ def money_range(lang: str, low: float, high: float, currency: str) -> str:
     ends = []
     for value in (low, high):
         shown, places = _two_figures(value)
-        ends.append(decimal(lang, shown, places, keep_zeros=places > 0))
+        ends.append(decimal(lang, shown, places, keep_zeros=_cents(places)))
     lo, hi = ends
     return _with_symbol(lang, lo if lo == hi else f"{lo}–{hi}", currency)
 

@@ -86,7 +86,8 @@ def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
         return "", error_line(lang, r.errors[0].key, r.errors[0].params) if r.errors else _(lang, "No answer")
     where, room = gpus_label(lang, r), room_text(lang, a.serving_users)
     x = r.arrangement
-    if "count" in a.request.asks and x is not None and not r.fits:  # «сколько a100 надо чтоб поднять deepseek v3»
+    # «сколько a100 надо чтоб поднять deepseek v3», «сколько гпу надо под deepseek r1» (no GPU named: the pick's)
+    if "count" in a.request.asks and x is not None and (not r.fits or not a.request.gpus):
         par = f"TP\u00a0{x.tensor_parallel}" + (f" × PP\u00a0{x.pipeline_parallel}" if x.pipeline_parallel > 1 else "")
         gpus = f"{x.count}×{gpu_name(lang, x.gpu)}"
         if "nodes" in a.request.asks:  # «сколько нод h100 под 405b»: the machines lead
