@@ -48,7 +48,7 @@ def smalltalk(s: Scan) -> str | None:
     return None
 
 
-HOW_MANY = frozenset({"сколько", "скока", "скоко", "скольких", "many"})
+HOW_MANY = frozenset({"сколько", "скока", "скоко", "скок", "скольких", "many"})
 NODES = frozenset({"нод", "ноды", "нода", "нодов", "узлов", "узла", "node", "nodes", "серверов", "servers", "machines",
                    "машин"})
 COUNTED = NODES | frozenset({"гпу", "gpu", "gpus", "карт", "карты", "видеокарт", "видюх", "штук"})

@@ -253,8 +253,9 @@ def method(s: Scan) -> None:
         elif w in FULL_WORDS or w in FULL_SLANG:
             if s.word(s.skip(i + 1, HYPHENS, 1)) not in CONTEXT_WORDS:
                 found = "full"
-        elif w in ("fully", "полностью") and s.word(s.skip(i + 1, HYPHENS, 1)) in TRAIN_WORDS | {"дообучить"}:
-            found = "full"  # "fully fine-tune 13b", «полностью дообучить»
+        elif w in ("fully", "полностью") and (s.word(s.skip(i + 1, HYPHENS, 1)) in TRAIN_WORDS | {"дообучить"}
+                                              or any(x.text in TRAIN_WORDS for x in toks[max(0, i - 4):i])):
+            found = "full"  # "fully fine-tune 13b", «полностью дообучить», «зафайнтюнить 70б полностью»
         elif w in WEIGHT_WORDS and s.word(s.skip(i - 1, frozenset({"the"}), 1, -1)) in ALL_WORDS:
             found = "full"  # "all weights", "все веса"
         elif (w == "scratch" and s.word(i - 1) == "from") or (w == "нуля" and s.word(i - 1) in ("с", "со")):
