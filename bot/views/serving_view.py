@@ -74,7 +74,28 @@ def headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
     mark, line = _headline(lang, a)
     if mark == "🔢":  # the count asked: the answer is the count, not the verdict on the card written
         return mark, line
+    if not mark and not r.fits:  # «не загружается»: the way it runs there, as «Что можно изменить» lists it first
+        way = way_forward(lang, a)
+        if way:
+            line += "; " + _(lang, "it runs with: %(change)s") % {"change": way}
     return verdict_mark(verdict(a)) if mark else "❌", line
+
+
+def way_forward(lang: str, a: ServingAnswer) -> str:
+    """The first change the reply lists that makes it load and serve at least one request, in its words."""
+    r = a.serving
+    if r is None:
+        return ""
+    loads = [c for c in shown_changes(r) if c.effect.get("loads", True) and _served_of(c) >= 1]
+    # the change the launch command runs, else the first that serves the users asked, else the first that loads
+    best = next((c for c in loads if c.key == r.command_for), None) \
+        or next((c for c in loads if _served_of(c) >= (r.users or 1)), loads[0] if loads else None)
+    return change_line(lang, best, r.users).removesuffix(" ✓") if best is not None else ""
+
+
+def _served_of(c: Change) -> float:
+    e = c.effect
+    return float(e["users_served"] if "users_served" in e else e.get("concurrency_at_context", 0) or 0)
 
 
 def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
