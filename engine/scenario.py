@@ -120,6 +120,7 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
         train_precision="fp8" if (training and (request.quantization == "fp8" or request.float8)
                                   and prof.constant("published_mfu", 0.0) and megatron_core(framework)) else "bf16",
         **native_switches(request, training, megatron_core(framework), assumptions),
+        weight_bpw=exl2_bpw(request.quantization) if method == "inference" else None,
     )
     if training and (scenario.pretraining or prof.constant("published_mfu", 0.0)):
         # the time comes from a published MFU (engine/speed/training.py); for_gpu says which for the GPU it runs on
@@ -308,3 +309,14 @@ def hardware_conflicts(s: Scenario, gpu: Gpu, said: Request | None = None) -> li
     if said is not None and said.mixed_precision == "pure_bf16" and not gpu.bf16:
         out.append("bf16_unsupported")
     return out
+
+
+def exl2_bpw(quantization: str | None) -> float | None:
+    """"exl2:6.5" (engine.parse: "exl2 6.5bpw"): the bits per weight of ExLlamaV2's EXL2 decoder linears."""
+    if not quantization or not quantization.startswith("exl2:"):
+        return None
+    try:
+        bpw = float(quantization.split(":", 1)[1])
+    except ValueError:
+        return None
+    return bpw if 1.0 <= bpw <= 16.0 else None

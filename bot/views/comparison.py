@@ -7,7 +7,7 @@ from bot.views.catalogs import _, _n
 from bot.views.formats import gb, hours_text, money, money_typical, num
 from bot.views.plan_lines import plan_time, techniques_text
 from bot.views.words import gpu_name
-from engine.schema import Comparison, PlannedAnswer
+from engine.schema import Comparison, Plan, PlannedAnswer
 
 
 def comparison_line(lang: str, c: Comparison) -> str:
@@ -61,6 +61,27 @@ def _cost_clause(lang: str, winner: Comparison, others: list[Comparison], alone:
     return "; " + _(lang, "but dearer (%(mine)s against %(theirs)s)") % figures
 
 
+def _ratio_text(lang: str, fast: float, slow: float) -> str:
+    x = round(slow / fast, 1)
+    n = int(x) if x.is_integer() else 2  # "в 2,4 раза", "в 5 раз"
+    return _n(lang, "%(ratio)s× faster (%(fast)s against %(slow)s)",
+              "%(ratio)s× faster (%(fast)s against %(slow)s)", n) % {
+        "ratio": num(lang, x), "fast": hours_text(lang, fast), "slow": hours_text(lang, slow)}
+
+
+def _faster_of(lang: str, plans: list[Plan]) -> str:
+    """None of the named holds it as asked, more of each do: the faster of those arrangements, as the pick."""
+    timed = [p for p in plans if p.hours or p.hours_per_100m_tokens]
+    if len(timed) < 2:
+        return ""
+    speed = {id(p): float(p.hours or p.hours_per_100m_tokens or 0.0) for p in timed}
+    fast, slow = min(timed, key=lambda p: speed[id(p)]), max(timed, key=lambda p: speed[id(p)])
+    if speed[id(slow)] / speed[id(fast)] < 1.1:
+        return ""
+    return "; " + _(lang, "take %(gpu)s") % {"gpu": f"{fast.count}×{gpu_name(lang, fast.gpu)}"} + ": " + \
+        _ratio_text(lang, speed[id(fast)], speed[id(slow)])
+
+
 def comparison_headline(lang: str, a: PlannedAnswer) -> str:
     """Two or more GPUs named: which one to take and why (faster; cheaper only on prices from enough
     providers); when none holds the job as asked, the way forward (QLoRA) and the winner with it."""
@@ -75,12 +96,14 @@ def comparison_headline(lang: str, a: PlannedAnswer) -> str:
         text = _(lang, "%(gpus)s: neither holds it as asked (needs %(need)s per GPU)") % {
             "gpus": listed, "need": gb(lang, need)}
         more: dict[str, str] = {}  # of each named GPU, the fewest the plans hold it on, cheapest plan first
+        taken: list[Plan] = []
         for p in a.plans:
             if any(c.gpu == p.gpu for c in a.comparison) and p.gpu not in more:
                 more[p.gpu] = f"{p.count}×{gpu_name(lang, p.gpu)}"
+                taken.append(p)
         if more:
             text += "; " + _(lang, "it fits on %(more)s") % {"more": (" " + _(lang, "or") + " ").join(more.values())}
-        return text
+        return text + _faster_of(lang, taken)
     timed = [c for c in pool if _speed_of(c)]
     winner = min(timed, key=lambda c: _speed_of(c) or 0.0) if timed else pool[0]
     name = names[(winner.gpu, winner.count)]
@@ -102,11 +125,7 @@ def comparison_headline(lang: str, a: PlannedAnswer) -> str:
         slowest = max(timed, key=lambda c: _speed_of(c) or 0.0) if timed else None
         fast, slow = _speed_of(winner), _speed_of(slowest) if slowest else None
         if fast and slow and slow / fast >= 1.1:
-            x = round(slow / fast, 1)
-            n = int(x) if x.is_integer() else 2  # "в 2,4 раза", "в 5 раз"
-            text += ": " + _n(lang, "%(ratio)s× faster (%(fast)s against %(slow)s)",
-                              "%(ratio)s× faster (%(fast)s against %(slow)s)", n) % {
-                "ratio": num(lang, x), "fast": hours_text(lang, fast), "slow": hours_text(lang, slow)}
+            text += ": " + _ratio_text(lang, fast, slow)
         # no speed said: the price is the reason («берите 1×RTX 3090: дешевле …»)
         text += _cost_clause(lang, winner, [c for c in pool if c is not winner],
                              alone=not (fast and slow and slow / fast >= 1.1))

@@ -8,6 +8,7 @@ from functools import cache
 from typing import Any
 
 from bot.views.catalogs import _, _n
+from engine.speed import gpus_per_node
 
 
 @cache
@@ -166,10 +167,15 @@ def _two_figures(value: float) -> tuple[float, int]:
     return float(round(value, places)), max(0, places)
 
 
+def _cents(places: int) -> bool:
+    """Trailing zeros kept to whole cents ("0,40 $"), not beyond ("0,07 $", never "0,070 $")."""
+    return 0 < places <= 2
+
+
 def money_typical(lang: str, value: float, currency: str) -> str:
     """"≈$90": a typical estimate at two significant figures."""
     shown, places = _two_figures(value)
-    return "≈" + _with_symbol(lang, decimal(lang, shown, places, keep_zeros=places > 0), currency)
+    return "≈" + _with_symbol(lang, decimal(lang, shown, places, keep_zeros=_cents(places)), currency)
 
 
 def money_range(lang: str, low: float, high: float, currency: str) -> str:
@@ -178,6 +184,31 @@ def money_range(lang: str, low: float, high: float, currency: str) -> str:
     ends = []
     for value in (low, high):
         shown, places = _two_figures(value)
-        ends.append(decimal(lang, shown, places, keep_zeros=places > 0))
+        ends.append(decimal(lang, shown, places, keep_zeros=_cents(places)))
     lo, hi = ends
     return _with_symbol(lang, lo if lo == hi else f"{lo}–{hi}", currency)
+
+
+def nodes_text(lang: str, count: int, nodes: int) -> str:
+    """"16 узлов по 8 GPU", "1 узел (4 GPU из 8)": the machines a count of GPUs takes, at the catalog's GPUs a node."""
+    per = gpus_per_node()
+    if nodes > 1 or count >= per:
+        n = max(nodes, math.ceil(count / per))
+        return _n(lang, "%(n)s node of %(per)s GPUs", "%(n)s nodes of %(per)s GPUs", n) % {"n": n, "per": count // n}
+    return _(lang, "1 node (%(count)s of its %(per)s GPUs)") % {"count": count, "per": per}
+
+
+def days_text(lang: str, hours: float) -> str:
+    """A deadline of whole days as said ("2 недели" → "14 дней (336 ч)"); under two days, or not whole, in hours."""
+    if hours < 48 or hours % 24:
+        return hours_text(lang, hours)
+    days = int(hours // 24)
+    return _n(lang, "%(n)s day", "%(n)s days", days) % {"n": num(lang, days)} + f" ({hours_text(lang, hours)})"
+
+
+def about_days(lang: str, hours: float) -> str:
+    """A plan's hours set against a deadline in days: "249 ч (≈10 дней)"; under a day, the hours alone."""
+    if hours < 24:
+        return hours_text(lang, hours)
+    days = max(1, round(hours / 24))
+    return hours_text(lang, hours) + " (≈" + _n(lang, "%(n)s day", "%(n)s days", days) % {"n": num(lang, days)} + ")"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import gb, hours_text, money, money_range, money_typical, num, pct, tokens_amount
+from bot.views.formats import gb, hours_text, money, money_range, money_typical, nodes_text, num, pct, tokens_amount
 from bot.views.words import gpu_name, technique_label
 from engine.schema import Plan, PlannedAnswer
 
@@ -127,7 +127,21 @@ def lead_line(lang: str, a: PlannedAnswer, lead: str) -> str:
         return "💰 " + text % {**params, "money": spend, "hours": hours}
     text = _(lang, "%(hours)s on %(gpus)s for your %(tokens)s tokens%(money)s") if yours else \
         _(lang, "%(hours)s on %(gpus)s per 100M tokens%(money)s")
-    return "⏱ " + text % {**params, "hours": hours, "money": f", {spend}" if spend else ""} + timed_note(lang, p)
+    return "⏱ " + text % {**params, "hours": hours, "money": f", {spend}" if spend else ""} + timed_note(lang, p) \
+        + not_the_asked(lang, a, p)
+
+
+def not_the_asked(lang: str, a: PlannedAnswer, p: Plan) -> str:
+    """The hours are another arrangement's than the one asked (2×RTX 3090 holds it only with CPU offload, which the
+    plans do not time): said, so that they are not read as the asked cards' hours."""
+    x = a.asked
+    if x is None or (x.gpu, x.count) == (p.gpu, p.count) or a.verdict in ("fits", "tight", "compare", None):
+        return ""
+    asked = f"{x.count}×{gpu_name(lang, x.gpu)}"
+    if a.verdict == "fits_with_changes":
+        return "; " + _(lang, "%(asked)s holds it only after the change below, whose hours are not counted") % {
+            "asked": asked}
+    return "; " + _(lang, "it does not fit on %(asked)s") % {"asked": asked}
 
 
 def timed_note(lang: str, p: Plan) -> str:
@@ -163,7 +177,9 @@ def count_lead(lang: str, a: PlannedAnswer) -> str:
     online = [x for x in pool if "cpu_offload" not in x.techniques] or pool  # offload is the last resort
     p = min(online, key=lambda x: x.count)
     gpus = f"{p.count}×{gpu_name(lang, p.gpu)}"
-    if p.nodes > 1:
+    if "nodes" in a.request.asks:  # «сколько нод»: the machines lead, the GPUs they hold beside them
+        gpus = nodes_text(lang, p.count, p.nodes) + ": " + gpus
+    elif p.nodes > 1:
         gpus += " (" + _n(lang, "%(n)s node of %(per)s", "%(n)s nodes of %(per)s", p.nodes) % {
             "n": p.nodes, "per": p.count // p.nodes} + ")"
     if p.techniques:

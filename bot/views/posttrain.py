@@ -245,9 +245,12 @@ SETTING_ORDER = ("per_device_train_batch_size", "num_generations", "max_prompt_l
                  "tensor_parallel_size", "use_liger_kernel", "gradient_checkpointing")
 
 
-def settings_lines(r: PostTrainResult) -> list[str]:
-    """TRL's names with the values of this estimate (Python literals, as in a config)."""
+def settings_lines(r: PostTrainResult, share: float | None = None) -> list[str]:
+    """TRL's names with the values of this estimate (Python literals, as in a config); a colocated vLLM at the share
+    the estimate holds (`share`: the one the headline says), not the smaller one a change offers."""
     values = r.settings.model_dump()
+    if share is not None and r.settings.vllm_mode == "colocate" and values.get("vllm_gpu_memory_utilization"):
+        values["vllm_gpu_memory_utilization"] = share
     out = []
     for k in SETTING_ORDER:
         v = values.get(k)
@@ -358,7 +361,7 @@ def apply(lang: str, a: PostTrainAnswer, model: dict[str, Any]) -> tuple[str, st
         "headline": title, "summary": line, "table": table(lang, r, a.need_gb),
         "reserve_note": any(k == "overhead" for k, *_rest in chart_rows(lang, r)),
         "changes": change_lines(lang, r) if a.verdict != "compare" else [],
-        "pt_settings": settings_lines(r),
+        "pt_settings": settings_lines(r, vllm_share_used(a)),
         "notes": [*model["notes"], *(_(lang, NOTES[n]) if n in NOTES else n for n in dict.fromkeys(r.notes))],
         "pt_time": "; ".join(x for x in (time_text(lang, r), speedup_text(lang, a)) if x),
         "pt_host_ram": _(lang, "Host RAM per GPU: %(gb)s") % {"gb": gb(lang, host)} if host >= 0.05 else "",

@@ -11,7 +11,7 @@ import shlex
 from typing import Any
 
 from bot.views.catalogs import N_, _, _n
-from bot.views.formats import context_text, money, money_typical, num
+from bot.views.formats import context_text, money, money_typical, nodes_text, num
 from bot.views.serving_compared import compared_headline, compared_lines, users_text
 from bot.views.serving_leads import asked_lead, seconds_text
 from bot.views.serving_load_view import hosted_line, load_lead, pools_line
@@ -23,6 +23,7 @@ from bot.views.serving_words import (
     format_label,
     per_million_text,
 )
+from bot.views.talk import rental_lead
 from bot.views.view import TABLE_WIDTH, AnswerView, table_row, verdict_mark
 from bot.views.words import NOTE_TEXTS, gpu_name, said_note_text
 from engine.schema import Assumption, Change, GpuChoice, ServingAnswer, ServingResult, ServingSettings
@@ -73,7 +74,28 @@ def headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
     mark, line = _headline(lang, a)
     if mark == "🔢":  # the count asked: the answer is the count, not the verdict on the card written
         return mark, line
+    if not mark and not r.fits:  # «не загружается»: the way it runs there, as «Что можно изменить» lists it first
+        way = way_forward(lang, a)
+        if way:
+            line += "; " + _(lang, "it runs with: %(change)s") % {"change": way}
     return verdict_mark(verdict(a)) if mark else "❌", line
+
+
+def way_forward(lang: str, a: ServingAnswer) -> str:
+    """The first change the reply lists that makes it load and serve at least one request, in its words."""
+    r = a.serving
+    if r is None:
+        return ""
+    loads = [c for c in shown_changes(r) if c.effect.get("loads", True) and _served_of(c) >= 1]
+    # the change the launch command runs, else the first that serves the users asked, else the first that loads
+    best = next((c for c in loads if c.key == r.command_for), None) \
+        or next((c for c in loads if _served_of(c) >= (r.users or 1)), loads[0] if loads else None)
+    return change_line(lang, best, r.users).removesuffix(" ✓") if best is not None else ""
+
+
+def _served_of(c: Change) -> float:
+    e = c.effect
+    return float(e["users_served"] if "users_served" in e else e.get("concurrency_at_context", 0) or 0)
 
 
 def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
@@ -85,10 +107,14 @@ def _headline(lang: str, a: ServingAnswer) -> tuple[str, str]:
         return "", error_line(lang, r.errors[0].key, r.errors[0].params) if r.errors else _(lang, "No answer")
     where, room = gpus_label(lang, r), room_text(lang, a.serving_users)
     x = r.arrangement
-    if "count" in a.request.asks and x is not None and not r.fits:  # «сколько a100 надо чтоб поднять deepseek v3»
+    # «сколько a100 надо чтоб поднять deepseek v3», «сколько гпу надо под deepseek r1» (no GPU named: the pick's)
+    if "count" in a.request.asks and x is not None and (not r.fits or not a.request.gpus):
         par = f"TP\u00a0{x.tensor_parallel}" + (f" × PP\u00a0{x.pipeline_parallel}" if x.pipeline_parallel > 1 else "")
+        gpus = f"{x.count}×{gpu_name(lang, x.gpu)}"
+        if "nodes" in a.request.asks:  # «сколько нод h100 под 405b»: the machines lead
+            gpus = nodes_text(lang, x.count, x.nodes) + ": " + gpus
         return "🔢", _(lang, "It takes %(gpus)s (%(par)s) for %(model)s: %(room)s") % {
-            "gpus": f"{x.count}×{gpu_name(lang, x.gpu)}", "par": par, "model": r.model,
+            "gpus": gpus, "par": par, "model": r.model,
             "room": room_text(lang, math.floor(x.concurrency_at_context * max(1, x.replicas) + 1e-9))}
     budget = r.settings.gpu_memory_utilization * r.gpu.total_gib
     if r.memory.kv_pool_gib <= 0 and r.gpu.unified_memory and r.settings.engine in ("llama.cpp", "ollama"):
@@ -267,6 +293,12 @@ def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
     r = a.serving
     assert r is not None
     mark, title = headline(lang, a)
+    rented = rental_lead(lang, a)
+    shown_mark, shown_title = mark, title
+    if rented:  # «сколько стоит … в месяц»: the period's price leads, the engine's headline after it
+        shown_title = rented.removeprefix("💰 ") + "\n" + (mark + " " if mark else "") + title
+        shown_mark = "💰"
+        title = rented.split("\n", 1)[0].removeprefix("💰 ")  # the plain line: the period's price
     line = summary(lang, r)
     ready = r.memory is not None and r.kv is not None and r.gpu is not None
     errors = [error_line(lang, e.key, e.params) for e in r.errors]
@@ -274,7 +306,7 @@ def serving_view(lang: str, a: ServingAnswer) -> AnswerView:
         errors = errors[1:]  # the first is the headline
     errors = [said_note_text(lang, n) or note_line(lang, n.key, r) for n in a.notes] + errors
     model: dict[str, Any] = {
-        "mark": mark, "verdict": verdict(a), "headline": title, "summary": line, "ready": ready,
+        "mark": shown_mark, "verdict": verdict(a), "headline": shown_title, "summary": line, "ready": ready,
         "tight": a.verdict == "tight",
         "model_known": r.model_known, "errors": errors, "shape_ref": _shape_ref(r),
         "table": table(lang, r) if ready else [], "kv": kv_line(lang, r) if ready else "",

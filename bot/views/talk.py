@@ -5,10 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import context_text, date_text, decimal, gpus_text, hours_text, money, money_range, money_typical
+from bot.views.formats import (
+    about_days,
+    context_text,
+    date_text,
+    days_text,
+    decimal,
+    gpus_text,
+    hours_text,
+    money,
+    money_range,
+    money_typical,
+)
 from bot.views.plan_lines import plan_view
 from bot.views.words import gpu_name, method_label
-from engine.schema import Answer, Limits, Plan, PlannedAnswer, Rental, Scenario
+from engine.catalog import find_gpu
+from engine.schema import Answer, Limits, Plan, PlannedAnswer, Rental, Scenario, ServingAnswer
 
 EXAMPLE = {"en": "70B QLoRA on H100?", "ru": "70B QLoRA на H100?"}
 
@@ -84,7 +96,7 @@ def limits_label(lang: str, lim: Limits) -> str:
         parts.append(_(lang, "a budget of %(money)s") % {
             "money": money(lang, lim.budget_asked.amount, lim.budget_asked.currency, whole=True)})
     if lim.deadline_hours is not None:
-        parts.append(_(lang, "a deadline of %(hours)s") % {"hours": hours_text(lang, lim.deadline_hours)})
+        parts.append(_(lang, "a deadline of %(hours)s") % {"hours": days_text(lang, lim.deadline_hours)})
     return (" " + _(lang, "and") + " ").join(parts)
 
 
@@ -94,11 +106,13 @@ def _plan_line(lang: str, p: Plan) -> str:
     return f"{p.count}×{v['gpu']}" + (f" ({shown})" if shown else "")
 
 
-def _plan_brief(lang: str, p: Plan) -> str:
-    """"1×H100 SXM, 21 h, ≈70 $": an arrangement, its hours and its typical cost."""
+def _plan_brief(lang: str, p: Plan, deadline: float | None = None) -> str:
+    """"1×H100 SXM, 21 h, ≈70 $": an arrangement, its hours (in days too against a deadline of days) and its
+    typical cost."""
     parts = [f"{p.count}×{gpu_name(lang, p.gpu)}"]
     if p.hours is not None:
-        parts.append(hours_text(lang, p.hours))
+        in_days = deadline is not None and days_text(lang, deadline) != hours_text(lang, deadline)
+        parts.append(about_days(lang, p.hours) if in_days else hours_text(lang, p.hours))
     if p.cost:
         parts.append(money_typical(lang, p.cost["typical"], p.currency))
     return ", ".join(parts)
@@ -113,13 +127,14 @@ def limits_lead(lang: str, lim: Limits | None) -> str:
     label = limits_label(lang, lim)
     if lim.meeting:
         best = min(lim.meeting, key=lambda p: (p.cost or {}).get("typical", 0.0))
-        return "✅ " + _(lang, "Within %(limits)s: %(plan)s") % {"limits": label, "plan": _plan_brief(lang, best)}
+        return "✅ " + _(lang, "Within %(limits)s: %(plan)s") % {
+            "limits": label, "plan": _plan_brief(lang, best, lim.deadline_hours)}
     if lim.cheapest is None or lim.fastest is None:
         return ""
     text = "❌ " + _(lang, "Not within %(limits)s: the cheapest is %(plan)s") % {
-        "limits": label, "plan": _plan_brief(lang, lim.cheapest)}
+        "limits": label, "plan": _plan_brief(lang, lim.cheapest, lim.deadline_hours)}
     if lim.fastest is not lim.cheapest and lim.deadline_hours is not None:
-        text += "; " + _(lang, "the fastest %(plan)s") % {"plan": _plan_brief(lang, lim.fastest)}
+        text += "; " + _(lang, "the fastest %(plan)s") % {"plan": _plan_brief(lang, lim.fastest, lim.deadline_hours)}
     return text
 
 
@@ -208,3 +223,13 @@ def rental_lines(lang: str, r: Rental, gpu: str, currency: str, monthly_asked: b
         lines.append("📅 " + _(lang, "No monthly offers for %(gpu)s in the catalog: only hourly prices.") % {
             "gpu": gpu})
     return lines
+
+
+def rental_lead(lang: str, a: PlannedAnswer | ServingAnswer) -> str:
+    """A model question that prices a period («… на 2 h100 в месяц»): the GPUs asked for it, hourly against monthly
+    where a month is asked; the fit on them follows."""
+    if a.rental is None or not a.request.gpus or a.request.gpus[0].name is None:
+        return ""
+    found = find_gpu(a.request.gpus[0].name, a.request.gpus[0].memory_gb)
+    gpu = gpu_name(lang, found.name if found else a.request.gpus[0].name)
+    return "\n".join(rental_lines(lang, a.rental, gpu, a.currency, bool(a.request.rent_monthly)))

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from bot.views.catalogs import N_, _, _n
-from bot.views.formats import context_text, gb, gpus_text, number_or_text
+from bot.views.formats import context_text, gb, gpus_text, num, number_or_text
 from engine.schema import Assumption, Change, Note, Scenario
 
 COMPONENTS = ("weights", "upcast", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache",
@@ -114,7 +114,9 @@ UNSUPPORTED_TEXTS = {  # what a question asked that the engine does not model ye
     "disk": N_("disk space for checkpoints is not estimated yet: only GPU memory is"),
     "distillation": N_("distillation is not modelled yet: the student alone is estimated, without the teacher"),
     "lmdeploy": N_("LMDeploy is not modelled yet: the estimate is not specific to it"),
-    "exllama": N_("ExLlama is not modelled yet: the estimate is not specific to it"),
+    "exllama": N_("ExLlamaV2 (TabbyAPI) is not modelled as an engine: the EXL2 weights are counted at the bits per "
+                  "weight said (the head at 6 bits, the embeddings in CPU RAM), the KV cache and the rest as in "
+                  "plain PyTorch; its speed is not estimated"),
     "mlx": N_("MLX is not modelled as such: counted as the same weights and bits in the Mac's unified memory "
               "(MLX runs on Apple Silicon only)"),
     "mlc": N_("MLC LLM is not modelled yet: the estimate is not specific to it"),
@@ -295,6 +297,8 @@ def method_label(lang: str, s: Scenario) -> str:
         return f"QLoRA {bits} r{s.lora_rank}"
     if s.method == "lora":
         return f"LoRA r{s.lora_rank}"
+    if s.method == "inference" and s.weight_bpw is not None:  # "exl2 6bpw": the bits said, not the nearest 4/8/16
+        return _(lang, "inference, EXL2 %(bpw)s bpw") % {"bpw": num(lang, s.weight_bpw)}
     if s.method == "inference":
         return _(lang, "inference, %(bits)s") % {"bits": bits}
     if s.pretraining:

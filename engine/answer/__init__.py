@@ -77,6 +77,7 @@ def answer(request: Request, prices: PriceOptions | None = None, today: date | N
         served = serving_answer(request, prices)
         asked_gpu = request.gpus[0].name if request.gpus else None
         served.notes = [*served.notes, *said_notes(request, request.model.name or "", asked_gpu, served.currency)]
+        served.rental = asked_rental(request, prices)
         return served
     try:
         if posttrain.applies(request):
@@ -116,7 +117,26 @@ def answer(request: Request, prices: PriceOptions | None = None, today: date | N
         shape_reference=None if s.arch.known else reference_of(s.arch),
         capacity=capacity_lines(b, asked, result),
         limits=limits_with_faster(request, shown, prices or PriceOptions()),
+        rental=asked_rental(request, prices),
     )
+
+
+def asked_rental(request: Request, prices: PriceOptions | None) -> Rental | None:
+    """«сколько стоит инфер 70б на 2 h100 в месяц», "how much a week of 8xH100 for serving 70B": a period priced
+    for the GPUs named, with no amount of data to price a run by; the model's fit comes after it."""
+    if request.rent_hours is None or "money" not in request.asks or request.tokens or len(request.gpus) != 1 \
+            or request.gpus[0].name is None:
+        return None
+    options = prices or PriceOptions()
+    currency = request.currency if request.currency in ("USD", "RUB") else options.currency
+    gpu = find_gpu(request.gpus[0].name, request.gpus[0].memory_gb)
+    if gpu is None:
+        return None
+    try:
+        found = pricing.market_range(gpu.name, None, currency, options.usd_rub)
+    except (LookupError, ValueError):
+        return None
+    return rental_cost(request, found, currency)
 
 
 def limits_with_faster(request: Request, shown: list[Plan], prices: PriceOptions) -> Limits | None:

@@ -186,7 +186,12 @@ def with_posttrain(job: ConfigJob, pt: Any) -> ConfigJob:
     elif st.max_length:
         update["seq_len"] = st.max_length
     if st.use_vllm and st.vllm_mode:
-        update.update(rollout_mode=st.vllm_mode, rollout_gpu_memory_utilization=st.vllm_gpu_memory_utilization,
+        share = st.vllm_gpu_memory_utilization
+        if st.vllm_mode == "colocate":  # the share the estimate (and the answer's headline) holds: asked, else TRL's
+            from engine.posttrain.setup import constants
+
+            share = job.rollout_gpu_memory_utilization or float(constants()["defaults"]["vllm_gpu_memory_utilization"])
+        update.update(rollout_mode=st.vllm_mode, rollout_gpu_memory_utilization=share,
                       rollout_tensor_parallel=st.vllm_tensor_parallel_size, rollout_sleep=bool(
                           st.vllm_enable_sleep_mode))
     elif job.stage in ("grpo", "ppo"):

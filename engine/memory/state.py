@@ -51,6 +51,8 @@ def frozen_base_bytes(s: Scenario, prof: Profile | None = None) -> float:
     unless the stack quantizes lm_head too (profile lm_head_quantized)."""
     arch = s.arch
     prof = prof or profile(s.framework)
+    if s.weight_bpw is not None:
+        return exl2_weight_bytes(s)
     if s.bits >= 16:
         return arch.params * weight_bytes_per_param(s.bits)
     q = weight_bytes_per_param(s.bits, prof)
@@ -58,6 +60,15 @@ def frozen_base_bytes(s: Scenario, prof: Profile | None = None) -> float:
     if prof.lm_head_quantized:
         return (arch.linear_params + lm_head) * q + (arch.embedding_params - lm_head) * 2.0
     return arch.linear_params * q + arch.embedding_params * 2.0
+
+
+def exl2_weight_bytes(s: Scenario) -> float:
+    """ExLlamaV2's EXL2 weights on the GPU (turboderp-org/exllamav2 da07facd): the decoder's linear layers at the
+    bits per weight said (conversion/convert_exl2.py -b, "Target bits per weight"), the output head at its own
+    6 bits (-hb default 6), the embedding table in CPU RAM (model.py load(embed_cpu=True), line 179)."""
+    w = constants()["weights"]
+    head = s.arch.vocab * s.arch.hidden
+    return s.arch.linear_params * float(s.weight_bpw or 16.0) / 8.0 + head * float(w["exl2_head_bits"]) / 8.0
 
 
 def kbit_upcast_bytes(s: Scenario, prof: Profile | None = None) -> float:

@@ -11,6 +11,7 @@ from engine.parse.lexicon_money import (
     CURRENCY_WORDS,
     DEADLINE_LEADS,
     DEADLINE_NOT,
+    FIT_VERBS,
     HOURS_PER,
     IN_CURRENCY,
     MONEY_ASKS,
@@ -189,7 +190,8 @@ def deadline(s: Scan) -> None:
             continue
         if t.text not in leads:
             continue
-        j = s.skip(i + 1, leads | frozenset({"a", "an", "чем", "the", "-", ":", "—"}), 3)
+        extra = frozenset({"в"}) if t.text in FIT_VERBS else frozenset()  # «уложиться в 4 дня»
+        j = s.skip(i + 1, leads | extra | frozenset({"a", "an", "чем", "the", "-", ":", "—"}), 3)
         got = _span_value(s, j)
         if got is None and t.text in BARE_SPAN_LEADS and s.word(j) in HOURS_PER and len(s.word(j)) > 2:
             got = HOURS_PER[s.word(j)], j  # "срок сутки", "дедлайн неделя"
@@ -304,3 +306,10 @@ def period(s: Scan) -> None:
     elif not job and s.gpus and said.get("deadline_hours") is not None and said.get("rent_hours") is None \
             and not any(WEEKDAY_PREFIX in a for a in s.assumed):
         s.set("rent_hours", said.pop("deadline_hours"))
+    elif not job and s.gpus and said.get("rent_hours") is None and not s.words.isdisjoint(MONEY_WORDS):
+        for k, t in enumerate(s.toks):  # «сколько стоит 100 часов h100»: hours of a GPU priced, with no preposition
+            if t.text in HOUR_UNITS and not t.used and s.num(k - 1) and not s.toks[k - 1].used \
+                    and 0 < s.toks[k - 1].val <= MAX_HOURS:
+                s.set("rent_hours", s.toks[k - 1].val)
+                s.use(k - 1, k)
+                break

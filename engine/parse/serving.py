@@ -193,6 +193,8 @@ def other_formats(s: Scan) -> None:
             bpw = float(s.toks[i - 1].val)
             if 1.0 <= bpw <= 16.0:
                 s.set("bits", min((4, 8, 16), key=lambda b: (abs(b - bpw), -b)))
+                if s.said.get("quantization") is None:
+                    s.set("quantization", f"exl2:{bpw:g}")  # the weights at the bits per weight said
                 s.use(i - 1, i)
 
 

@@ -73,7 +73,10 @@ def context(s: Scan) -> None:
 
 
 def _names_hardware(s: Scan, start: int, j: int) -> bool:
-    """The number at j, after a preposition between start and j, is a GPU ("на 4090", "on 8xH100", "на 2х3090")."""
+    """The number at j, after a preposition between start and j, is a GPU ("на 4090", "on 8xH100", "на 2х3090");
+    a number glued to a word the fillers skipped is a name's ("на a6000": "a" is no article there)."""
+    if j > start and s.glued(j) and s.toks[j - 1].kind == WORD:
+        return True
     if not any(s.toks[k].text in PREPOSITIONS for k in range(start, j)):
         return False
     if s.word(j + 1) in ("x", "х", "×", "*"):

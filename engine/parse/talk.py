@@ -50,9 +50,10 @@ def smalltalk(s: Scan) -> str | None:
     return None
 
 
-HOW_MANY = frozenset({"сколько", "скока", "скоко", "скольких", "many"})
-COUNTED = frozenset({"нод", "ноды", "нода", "узлов", "узла", "node", "nodes", "гпу", "gpu", "gpus", "карт",
-                     "карты", "видеокарт", "видюх", "серверов", "servers", "machines", "машин", "штук"})
+HOW_MANY = frozenset({"сколько", "скока", "скоко", "скок", "скольких", "many"})
+NODES = frozenset({"нод", "ноды", "нода", "нодов", "узлов", "узла", "node", "nodes", "серверов", "servers", "machines",
+                   "машин"})
+COUNTED = NODES | frozenset({"гпу", "gpu", "gpus", "карт", "карты", "видеокарт", "видюх", "штук"})
 
 
 NEED = frozenset({"нужно", "надо", "нужен", "нужны", "потребуется", "понадобится", "do", "would"})
@@ -71,9 +72,16 @@ def count_asked(s: Scan) -> bool:
     return False
 
 
+def nodes_asked(s: Scan) -> bool:
+    """"сколько нод h100", "how many nodes": the count is asked in machines (the answer says them beside the GPUs)."""
+    return any(t.text in HOW_MANY and (t.text != "many" or (i > 0 and s.toks[i - 1].text == "how"))
+               and any(x.text in NODES or x.text.rstrip("s") in NODES for x in s.toks[i + 1:i + 5])
+               for i, t in enumerate(s.toks))
+
+
 def serving_asks(s: Scan) -> list[str]:
     texts = s.texts
-    out = ["count"] if count_asked(s) else []
+    out = (["count", "nodes"] if nodes_asked(s) else ["count"]) if count_asked(s) else []
     if LAT.first(texts, s.words) is not None:
         out.append("latency")
     words = [t.text for t in s.toks if t.kind != "p"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from engine.parse.lexicon import (
     ALL_WORDS,
     BIT_WORDS,
@@ -297,8 +299,9 @@ def method(s: Scan) -> None:
         elif w in FULL_WORDS or w in FULL_SLANG:
             if s.word(s.skip(i + 1, HYPHENS, 1)) not in CONTEXT_WORDS:
                 found = "full"
-        elif w in ("fully", "полностью") and s.word(s.skip(i + 1, HYPHENS, 1)) in TRAIN_WORDS | {"дообучить"}:
-            found = "full"  # "fully fine-tune 13b", «полностью дообучить»
+        elif w in ("fully", "полностью") and (s.word(s.skip(i + 1, HYPHENS, 1)) in TRAIN_WORDS | {"дообучить"}
+                                              or any(x.text in TRAIN_WORDS for x in toks[max(0, i - 4):i])):
+            found = "full"  # "fully fine-tune 13b", «полностью дообучить», «зафайнтюнить 70б полностью»
         elif w in WEIGHT_WORDS and s.word(s.skip(i - 1, frozenset({"the"}), 1, -1)) in ALL_WORDS:
             found = "full"  # "all weights", "все веса"
         elif (w == "scratch" and s.word(i - 1) == "from") or (w == "нуля" and s.word(i - 1) in ("с", "со")):
@@ -322,11 +325,20 @@ def method(s: Scan) -> None:
     weak = weak or s.said.get("quantization") is not None or s.said.get("serving_engine") is not None \
         or s.said.get("concurrency") is not None or bool(serving_asks(s)) or bool(s.said.get("asks_users")) \
         or s.said.get("prompt_len") is not None or s.said.get("output_len") is not None \
-        or not s.words.isdisjoint(GENERATE_VERBS)  # «сколько юзеров потянет», "how much to generate 100M tokens"
+        or not s.words.isdisjoint(GENERATE_VERBS) \
+        or per_million_price(s)  # «сколько юзеров потянет», "how much to generate 100M tokens", «цена за 1м токенов»
     training = bool(s.words & TRAIN_WORDS) or s.said.get("stage") is not None \
         or s.said.get("framework") not in (None, "hf") or s.said.get("num_generations") is not None
     if weak and not training:
         s.set("method", "inference")
+
+
+# «цена за 1м токенов», "price per 1M tokens", "$/1M tokens": the serving metric, not a 1M-token training set
+PER_MILLION = re.compile(r"(?:\bза|\bper|/|\bfor\s+a)\s*(?:1\s*(?:m|м|млн)\b|милли?он\w*|million\b)\.?\s*(?:ток|tok)")
+
+
+def per_million_price(s: Scan) -> bool:
+    return s.said.get("tokens") == 1e6 and PER_MILLION.search(s.text) is not None
 
 
 # what only a training job has: a question that says one of these is not asked as inference by default

@@ -67,6 +67,7 @@ class PlannedAnswer(AnswerBase):
     fused_loss_gb: float | None = None  # what a fused linear cross-entropy would need, when no framework was named
     conflicts: list[str] = Field(default_factory=list)  # what the asked GPU cannot run (hardware_conflicts keys)
     limits: Limits | None = None  # the question's budget / deadline against the plans
+    rental: Rental | None = None  # «сколько стоит инфер 70б на 2 h100 в месяц»: the GPUs asked for that period
 
 
 class TrainingAnswer(PlannedAnswer):
@@ -82,6 +83,7 @@ class ServingAnswer(AnswerBase):
     kind: Literal["serving"] = "serving"
     serving: ServingResult  # the serving engine's whole answer as data (engine.serving)
     serving_users: int = 0  # requests of the asked context the serving arrangement runs at once (all replicas)
+    rental: Rental | None = None  # the GPUs asked for the period the question prices («… в месяц»)
 
 
 class MarketAnswer(AnswerBase):

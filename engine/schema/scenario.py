@@ -94,4 +94,5 @@ class Scenario(BaseModel):
     float8: bool = False
     async_tp: bool = False
     compiled: bool = False
+    weight_bpw: float | None = None  # EXL2 weights ("exl2 6.0bpw"): the decoder's linears at these bits per weight
 

@@ -252,7 +252,7 @@ def _lf_precision(c: Collector, key: str, value: Any, data: Mapping[str, Any]) -
 
 LF_KEYS: dict[str, Handler] = {
     **each(("finetuning_type", "quantization_bit", "quantization_method", "stage", "disable_gradient_checkpointing",
-            "enable_liger_kernel", "pure_bf16"), skip),  # read before the loop
+            "enable_liger_kernel", "pure_bf16", "pref_loss"), skip),  # read before the loop
     "model_name_or_path": model,
     "lora_rank": to("lora_rank", as_int),
     "lora_target": targets,
@@ -273,7 +273,8 @@ def llama_factory(data: dict[str, Any], c: Collector) -> None:
     if qbit and qmethod in ("gptq", "awq"):
         c.set("quantization", qmethod)
     stage = str(data.get("stage") or "sft").lower()
-    c.set("stage", LF_STAGE.get(stage))
+    loss = str(data.get("pref_loss") or "").lower()
+    c.set("stage", loss if stage == "dpo" and loss in ("orpo", "simpo") else LF_STAGE.get(stage))  # pref_loss
     c.set("gradient_checkpointing", not as_bool(data.get("disable_gradient_checkpointing")))
     c.set("fused_loss", bool(as_bool(data.get("enable_liger_kernel"))))
     c.set("mixed_precision", "pure_bf16" if as_bool(data.get("pure_bf16")) else None)

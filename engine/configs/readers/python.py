@@ -13,7 +13,8 @@ from engine.configs.readers.mappings import _hf_key
 from engine.configs.safety import ConfigInputError
 
 CONFIGS = {"SFTConfig": "sft", "DPOConfig": "dpo", "GRPOConfig": "grpo", "KTOConfig": "kto", "RewardConfig": "rm",
-           "ORPOConfig": "orpo", "TrainingArguments": None, "Seq2SeqTrainingArguments": None}
+           "ORPOConfig": "orpo", "CPOConfig": "simpo", "TrainingArguments": None, "Seq2SeqTrainingArguments": None}
+# CPOConfig is read as SimPO: both are reference-free preference pairs (TRL f2cd57710ae3 cpo_trainer.md), one memory
 
 
 def looks_like_python(text: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from engine.configs.model import ConfigJob, ConfigOutput, Target
-from engine.configs.writers.hf import trl_command, trl_script, unsloth
+from engine.configs.writers.hf import CLI, trl_command, trl_script, unsloth
 from engine.configs.writers.launch import accelerate, deepspeed, with_context_parallel
 from engine.configs.writers.serving import llama_cpp, sglang, vllm
 from engine.configs.writers.torchtune import torchtune
@@ -16,7 +16,7 @@ def _trl(job: ConfigJob) -> ConfigOutput:
     job, cp_notes = with_context_parallel(job)
     out = trl_script(job)
     out.notes = cp_notes + out.notes
-    if job.gpu_count <= 1 and job.sharding == "none":  # one GPU, no vLLM server beside it
+    if job.gpu_count <= 1 and job.sharding == "none" and job.stage in CLI:  # one GPU, no vLLM server beside it
         out.command = trl_command(job)  # the same settings without the script; the script is in files
     return out
 

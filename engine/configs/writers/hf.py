@@ -16,11 +16,25 @@ from engine.configs.writers.launch import accelerate_files, launcher, train_gpus
 
 TRAINERS = {"sft": ("SFTTrainer", "SFTConfig"), "dpo": ("DPOTrainer", "DPOConfig"),
             "grpo": ("GRPOTrainer", "GRPOConfig"), "kto": ("KTOTrainer", "KTOConfig"),
-            "rm": ("RewardTrainer", "RewardConfig"), "pretrain": ("SFTTrainer", "SFTConfig")}
-# The datasets TRL's own docs use for each trainer (a placeholder for the user's data)
+            "rm": ("RewardTrainer", "RewardConfig"), "pretrain": ("SFTTrainer", "SFTConfig"),
+            "orpo": ("ORPOTrainer", "ORPOConfig"), "simpo": ("CPOTrainer", "CPOConfig")}
+# Trainers outside `trl`'s top level (TRL f2cd57710ae3 docs/source/orpo_trainer.md, cpo_trainer.md: ORPO and CPO
+# live in trl.experimental); SimPO is CPOTrainer with loss_type="simpo" and cpo_alpha=0.0 (cpo_trainer.md)
+TRAINER_MODULES = {"orpo": "trl.experimental.orpo", "simpo": "trl.experimental.cpo"}
+STAGE_ARGS: dict[str, dict[str, Any]] = {"simpo": {"loss_type": "simpo", "cpo_alpha": 0.0}}
+# The datasets TRL's own docs use for each trainer (a placeholder for the user's data): preference pairs (prompt,
+# chosen, rejected) for DPO, ORPO, SimPO and the reward model, unpaired labels for KTO, prompts for GRPO
 DATASETS = {"sft": "trl-lib/Capybara", "dpo": "trl-lib/ultrafeedback_binarized", "grpo": "trl-lib/tldr",
-            "kto": "trl-lib/kto-mix-14k", "rm": "trl-lib/ultrafeedback_binarized", "pretrain": "trl-lib/Capybara"}
+            "kto": "trl-lib/kto-mix-14k", "rm": "trl-lib/ultrafeedback_binarized", "pretrain": "trl-lib/Capybara",
+            "orpo": "trl-lib/ultrafeedback_binarized", "simpo": "trl-lib/ultrafeedback_binarized"}
+# `trl <command>` (TRL f2cd57710ae3 docs/source/clis.md: sft, dpo, reward, grpo, rloo, kto; no ORPO/CPO command)
 CLI = {"sft": "sft", "dpo": "dpo", "grpo": "grpo", "kto": "kto", "rm": "reward", "pretrain": "sft"}
+
+
+def trainer_import(stage: str | None) -> str:
+    """"from trl import DPOTrainer, DPOConfig", or the experimental module that holds ORPO and CPO (SimPO)."""
+    trainer, config = TRAINERS.get(stage or "sft", TRAINERS["sft"])
+    return f"from {TRAINER_MODULES.get(stage or '', 'trl')} import {trainer}, {config}"
 
 
 def rollout_args(job: ConfigJob) -> dict[str, Any]:
@@ -67,6 +81,7 @@ def training_args(job: ConfigJob) -> dict[str, Any]:
         a["optim"] = HF_OPTIM[job.optimizer]
     if job.fused_loss:
         a["use_liger_kernel"] = True
+    a.update(STAGE_ARGS.get(job.stage or "", {}))
     if job.stage == "grpo":
         gens = job.num_generations or 8
         a["num_generations"] = gens
@@ -133,12 +148,11 @@ def trl_script(job: ConfigJob) -> ConfigOutput:
     args, margs = training_args(job), model_args(job)
     lines = [*header(job, f"TRL {trainer}"), "from datasets import load_dataset",
              "from transformers import AutoModelForCausalLM, AutoTokenizer"]
-    imports = [trainer, config]
     if job.method == "qlora":
         lines.append("from transformers import BitsAndBytesConfig")
     if job.peft:
         lines.append("from peft import LoraConfig")
-    lines.append(f"from trl import {', '.join(imports)}")
+    lines.append(trainer_import(job.stage))
     lines += ["", f"MODEL = {job.model!r}"]
     load = [f"dtype={margs['dtype']!r}", f"attn_implementation={margs['attn_implementation']!r}"]
     if job.method == "qlora":
@@ -192,8 +206,7 @@ def unsloth(job: ConfigJob) -> ConfigOutput:
             and job.bits == 4, "load_in_8bit": job.method == "qlora" and job.bits == 8,
             "full_finetuning": job.method == "full"}
     lines = [*header(job, "Unsloth"), "from unsloth import FastLanguageModel", "from datasets import load_dataset",
-             f"from trl import {TRAINERS.get(job.stage, TRAINERS['sft'])[0]}, "
-             f"{TRAINERS.get(job.stage, TRAINERS['sft'])[1]}", "",
+             trainer_import(job.stage), "",
              "model, tokenizer = FastLanguageModel.from_pretrained(",
              *(f"    {k}={_py(v)}," for k, v in load.items()), ")"]
     if job.peft:

@@ -18,7 +18,12 @@ LF_DS = {("zero2", False): "examples/deepspeed/ds_z2_config.json",
          ("zero2", True): "examples/deepspeed/ds_z2_offload_config.json",
          ("zero3", False): "examples/deepspeed/ds_z3_config.json",
          ("zero3", True): "examples/deepspeed/ds_z3_offload_config.json"}
-LF_STAGES = {"sft": "sft", "dpo": "dpo", "kto": "kto", "rm": "rm", "ppo": "ppo", "pretrain": "pt"}
+LF_STAGES = {"sft": "sft", "dpo": "dpo", "kto": "kto", "rm": "rm", "ppo": "ppo", "pretrain": "pt", "orpo": "dpo",
+             "simpo": "dpo"}
+# ORPO and SimPO are LLaMA-Factory's dpo stage with another preference loss (LLaMA-Factory ff6d4d12eeb0
+# src/llamafactory/hparams/finetuning_args.py RLHFArguments.pref_loss: sigmoid, hinge, ipo, kto_pair, orpo, simpo;
+# no reference model for orpo and simpo, line 593)
+LF_PREF_LOSS = {"orpo": "orpo", "simpo": "simpo"}
 # LLaMA-Factory chat templates by model family (src/llamafactory/data/template.py register_template names); the
 # first fragment the Hub id contains wins ("default" is a generic template none of these models was trained on)
 LF_TEMPLATES = (("llama-3", "llama3"), ("llama3", "llama3"), ("llama-2", "llama2"), ("qwen3", "qwen3"),
@@ -27,7 +32,8 @@ LF_TEMPLATES = (("llama-3", "llama3"), ("llama3", "llama3"), ("llama-2", "llama2
                 ("phi", "phi"), ("yi-", "yi"), ("chatglm3", "chatglm3"), ("baichuan2", "baichuan2"),
                 ("gpt-oss", "gpt"))
 # LLaMA-Factory's demo datasets (data/dataset_info.json): preference pairs for DPO/RM, KTO labels for KTO
-LF_DATASETS = {"dpo": "dpo_en_demo", "rm": "dpo_en_demo", "kto": "kto_en_demo", "pretrain": "c4_demo"}
+LF_DATASETS = {"dpo": "dpo_en_demo", "rm": "dpo_en_demo", "kto": "kto_en_demo", "pretrain": "c4_demo",
+               "orpo": "dpo_en_demo", "simpo": "dpo_en_demo"}
 
 
 def lf_template(model: str) -> str:
@@ -36,6 +42,25 @@ def lf_template(model: str) -> str:
 
 
 AXOLOTL_RL = {"dpo": "dpo", "orpo": "orpo", "kto": "kto", "simpo": "simpo", "grpo": "grpo"}
+# Axolotl datasets in the format each method reads (axolotl 067b021c8b87 examples): preference pairs through the
+# tokenizer's chat template for DPO and SimPO (examples/llama-3/instruct-dpo-lora-8b.yml), Argilla's cleaned
+# UltraFeedback pairs for ORPO (examples/mistral/orpo/mistral-qlora-orpo.yml), its unpaired KTO labels for KTO
+# (examples/llama-3/qlora-1b-kto.yaml; prompt_strategies/kto: llama3.ultra, chatml.ultra)
+AXOLOTL_PAIRS = {"path": "fozziethebeat/alpaca_messages_2k_dpo_test", "type": "chat_template.default",
+                 "field_messages": "conversation", "field_chosen": "chosen", "field_rejected": "rejected"}
+AXOLOTL_DATASETS: dict[str, dict[str, str]] = {
+    "dpo": AXOLOTL_PAIRS, "simpo": AXOLOTL_PAIRS,
+    "orpo": {"path": "argilla/ultrafeedback-binarized-preferences-cleaned", "type": "chat_template.argilla"},
+    "kto": {"path": "argilla/ultrafeedback-binarized-preferences-cleaned-kto", "type": "chatml.ultra",
+            "split": "train"}}
+
+
+def axolotl_dataset(job: ConfigJob) -> dict[str, str]:
+    """The dataset entry for the job's method; the SFT placeholder in Alpaca format otherwise."""
+    entry = dict(AXOLOTL_DATASETS.get(job.stage, {"path": "your-org/your-dataset", "type": "alpaca"}))
+    if job.stage == "kto" and "llama-3" in job.model.lower().replace("llama3", "llama-3"):
+        entry["type"] = "llama3.ultra"
+    return entry
 
 
 def dump(data: dict[str, Any]) -> str:
@@ -66,7 +91,9 @@ def axolotl(job: ConfigJob) -> ConfigOutput:
         c["rl"] = AXOLOTL_RL[job.stage]
     elif job.stage not in ("sft", "pretrain"):
         notes.append(f"not_expressible:stage={job.stage}")
-    c["datasets"] = [{"path": "your-org/your-dataset", "type": "alpaca"}]
+    c["datasets"] = [axolotl_dataset(job)]
+    if job.stage in ("orpo", "kto"):
+        c["remove_unused_columns"] = False  # the examples' setting: the trainer reads the pair's own columns
     c["output_dir"] = "./outputs/out"
     c["sequence_len"] = job.seq_len
     c["sample_packing"] = False
@@ -129,7 +156,9 @@ def llama_factory(job: ConfigJob) -> ConfigOutput:
     c: dict[str, Any] = {"model_name_or_path": job.model}
     if job.stage not in LF_STAGES:
         notes.append(f"not_expressible:stage={job.stage}")
-    c["stage"] = LF_STAGES.get(job.stage, "sft")  # no GRPO/ORPO/SimPO stage in LLaMA-Factory's finetuning_args
+    c["stage"] = LF_STAGES.get(job.stage, "sft")  # no GRPO stage in LLaMA-Factory's finetuning_args
+    if job.stage in LF_PREF_LOSS:
+        c["pref_loss"] = LF_PREF_LOSS[job.stage]
     c["do_train"] = True
     c["finetuning_type"] = "lora" if job.peft else "full"
     if job.peft:

@@ -267,3 +267,23 @@ def test_a_gpu_without_bf16_gets_an_fp16_trl_config() -> None:
     assert "dtype='float32'" in "\n".join(f.text for f in full.files)  # fp16 AMP unscales fp32 gradients only
     on_h100 = config_for(parse("qlora llama 3.2 3b on H100"), "trl")
     assert "bf16=True" in "\n".join(f.text for f in on_h100.files)
+
+
+@pytest.mark.parametrize("stage", ["dpo", "orpo", "kto", "simpo"])
+def test_a_preference_method_gets_a_preference_dataset_in_every_writer(stage):
+    """DPO / ORPO / SimPO read chosen-rejected pairs, KTO unpaired labels: never an SFT dataset (issue 21 #11)."""
+    job = ConfigJob(model="meta-llama/Llama-3.1-8B", stage=stage)
+    sft = ("trl-lib/Capybara", "alpaca_en_demo", "your-org/your-dataset", "type: alpaca")
+    pairs = ("dpo_en_demo", "dpo_test", "ultrafeedback")  # the writers' preference datasets (pairs)
+    for target in ("axolotl", "llama-factory", "trl", "unsloth", "accelerate", "deepspeed"):
+        out = write_config(job, target)
+        text = "\n".join(f.text for f in out.files) + "\n" + out.command
+        assert not any(s in text for s in sft), (stage, target)
+        assert any(p in text for p in (("kto_en_demo", "kto-mix", "cleaned-kto") if stage == "kto" else pairs)), target
+        assert not any(n.startswith("not_expressible:stage") for n in out.notes), (stage, target, out.notes)
+        assert read_bundle([(f.name, f.text) for f in out.files]).request.stage == stage, (stage, target)
+    assert "pref_loss: orpo" in write_config(ConfigJob(model="Qwen/Qwen2.5-7B", stage="orpo"), "llama-factory") \
+        .files[0].text
+    trl = write_config(ConfigJob(model="Qwen/Qwen2.5-7B", stage="simpo"), "trl")
+    assert "from trl.experimental.cpo import CPOTrainer, CPOConfig" in trl.files[0].text
+    assert "loss_type='simpo'" in trl.files[0].text and not trl.command.startswith("trl ")

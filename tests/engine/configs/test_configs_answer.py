@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+from bot.pipeline import ask_text
+from bot.views.posttrain import vllm_share_used
 from engine.answer import answer
 from engine.configs import check, config_for, read_bundle
 from engine.configs.bridge import adapted, default_target
@@ -82,7 +84,10 @@ def test_a_training_config_reads_back_as_the_answers_arrangement(question: str, 
     if request.stage == "grpo":
         assert got.num_generations == st.num_generations and got.output_len == st.max_completion_length
         assert got.rollout is not None and got.rollout.mode == st.vllm_mode, (question, got.rollout, st)
-        assert got.rollout.gpu_memory_utilization == st.vllm_gpu_memory_utilization
+        # colocated: the share the headline says the estimate holds (asked, else TRL's default), not a change's
+        held = vllm_share_used(a) if st.vllm_mode == "colocate" else st.vllm_gpu_memory_utilization
+        assert got.rollout.gpu_memory_utilization == held, (question, got.rollout, held)
+        assert f"vllm_gpu_memory_utilization={held!r}" in ask_text(question), question  # the answer's settings
         assert bool(got.rollout.sleep) == bool(st.vllm_enable_sleep_mode)
     else:
         assert got.seq_len == st.max_length

@@ -1,0 +1,69 @@
+"""Issue 21 classes checked below the first line: EXL2 weights at the bits said, Mistral Large's shape, node counts
+and deadlines in days as worded, a period priced for a model question."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.pipeline import ask_text
+from bot.views.formats import about_days, days_text, nodes_text
+from engine.answer import answer
+from engine.catalog import find_model
+from engine.memory.state import frozen_base_bytes
+from engine.parse import parse
+from engine.scenario import build_scenario
+
+
+def _scenario(text: str):
+    return build_scenario(parse(text))
+
+
+def test_exl2_weights_are_the_bits_per_weight_said_with_a_6_bit_head_and_the_embeddings_off_the_gpu() -> None:
+    six = _scenario("exl2 6bpw mistral 7b на 3060")
+    assert six.weight_bpw == 6.0
+    arch = six.arch
+    want = arch.linear_params * 6 / 8 + arch.vocab * arch.hidden * 6 / 8
+    assert frozen_base_bytes(six) == pytest.approx(want)
+    four = _scenario("exl2 4.0bpw mistral 7b на 3060")
+    five = _scenario("exl2 5bpw mistral 7b на 3060")
+    eight = _scenario("mistral 7b int8 на 3060")
+    assert frozen_base_bytes(four) < frozen_base_bytes(five) < frozen_base_bytes(six) < frozen_base_bytes(eight)
+    assert _scenario("mistral 7b на 3060").weight_bpw is None
+    text = ask_text("exl2 6bpw mistral 7b на 3060")
+    assert "EXL2 6\u00a0bpw" in text and "ExLlamaV2 (TabbyAPI) как движок не моделирую" in text
+    assert "⚡" not in text  # no speed is made up for an engine that is not modelled
+
+
+def test_mistral_large_is_the_123b_dense_model_of_its_config() -> None:
+    m = find_model("mistral large")
+    assert m is not None and m.name == "Mistral-Large-123B"
+    c = m.config
+    layer = (2 * c.hidden_size * c.num_attention_heads * c.head_dim
+             + 2 * c.hidden_size * c.num_key_value_heads * c.head_dim
+             + 3 * c.hidden_size * c.intermediate_size + 2 * c.hidden_size)
+    total = c.num_hidden_layers * layer + 2 * c.vocab_size * c.hidden_size + c.hidden_size
+    assert m.params_b == pytest.approx(total / 1e9, abs=1e-4)
+    for said in ("mistral-large-instruct-2407", "Mistral-Large-Instruct-2411", "мистраль лардж", "mistral 123b"):
+        r = parse(f"инфер {said} на 4 h100")
+        assert r.model is not None and r.model.params_b == pytest.approx(122.6, rel=0.01), said
+
+
+def _plain(text: str) -> str:
+    return text.replace("\u00a0", " ")
+
+
+def test_node_counts_and_deadlines_are_worded_in_nodes_and_days() -> None:
+    assert _plain(nodes_text("ru", 128, 16)) == "16 узлов по 8 GPU"
+    assert _plain(nodes_text("ru", 16, 1)) == "2 узла по 8 GPU"  # a count over one node's GPUs
+    assert _plain(nodes_text("en", 4, 1)) == "1 node (4 of its 8 GPUs)"
+    assert _plain(days_text("ru", 336)) == "14 дней (336 ч)" and _plain(days_text("ru", 24)) == "24 ч"
+    assert _plain(days_text("en", 72)) == "3 days (72 h)" and _plain(days_text("en", 36)) == "36 h"
+    assert _plain(about_days("ru", 249)) == "249 ч (≈10 дней)" and _plain(about_days("ru", 5.2)) == "5,2 ч"
+
+
+def test_a_model_question_that_prices_a_period_gets_that_period_for_the_gpus_asked() -> None:
+    a = answer(parse("сколько стоит инфер 70б на 2 h100 в месяц"))
+    assert a.rental is not None and a.rental.count == 2 and a.rental.hours == 730
+    assert answer(parse("лора 8б на 2 h100 на 1B токенов сколько стоит")).rental is None  # a run is priced instead
+    served = ask_text("сколько стоит инфер мистраль лардж на 8 h100 в месяц vllm").split("\n")
+    assert served[0].startswith("💰 8×H100 SXM на 730") and served[2].startswith("✅")
