@@ -152,7 +152,8 @@ def load(s: Scan) -> None:
         kind = "eagle" if "eagle" in text else "mtp" if ("mtp" in text or "multi" in w) else \
             "ngram" if ("gram" in w or "грам" in w) else "draft"
         s.set("speculative", kind)
-    if EP.search(text) or EP_BARE.search(s.cased):  # on; the degree, when said ("EP 8"), is the expert-parallel parser's (engine.parse.serving)
+    # on; the degree, when said ("EP 8"), is the expert-parallel parser's (engine.parse.serving)
+    if EP.search(text) or EP_BARE.search(s.cased):
         s.set("expert_parallel_on", True)
     if EAGER.search(text):
         s.set("enforce_eager", True)
