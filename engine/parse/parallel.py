@@ -74,7 +74,8 @@ def _count_or_length(s: Scan, j: int) -> bool:
 def _users(s: Scan, j: int) -> bool:
     """The number at j counts users or requests ("64 users", "64 concurrent users", «64 пользователя»)."""
     after = s.word(j + 1)
-    return after in CONCURRENT_WORDS or (s.word(j + 2) in CONCURRENT_WORDS and after not in PARALLEL_NOUNS)
+    return after in CONCURRENT_WORDS or (s.word(j + 2) in CONCURRENT_WORDS and after not in PARALLEL_NOUNS
+                                         and not s.num(j + 1))  # "TP 2 64 users": the 64 are the users, 2 the TP
 
 
 COUNT_NOUNS = frozenset({"gpu", "gpus", "гпу", "карты", "карт", "картах", "карточки", "видеокарты", "видеокарт", "x",

@@ -50,8 +50,9 @@ def default_sharding(request: Request) -> Request:
         base = build_scenario(request)
         if base.method not in ("lora", "qlora") or base.sharding != "ddp":
             return request
-        if fits(posttrain.breakdown_for(request), named[0].memory_gb, NO_HEADROOM):
-            return request
+        ddp = posttrain.breakdown_for(request)
+        if fits(ddp, named[0].memory_gb, NO_HEADROOM) and not ddp.pressure:
+            return request  # a copy per GPU fits without the allocator giving its cache back (that is the card's edge)
         z3 = request.model_copy(update={"sharding": "zero3"})
         return z3 if fits(posttrain.breakdown_for(z3), named[0].memory_gb, NO_HEADROOM) else request
     except (ScenarioError, ValueError):

@@ -39,7 +39,9 @@ def is_serving_request(request: Request) -> bool:
     if request.method == "inference" and request.quantization in ("awq", "gptq", "fp8") \
             and request.serving_engine is None:
         return True  # AWQ / GPTQ / FP8 checkpoints are served by an engine's kernels (vLLM assumed), not HF generate
-    if request.method == "inference" and request.serving_engine is None and any(g.count > 1 for g in request.gpus):
+    exl2 = (request.quantization or "").startswith("exl2:")  # ExLlamaV2 splits it over the GPUs; no engine here
+    if request.method == "inference" and request.serving_engine is None and any(g.count > 1 for g in request.gpus) \
+            and not exl2:
         return True  # a model run across several GPUs is served by an engine's tensor parallelism (vLLM assumed)
     engine_asks = ("users", "throughput", "latency", "adapters", "rate")
     if request.method == "inference" and (request.request_rate or request.ttft_p95_ms or request.tpot_ms
