@@ -126,6 +126,8 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
         # the time comes from a published MFU (engine/speed/training.py); for_gpu says which for the GPU it runs on
         scenario.assumptions.append(Assumption(key="training_speed",
                                                value=f"published MFU {scenario.train_precision} ({prof.label})"))
+    if training and request.examples and not request.tokens:  # training_tokens: each example at the whole context
+        scenario.assumptions.append(Assumption(key="example_tokens", value=scenario.seq_len))
     return on_hardware(scenario, request)
 
 
@@ -309,6 +311,20 @@ def hardware_conflicts(s: Scenario, gpu: Gpu, said: Request | None = None) -> li
     if said is not None and said.mixed_precision == "pure_bf16" and not gpu.bf16:
         out.append("bf16_unsupported")
     return out
+
+
+def training_tokens(request: Request, seq_len: int, sequences_per_example: int = 1) -> float | None:
+    """The tokens the job trains on, epochs counted: the amount said, or a count of examples (Request.examples) each
+    at the whole context (`seq_len` tokens per sequence, `sequences_per_example` sequences: a preference pair is two,
+    a GRPO prompt its generations). The whole context is the upper bound of an example, said as the assumption
+    example_tokens: a shorter example costs less (HF Trainer at micro-batch 1 trains on its own tokens)."""
+    if request.tokens:
+        tokens = request.tokens
+    elif request.examples:
+        tokens = request.examples * seq_len * sequences_per_example
+    else:
+        return None
+    return tokens * (request.epochs or 1)
 
 
 def exl2_bpw(quantization: str | None) -> float | None:

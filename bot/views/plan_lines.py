@@ -8,7 +8,7 @@ from typing import Any
 from bot.views.catalogs import _, _n
 from bot.views.formats import gb, hours_text, money, money_range, money_typical, nodes_text, num, pct, tokens_amount
 from bot.views.words import gpu_name, technique_label
-from engine.schema import Plan, PlannedAnswer
+from engine.schema import Plan, PlannedAnswer, PostTrainAnswer
 
 
 def plan_money(lang: str, p: Plan) -> str:
@@ -116,19 +116,47 @@ def lead_line(lang: str, a: PlannedAnswer, lead: str) -> str:
         spend = typical_then_range(lang, p.cost_per_100m, p.currency)
         hours = hours_text(lang, p.hours_per_100m_tokens)
         yours = False
+    elif p.hours is not None and isinstance(a, PostTrainAnswer) and a.posttrain.time is not None \
+            and a.posttrain.time.prompts:  # no data said: the RL run timed for the prompts assumed
+        return rl_lead(lang, a, p, lead, a.posttrain.time.prompts)
     elif lead == "time":
         return "⏱ " + _(lang, "Hours on %(gpu)s cannot be counted: the catalog has no speed figures for it") % {
             "gpu": gpu_name(lang, p.gpu)}
     else:
         return ""
+    examples = a.request.examples if yours and not a.request.tokens else None  # each at the context (assumed)
+    if examples:
+        n = round(examples)
+        params["data"] = (_n(lang, "%(n)s prompt", "%(n)s prompts", n) if a.request.stage in ("grpo", "ppo") else
+                          _n(lang, "%(n)s example", "%(n)s examples", n)) % {"n": num(lang, n)}
     if lead == "money" and spend:
         text = _(lang, "%(money)s for your %(tokens)s tokens on %(gpus)s (%(hours)s)") if yours else \
             _(lang, "%(money)s per 100M tokens on %(gpus)s (%(hours)s)")
+        if examples:
+            text = _(lang, "%(money)s for %(data)s (up to %(tokens)s tokens) on %(gpus)s (%(hours)s)")
         return "💰 " + text % {**params, "money": spend, "hours": hours}
     text = _(lang, "%(hours)s on %(gpus)s for your %(tokens)s tokens%(money)s") if yours else \
         _(lang, "%(hours)s on %(gpus)s per 100M tokens%(money)s")
+    if examples:
+        text = _(lang, "%(hours)s on %(gpus)s for %(data)s (up to %(tokens)s tokens)%(money)s")
     return "⏱ " + text % {**params, "hours": hours, "money": f", {spend}" if spend else ""} + timed_note(lang, p) \
         + not_the_asked(lang, a, p)
+
+
+def rl_lead(lang: str, a: PlannedAnswer, p: Plan, lead: str, prompts: int) -> str:
+    """The first line of a post-training cost or time question with no data said: the hours and money of the prompts
+    the estimate assumed (named as the assumption it is in the list below)."""
+    assert p.hours is not None  # the caller leads with hours only when they were counted
+    params = {"gpus": f"{p.count}×{gpu_name(lang, p.gpu)}", "hours": hours_text(lang, p.hours),
+              "prompts": num(lang, prompts)}
+    spend = typical_then_range(lang, p.cost, p.currency)
+    if lead == "money" and spend:
+        return "💰 " + _n(lang, "%(money)s for %(prompts)s prompt on %(gpus)s (%(hours)s; say your amount of data)",
+                         "%(money)s for %(prompts)s prompts on %(gpus)s (%(hours)s; say your amount of data)",
+                         prompts) % {**params, "money": spend}
+    text = _n(lang, "%(hours)s on %(gpus)s for %(prompts)s prompt%(money)s (say your amount of data)",
+              "%(hours)s on %(gpus)s for %(prompts)s prompts%(money)s (say your amount of data)", prompts)
+    return "⏱ " + text % {**params, "money": f", {spend}" if spend else ""} + not_the_asked(lang, a, p)
 
 
 def not_the_asked(lang: str, a: PlannedAnswer, p: Plan) -> str:

@@ -230,6 +230,9 @@ def assumption_text(lang: str, item: Assumption) -> str:
             return _(lang, "%(v)s across the GPUs") % {"v": str(value).upper().replace("ZERO", "ZeRO-")}
         case "training_speed":
             return _(lang, "time from model FLOPs at %(v)s, as published runs reach") % {"v": value}
+        case "example_tokens":
+            return _(lang, "each example counted at the whole context, %(v)s tokens (an upper bound: say the average "
+                           "length, e.g. “of 500 tokens each”)") % {"v": number_or_text(lang, value)}
         case "training_time_stack":
             return _(lang, "time for %(v)s") % {"v": value}
     return str(item)

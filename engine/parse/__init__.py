@@ -258,7 +258,7 @@ def _request(s: Scan, errors: list[str]) -> Request:
     fields: dict[str, Any] = {k: said.get(k) for k in (
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
         "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
-        "rent_hours", "rent_monthly", "engine_options",
+        "rent_hours", "rent_monthly", "engine_options", "examples",
         *V2_FIELDS, "activation_offload", "tiled_mlp", "expert_parallel", "rollout",
         "selective_checkpointing", "float8", "async_tp", "torch_compile")}
     fields.update({k: said.get(k) for k in load.FIELDS})

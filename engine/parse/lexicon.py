@@ -95,7 +95,7 @@ EXAMPLE_WORDS = frozenset({"examples", "example", "samples", "sample", "прим
                            "примерах", "сэмплов", "семплов", "сэмпла", "диалогов", "dialogs", "dialogues",
                            "conversations", "rows", "строк", "строки", "instructions", "инструкций", "pairs",
                            "documents", "документов", "docs", "текстов", "texts", "records", "записей",
-                           "сообщений", "messages", "вопросов", "questions", "пар"})
+                           "сообщений", "messages", "вопросов", "questions", "пар", "промптов", "prompts"})
 FILLERS = frozenset({"=", ":", "-", "_", "of", "size", "до", "в", "на", "is", "up", "to", "~", "≈", "около",
                      "примерно", "about", "max", "максимум", "length", "len", "window", "окно", "a",
                      "the", "размер", "размером", "with", "с", "со", "per", "device", "train",

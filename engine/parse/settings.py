@@ -31,6 +31,7 @@ PREPOSITIONS = frozenset({"на", "on", "в", "in", "with", "с", "со", "per"}
 MAX_RANK = 65_536
 MAX_EPOCHS = 10_000
 MAX_TOKENS = 1e15
+MAX_EXAMPLES = 1e12  # Request.examples
 
 
 def length_value(s: Scan, i: int) -> tuple[float, int]:
@@ -184,6 +185,10 @@ def data(s: Scan) -> None:
                 put_seq_len(s, length)
                 _put_tokens(s, examples * length)
                 s.use(noun_at, last)
+            elif 1 <= examples <= MAX_EXAMPLES:
+                s.set("examples", examples)  # no length each: the answer counts each at the context (assumed)
+            else:
+                s.errors.append("amount of data out of range")
         elif noun in TOKEN_WORDS:
             if s.word(i - 1) in PER_WORDS and s.word(i - 2) in EXAMPLE_WORDS:
                 continue  # handled with its examples

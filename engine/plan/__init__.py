@@ -16,7 +16,7 @@ from engine.plan.advice import cheaper_gpu, compare, monthly, what_to_change
 from engine.plan.costing import Job
 from engine.plan.inputs import checked_inputs
 from engine.plan.search import asked_arrangements, catalog_arrangements, cuda_first, search
-from engine.scenario import build_scenario, hardware_conflicts
+from engine.scenario import build_scenario, hardware_conflicts, training_tokens
 from engine.schema import (
     Assumption,
     Breakdown,
@@ -31,12 +31,6 @@ from engine.schema import (
 )
 
 __all__ = ["plan"]
-
-
-def training_tokens(request: Request) -> float | None:
-    if request.tokens is None:
-        return None
-    return request.tokens * (request.epochs or 1)
 
 
 def sharded_when_it_helps(request: Request, base: Scenario, b0: Breakdown) -> tuple[Scenario, Breakdown]:
@@ -61,7 +55,8 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     base = build_scenario(request)
     b0 = breakdown(base)
     base, b0 = sharded_when_it_helps(request, base, b0)
-    job = Job(base=base, tokens=training_tokens(request), prices=prices, rank_by=rank_by, request=request)
+    job = Job(base=base, tokens=training_tokens(request, base.seq_len), prices=prices, rank_by=rank_by,
+              request=request)
     named = list(dict.fromkeys(asked_arrangements(request)))  # "H100 vs H100" once
     if named:
         plans = search(job, named, headroom=NO_HEADROOM)

@@ -15,8 +15,9 @@ from engine.plan.costing import Job
 from engine.plan.inputs import checked_inputs
 from engine.plan.search import asked_arrangements, catalog_arrangements
 from engine.posttrain.search import CP, breakdown_or_none, cp_time_factor, request_at, search
-from engine.posttrain.setup import constants
-from engine.scenario import ScenarioError, build_scenario
+from engine.posttrain.setup import build_setup, constants
+from engine.posttrain.timing import sequences_per_example
+from engine.scenario import ScenarioError, build_scenario, training_tokens
 from engine.schema import (
     Arrangement,
     Change,
@@ -87,7 +88,8 @@ def plan(request: Request, prices: PriceOptions | None = None) -> PlanResult:
     rank_by: RankBy = prices.rank_by or request.rank_by or "cost"
     base = build_scenario(request)
     b0 = posttrain.breakdown_for(request)
-    tokens = request.tokens * (request.epochs or 1) if request.tokens else None
+    setup = build_setup(request)  # the sequences one example puts through the policy (a pair two, a prompt its
+    tokens = training_tokens(request, setup.tokens, sequences_per_example(setup))  # generations), as result.py
     job = Job(base=base, tokens=tokens, prices=prices, rank_by=rank_by)
     named = list(dict.fromkeys(asked_arrangements(request)))
     long = is_long_context(request)

@@ -11,7 +11,8 @@ from engine.fit import capacity
 from engine.memo import by_value
 from engine.posttrain.compose import Composed, compose
 from engine.posttrain.setup import Setup, build_setup, constants
-from engine.posttrain.timing import rl_time, steps_for_tokens
+from engine.posttrain.timing import rl_time, sequences_per_example, steps_for_tokens
+from engine.scenario import training_tokens
 from engine.schema import Assumption, Request
 from engine.schema.posttrain import Line, PostTrainOptions, PostTrainResult, Settings
 
@@ -96,8 +97,8 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
             and comp.trainer_peak + comp.vllm_util_needed * setup.card_gib > setup.card_gib \
             and not (setup.sleep or setup.framework == "unsloth"):
         notes.append("posttrain.note.vllm_does_not_fit_beside_trainer")
-    if steps is None and request.tokens:
-        steps = steps_for_tokens(setup, request.tokens * (request.epochs or 1))
+    if steps is None:
+        steps = steps_for_tokens(setup, training_tokens(request, setup.tokens, sequences_per_example(setup)))
     if setup.stage in ("grpo", "ppo") and comp.phase == "generate":
         notes.append("posttrain.note.generation_peak")
     if pol.logits >= max(pol.activations, pol.static):

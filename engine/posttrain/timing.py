@@ -70,6 +70,14 @@ def rl_time(setup: Setup, steps: int | None = None) -> RlTime | None:
                   decode_tokens_per_s_per_sequence=per_seq, gpus=gpus, cost=cost)
 
 
+def sequences_per_example(setup: Setup) -> int:
+    """Sequences one example of the data puts through the policy: a GRPO prompt its generations, a preference pair
+    two (Setup.sequences counts a pair twice unless padding-free rows hold it whole), anything else one."""
+    if setup.stage == "grpo":
+        return max(1, setup.generations)
+    return max(1, setup.sequences // max(1, setup.scenario.batch_size))
+
+
 def steps_for_prompts(setup: Setup, prompts: int) -> int:
     """Optimizer steps that `prompts` prompts take: each gives `generations` completions (one under PPO), and a step
     holds sequences x grad_accum completions on every training GPU (TRL's generation_batch_size)."""

@@ -133,6 +133,9 @@ class Request(Strict):
     gradient_checkpointing: bool | None = None
     offload: bool | None = None
     tokens: float | None = Field(default=None, gt=0, le=1e15)
+    # the data as a count of examples with no length each said («на 100к примеров»): each counted at the context
+    # (engine.scenario.training_tokens, said as the assumption example_tokens); a length each makes it `tokens`
+    examples: float | None = Field(default=None, gt=0, le=1e12)
     epochs: float | None = Field(default=None, gt=0, le=10_000)
     error: str | None = None
     # Power-user settings (CONTRACT.md `estimate --request`); a question rarely says them.
@@ -222,7 +225,7 @@ PARSE_FIELDS = (
     "activation_offload", "tiled_mlp", "expert_parallel",
     "selective_checkpointing", "float8", "async_tp", "torch_compile",
     # beyond CONTRACT.md ("everything not named here is free"): the parser's signals for the answer
-    "fused_loss", "assumed", "smalltalk", "asks", "rent_hours", "rent_monthly",
+    "fused_loss", "assumed", "smalltalk", "asks", "rent_hours", "rent_monthly", "examples",
 )
 
 
