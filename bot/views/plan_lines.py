@@ -12,9 +12,10 @@ from engine.schema import Plan, PlannedAnswer, PostTrainAnswer
 
 
 def plan_money(lang: str, p: Plan) -> str:
-    """The whole run as a range with the picked figure, else the price per hour of all its GPUs."""
+    """The whole run at the typical price with the providers' range after it, else the price per hour of all its
+    GPUs."""
     if p.cost:
-        return money_range(lang, p.cost["min"], p.cost["max"], p.currency)
+        return typical_then_range(lang, p.cost, p.currency, said=False)
     if p.per_hour is not None:
         return money(lang, p.per_hour, p.currency) + _(lang, "/h")
     return ""
@@ -69,13 +70,12 @@ def plan_figures(lang: str, p: Plan, tokens: float | None, lead: str) -> str:
     parts = []
     if p.hours_per_100m_tokens is not None:
         hours = hours_text(lang, p.hours_per_100m_tokens)
-        spend = money_range(lang, p.cost_per_100m["min"], p.cost_per_100m["max"], p.currency) \
-            if p.cost_per_100m else ""
+        spend = typical_then_range(lang, p.cost_per_100m, p.currency, said=False)
         pair = [spend, hours] if lead == "money" else [hours, spend]
         parts.append(_(lang, "%(what)s per 100M tokens") % {"what": ", ".join(x for x in pair if x)})
     if p.hours is not None and tokens and not same_amount(tokens):
         hours = hours_text(lang, p.hours)
-        spend = money_range(lang, p.cost["min"], p.cost["max"], p.currency) if p.cost else ""
+        spend = typical_then_range(lang, p.cost, p.currency, said=False)
         pair = [spend, hours] if lead == "money" else [hours, spend]
         parts.append(_(lang, "your %(tokens)s tokens: %(what)s") % {
             "tokens": tokens_amount(lang, tokens), "what": ", ".join(x for x in pair if x)})
@@ -217,12 +217,15 @@ def count_lead(lang: str, a: PlannedAnswer) -> str:
     return "🔢 " + _(lang, "It takes %(gpus)s") % {"gpus": gpus}
 
 
-def typical_then_range(lang: str, cost: dict[str, float] | None, currency: str) -> str:
-    """"≈90 $ (71–110 $ across providers)": the typical price leads, the providers' spread sets the range."""
+def typical_then_range(lang: str, cost: dict[str, float] | None, currency: str, said: bool = True) -> str:
+    """"≈90 $ (71–110 $ across providers)": the typical price leads, the providers' spread sets the range; a list
+    line (`said` False) keeps only "≈90 $ (71–110 $)", the lead line above it having said what the range is."""
     if not cost:
         return ""
     spread = money_range(lang, cost["min"], cost["max"], currency)
     typical = money_typical(lang, cost["typical"], currency)
     if spread.replace("≈", "") == typical.replace("≈", ""):
         return typical
+    if not said:
+        return f"{typical} ({spread})"
     return _(lang, "%(typical)s (%(range)s across providers)") % {"typical": typical, "range": spread}

@@ -61,6 +61,8 @@ NOTES = {
                                                           "together: use sleep mode or a separate GPU for vLLM"),
     "posttrain.note.vllm_share_too_small": N_("vLLM's share is too small for its weights and KV cache: raise "
                                               "vllm_gpu_memory_utilization"),
+    "posttrain.note.vllm_batch_queued": N_("vLLM's KV cache holds only part of the generation batch: the rest waits "
+                                           "its turn (a slower rollout, counted in the time)"),
 }
 
 

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from engine import speed
-from engine.fit import HEADROOM
+from engine.fit import HEADROOM, TIGHT
 from engine.posttrain.setup import Setup, build_setup, constants, heads_divide
 from engine.scenario import ScenarioError
 from engine.schema import Change, GpuRef, Request, Rollout
@@ -35,12 +35,14 @@ def rollout_fails(result: PostTrainResult) -> bool:
     return any(n in ROLLOUT_FAILS for n in result.notes)
 
 
-def _fits(request: Request, total: float) -> bool | None:
+def _fits(request: Request, total: float, headroom: float = 0.0) -> bool | None:
+    """Whether `total` (plus the CUDA context) fits the request's card with `headroom` of it kept free (the verdict's
+    rule, engine.fit: 0 for a fit, TIGHT for a comfortable one)."""
     from engine.memory import constants as mc
     from engine.posttrain.result import card_limit
 
     limit = card_limit(request)
-    return None if limit is None else total + float(mc()["overhead"]["cuda_context_gib"]) <= limit
+    return None if limit is None else total + float(mc()["overhead"]["cuda_context_gib"]) <= limit * (1 - headroom)
 
 
 def _candidates(request: Request, options: PostTrainOptions | None,
@@ -131,7 +133,8 @@ def changes(request: Request, options: PostTrainOptions | None, result: PostTrai
             continue
         fits = _fits(req, total)
         out.append(Change(key=f"posttrain.change.{key}", params=params, per_gpu_total=round(total, 3),
-                          fits=bool(fits) and not rollout_fails(found) if fits is not None else None))
+                          fits=bool(fits) and not rollout_fails(found) if fits is not None else None,
+                          tight=bool(fits) and not _fits(req, total, TIGHT)))
     seen = {c.key for c in out}
     for opt in long_context_options(request, options):
         if f"posttrain.change.{opt.kind}" in seen and not opt.combined:

@@ -294,17 +294,94 @@ def kv_cache_gib(s: Scenario, sequences: int, tokens: int) -> float:
         * sequences * tokens / GIB
 
 
-def vllm_need_gib(setup: Setup) -> float:
-    """What a vLLM engine needs to start and run the generation batch: its 16-bit weights (TRL loads the model in
-    vLLM by name: LoRA adapters are merged into it), one KV cache per running sequence, its activation reserve."""
+def vllm_batch(setup: Setup) -> int:
+    """Sequences a vLLM engine is handed at once: its training GPU's generation batch, or every training GPU's on a
+    server (TRL gathers the prompts of all processes and sends them to `trl vllm-serve`)."""
+    return setup.generation_batch * (setup.train_gpus if setup.rollout == "server" else 1)
+
+
+def vllm_share_gib(setup: Setup) -> float:
+    """vLLM's share of its card: gpu_memory_utilization x total device memory (vllm/v1/worker/gpu_worker.py
+    `requested_memory`), the utilization asked or TRL's default."""
+    return vllm_util(setup) * (setup.card_gib or 0.0)
+
+
+def vllm_util(setup: Setup) -> float:
+    if setup.vllm_util is not None:
+        return setup.vllm_util
+    return float(constants()["defaults"]["vllm_gpu_memory_utilization"])
+
+
+@dataclass(frozen=True)
+class RolloutEngine:
+    """vLLM as the serving engine profiles it at the rollout's utilization (engine.serving.core.profile): the share
+    of the card it takes besides its KV pool, and what one full sequence (prompt + completion) of KV costs."""
+    held_gib: float  # weights, the profiled activation peak, non-torch memory, CUDA graphs in the budget
+    sequence_gib: float  # KV of one sequence of max_model_len = prompt + completion
+    card_gib: float
+
+
+def rollout_engine(setup: Setup) -> RolloutEngine | None:
+    """The rollout's vLLM through the serving engine's own model (one rule for what vLLM holds): bf16 weights split
+    over vllm_tensor_parallel_size, max_model_len = prompt + completion, max_num_seqs = the generation batch
+    (trl/trainer/grpo_trainer.py builds LLM(max_num_seqs=per_device_train_batch_size x vllm_tensor_parallel_size x
+    steps_per_generation, max_model_len=...)); None without a card, or where Unsloth shares the trainer's weights."""
+    v = constants()["vllm"]
+    if not setup.card_gib or (setup.framework == "unsloth" and v["unsloth_shares_weights"]
+                              and setup.rollout == "colocate"):
+        return None
+    from engine.schema import GpuRef, Request
+    from engine.serving.core import gpu_choice, profile, settings_for
+
+    gpu, _ = gpu_choice(GpuRef(name=setup.gpu_name, count=setup.vllm_tp, total_gib=setup.card_gib))
+    request = Request()
+    fmt = setup.scenario.half_dtype  # the weights vLLM loads in the dtype the GPU trains in
+    settings = settings_for(request, "vllm", fmt, "auto", gpu, setup.vllm_tp, 1, setup.tokens)
+    settings = settings.model_copy(update={"gpu_memory_utilization": vllm_util(setup),
+                                           "max_num_seqs": max(1, vllm_batch(setup) * setup.vllm_tp)})
+    p = profile(request, setup.scenario.arch, settings, gpu, setup.tokens, vllm_batch(setup))
+    m = p.memory
+    held = m.weights_gib + m.activation_peak_gib + m.non_torch_gib + (m.cuda_graph_gib if m.cuda_graphs_in_budget
+                                                                     else 0.0)
+    return RolloutEngine(held_gib=held, sequence_gib=p.kv.bytes_per_token * setup.tokens / GIB,
+                         card_gib=setup.card_gib)
+
+
+def vllm_need_gib(setup: Setup, sequences: int | None = None) -> float:
+    """What a vLLM engine needs for `sequences` full sequences (prompt + completion) of KV cache, by default the
+    whole generation batch at once, with what it holds beside its pool. With one sequence it is what vLLM needs to
+    start: vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory refuses a pool that cannot hold one request
+    of max_model_len; a batch larger than the pool waits in vLLM's queue (vllm_waves: a slower generation)."""
+    seqs = vllm_batch(setup) if sequences is None else sequences
+    engine = rollout_engine(setup)
+    if engine is not None:
+        return engine.held_gib + seqs * engine.sequence_gib
     s = setup.scenario
     v = constants()["vllm"]
     weights = s.arch.params * 2.0 / GIB / setup.vllm_tp
     if setup.framework == "unsloth" and v["unsloth_shares_weights"] and setup.rollout == "colocate":
         weights = 0.0
-    seqs = setup.generation_batch * (setup.train_gpus if setup.rollout == "server" else 1)
     kv = kv_cache_gib(s, seqs, setup.tokens) / setup.vllm_tp
     return weights * (1 + v["activation_reserve_fraction"]) + kv
+
+
+def vllm_util_for(setup: Setup, sequences: int | None) -> float:
+    """gpu_memory_utilization that holds `sequences` full sequences (None: the whole batch): exact where the serving
+    engine profiles vLLM, with [vllm] util_headroom over the rough sum where it cannot."""
+    headroom = 1.0 if rollout_engine(setup) is not None else constants()["vllm"]["util_headroom"]
+    return vllm_need_gib(setup, sequences) * headroom / (setup.card_gib or 1.0)
+
+
+def vllm_waves(setup: Setup, share_gib: float) -> int:
+    """Rounds in which vLLM generates the batch with a KV pool of what its share leaves: the batch at once when the
+    pool holds it, else as many full sequences at a time as it holds (continuous batching admits a request only when
+    its blocks are free: vllm/v1/core/sched/scheduler.py schedule(), allocate_slots)."""
+    per_seq = vllm_need_gib(setup, 1) - vllm_need_gib(setup, 0)
+    room = share_gib - vllm_need_gib(setup, 0)
+    batch = vllm_batch(setup)
+    if per_seq <= 0 or room >= per_seq * batch:
+        return 1
+    return math.ceil(batch / max(1, math.floor(room / per_seq)))
 
 
 @dataclass
@@ -316,7 +393,8 @@ class Composed:
     policy: Policy
     host_ram: float
     vllm_share: float
-    vllm_util_needed: float | None
+    vllm_util_needed: float | None  # gpu_memory_utilization that holds the whole generation batch at once
+    vllm_util_to_start: float | None  # the least with which vLLM starts (one full sequence of KV)
 
 
 def cp_buffers_gib(setup: Setup, s: Scenario) -> float:
@@ -385,6 +463,7 @@ def compose(setup: Setup) -> Composed:
     gen = gen_live = 0.0
     share = 0.0
     util_needed: float | None = None
+    util_to_start: float | None = None
     if setup.stage in ("grpo", "ppo"):
         if setup.rollout is None:
             kv = kv_cache_gib(s, setup.generation_batch, setup.tokens)
@@ -409,10 +488,8 @@ def compose(setup: Setup) -> Composed:
             card = setup.card_gib
             if setup.rollout == "colocate":
                 if card:
-                    util = setup.vllm_util if setup.vllm_util is not None else constants()["defaults"][
-                        "vllm_gpu_memory_utilization"]
-                    share = util * card
-                    util_needed = need * constants()["vllm"]["util_headroom"] / card
+                    share = vllm_share_gib(setup)
+                    util_needed, util_to_start = vllm_util_for(setup, None), vllm_util_for(setup, 1)
                 else:
                     share = need
                 lines["vllm_share"] = share
@@ -433,7 +510,7 @@ def compose(setup: Setup) -> Composed:
                 train += asleep if standby else awake
                 train_live += asleep if standby else awake
             elif card:
-                util_needed = need * constants()["vllm"]["util_headroom"] / card
+                util_needed, util_to_start = vllm_util_for(setup, None), vllm_util_for(setup, 1)
     kept = static + share  # weights, optimizer states, frozen copies, vLLM's share: allocated once, kept
     train, gen = _pressed(train, train_live, setup.card_gib, kept), _pressed(gen, gen_live, setup.card_gib, kept)
     total = max(train, gen)
@@ -443,4 +520,5 @@ def compose(setup: Setup) -> Composed:
     if setup.sleep and setup.rollout == "colocate":
         lines["vllm_asleep"] = share * constants()["vllm"]["sleep_residual_fraction"]
     return Composed(total=total, trainer_peak=trainer_peak, phase="generate" if gen > train else "train",
-                    lines=lines, policy=pol, host_ram=host, vllm_share=share, vllm_util_needed=util_needed)
+                    lines=lines, policy=pol, host_ram=host, vllm_share=share, vllm_util_needed=util_needed,
+                    vllm_util_to_start=util_to_start)

@@ -91,10 +91,12 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
     notes = list(setup.notes)
     util_set = setup.vllm_util if setup.vllm_util is not None else (
         constants()["defaults"]["vllm_gpu_memory_utilization"] if setup.rollout == "colocate" else None)
-    if comp.vllm_util_needed is not None and util_set is not None and comp.vllm_util_needed > util_set:
-        notes.append("posttrain.note.vllm_share_too_small")  # vLLM cannot hold its weights + KV in its share
-    if setup.rollout == "colocate" and setup.card_gib and comp.vllm_util_needed is not None \
-            and comp.trainer_peak + comp.vllm_util_needed * setup.card_gib > setup.card_gib \
+    if comp.vllm_util_to_start is not None and util_set is not None and comp.vllm_util_to_start > util_set:
+        notes.append("posttrain.note.vllm_share_too_small")  # vLLM cannot hold its weights + one sequence's KV
+    elif comp.vllm_util_needed is not None and util_set is not None and comp.vllm_util_needed > util_set:
+        notes.append("posttrain.note.vllm_batch_queued")  # it starts; the batch generates in rounds
+    if setup.rollout == "colocate" and setup.card_gib and comp.vllm_util_to_start is not None \
+            and comp.trainer_peak + comp.vllm_util_to_start * setup.card_gib > setup.card_gib \
             and not (setup.sleep or setup.framework == "unsloth"):
         notes.append("posttrain.note.vllm_does_not_fit_beside_trainer")
     if steps is None:

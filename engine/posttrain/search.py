@@ -221,7 +221,8 @@ def rl_costs(job: Job, o: Option, req: Request) -> dict[str, Any]:
     gpu = find_gpu(o.gpu)
     if t is None or gpu is None:
         return {}
-    out: dict[str, Any] = {"hours": round(t.hours, 2), "hours_per_100m_tokens": None, "cost_per_1m_tokens": None}
+    # the hours unrounded: the reply rounds them once, as it does the step line's (1.5467 h is "1.5 h" in both)
+    out: dict[str, Any] = {"hours": round(t.hours, 6), "hours_per_100m_tokens": None, "cost_per_1m_tokens": None}
     found = price(gpu, job.prices)
     if found is not None:
         out["cost"] = {k: round(getattr(found, k) * t.gpus * t.hours, 2) for k in ("min", "typical", "max")}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from engine import pricing, speed
+from engine.posttrain.compose import vllm_share_gib, vllm_waves
 from engine.posttrain.setup import Setup, constants
 from engine.schema.posttrain import RlTime
 
@@ -32,13 +33,16 @@ def rl_time(setup: Setup, steps: int | None = None) -> RlTime | None:
         engines, batch = setup.train_gpus, seqs_per_gpu
         count = setup.vllm_tp if setup.rollout == "colocate" else 1
     del engines
+    # a vLLM pool smaller than the batch generates it in rounds of what it holds (engine.posttrain.compose.vllm_waves)
+    waves = vllm_waves(setup, vllm_share_gib(setup)) if setup.rollout and setup.card_gib else 1
+    batch = math.ceil(batch / waves)
     ctx = setup.prompt_len + setup.completion_len // 2
     bits = 16 if setup.rollout else (s.bits if s.bits < 16 else 16)
     dec = s.model_copy(update={"method": "inference", "bits": bits, "batch_size": batch, "seq_len": max(1, ctx),
                                "gpu_count": count})
     inf = speed.inference_speed(dec, gpu, count)
     per_seq = inf.tokens_per_second_per_sequence / (1.0 if setup.rollout else c["hf_generate_slowdown"])
-    generation = setup.completion_len / per_seq
+    generation = waves * setup.completion_len / per_seq
     # training: every sequence of the step, prompt + completion, through the policy (and a reference forward)
     tokens = float(seqs_per_gpu * setup.train_gpus * setup.tokens)
     train = speed.training_time(s, gpu, setup.train_gpus, tokens).hours * 3600.0

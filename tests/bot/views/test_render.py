@@ -130,9 +130,9 @@ def test_money_in_roubles_and_an_own_price_reach_the_plans() -> None:
     rub = fx.plan(currency="RUB", per_hour=520.0, hours=12.0, cost={"min": 4000.0, "typical": 6240.0, "max": 9000.0},
                   cost_per_100m={"min": 33000.0, "typical": 52000.0, "max": 75000.0})
     text = text_of(fx.answer(plans=[rub], currency="RUB", tokens=1.2e7), "ru")
-    # per 100M tokens and for the user's job, ranges at two significant figures
-    assert "83\u00a0ч, 33\u00a0000–75\u00a0000\u00a0₽ на 100\u00a0млн токенов; на ваши 12\u00a0млн токенов: " \
-           "12\u00a0ч, 4\u00a0000–9\u00a0000\u00a0₽ (520\u00a0₽/ч)" in text
+    # per 100M tokens and for the user's job: the typical price first, the range at two significant figures after it
+    assert "83\u00a0ч, ≈52\u00a0000\u00a0₽ (33\u00a0000–75\u00a0000\u00a0₽) на 100\u00a0млн токенов; на ваши " \
+           "12\u00a0млн токенов: 12\u00a0ч, ≈6\u00a0200\u00a0₽ (4\u00a0000–9\u00a0000\u00a0₽) (520\u00a0₽/ч)" in text
 
 
 def test_a_job_of_100m_tokens_is_said_once() -> None:
@@ -140,7 +140,7 @@ def test_a_job_of_100m_tokens_is_said_once() -> None:
     p = fx.plan(hours=83.0, cost={"min": 49.0, "typical": 90.0, "max": 480.0},
                 cost_per_100m={"min": 49.0, "typical": 90.0, "max": 480.0})
     text = text_of(fx.answer(plans=[p], tokens=1e8))
-    assert "• 1×H100 SXM: 83\u00a0h, $49–480 per 100M tokens ($3.29/h)" in text and "your 100M" not in text
+    assert "• 1×H100 SXM: 83\u00a0h, ≈$90 ($49–480) per 100M tokens ($3.29/h)" in text and "your 100M" not in text
     assert "your 500M tokens" in text_of(fx.answer(plans=[p], tokens=5e8))
     own = text_of(fx.answer(plans=[fx.plan(per_hour=1.5, own_price=True, price_date="given")], price_date=None))
     assert "$1.50/h" in own and "Prices as of" not in own
