@@ -269,13 +269,16 @@ def for_gpu(s: Scenario, gpu: Gpu, said: Request | None = None) -> Scenario:
         notes.append(Assumption(key="train_precision", value="bf16"))
     adapted = s.model_copy(update=update)
     if adapted.method != "inference":
-        from engine.speed.flops import assumed_speed, step_model_stack  # the time model reads the scenario
+        from engine.speed.flops import assumed_speed, assumed_utilisation, step_model_stack  # the time model reads it
 
         speed = assumed_speed(adapted, gpu)
         if speed is not None:  # timed at a published MFU: the answer says which and for which stack
             notes.append(Assumption(key="training_speed", value=speed))
         else:  # the fine-tuning step model: the answer says which stack and precision its time is for
             notes.append(Assumption(key="training_time_stack", value=step_model_stack(adapted)))
+            share = assumed_utilisation(adapted, gpu)
+            if share is not None:  # no run measured on this card: the utilisation of its class, said
+                notes.append(Assumption(key="training_utilisation", value=share))
     return s.model_copy(update={**update, "assumptions": replaced(s.assumptions, notes)})
 
 

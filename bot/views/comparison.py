@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.views.catalogs import _, _n
 from bot.views.formats import gb, hours_text, money, money_typical, num
-from bot.views.plan_lines import plan_time, techniques_text
+from bot.views.plan_lines import plan_time, techniques_text, unpriced
 from bot.views.words import gpu_name
 from engine.schema import Comparison, Plan, PlannedAnswer
 
@@ -24,6 +24,8 @@ def comparison_line(lang: str, c: Comparison) -> str:
         parts.append(plan_time(lang, p))
     if p.cost_per_1m_tokens is not None:
         parts.append(_(lang, "%(money)s per 1M tokens") % {"money": money(lang, p.cost_per_1m_tokens, p.currency)})
+    elif unpriced(p):
+        parts.append(_(lang, "no rental price in the catalog"))
     return f"✅ {name}: " + " · ".join(parts)
 
 

@@ -82,11 +82,25 @@ def plan_figures(lang: str, p: Plan, tokens: float | None, lead: str) -> str:
     if p.timed_as and parts:
         parts[-1] += timed_note(lang, p)
     if not parts:
-        return ", ".join(x for x in (plan_time(lang, p), plan_money(lang, p)) if x) or \
-            _(lang, "no speed or price figures for this card in the catalog")
+        text = ", ".join(x for x in (plan_time(lang, p), plan_money(lang, p)) if x)
+        if not text:
+            return _(lang, "no speed or price figures for this card in the catalog")
+        return text + no_price_note(lang, p)
     if p.per_hour is not None:
         return "; ".join(parts) + f" ({money(lang, p.per_hour, p.currency)}{_(lang, '/h')})"
-    return "; ".join(parts)
+    return "; ".join(parts) + no_price_note(lang, p)
+
+
+def unpriced(p: Plan) -> bool:
+    """A catalog card with hours or a decode speed but no rental price (an RTX 3060, a Mac): the money is not
+    counted, and the answer says why rather than leaving it out unsaid. A bare memory size timed as another card is
+    not a card to price."""
+    return p.per_hour is None and not p.timed_as and (
+        p.hours_per_100m_tokens is not None or p.tokens_per_second is not None)
+
+
+def no_price_note(lang: str, p: Plan) -> str:
+    return "; " + _(lang, "no rental price in the catalog") if unpriced(p) else ""
 
 
 def plan_view(lang: str, p: Plan, tokens: float | None = None, lead: str = "") -> dict[str, Any]:
@@ -129,6 +143,10 @@ def lead_line(lang: str, a: PlannedAnswer, lead: str) -> str:
         n = round(examples)
         params["data"] = (_n(lang, "%(n)s prompt", "%(n)s prompts", n) if a.request.stage in ("grpo", "ppo") else
                           _n(lang, "%(n)s example", "%(n)s examples", n)) % {"n": num(lang, n)}
+    priceless = ""
+    if lead == "money" and not spend and unpriced(p):  # a cost question on a card nobody rents: hours, and why
+        priceless = "; " + _(lang, "the catalog has no rental price for %(gpu)s, so the money is not counted") % {
+            "gpu": gpu_name(lang, p.gpu)}
     if lead == "money" and spend:
         text = _(lang, "%(money)s for your %(tokens)s tokens on %(gpus)s (%(hours)s)") if yours else \
             _(lang, "%(money)s per 100M tokens on %(gpus)s (%(hours)s)")
@@ -140,7 +158,7 @@ def lead_line(lang: str, a: PlannedAnswer, lead: str) -> str:
     if examples:
         text = _(lang, "%(hours)s on %(gpus)s for %(data)s (up to %(tokens)s tokens)%(money)s")
     return "⏱ " + text % {**params, "hours": hours, "money": f", {spend}" if spend else ""} + timed_note(lang, p) \
-        + not_the_asked(lang, a, p)
+        + priceless + not_the_asked(lang, a, p)
 
 
 def rl_lead(lang: str, a: PlannedAnswer, p: Plan, lead: str, prompts: int) -> str:

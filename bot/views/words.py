@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from bot.views.catalogs import N_, _, _n
-from bot.views.formats import context_text, gb, gpus_text, num, number_or_text
+from bot.views.formats import context_text, gb, gpus_text, num, number_or_text, pct, with_unit
 from engine.schema import Assumption, Change, Note, Scenario
 
 COMPONENTS = ("weights", "upcast", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache",
@@ -235,6 +235,11 @@ def assumption_text(lang: str, item: Assumption) -> str:
                            "length, e.g. “of 500 tokens each”)") % {"v": number_or_text(lang, value)}
         case "training_time_stack":
             return _(lang, "time for %(v)s") % {"v": value}
+        case "training_utilisation":  # "0.47/25.5": the class's utilisation and the card's dense peak
+            share, _sep, peak = str(value).partition("/")
+            return _(lang, "matmuls at %(pct)s of the card's %(peak)s dense peak: the utilisation assumed for its "
+                           "class of GPU, no fine-tuning run on it is measured") % {
+                "pct": pct(lang, round(float(share) * 100)), "peak": with_unit(num(lang, float(peak)), "TFLOPS")}
     return str(item)
 
 

@@ -152,10 +152,13 @@ def _round(value: float | None, digits: int = 2) -> float | None:
 
 
 def cost_key(p: Plan) -> tuple[float, float, int]:
-    """Cheapest first: money per 100M tokens for training, money per hour for serving; then fewer techniques."""
-    per_hour = p.per_hour if p.per_hour is not None else math.inf
+    """Cheapest first: money per 100M tokens for training, money per hour for serving; then fewer techniques. A plan
+    without a price comes after every priced one, and among such plans the fewest GPU-hours first (what any one price
+    per GPU-hour would rank them by), not the most GPUs."""
     work = p.hours_per_100m_tokens if p.hours_per_100m_tokens is not None else 1.0
-    return (per_hour * work, work, len(p.techniques))
+    if p.per_hour is None:
+        return (math.inf, work * p.count, len(p.techniques))
+    return (p.per_hour * work, work, len(p.techniques))
 
 
 def rank_key(job: Job, o: Option) -> tuple[float, float, int]:
@@ -172,6 +175,8 @@ def rank_key(job: Job, o: Option) -> tuple[float, float, int]:
         work = speed.seconds_per_token(o.scenario, gpu, o.count)
     if job.rank_by == "time":
         return (work, per_hour, len(o.techniques))
+    if found is None:  # no price: after every priced plan, the fewest GPU-hours first (as cost_key)
+        return (math.inf, work * o.count, len(o.techniques))
     return (per_hour * work, work, len(o.techniques))
 
 

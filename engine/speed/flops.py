@@ -104,6 +104,17 @@ def assumed_speed(scenario: Scenario, gpu: Gpu) -> str | None:
     return f"{mfu[0]:.0%} MFU {scenario.train_precision}{how} ({label})"
 
 
+def assumed_utilisation(scenario: Scenario, gpu: Gpu) -> str | None:
+    """The share of the dense peak a fine-tuning step-model time assumed, when no published run on this GPU fitted it
+    (speed.toml [utilisation_fitted]): "0.47/25.5" (utilisation / the peak TFLOPS it multiplies), for the answer to
+    say; None where the class's figure was fitted on runs of this very GPU, or the time is a published MFU's."""
+    if published_mfu(scenario, gpu) is not None:
+        return None
+    if gpu.name in hardware.calibration()["utilisation_fitted"]["gpus"]:
+        return None
+    return f"{utilisation(scenario, gpu)[0]:g}/{peak_flops(scenario, gpu) / 1e12:g}"
+
+
 def step_model_stack(scenario: Scenario) -> str:
     """The stack and precision a fine-tuning step-model time is for, for the answer to say ("Hugging Face + TRL,
     bf16"; "…, 4-bit base, fp16" on a GPU without bf16): the utilisation it runs at is fitted on such runs
