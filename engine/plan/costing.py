@@ -156,9 +156,15 @@ def cost_key(p: Plan) -> tuple[float, float, int]:
     without a price comes after every priced one, and among such plans the fewest GPU-hours first (what any one price
     per GPU-hour would rank them by), not the most GPUs."""
     work = p.hours_per_100m_tokens if p.hours_per_100m_tokens is not None else 1.0
-    if p.per_hour is None:
-        return (math.inf, work * p.count, len(p.techniques))
-    return (p.per_hour * work, work, len(p.techniques))
+    return money_order(p.per_hour, work, p.count, len(p.techniques))
+
+
+def money_order(per_hour: float | None, work: float, count: int, techniques: int) -> tuple[float, float, int]:
+    """Cheapest first (price of all the GPUs x their time per unit of work), then the faster, then fewer techniques;
+    unpriced after every priced one, the fewest GPU-hours first."""
+    if per_hour is None:
+        return (math.inf, work * count, techniques)
+    return (per_hour * work, work, techniques)
 
 
 def rank_key(job: Job, o: Option) -> tuple[float, float, int]:
@@ -175,9 +181,7 @@ def rank_key(job: Job, o: Option) -> tuple[float, float, int]:
         work = speed.seconds_per_token(o.scenario, gpu, o.count)
     if job.rank_by == "time":
         return (work, per_hour, len(o.techniques))
-    if found is None:  # no price: after every priced plan, the fewest GPU-hours first (as cost_key)
-        return (math.inf, work * o.count, len(o.techniques))
-    return (per_hour * work, work, len(o.techniques))
+    return money_order(per_hour if found is not None else None, work, o.count, len(o.techniques))
 
 
 def with_slowdown(job: Job, p: Plan, plain: Scenario) -> Plan:

@@ -314,74 +314,65 @@ def vllm_util(setup: Setup) -> float:
 
 @dataclass(frozen=True)
 class RolloutEngine:
-    """vLLM as the serving engine profiles it at the rollout's utilization (engine.serving.core.profile): the share
-    of the card it takes besides its KV pool, and what one full sequence (prompt + completion) of KV costs."""
-    held_gib: float  # weights, the profiled activation peak, non-torch memory, CUDA graphs in the budget
+    """The rollout's vLLM: what it holds beside its KV pool, what one full sequence (prompt + completion) of KV
+    costs, the batch it is handed, and the margin a utilization computed from these needs (none where the serving
+    engine profiled it, [vllm] util_headroom over the rough sum)."""
+    held_gib: float  # weights, the activation peak / reserve, non-torch memory, CUDA graphs in the budget
     sequence_gib: float  # KV of one sequence of max_model_len = prompt + completion
-    card_gib: float
+    batch: int  # vllm_batch
+    headroom: float
+
+    def need_gib(self, sequences: int | None = None) -> float:
+        """What vLLM needs for `sequences` full sequences of KV, by default the whole batch at once. With one it is
+        what vLLM needs to start: vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory refuses a pool that
+        cannot hold one request of max_model_len; a batch larger than the pool waits in vLLM's queue (`waves`)."""
+        return self.held_gib + (self.batch if sequences is None else sequences) * self.sequence_gib
+
+    def util_for(self, sequences: int | None, card_gib: float) -> float:
+        """gpu_memory_utilization that holds `sequences` full sequences (None: the whole batch)."""
+        return self.need_gib(sequences) * self.headroom / card_gib
+
+    def waves(self, share_gib: float) -> int:
+        """Rounds in which vLLM generates the batch with a KV pool of what its share leaves: the batch at once when
+        the pool holds it, else as many full sequences at a time as it holds (continuous batching admits a request
+        only when its blocks are free: vllm/v1/core/sched/scheduler.py schedule(), allocate_slots)."""
+        room = share_gib - self.held_gib
+        if self.sequence_gib <= 0 or room >= self.sequence_gib * self.batch:
+            return 1
+        return math.ceil(self.batch / max(1, math.floor(room / self.sequence_gib)))
 
 
-def rollout_engine(setup: Setup) -> RolloutEngine | None:
+def rollout_engine(setup: Setup) -> RolloutEngine:
     """The rollout's vLLM through the serving engine's own model (one rule for what vLLM holds): bf16 weights split
     over vllm_tensor_parallel_size, max_model_len = prompt + completion, max_num_seqs = the generation batch
     (trl/trainer/grpo_trainer.py builds LLM(max_num_seqs=per_device_train_batch_size x vllm_tensor_parallel_size x
-    steps_per_generation, max_model_len=...)); None without a card, or where Unsloth shares the trainer's weights."""
+    steps_per_generation, max_model_len=...)). Without a card, or where Unsloth shares the trainer's weights, the
+    rough sum: TRL loads the model in vLLM by name (LoRA adapters merged into it), 16-bit weights with an activation
+    reserve, and one KV cache per sequence."""
     v = constants()["vllm"]
-    if not setup.card_gib or (setup.framework == "unsloth" and v["unsloth_shares_weights"]
-                              and setup.rollout == "colocate"):
-        return None
+    s = setup.scenario
+    batch = vllm_batch(setup)
+    unsloth = setup.framework == "unsloth" and v["unsloth_shares_weights"] and setup.rollout == "colocate"
+    if not setup.card_gib or unsloth:
+        weights = 0.0 if unsloth else s.arch.params * 2.0 / GIB / setup.vllm_tp
+        return RolloutEngine(held_gib=weights * (1 + v["activation_reserve_fraction"]),
+                             sequence_gib=kv_cache_gib(s, 1, setup.tokens) / setup.vllm_tp, batch=batch,
+                             headroom=float(v["util_headroom"]))
     from engine.schema import GpuRef, Request
     from engine.serving.core import gpu_choice, profile, settings_for
 
     gpu, _ = gpu_choice(GpuRef(name=setup.gpu_name, count=setup.vllm_tp, total_gib=setup.card_gib))
     request = Request()
-    fmt = setup.scenario.half_dtype  # the weights vLLM loads in the dtype the GPU trains in
+    fmt = s.half_dtype  # the weights vLLM loads in the dtype the GPU trains in
     settings = settings_for(request, "vllm", fmt, "auto", gpu, setup.vllm_tp, 1, setup.tokens)
     settings = settings.model_copy(update={"gpu_memory_utilization": vllm_util(setup),
-                                           "max_num_seqs": max(1, vllm_batch(setup) * setup.vllm_tp)})
-    p = profile(request, setup.scenario.arch, settings, gpu, setup.tokens, vllm_batch(setup))
+                                           "max_num_seqs": max(1, batch * setup.vllm_tp)})
+    p = profile(request, s.arch, settings, gpu, setup.tokens, batch)
     m = p.memory
     held = m.weights_gib + m.activation_peak_gib + m.non_torch_gib + (m.cuda_graph_gib if m.cuda_graphs_in_budget
                                                                      else 0.0)
-    return RolloutEngine(held_gib=held, sequence_gib=p.kv.bytes_per_token * setup.tokens / GIB,
-                         card_gib=setup.card_gib)
-
-
-def vllm_need_gib(setup: Setup, sequences: int | None = None) -> float:
-    """What a vLLM engine needs for `sequences` full sequences (prompt + completion) of KV cache, by default the
-    whole generation batch at once, with what it holds beside its pool. With one sequence it is what vLLM needs to
-    start: vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory refuses a pool that cannot hold one request
-    of max_model_len; a batch larger than the pool waits in vLLM's queue (vllm_waves: a slower generation)."""
-    seqs = vllm_batch(setup) if sequences is None else sequences
-    engine = rollout_engine(setup)
-    if engine is not None:
-        return engine.held_gib + seqs * engine.sequence_gib
-    s = setup.scenario
-    v = constants()["vllm"]
-    weights = s.arch.params * 2.0 / GIB / setup.vllm_tp
-    if setup.framework == "unsloth" and v["unsloth_shares_weights"] and setup.rollout == "colocate":
-        weights = 0.0
-    kv = kv_cache_gib(s, seqs, setup.tokens) / setup.vllm_tp
-    return weights * (1 + v["activation_reserve_fraction"]) + kv
-
-
-def vllm_util_for(setup: Setup, sequences: int | None) -> float:
-    """gpu_memory_utilization that holds `sequences` full sequences (None: the whole batch): exact where the serving
-    engine profiles vLLM, with [vllm] util_headroom over the rough sum where it cannot."""
-    headroom = 1.0 if rollout_engine(setup) is not None else constants()["vllm"]["util_headroom"]
-    return vllm_need_gib(setup, sequences) * headroom / (setup.card_gib or 1.0)
-
-
-def vllm_waves(setup: Setup, share_gib: float) -> int:
-    """Rounds in which vLLM generates the batch with a KV pool of what its share leaves: the batch at once when the
-    pool holds it, else as many full sequences at a time as it holds (continuous batching admits a request only when
-    its blocks are free: vllm/v1/core/sched/scheduler.py schedule(), allocate_slots)."""
-    per_seq = vllm_need_gib(setup, 1) - vllm_need_gib(setup, 0)
-    room = share_gib - vllm_need_gib(setup, 0)
-    batch = vllm_batch(setup)
-    if per_seq <= 0 or room >= per_seq * batch:
-        return 1
-    return math.ceil(batch / max(1, math.floor(room / per_seq)))
+    return RolloutEngine(held_gib=held, sequence_gib=p.kv.bytes_per_token * setup.tokens / GIB, batch=batch,
+                         headroom=1.0)
 
 
 @dataclass
@@ -395,6 +386,7 @@ class Composed:
     vllm_share: float
     vllm_util_needed: float | None  # gpu_memory_utilization that holds the whole generation batch at once
     vllm_util_to_start: float | None  # the least with which vLLM starts (one full sequence of KV)
+    vllm_waves: int  # rounds in which vLLM generates the batch with its share (RolloutEngine.waves)
 
 
 def cp_buffers_gib(setup: Setup, s: Scenario) -> float:
@@ -464,6 +456,7 @@ def compose(setup: Setup) -> Composed:
     share = 0.0
     util_needed: float | None = None
     util_to_start: float | None = None
+    waves = 1
     if setup.stage in ("grpo", "ppo"):
         if setup.rollout is None:
             kv = kv_cache_gib(s, setup.generation_batch, setup.tokens)
@@ -484,14 +477,13 @@ def compose(setup: Setup) -> Composed:
             gen = (static + gathered) * (1 + fs) + kv * (1 + fd) + pol.residual
             gen_live = static + gathered + kv + pol.residual
         else:
-            need = vllm_need_gib(setup)
+            engine = rollout_engine(setup)
             card = setup.card_gib
+            if card:
+                util_needed, util_to_start = engine.util_for(None, card), engine.util_for(1, card)
+                waves = engine.waves(vllm_share_gib(setup))
             if setup.rollout == "colocate":
-                if card:
-                    share = vllm_share_gib(setup)
-                    util_needed, util_to_start = vllm_util_for(setup, None), vllm_util_for(setup, 1)
-                else:
-                    share = need
+                share = vllm_share_gib(setup) if card else engine.need_gib()
                 lines["vllm_share"] = share
                 awake = share
                 if setup.framework == "unsloth" and constants()["vllm"]["unsloth_shares_weights"]:
@@ -509,8 +501,6 @@ def compose(setup: Setup) -> Composed:
                     gen = gen_live = max(share, static * (1 + fs) + pol.residual)
                 train += asleep if standby else awake
                 train_live += asleep if standby else awake
-            elif card:
-                util_needed, util_to_start = vllm_util_for(setup, None), vllm_util_for(setup, 1)
     kept = static + share  # weights, optimizer states, frozen copies, vLLM's share: allocated once, kept
     train, gen = _pressed(train, train_live, setup.card_gib, kept), _pressed(gen, gen_live, setup.card_gib, kept)
     total = max(train, gen)
@@ -521,4 +511,4 @@ def compose(setup: Setup) -> Composed:
         lines["vllm_asleep"] = share * constants()["vllm"]["sleep_residual_fraction"]
     return Composed(total=total, trainer_peak=trainer_peak, phase="generate" if gen > train else "train",
                     lines=lines, policy=pol, host_ram=host, vllm_share=share, vllm_util_needed=util_needed,
-                    vllm_util_to_start=util_to_start)
+                    vllm_util_to_start=util_to_start, vllm_waves=waves)

@@ -9,7 +9,7 @@ from engine import memory
 from engine.catalog import find_gpu
 from engine.fit import capacity
 from engine.memo import by_value
-from engine.posttrain.compose import Composed, compose
+from engine.posttrain.compose import Composed, compose, vllm_util
 from engine.posttrain.setup import Setup, build_setup, constants
 from engine.posttrain.timing import rl_time, sequences_per_example, steps_for_tokens
 from engine.scenario import training_tokens
@@ -89,8 +89,7 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
     if setup.rollout == "server" and setup.card_gib and setup.vllm_util:
         server_total = round(setup.vllm_util * setup.card_gib, 3)
     notes = list(setup.notes)
-    util_set = setup.vllm_util if setup.vllm_util is not None else (
-        constants()["defaults"]["vllm_gpu_memory_utilization"] if setup.rollout == "colocate" else None)
+    util_set = vllm_util(setup) if setup.rollout == "colocate" else setup.vllm_util
     if comp.vllm_util_to_start is not None and util_set is not None and comp.vllm_util_to_start > util_set:
         notes.append("posttrain.note.vllm_share_too_small")  # vLLM cannot hold its weights + one sequence's KV
     elif comp.vllm_util_needed is not None and util_set is not None and comp.vllm_util_needed > util_set:
@@ -107,7 +106,7 @@ def posttrain_result(request: Request, options: PostTrainOptions | None = None, 
         notes.append("posttrain.note.logits_largest")
     elif pol.activations >= pol.static:
         notes.append("posttrain.note.activations_largest")
-    time = rl_time(setup, steps)
+    time = rl_time(setup, steps, comp.vllm_waves)
     assumptions = list(setup.assumptions)
     if time is not None and time.prompts is not None:
         # the yardstick amount of data (engine/catalog/posttrain.toml)

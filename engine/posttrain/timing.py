@@ -7,14 +7,14 @@ from __future__ import annotations
 import math
 
 from engine import pricing, speed
-from engine.posttrain.compose import vllm_share_gib, vllm_waves
 from engine.posttrain.setup import Setup, constants
 from engine.schema.posttrain import RlTime
 
 
-def rl_time(setup: Setup, steps: int | None = None) -> RlTime | None:
+def rl_time(setup: Setup, steps: int | None = None, waves: int = 1) -> RlTime | None:
     """Seconds per optimizer step and hours for `steps` steps (when None, the steps of the yardstick number of prompts);
-    None without a known GPU."""
+    None without a known GPU. `waves`: the rounds in which vLLM generates the batch when its pool holds only part of
+    it (engine.posttrain.compose.RolloutEngine.waves)."""
     if setup.stage not in ("grpo", "ppo") or setup.gpu_name is None:
         return None
     try:
@@ -33,9 +33,7 @@ def rl_time(setup: Setup, steps: int | None = None) -> RlTime | None:
         engines, batch = setup.train_gpus, seqs_per_gpu
         count = setup.vllm_tp if setup.rollout == "colocate" else 1
     del engines
-    # a vLLM pool smaller than the batch generates it in rounds of what it holds (engine.posttrain.compose.vllm_waves)
-    waves = vllm_waves(setup, vllm_share_gib(setup)) if setup.rollout and setup.card_gib else 1
-    batch = math.ceil(batch / waves)
+    batch = math.ceil(batch / waves)  # each round decodes what the pool holds
     ctx = setup.prompt_len + setup.completion_len // 2
     bits = 16 if setup.rollout else (s.bits if s.bits < 16 else 16)
     dec = s.model_copy(update={"method": "inference", "bits": bits, "batch_size": batch, "seq_len": max(1, ctx),

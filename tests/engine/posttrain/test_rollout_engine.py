@@ -9,7 +9,7 @@ import re
 from bot.pipeline import AnswerOptions, ask_text
 from engine.answer import answer
 from engine.parse import parse
-from engine.posttrain.compose import rollout_engine, vllm_batch, vllm_share_gib, vllm_waves
+from engine.posttrain.compose import rollout_engine, vllm_batch, vllm_share_gib
 from engine.posttrain.result import posttrain_result
 from engine.posttrain.setup import build_setup
 from engine.schema import PostTrainAnswer
@@ -21,11 +21,11 @@ def test_a_server_that_holds_the_weights_and_one_sequence_runs_and_queues_the_re
     request = parse(SERVER)
     setup = build_setup(request, None)
     engine = rollout_engine(setup)
-    assert setup.rollout == "server" and engine is not None
+    assert setup.rollout == "server" and engine.headroom == 1.0  # profiled by the serving engine
     share = vllm_share_gib(setup)
     # 61 GiB of bf16 weights and the profiled reserves leave the 0.9 share room for some, not all, of 7 x 8 sequences
     assert engine.held_gib + engine.sequence_gib <= share < engine.held_gib + vllm_batch(setup) * engine.sequence_gib
-    waves = vllm_waves(setup, share)
+    waves = engine.waves(share)
     assert waves >= 2
     r = posttrain_result(request, advise=False)
     assert "posttrain.note.vllm_share_too_small" not in r.notes and "posttrain.note.vllm_batch_queued" in r.notes
