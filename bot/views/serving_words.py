@@ -283,6 +283,10 @@ def assumption_line(lang: str, item: Assumption, family: str = "vllm-v1") -> str
             return _n(lang, "output %(v)s token", "output %(v)s tokens", n) % {"v": num(lang, n)}
         case "gpu_memory_utilization" | "max_num_seqs" | "max_num_batched_tokens":
             return f"{named} {value}"
+        case "latency_as_ttft":  # "p95 500": a latency promise naming no phase, read as the time to first token
+            pct_said, _sp, ms = value.partition(" ")
+            return _(lang, "latency read as the time to first token: TTFT %(pct)s ≤ %(s)s s (say TPOT or “per token” "
+                           "for the speed of the answer)") % {"pct": pct_said, "s": decimal(lang, float(ms) / 1000, 2)}
         case "moe_active":  # "30b moe": the active share assumed (engine.answer.moe_active), worded once
             return assumption_text(lang, Assumption(key=key, value=value))
     return str(item)

@@ -45,6 +45,10 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Serv
     if "quantization" in request.assumed and request.quantization:  # "q4": the parser's pick, said (engine.serving's
         result = result.model_copy(update={"assumptions": [  # own "weight_format" assumption words it)
             *result.assumptions, Assumption(key="weight_format", value=request.quantization)]})
+    if "ttft_p95_ms" in request.assumed and request.ttft_p95_ms:  # «латенси до 500 мс»: read as the first token's
+        pct = request.ttft_percentile or 95
+        result = result.model_copy(update={"assumptions": [
+            *result.assumptions, Assumption(key="latency_as_ttft", value=f"p{pct} {request.ttft_p95_ms:g}")]})
     judged = "compare" if sides else serving_verdict(request, result)
     return ServingAnswer(request=request, serving=result, verdict=judged, notes=notes,
                   serving_users=serving_users(result), currency=result.cost.currency if result.cost else "USD")

@@ -52,6 +52,12 @@ class CatalogModel:
     mlp_kind: str
     source: str
     native_format: str | None = None  # the format the checkpoint ships in (config.json quantization_config)
+    chat_id: str | None = None  # the chat / instruct repository a serving command loads (None: hf_id is one)
+
+    @property
+    def served_id(self) -> str:
+        """The repository a deployment serves: the chat model, or hf_id where that already is one."""
+        return self.chat_id or self.hf_id
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -127,6 +133,7 @@ def models() -> tuple[CatalogModel, ...]:
             mlp_kind=m["mlp_kind"],
             source=m["source"],
             native_format=m.get("native_format"),
+            chat_id=m.get("chat_id"),
         )
         for m in _load("models.toml")["model"]
     )
@@ -152,7 +159,8 @@ def _gpu_index() -> dict[str, Gpu]:
 def _model_index() -> dict[str, CatalogModel]:
     index: dict[str, CatalogModel] = {}
     for m in models():
-        for alias in (m.name, m.hf_id, m.hf_id.split("/")[-1], *m.aliases):
+        chat = (m.chat_id, m.chat_id.split("/")[-1]) if m.chat_id else ()
+        for alias in (m.name, m.hf_id, m.hf_id.split("/")[-1], *m.aliases, *chat):
             index.setdefault(_key(alias), m)
     return index
 

@@ -90,19 +90,21 @@ def _scenario_of(result: Any, request: Request) -> tuple[Scenario, Any]:
     return at_count(s, best.count), best
 
 
-def _model_id(name: str | None, s: Scenario) -> tuple[str, list[str]]:
-    """The Hub id to load, and a note when it is the reference model a bare size ("8B") was estimated as."""
+def _model_id(name: str | None, s: Scenario, served: bool = False) -> tuple[str, list[str]]:
+    """The Hub id to load, and a note when it is the reference model a bare size ("8B") was estimated as. Training
+    loads the catalog's hf_id (often the base); a serving command loads the chat model (CatalogModel.served_id)."""
     from engine.catalog import find_model, reference_of
 
     m = find_model(name) if name else None
     if m is not None and m.hf_id:
-        return m.hf_id, []
+        return (m.served_id if served else m.hf_id), []
     if name and "/" in name:
         return name, []  # a Hub id the catalog lacks: load it as written
     if not s.arch.known:
         ref = find_model(reference_of(s.arch))
         if ref is not None and ref.hf_id:
-            return ref.hf_id, [f"model_assumed:{ref.hf_id}"]
+            ref_id = ref.served_id if served else ref.hf_id
+            return ref_id, [f"model_assumed:{ref_id}"]
     return name or s.arch.name, []
 
 
@@ -236,7 +238,7 @@ def serving_job(request: Request, target: Target) -> tuple[ConfigJob, list[str]]
         s = build_scenario(req)
     except (ScenarioError, ValueError):
         return None
-    model_id, notes = _model_id(request.model.name if request.model else None, s)
+    model_id, notes = _model_id(request.model.name if request.model else None, s, served=True)
     fmt = st.weight_format
     quant: str | None
     if fmt.startswith("gguf:"):

@@ -20,6 +20,12 @@ RATE = re.compile(NUMBER + THOUSANDS + r"\s*(?:rps|qps|req/s|reqs?/s|requests?\s
 PER_SECONDS = {"min": 60.0, "мин": 60.0, "h": 3600.0, "час": 3600.0, "ч": 3600.0}
 TTFT = re.compile(r"(?:ttft|(?:time to )?first token|первого токена|первый токен)(?:\s*p\s*(\d{2}))?[^\d]{0,24}?"
                   + NUMBER + r"\s*(мс|ms|msec|с|s|sec|сек|секунд\w*|seconds?)\b")
+# a latency promise that names no phase («латенси до 500мс», "p99 under 2s", «задержка p95 до 1 с»): read as the
+# time to first token, the latency a chat user waits on, and said as assumed (Request.assumed "ttft_p95_ms")
+UNIT = r"\s*(мс|ms|msec|millisec\w*|миллисек\w*|с|s|sec|сек|секунд\w*|seconds?)(?![a-zа-яё])"
+LATENCY = re.compile(r"(?:latency|latencies|задержк\w*|латенси|латенс\w*|латентн\w*|отклик\w*)(?:\s*p\s*(\d{2}))?"
+                     r"[^\d?!.]{0,24}?" + NUMBER + UNIT)
+PERCENTILE_PROMISE = re.compile(r"(?<![\w.])p\s*(50|90|95|99)(?![\w.])[^\d?!.]{0,16}?" + NUMBER + UNIT)
 PERCENTILE_BEFORE = re.compile(r"\bp\s*(\d{2})\s*(?:ttft|time to first token|первого токена|first token)")
 MEDIAN = re.compile(r"median|медиан\w*")
 TPOT = re.compile(r"(?:tpot|itl|inter[- ]token latency)(?:\s*p\s*\d{2})?[^\d]{0,20}?" + NUMBER + r"\s*(мс|ms)\b")
@@ -95,6 +101,30 @@ def _num(x: str) -> float:
     return number_value(x)  # "0,5 с" is a half, "72,000 requests per hour" seventy-two thousand
 
 
+def _latency(s: Scan, text: str) -> None:
+    """A promise on a latency that names no phase: the time to first token at its percentile (p95 when none is
+    said), marked as the parser's reading so that the answer says it."""
+    m = LATENCY.search(text) or PERCENTILE_PROMISE.search(text)
+    if m is None or TPOT.search(text) or PER_TOKEN.search(text):
+        return
+    if m.re is LATENCY:
+        pct, value, unit = m.group(1), m.group(2), m.group(3)
+        before = re.search(r"\bp\s*(\d{2})\s*$", text[max(0, m.start() - 8):m.start()])
+        pct = pct or (before.group(1) if before else None)
+    else:
+        pct, value, unit = m.group(1), m.group(2), m.group(3)
+    ms = _num(value) * (1.0 if unit.startswith(("мс", "ms", "milli", "милли")) else 1000.0)
+    if not 0 < ms <= 1e7:
+        return
+    s.set("ttft_p95_ms", ms)
+    if MEDIAN.search(text[max(0, m.start() - 24):m.start() + 8]):
+        pct = "50"
+    if pct in ("50", "99"):
+        s.set("ttft_percentile", int(pct))
+    s.assumed.append("ttft_p95_ms")
+    _mark(s, m.start(), m.end())
+
+
 def load(s: Scan) -> None:
     text = s.text
     m = RATE.search(text)
@@ -118,6 +148,8 @@ def load(s: Scan) -> None:
             if pct in ("50", "99"):
                 s.set("ttft_percentile", int(pct))
             _mark(s, m.start(), m.end())
+    if m is None:
+        _latency(s, text)
     m = TPOT.search(text)
     if m and 0 < _num(m.group(1)) <= 1e6:
         s.set("tpot_ms", _num(m.group(1)))

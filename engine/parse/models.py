@@ -33,7 +33,8 @@ def model_index() -> NameIndex[CatalogModel]:
     by_name = {m.name: m for m in models()}
     entries: list[tuple[str, CatalogModel]] = []
     for m in models():
-        entries += [(a, m) for a in (m.name, m.hf_id, m.hf_id.split("/")[-1], *m.aliases)]
+        chat = (m.chat_id, m.chat_id.split("/")[-1]) if m.chat_id else ()
+        entries += [(a, m) for a in (m.name, m.hf_id, m.hf_id.split("/")[-1], *m.aliases, *chat)]
     entries += [(a, by_name[n]) for a, n in EXTRA_MODEL_ALIASES.items() if n in by_name]
     return NameIndex(entries)
 
@@ -112,7 +113,8 @@ def _hub_id(s: Scan, a: int, b: int) -> str | None:
     command must name that checkpoint, not the base model (the id still resolves to the catalog shape)."""
     name = s.cased[s.toks[a].start:s.toks[b].end].strip()
     whole = find_model(name)
-    if "/" not in name or len(name) > 200 or (whole is not None and whole.hf_id.lower() == name.lower()):
+    if "/" not in name or len(name) > 200 or (whole is not None and name.lower() in (
+            whole.hf_id.lower(), (whole.chat_id or "").lower())):
         return None
     return name
 

@@ -226,6 +226,9 @@ PARSE_FIELDS = (
     "selective_checkpointing", "float8", "async_tp", "torch_compile",
     # beyond CONTRACT.md ("everything not named here is free"): the parser's signals for the answer
     "fused_loss", "assumed", "smalltalk", "asks", "rent_hours", "rent_monthly", "examples",
+    # v2.1 serving under load (docs/contract-serving-load.md): the rate, the promise and the features said
+    "request_rate", "ttft_p95_ms", "ttft_percentile", "tpot_ms", "prefix_cache_hit_rate", "speculative", "max_loras",
+    "max_lora_rank", "enforce_eager", "interconnect", "disaggregated", "prefill_instances", "dp_attention",
 )
 
 

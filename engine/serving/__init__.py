@@ -67,7 +67,7 @@ def _model_id(request: Request, arch: Architecture) -> str:
     if "/" in name:
         return name
     entry = find_model(name)
-    return entry.hf_id if entry else name
+    return entry.served_id if entry else name  # the chat model: what a deployment answers users with
 
 
 def _candidates(engine: str) -> list[Any]:

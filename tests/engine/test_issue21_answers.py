@@ -9,6 +9,7 @@ from bot.pipeline import ask_text
 from bot.views.formats import about_days, days_text, nodes_text
 from engine.answer import answer
 from engine.catalog import find_model
+from engine.configs import config_for
 from engine.memory.state import frozen_base_bytes
 from engine.parse import parse
 from engine.scenario import build_scenario
@@ -67,3 +68,26 @@ def test_a_model_question_that_prices_a_period_gets_that_period_for_the_gpus_ask
     assert answer(parse("лора 8б на 2 h100 на 1B токенов сколько стоит")).rental is None  # a run is priced instead
     served = ask_text("сколько стоит инфер мистраль лардж на 8 h100 в месяц vllm").split("\n")
     assert served[0].startswith("💰 8×H100 SXM на 730") and served[2].startswith("✅")
+
+
+def test_a_latency_promise_is_judged_as_ttft_and_says_so() -> None:
+    text = ask_text("llama 3.1 70b vllm на 2xh100 латенси до 500мс")
+    assert "задержка понята как время до первого токена: TTFT p95 ≤ 0,5 с" in text
+    en = ask_text("Llama 3.1 8B on vLLM, 50 users, p99 under 2s on an L40S?")
+    assert en.splitlines()[0].find("TTFT p99") > 0  # the first line judges the promise at the percentile said
+    assert "latency read as the time to first token: TTFT p99 ≤ 2 s" in en
+
+
+@pytest.mark.parametrize(("q", "repo"), [
+    ("llama 3.1 70b vllm на 2xh100", "meta-llama/Llama-3.1-70B-Instruct"),
+    ("qwen2.5 7b на 4090 sglang", "Qwen/Qwen2.5-7B-Instruct"),
+    ("gemma 2 9b на l4 vllm", "google/gemma-2-9b-it"),
+    ("mistral 7b v0.3 vllm a10g", "mistralai/Mistral-7B-Instruct-v0.3"),
+])
+def test_a_serving_command_loads_the_chat_model_and_training_the_catalog_checkpoint(q: str, repo: str) -> None:
+    text = ask_text(q)
+    assert f" {repo} " in text, q
+    m = find_model(repo)  # the chat id resolves to the same catalog shape
+    assert m is not None and m.served_id == repo and m.hf_id != repo
+    trained = config_for(parse(f"lora {m.name} on one h100"))  # a fine-tune starts from the catalog checkpoint
+    assert m.hf_id in trained.files[0].text and repo not in trained.files[0].text

@@ -45,7 +45,7 @@ def test_no_known_checkpoint_gives_a_placeholder_and_says_so():
 
 def test_fp8_without_a_checkpoint_quantizes_on_load():
     out = _config("serve Llama-2-7B fp8 on H100 vllm")
-    assert "meta-llama/Llama-2-7b-hf" in out.command and "--quantization fp8" in out.command
+    assert "meta-llama/Llama-2-7b-chat-hf" in out.command and "--quantization fp8" in out.command
 
 
 @pytest.mark.parametrize("question", ["vllm llama 3.1 8b на t4", "serve Qwen2.5-7B on V100 32GB with sglang"])

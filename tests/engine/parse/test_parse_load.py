@@ -168,3 +168,28 @@ def test_speed_as_the_last_word_asks_for_the_speed() -> None:
         assert "throughput" in parse_strict(text).asks, text
     # a speed word inside a training question is not a serving ask
     assert "throughput" not in parse_strict("лора 8б на 4090 скорость обучения").asks
+
+
+@pytest.mark.parametrize(("q", "ms", "pct"), [
+    ("llama 3.1 70b vllm на 2xh100 латенси до 500мс", 500.0, None),
+    ("Llama 3.1 8B on vLLM, 50 users, p99 under 2s on an L40S?", 2000.0, 99),
+    ("8b vllm l40s 50 юзеров, задержка p95 до 1 с", 1000.0, None),
+    ("qwen 7b serving, p95 latency < 300ms", 300.0, None),
+    ("70b на h100, задержка не больше 2 секунд", 2000.0, None),
+    ("mistral 7b на a10g, латентность p99 до 800 мс", 800.0, 99),
+    ("gemma 2 9b l4 median latency 400 ms", 400.0, 50),
+])
+def test_a_latency_promise_naming_no_phase_is_read_as_ttft_and_marked_as_read(q: str, ms: float,
+                                                                              pct: int | None) -> None:
+    r = parse_strict(q)
+    assert (r.ttft_p95_ms, r.ttft_percentile, r.method) == (ms, pct, "inference"), q
+    assert "ttft_p95_ms" in r.assumed  # the answer says it read the latency as the first token's
+    assert r.seq_len is None and r.concurrency in (None, 50)  # the number is no context
+
+
+def test_a_latency_per_token_or_a_named_ttft_is_not_a_reading() -> None:
+    per_token = parse_strict("llama 8b vllm latency 50 ms per token")
+    assert per_token.tpot_ms == 50.0 and per_token.ttft_p95_ms is None
+    named = parse_strict("llama 8b vllm TTFT p95 800 ms, latency matters")
+    assert named.ttft_p95_ms == 800.0 and "ttft_p95_ms" not in named.assumed
+    assert parse_strict("лора 8б на 4090 с задержкой").ttft_p95_ms is None  # no number: no promise

@@ -127,7 +127,7 @@ def test_a_serving_answer_has_the_contract_block():
     assert s["tensor_parallel"] == 4 and s["kv_bytes_per_token"] == 80 * 2 * 2 * 128 * 2
     assert s["fits"] and s["concurrency_at_context"] >= 32
     assert s["decode_tokens_per_s"]["total"] > s["decode_tokens_per_s"]["per_user"] > 0
-    assert s["command"][:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B"]
+    assert s["command"][:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct"]
     assert "--tensor-parallel-size" in s["command"]
 
 

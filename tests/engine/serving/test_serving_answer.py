@@ -82,7 +82,8 @@ def test_english_reply_has_headline_table_speed_price_changes_and_command() -> N
     assert "tokens/s per user" in text and "first token in" in text
     assert re.search(r"\$\d+\.\d\d/h for 4×H100 SXM · \$\d+\.\d\d per 1M output tokens · \$[\d,]+ a month", text)
     assert "FP8 weights" in text and "FP8 KV cache" in text
-    assert '<pre><code class="language-bash">vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 4' in text
+    assert ('<pre><code class="language-bash">vllm serve meta-llama/Llama-3.1-70B-Instruct '
+            '--tensor-parallel-size 4') in text
     assert "--max-num-seqs 32" in text
     assert "gpu_memory_utilization 0.9" in text and "max_num_seqs" in text
     assert len(text) < 4096

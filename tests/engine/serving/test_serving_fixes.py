@@ -202,7 +202,7 @@ def test_serving_keyboard_has_a_chart_button() -> None:
 def test_a_bare_size_is_launched_as_the_model_whose_shape_was_assumed() -> None:
     r = serve(Request.model_validate({"model": {"params_b": 70.0}, "method": "inference", "serving_engine": "vllm",
                                       "gpus": [{"name": "H100 SXM", "count": 2}]}))
-    assert r.command[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B"]  # was `vllm serve 70B`: no such repo
+    assert r.command[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct"]  # was `vllm serve 70B`: no such repo
 
 
 def test_an_mla_moe_decode_step_pays_its_kernel_chain_a_layer_and_a_dense_one_does_not() -> None:
@@ -306,7 +306,8 @@ def test_a_command_always_starts_on_the_gpus_it_names() -> None:
 
 def test_a_bare_size_far_from_its_reference_gets_a_placeholder_not_another_model_s_checkpoint() -> None:
     assert serve(parse("123b на 4 h100 vllm")).command[2] == "your-org/model-123B"
-    assert serve(parse("70b on 2 h100 vllm")).command[2] == "meta-llama/Llama-3.1-70B"  # the reference is that size
+    # the reference is that size, served as its chat model
+    assert serve(parse("70b on 2 h100 vllm")).command[2] == "meta-llama/Llama-3.1-70B-Instruct"
 
 
 def test_replicas_with_dp_attention_give_one_data_parallel_degree() -> None:
