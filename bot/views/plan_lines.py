@@ -152,7 +152,7 @@ def lead_line(lang: str, a: PlannedAnswer, lead: str) -> str:
             _(lang, "%(money)s per 100M tokens on %(gpus)s (%(hours)s)")
         if examples:
             text = _(lang, "%(money)s for %(data)s (up to %(tokens)s tokens) on %(gpus)s (%(hours)s)")
-        return "💰 " + text % {**params, "money": spend, "hours": hours}
+        return "💰 " + text % {**params, "money": spend, "hours": hours} + not_the_asked(lang, a, p)
     text = _(lang, "%(hours)s on %(gpus)s for your %(tokens)s tokens%(money)s") if yours else \
         _(lang, "%(hours)s on %(gpus)s per 100M tokens%(money)s")
     if examples:
@@ -184,6 +184,11 @@ def not_the_asked(lang: str, a: PlannedAnswer, p: Plan) -> str:
     if x is None or (x.gpu, x.count) == (p.gpu, p.count) or a.verdict in ("fits", "tight", "compare", None):
         return ""
     asked = f"{x.count}×{gpu_name(lang, x.gpu)}"
+    if a.verdict == "fits_with_changes" and a.fix_plan is not None and a.fix_plan.hours is not None:
+        # the change of method on the GPUs asked, timed by its own plan (engine.answer.fix_plan)
+        spend = typical_then_range(lang, a.fix_plan.cost, a.fix_plan.currency)
+        return "; " + _(lang, "on %(asked)s after the change below: %(hours)s%(money)s") % {
+            "asked": asked, "hours": hours_text(lang, a.fix_plan.hours), "money": f", {spend}" if spend else ""}
     if a.verdict == "fits_with_changes":
         return "; " + _(lang, "%(asked)s holds it only after the change below, whose hours are not counted") % {
             "asked": asked}

@@ -99,7 +99,9 @@ def answer(request: Request, prices: PriceOptions | None = None, today: date | N
     conflicts = hardware_conflicts(s, gpu, request) if gpu is not None and not result.comparison else []
     said, fix = verdict(result, b, asked, conflicts, full_asked=request.method == "full")
     fused = fused_loss_alternative(s) if s.framework_assumed else None
+    fixed = fix_plan(request, fix, asked, prices) if said == "fits_with_changes" else None
     return TrainingAnswer(
+        fix_plan=fixed,
         request=request, scenario=s, breakdown=b,
         verdict=said, asked=asked, fix=fix, conflicts=conflicts,
         capacity_gib=capacity(asked.gpu, asked.memory_gb) if asked else 0.0,
@@ -119,6 +121,28 @@ def answer(request: Request, prices: PriceOptions | None = None, today: date | N
         limits=limits_with_faster(request, shown, prices or PriceOptions()),
         rental=asked_rental(request, prices),
     )
+
+
+# Request fields a change may set that the planner takes as said (engine.memory's method change: QLoRA, its 4-bit
+# base and paged optimizer)
+REQUEST_CHANGES = ("method", "bits", "optimizer")
+
+
+def fix_plan(request: Request, fix: Change | None, asked: Arrangement | None,
+             prices: PriceOptions | None) -> Plan | None:
+    """The GPUs asked after the verdict's change of method («лора 8b на 4080» → QLoRA on the one card), planned the
+    way every plan is (engine.plan on the changed request), so that the first line times what it tells the user to
+    do instead of only the other arrangement's hours. None when the change is not a change of method or the changed
+    job still needs another arrangement."""
+    if fix is None or asked is None or "method" not in fix.update:
+        return None
+    update = {k: v for k, v in fix.update.items() if k in REQUEST_CHANGES}
+    try:
+        changed = plan(request.model_copy(update=update), prices)
+    except ScenarioError:
+        return None
+    return next((p for p in changed.plans if (p.gpu, p.count) == (asked.gpu, asked.count) and p.hours is not None),
+                None)
 
 
 def asked_rental(request: Request, prices: PriceOptions | None) -> Rental | None:

@@ -64,6 +64,7 @@ class PlannedAnswer(AnswerBase):
     capacity: list[GpuLine] = Field(default_factory=list)  # the asked GPU, those of the plans, common ones
     capacity_gib: float = 0.0  # the asked GPU's usable memory (engine.fit.capacity)
     fix: Change | None = None  # the change (or combination) that makes a "fits_with_changes" fit
+    fix_plan: Plan | None = None  # the asked GPUs' plan after a change of method (LoRA → QLoRA): its hours and money
     fused_loss_gb: float | None = None  # what a fused linear cross-entropy would need, when no framework was named
     conflicts: list[str] = Field(default_factory=list)  # what the asked GPU cannot run (hardware_conflicts keys)
     limits: Limits | None = None  # the question's budget / deadline against the plans

@@ -91,3 +91,19 @@ def test_a_serving_command_loads_the_chat_model_and_training_the_catalog_checkpo
     assert m is not None and m.served_id == repo and m.hf_id != repo
     trained = config_for(parse(f"lora {m.name} on one h100"))  # a fine-tune starts from the catalog checkpoint
     assert m.hf_id in trained.files[0].text and repo not in trained.files[0].text
+
+
+def test_the_change_that_fits_the_card_asked_is_timed_in_the_first_line() -> None:
+    """«лора 8b на 4080»: the hours of 2×4080 lead, and the one card asked gets the hours of its fix (QLoRA)."""
+    a = answer(parse("лора 8b на 4080 сколько по времени на 100М токенов"))
+    assert a.verdict == "fits_with_changes" and a.fix is not None and a.fix.update["method"] == "qlora"
+    assert a.fix_plan is not None and (a.fix_plan.gpu, a.fix_plan.count) == ("RTX 4080", 1)
+    two = next(p for p in a.plans if p.count == 2)
+    assert a.fix_plan.hours is not None and two.hours is not None
+    assert a.fix_plan.hours > two.hours  # one card, and QLoRA dequantizes: slower than two cards of LoRA
+    first = ask_text("лора 8b на 4080 сколько по времени на 100М токенов").splitlines()[0]
+    assert "на 1×RTX 4080 после изменения ниже:" in first and "не считаю" not in first
+    money = ask_text("lora 70b on one a100, how much for 100M tokens").splitlines()[0]
+    assert money.startswith("💰") and "on 1×A100 80GB SXM after the change below:" in money
+    # a change that is no change of method (gradient checkpointing) keeps the plans' own hours only
+    assert answer(parse("full 8b на h100 сколько стоит 100М токенов")).fix_plan is None
