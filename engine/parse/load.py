@@ -70,6 +70,8 @@ _SERVED = (r"serv\w*|inferenc\w*|инференс\w*|обслуж\w*|разда�
            r"vllm|sglang|потян\w*|держ\w*|hold|host\w*")
 SERVED_ADAPTERS = re.compile(r"multi[- ]?lora|мульти[- ]?лор\w*|enable[-_]lora|max[-_]loras|"
                              rf"(?:{_ADAPTERS})[^?!\n]{{0,48}}?\b(?:{_SERVED})|\b(?:{_SERVED})[^?!\n]{{0,48}}?(?:{_ADAPTERS})")
+# a method or stage that trains: a latency said beside it is not read as a serving promise
+TRAINED = re.compile(r"(?<![\w-])(?:q?lora|q?лор[аыу]|фулл|full fine|sft|dpo|grpo|ppo|orpo|kto)(?![\w-])")
 TRAINING = re.compile(r"обуч\w*|дообуч\w*|тренир\w*|\btrain\w*|fine[- ]?tun\w*|finetun\w*|файн-?тюн\w*")
 HOW_MANY_ADAPTERS = re.compile(rf"(?:how many|сколько)\s+(?:\w+[- ]?){{0,2}}?(?:{_ADAPTERS})"
                                rf"|(?:{_ADAPTERS})[^?!\n]{{0,40}}?(?:how many|сколько)\s+(?:влез\w*|помест\w*|fit)")
@@ -105,8 +107,8 @@ def _latency(s: Scan, text: str) -> None:
     """A promise on a latency that names no phase: the time to first token at its percentile (p95 when none is
     said), marked as the parser's reading so that the answer says it."""
     m = LATENCY.search(text) or PERCENTILE_PROMISE.search(text)
-    if m is None or TPOT.search(text) or PER_TOKEN.search(text):
-        return
+    if m is None or TPOT.search(text) or PER_TOKEN.search(text) or TRAINING.search(text) or TRAINED.search(text):
+        return  # a training question's "latency" is no serving promise: the question stays the one asked
     if m.re is LATENCY:
         pct, value, unit = m.group(1), m.group(2), m.group(3)
         before = re.search(r"\bp\s*(\d{2})\s*$", text[max(0, m.start() - 8):m.start()])

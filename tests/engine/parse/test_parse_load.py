@@ -193,3 +193,7 @@ def test_a_latency_per_token_or_a_named_ttft_is_not_a_reading() -> None:
     named = parse_strict("llama 8b vllm TTFT p95 800 ms, latency matters")
     assert named.ttft_p95_ms == 800.0 and "ttft_p95_ms" not in named.assumed
     assert parse_strict("лора 8б на 4090 с задержкой").ttft_p95_ms is None  # no number: no promise
+    for training in ("fine-tune llama 8b, latency 200 ms", "обучение 7b на h100 за 5 часов, задержка 1 с",
+                     "qlora 8b latency 300ms"):  # a training question stays one
+        r = parse_strict(training)
+        assert r.ttft_p95_ms is None and r.method != "inference", training
