@@ -55,6 +55,12 @@ class CatalogModel:
     chat_id: str | None = None  # the chat / instruct repository a serving command loads (None: hf_id is one)
 
     @property
+    def names(self) -> tuple[str, ...]:
+        """Every name the model is known by: its catalog name, its Hub ids (org/name and name) and its aliases."""
+        ids = (self.hf_id, *((self.chat_id,) if self.chat_id else ()))
+        return (self.name, *(x for i in ids for x in (i, i.split("/")[-1])), *self.aliases)
+
+    @property
     def served_id(self) -> str:
         """The repository a deployment serves: the chat model, or hf_id where that already is one."""
         return self.chat_id or self.hf_id
@@ -159,8 +165,7 @@ def _gpu_index() -> dict[str, Gpu]:
 def _model_index() -> dict[str, CatalogModel]:
     index: dict[str, CatalogModel] = {}
     for m in models():
-        chat = (m.chat_id, m.chat_id.split("/")[-1]) if m.chat_id else ()
-        for alias in (m.name, m.hf_id, m.hf_id.split("/")[-1], *m.aliases, *chat):
+        for alias in m.names:
             index.setdefault(_key(alias), m)
     return index
 

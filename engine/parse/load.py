@@ -103,28 +103,31 @@ def _num(x: str) -> float:
     return number_value(x)  # "0,5 с" is a half, "72,000 requests per hour" seventy-two thousand
 
 
+def _ttft_promise(s: Scan, text: str, m: re.Match[str], pct: str | None) -> bool:
+    """The TTFT promise of a match whose last two groups are its value and unit: in ms, at the percentile said (a
+    median word makes it p50; p95 when none is said). False when the value is out of range (nothing set)."""
+    value, unit = m.group(m.re.groups - 1), m.group(m.re.groups)
+    ms = _num(value) * (1.0 if unit.startswith(("мс", "ms", "milli", "милли")) else 1000.0)
+    if not 0 < ms <= 1e7:
+        return False
+    s.set("ttft_p95_ms", ms)
+    if MEDIAN.search(text[max(0, m.start() - 24):m.start() + 8]):
+        pct = "50"
+    if pct in ("50", "99"):
+        s.set("ttft_percentile", int(pct))
+    _mark(s, m.start(), m.end())
+    return True
+
+
 def _latency(s: Scan, text: str) -> None:
     """A promise on a latency that names no phase: the time to first token at its percentile (p95 when none is
     said), marked as the parser's reading so that the answer says it."""
     m = LATENCY.search(text) or PERCENTILE_PROMISE.search(text)
     if m is None or TPOT.search(text) or PER_TOKEN.search(text) or TRAINING.search(text) or TRAINED.search(text):
         return  # a training question's "latency" is no serving promise: the question stays the one asked
-    if m.re is LATENCY:
-        pct, value, unit = m.group(1), m.group(2), m.group(3)
-        before = re.search(r"\bp\s*(\d{2})\s*$", text[max(0, m.start() - 8):m.start()])
-        pct = pct or (before.group(1) if before else None)
-    else:
-        pct, value, unit = m.group(1), m.group(2), m.group(3)
-    ms = _num(value) * (1.0 if unit.startswith(("мс", "ms", "milli", "милли")) else 1000.0)
-    if not 0 < ms <= 1e7:
-        return
-    s.set("ttft_p95_ms", ms)
-    if MEDIAN.search(text[max(0, m.start() - 24):m.start() + 8]):
-        pct = "50"
-    if pct in ("50", "99"):
-        s.set("ttft_percentile", int(pct))
-    s.assumed.append("ttft_p95_ms")
-    _mark(s, m.start(), m.end())
+    before = re.search(r"\bp\s*(\d{2})\s*$", text[max(0, m.start() - 8):m.start()]) if m.re is LATENCY else None
+    if _ttft_promise(s, text, m, m.group(1) or (before.group(1) if before else None)):
+        s.assumed.append("ttft_p95_ms")
 
 
 def load(s: Scan) -> None:
@@ -140,17 +143,8 @@ def load(s: Scan) -> None:
             _mark(s, m.start(), m.end())
     m = TTFT.search(text)
     if m:
-        v = _num(m.group(2))
-        ms = v if m.group(3).startswith(("мс", "ms")) else v * 1000.0
-        if 0 < ms <= 1e7:
-            s.set("ttft_p95_ms", ms)  # a promise is read as the p95 unless another percentile is said
-            pct = m.group(1) or next(iter(PERCENTILE_BEFORE.findall(text[:m.start() + 8])), None)
-            if MEDIAN.search(text[max(0, m.start() - 24):m.start() + 8]):
-                pct = "50"
-            if pct in ("50", "99"):
-                s.set("ttft_percentile", int(pct))
-            _mark(s, m.start(), m.end())
-    if m is None:
+        _ttft_promise(s, text, m, m.group(1) or next(iter(PERCENTILE_BEFORE.findall(text[:m.start() + 8])), None))
+    else:
         _latency(s, text)
     m = TPOT.search(text)
     if m and 0 < _num(m.group(1)) <= 1e6:

@@ -33,8 +33,7 @@ def model_index() -> NameIndex[CatalogModel]:
     by_name = {m.name: m for m in models()}
     entries: list[tuple[str, CatalogModel]] = []
     for m in models():
-        chat = (m.chat_id, m.chat_id.split("/")[-1]) if m.chat_id else ()
-        entries += [(a, m) for a in (m.name, m.hf_id, m.hf_id.split("/")[-1], *m.aliases, *chat)]
+        entries += [(a, m) for a in m.names]
     entries += [(a, by_name[n]) for a, n in EXTRA_MODEL_ALIASES.items() if n in by_name]
     return NameIndex(entries)
 
