@@ -38,6 +38,8 @@ def posttrain_parts(r: PostTrainResult) -> dict[str, float]:
     add up past the peak; the CUDA context. Their sum without cuda_context is `r.per_gpu_total`."""
     lines = {k: r.policy.get(k, 0.0) for k in POLICY_LINES}
     for x in r.lines:
+        if x.key == "host_ram":
+            continue  # CPU RAM (ALST's offloaded checkpoints), not a line of the GPU's peak
         lines[x.key] = lines.get(x.key, 0.0) + x.gib
     rest = r.per_gpu_total - sum(lines.values())
     lines["overhead"] = max(0.0, rest)

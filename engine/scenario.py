@@ -52,6 +52,17 @@ def gpu_count(request: Request) -> int:
     return max((g.count for g in request.gpus), default=1)
 
 
+def stack_of(request: Request) -> str:
+    """The training stack whose profile the job runs on: the one named, else the default. DeepSpeed named with
+    sequence parallelism, activation-checkpoint offload or TiledMLP is ArcticTraining, the trainer of DeepSpeed's ALST
+    (engine/frameworks/arctictraining.toml): those are its switches, not the HF Trainer's over a ds_config."""
+    framework = request.framework or DEFAULT_FRAMEWORK
+    if framework == "deepspeed" and ((request.context_parallel or 1) > 1 or request.activation_offload
+                                     or request.tiled_mlp):
+        return "arctictraining"
+    return framework
+
+
 def build_scenario(request: Request, count: int | None = None) -> Scenario:
     assumptions: list[Assumption] = []
 
@@ -78,12 +89,14 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
     sharding: Sharding = "none"
     if request.sharding is not None:
         sharding = request.sharding
+    elif training and profile(stack_of(request)).constant("zero3_always", 0.0):
+        sharding = pick("sharding", None, "zero3")  # a stack whose recipes run ZeRO-3 even on one GPU (profile)
     elif n > 1 and training:
         # a stack that always trains on Megatron-Core (NeMo) runs Megatron's data parallelism with its distributed
         # optimizer, never ZeRO-3 (engine/memory/state.py distributed_optimizer)
         # optimizer, never ZeRO-3 (engine/memory/state.py distributed_optimizer); a PyTorch-native stack (torchtitan)
         # shards with FSDP2 (torchtitan 9dec370ad parallelize_llama.py apply_fsdp)
-        stack = profile(request.framework or DEFAULT_FRAMEWORK)
+        stack = profile(stack_of(request))
         on_mcore = bool(stack.constant("megatron_core", 0.0))
         native = bool(stack.constant("pytorch_native", 0.0))
         sharding = pick("sharding", None, "fsdp" if native else "zero3" if method == "full" and not on_mcore
@@ -92,7 +105,7 @@ def build_scenario(request: Request, count: int | None = None) -> Scenario:
     if (request.expert_parallel or 1) > n:
         raise ScenarioError(f"expert parallel degree {request.expert_parallel} needs at least as many GPUs, {n} given",
                             "ep_needs_gpus", ep=request.expert_parallel, gpus=n)
-    framework = request.framework or DEFAULT_FRAMEWORK
+    framework = stack_of(request)
     prof = profile(framework)
     family = _model_family(request)
     kernel = _loss_kernel(request, framework, family)

@@ -20,6 +20,7 @@ from bot.views.words import (
     technique_label,
     tight_suffix,
 )
+from engine.answer import PARSED_DEFAULTS
 from engine.parts import posttrain_parts
 from engine.posttrain import PostTrainResult
 from engine.posttrain.setup import constants
@@ -250,6 +251,8 @@ SETTING_ORDER = ("per_device_train_batch_size", "num_generations", "max_prompt_l
 def settings_lines(r: PostTrainResult, share: float | None = None) -> list[str]:
     """TRL's names with the values of this estimate (Python literals, as in a config); a colocated vLLM at the share
     the estimate holds (`share`: the one the headline says), not the smaller one a change offers."""
+    if r.settings.stack == "arctictraining":
+        return arctic_settings_lines(r)
     values = r.settings.model_dump()
     if share is not None and r.settings.vllm_mode == "colocate" and values.get("vllm_gpu_memory_utilization"):
         values["vllm_gpu_memory_utilization"] = share
@@ -273,6 +276,40 @@ def settings_lines(r: PostTrainResult, share: float | None = None) -> list[str]:
     if alst:
         out.append(f"# {' + '.join(alst)}: ArcticTraining (ALST), arxiv.org/abs/2506.13996")
     return out
+
+
+def arctic_settings_lines(r: PostTrainResult) -> list[str]:
+    """ArcticTraining's recipe keys with this estimate's values (arctic_training/config/trainer.py
+    sequence_parallel_size, activation_checkpoint_cpu_offload, tiled_mlp_compute; the YAML of snowflakedb/ArcticTraining
+    projects/sequence-parallelism/run-*.yml)."""
+    st = r.settings
+    out = ["type: sft", f"micro_batch_size: {st.per_device_train_batch_size}",
+           f"sequence_parallel_size: {st.sequence_parallel_size or 1}"]
+    if st.activation_offload:
+        out.append("activation_checkpoint_cpu_offload: true")
+    if st.tiled_mlp:
+        out.append("tiled_mlp_compute: true")
+    model = (["  type: liger"] if st.use_liger_kernel else []) + (
+        [] if st.gradient_checkpointing else ["  disable_activation_checkpoint: true"])
+    if model:
+        out.append("\n".join(["model:", *model]))
+    out.append("deepspeed:\n  zero_optimization:\n    stage: 3" + (
+        "\n    offload_optimizer:\n      device: cpu" if st.offload_optimizer else ""))
+    if st.max_length:
+        out.append(f"data:\n  max_length: {st.max_length}")
+    return out
+
+
+def parsed_assumptions_of(a: PostTrainAnswer, r: PostTrainResult) -> list[Assumption]:
+    """What the parser filled from what the question implied ("DeepSpeed Ulysses" on 8 GPUs → CP ×8, "ALST" → its
+    recipe), said beside the estimate's own defaults."""
+    own = {str(x).partition("=")[0] for x in r.assumptions}
+    return [x for x in a.assumptions if x.key in PARSED_DEFAULTS.values() and x.key not in own]
+
+
+def settings_stack(r: PostTrainResult) -> str:
+    """Whose names the settings block uses."""
+    return "ArcticTraining" if r.settings.stack == "arctictraining" else "TRL"
 
 
 def assumption_words(lang: str, item: Assumption) -> str:
@@ -363,11 +400,12 @@ def apply(lang: str, a: PostTrainAnswer, model: dict[str, Any]) -> tuple[str, st
         "headline": title, "summary": line, "table": table(lang, r, a.need_gb),
         "reserve_note": any(k == "overhead" for k, *_rest in chart_rows(lang, r)),
         "changes": change_lines(lang, r) if a.verdict != "compare" else [],
-        "pt_settings": settings_lines(r, vllm_share_used(a)),
+        "pt_settings": settings_lines(r, vllm_share_used(a)), "pt_stack": settings_stack(r),
         "notes": [*model["notes"], *(_(lang, NOTES[n]) if n in NOTES else n for n in dict.fromkeys(r.notes))],
         "pt_time": "; ".join(x for x in (time_text(lang, r), speedup_text(lang, a)) if x),
         "pt_host_ram": _(lang, "Host RAM per GPU: %(gb)s") % {"gb": gb(lang, host)} if host >= 0.05 else "",
-        "assumptions": "; ".join(assumption_words(lang, x) for x in r.assumptions) or "—",
+        "assumptions": "; ".join([*(assumption_words(lang, x) for x in r.assumptions),
+                                  *(assumption_text(lang, x) for x in parsed_assumptions_of(a, r))]) or "—",
         "cpu_ram_gb": 0, "cpu_ram": "",
     })
     return title, line

@@ -205,6 +205,10 @@ def assumption_text(lang: str, item: Assumption) -> str:
             return _(lang, "weights in %(v)s") % {"v": str(value).removeprefix("gguf:").upper()}
         case "context_parallel":
             return _(lang, "context parallel ×%(v)s over all GPUs of the job") % {"v": value}
+        case "alst_recipe":
+            return _(lang, "ALST as ArcticTraining's recipes run it: full fine-tuning, activation checkpoints "
+                           "offloaded to CPU, TiledMLP, Liger's fused loss, the optimizer in CPU RAM (say any of "
+                           "them to change it)")
         case "deadline_weekday":
             return _(lang, "a deadline by a weekday taken as %(v)s h (I do not count calendar days)") % {
                 "v": number_or_text(lang, value)}

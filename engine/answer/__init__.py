@@ -267,7 +267,7 @@ def with_said(a: PostTrainAnswer, request: Request, prices: PriceOptions | None)
 # → assumption key); "model" and "gpus" are said as notes (said_notes)
 PARSED_DEFAULTS = {"quantization": "quantization", "context_parallel": "context_parallel",
                    "budget.currency": "budget_currency", "deadline_hours": "deadline_weekday",
-                   "deadline_calendar": "deadline_calendar"}
+                   "deadline_calendar": "deadline_calendar", "alst": "alst_recipe"}
 
 
 def parsed_assumptions(request: Request) -> list[Assumption]:
@@ -277,7 +277,8 @@ def parsed_assumptions(request: Request) -> list[Assumption]:
     for said in request.assumed:
         key = PARSED_DEFAULTS.get(said)
         value = request.budget.currency if said == "budget.currency" and request.budget else \
-            request.deadline_hours if said == "deadline_calendar" else getattr(request, said, None) if key else None
+            request.deadline_hours if said == "deadline_calendar" else "on" if said == "alst" else \
+            getattr(request, said, None) if key else None
         if key is not None and value is not None:
             out.append(Assumption(key=key, value=value))
     return out

@@ -16,7 +16,12 @@ from __future__ import annotations
 from engine import work
 from engine.catalog import smaller_shapes
 from engine.frameworks import profile
-from engine.memory.activations import activation_bytes_per_token_layer, checkpointed_inputs
+from engine.memory.activations import (
+    activation_bytes_per_token_layer,
+    backward_working_bytes_per_token,
+    checkpointed_inputs,
+    mlp_wide_bytes_per_token,
+)
 from engine.memory.constants import GIB, constants
 from engine.memory.inference import inference_peak
 from engine.memory.lora import LoraTargets, lora_parameters
@@ -30,6 +35,7 @@ __all__ = [
     "LoraTargets",
     "activation_bytes_per_token_layer",
     "allocator_slack_fractions",
+    "backward_working_bytes_per_token",
     "breakdown",
     "checkpointed_inputs",
     "constants",
@@ -38,6 +44,7 @@ __all__ = [
     "fused_loss_alternative",
     "lora_parameters",
     "loss_bytes_per_logit",
+    "mlp_wide_bytes_per_token",
     "profile_offloads_checkpoints",
     "weight_bytes_per_param",
     "with_loss_kernel",

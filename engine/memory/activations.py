@@ -10,6 +10,7 @@ from __future__ import annotations
 from engine.frameworks import profile
 from engine.memory.constants import constants
 from engine.memory.lora import LoraTargets
+from engine.memory.state import fp32_model_weights
 from engine.schema import Scenario
 
 
@@ -17,6 +18,42 @@ def _attention_kind(s: Scenario) -> str:
     if s.flash_attention:
         return "flash"
     return s.attention if s.attention in ("sdpa", "eager") else "eager"
+
+
+def _saved_input(s: Scenario, targets: LoraTargets, width: float, modules: set[str]) -> float:
+    """A projection group's input as kept for backward, per token (16-bit).
+
+    A linear layer keeps its input only when its weight is trained (or bitsandbytes 4-bit, which always keeps it).
+    What lora_A keeps of its input is 16-bit even for fp32 adapters: PEFT casts x to the adapter's dtype
+    (huggingface/peft 5d602fdbf src/peft/tuners/lora/layer.py Linear.forward `x = self._cast_input_dtype(x,
+    lora_A.weight.dtype)`, then `lora_B(lora_A(dropout(x)))`), but under autocast F.linear runs on its 16-bit cast
+    of that input and saves the cast; dropout saves only its bool mask (native_dropout_backward(grad, mask, scale)),
+    and the fp32 copies are freed once cast (DeepSpeed bf16 runs the adapters in bf16 anyway)."""
+    act = 2.0
+    keeps_inputs = s.method == "full" or (s.method == "qlora" and s.bits == 4)
+    peft = s.method in ("lora", "qlora")
+    prof = profile(s.framework)
+    default_dropout = bool(constants()["activations"]["lora_dropout"])
+    dropout = peft and (default_dropout if prof.lora_dropout is None else prof.lora_dropout)
+    adapted = modules & targets.modules if peft else set()
+    kept = act if keeps_inputs else 0.0
+    if adapted and dropout:
+        # each adapter has its own dropout: its output as lora_A keeps it (16-bit) and a bool mask
+        copies = 1 if targets.qkv_fused and modules == {"q", "k", "v"} else len(adapted)
+        kept += copies * (act + 1)
+    elif adapted:
+        kept = act  # lora_A keeps the (shared) input itself
+    return width * kept
+
+
+def mlp_wide_bytes_per_token(s: Scenario, targets: LoraTargets) -> float:
+    """The MLP's f-wide part of what a layer keeps, per token: SiLU(gate)·up keeps gate, SiLU out and up (Liger's
+    SiLU·mul, or a compiled block, gate and up only), and down_proj's input where it is kept."""
+    arch = s.arch
+    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    liger = liger_layer_kernels(s) or s.compiled
+    inner = (3 if arch.gated_mlp and not liger else 2 if arch.gated_mlp else 1) * 2.0 * f
+    return inner + _saved_input(s, targets, f, {"down"})
 
 
 def activation_bytes_per_token_layer(s: Scenario, targets: LoraTargets) -> float:
@@ -29,36 +66,11 @@ def activation_bytes_per_token_layer(s: Scenario, targets: LoraTargets) -> float
     """
     arch = s.arch
     h, q_dim, kv_dim = arch.hidden, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
-    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
     act = 2.0  # 16-bit activations (bf16, or fp16 on GPUs without bf16)
     full = s.method == "full"
-    keeps_inputs = full or (s.method == "qlora" and s.bits == 4)
     peft = s.method in ("lora", "qlora")
-    prof = profile(s.framework)
-    if peft and prof.lora_kernels == "unsloth":
+    if peft and profile(s.framework).lora_kernels == "unsloth":
         return _unsloth_lora_bytes(s)
-    default_dropout = bool(constants()["activations"]["lora_dropout"])
-    dropout = peft and (default_dropout if prof.lora_dropout is None else prof.lora_dropout)
-    # what lora_A keeps of its input is 16-bit even for fp32 adapters: PEFT casts x to the adapter's dtype
-    # (huggingface/peft 5d602fdbf src/peft/tuners/lora/layer.py Linear.forward `x = self._cast_input_dtype(x,
-    # lora_A.weight.dtype)`, then `lora_B(lora_A(dropout(x)))`), but under autocast F.linear runs on its 16-bit cast
-    # of that input and saves the cast; dropout saves only its bool mask (native_dropout_backward(grad, mask, scale)),
-    # and the fp32 copies are freed once cast (DeepSpeed bf16 runs the adapters in bf16 anyway)
-    adapter_act = act
-
-    def saved_input(width: float, modules: set[str]) -> float:
-        """A projection group's input as kept for backward, per token."""
-        adapted = modules & targets.modules if peft else set()
-        kept = act if keeps_inputs else 0.0
-        if adapted and dropout:
-            # each adapter has its own dropout: its output as lora_A keeps it (16-bit, above) and a
-            # bool mask
-            copies = 1 if targets.qkv_fused and modules == {"q", "k", "v"} else len(adapted)
-            kept += copies * (adapter_act + 1)
-        elif adapted:
-            kept = adapter_act  # lora_A keeps the (shared) input itself
-        return width * kept
-
     liger = liger_layer_kernels(s) or s.compiled
     # HF's RMSNorm keeps its fp32 upcast input; Liger's keeps the 16-bit input and an fp32 rstd per row, and so does
     # a torch.compile'd block: Inductor's partitioner recomputes the pointwise ops in backward rather than saving
@@ -66,17 +78,14 @@ def activation_bytes_per_token_layer(s: Scenario, targets: LoraTargets) -> float
     # SiLU·mul keep their inputs only (torchtitan 9dec370ad parallelize_llama.py apply_compile compiles each
     # TransformerBlock, fullgraph=True)
     norms = 2 * (h * act + 4) + 2 * h * (act if full else 0) if liger else 2 * h * (4 + (act if full else 0))
-    attention_in = saved_input(h, {"q", "k", "v"})
+    attention_in = _saved_input(s, targets, h, {"q", "k", "v"})
     attention = act * (2 * q_dim + 2 * kv_dim)
     if _attention_kind(s) == "eager":
         # eager: fp32 softmax output and its 16-bit copy, a·s per token
         attention += (4 + act) * arch.heads * s.seq_len
-    attention_out = saved_input(q_dim, {"o"})
-    mlp_in = saved_input(h, {"gate", "up"})
-    # SiLU(gate)·up keeps gate, SiLU out and up; Liger's SiLU·mul keeps gate and up only
-    mlp_inner = (3 if arch.gated_mlp and not liger else 2 if arch.gated_mlp else 1) * act * f
-    mlp_out = saved_input(f, {"down"})
-    return norms + attention_in + attention + attention_out + mlp_in + mlp_inner + mlp_out
+    attention_out = _saved_input(s, targets, q_dim, {"o"})
+    mlp_in = _saved_input(s, targets, h, {"gate", "up"})
+    return norms + attention_in + attention + attention_out + mlp_in + mlp_wide_bytes_per_token(s, targets)
 
 
 def liger_layer_kernels(s: Scenario) -> bool:
@@ -178,6 +187,7 @@ def selective_saved_per_token_layer(s: Scenario) -> float:
 
 
 def checkpointed_inputs(s: Scenario, tokens: float) -> float:
-    """With gradient checkpointing: each layer's input (the residual stream) stays until its backward."""
-    resid = 4.0 if (s.method == "full" and s.mixed_precision == "amp") or s.bits == 32 else 2.0
+    """With gradient checkpointing: each layer's input (the residual stream) stays until its backward, in the
+    weights' precision (state.fp32_model_weights: fp32 under HF AMP, 16-bit under DeepSpeed, FSDP, Megatron)."""
+    resid = 4.0 if fp32_model_weights(s) or s.bits == 32 else 2.0
     return tokens * s.arch.layers * s.arch.hidden * resid

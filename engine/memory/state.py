@@ -124,9 +124,13 @@ def zero_offload(s: Scenario, prof: Profile) -> ZeroOffload:
     c = constants()["sharding"]
     if s.sharding != "zero3":
         return ZeroOffload(optimizer=True, parameters=False)
+    params = prof.constant("zero3_offload_params", c["zero3_offload_params"])
+    if s.gpu_count == 1:
+        # a preset that offloads the parameters on a single GPU only (profile constant zero3_offload_params_one_gpu)
+        params = prof.constant("zero3_offload_params_one_gpu", params)
     return ZeroOffload(
         optimizer=bool(prof.constant("zero3_offload_optimizer", c["zero3_offload_optimizer"])),
-        parameters=bool(prof.constant("zero3_offload_params", c["zero3_offload_params"])),
+        parameters=bool(params),
     )
 
 
@@ -145,6 +149,17 @@ def megatron_states(s: Scenario, prof: Profile | None = None) -> bool:
     prof = prof or profile(s.framework)
     return (s.method == "full" and s.sharding in ("none", "ddp", "zero1") and s.mixed_precision == "amp"
             and s.bits < 32 and bool(prof.constant("megatron_core", 0.0)))
+
+
+def fp32_model_weights(s: Scenario, prof: Profile | None = None) -> bool:
+    """Whether full training runs the model in fp32 weights: HF AMP without sharding (Trainer `bf16=True` over an
+    fp32 model: autocast computes the matmuls in 16-bit while the weights and the residual stream stay fp32).
+    DeepSpeed casts the module to 16-bit when bf16/fp16 is enabled (DeepSpeed edaa7221 deepspeed/runtime/engine.py
+    DeepSpeedEngine._configure_distributed_model: `_cast_module_mixed_precision(param_dtype, ...)`, `self.module.
+    bfloat16()` up to 0.19.1), FSDP computes with its 16-bit `param_dtype`, and Megatron-Core keeps 16-bit model
+    parameters beside an fp32 master: the weights, and so the layers' inputs, are 16-bit there."""
+    return (s.method == "full" and s.mixed_precision == "amp" and s.bits < 32 and s.sharding in ("none", "ddp")
+            and not megatron_states(s, prof))
 
 
 def distributed_optimizer(s: Scenario, prof: Profile | None = None) -> bool:

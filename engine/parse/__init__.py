@@ -176,6 +176,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     training.sharding(s)
     stack.fsdp_qlora(s)
     stack.fused_loss(s)
+    stack.alst_recipe(s)  # after the switches said: the ALST recipe fills only the rest
     stack.rollout(s)
     training.inference_by_default(s)
     money.period(s)

@@ -27,6 +27,7 @@ class Scan:
     language: str = "en"
     texts: list[str] = field(default_factory=list)
     cp_no_degree: bool = False  # context parallelism named without its degree ("DeepSpeed Ulysses")
+    alst: bool = False  # ALST / ArcticTraining named: its recipe's switches are the defaults (stack.alst_recipe)
     cased: str = ""  # `text` with the question's own letter case, same offsets (for names shown back)
 
     def __post_init__(self) -> None:

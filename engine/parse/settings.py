@@ -57,7 +57,10 @@ def context(s: Scan) -> None:
         if s.word(s.skip(i + 1, HYPHEN, 1)) in PARALLEL_NOUNS:
             continue  # "context parallel" is a parallelism, not a length keyword
         j = s.skip(i + 1, FILLERS | CONTEXT_WORDS)
-        if s.num(j) and not _names_hardware(s, i + 1, j):
+        before = s.skip(i - 1, BEFORE_CONTEXT, 3, -1)
+        # «32к контекст 4090»: a length with its unit before the word wins over a bare number after it
+        unit_before = s.word(before) in KIB_UNITS and s.num(before - 1) and s.unit_after(j)[0] == 1
+        if s.num(j) and not unit_before and not _names_hardware(s, i + 1, j):
             value, end = length_value(s, j)
             if value >= 0:  # 0 is said and reported; a negative value is "not a length"
                 end = s.skip(end + 1, TOKEN_WORDS, 1) - 1
@@ -78,11 +81,16 @@ def _names_hardware(s: Scan, start: int, j: int) -> bool:
     a number glued to a word the fillers skipped is a name's ("на a6000": "a" is no article there)."""
     if j > start and s.glued(j) and s.toks[j - 1].kind == WORD:
         return True
+    index = gpu_index()
+    whole_number = whole(s.toks[j].val)
+    times = s.word(j + 1) in ("x", "х", "×", "*")
+    if whole_number and ((times and index.match(s.toks, j + 2) is not None)
+                         or (j + 1 < s.n and index.match(s.toks, j + 1) is not None)):
+        return True  # «128k контекст 8xh100», "context 8 H100": a GPU count, with or without a preposition
     if not any(s.toks[k].text in PREPOSITIONS for k in range(start, j)):
         return False
-    if s.word(j + 1) in ("x", "х", "×", "*"):
-        return True  # "8x", "2х": a GPU count
-    index = gpu_index()
+    if times:
+        return True  # "на 8x", "on 2х": a GPU count
     # "на 4090" a name; «32к контекст на 2 h100», «на 8 h100» a count before one
     return index.match(s.toks, j) is not None or (s.toks[j].val == int(s.toks[j].val) and j + 1 < s.n
                                                    and index.match(s.toks, j + 1) is not None)

@@ -3,8 +3,10 @@ engine cannot model (`unsupported`, short keys)."""
 
 from __future__ import annotations
 
+from engine.parse import parallel
 from engine.parse.lexicon import NEG_BEFORE, OFFLOAD_HEADS, RAM_WORDS
 from engine.parse.lexicon_stack import (
+    ALST_WORDS,
     APPLE_CHIPS,
     CHECKPOINT_NOUNS,
     COLAB_WORDS,
@@ -75,6 +77,7 @@ def names(s: Scan) -> None:
                 break
             if key in FRAMEWORK_KEYS:
                 s.set("framework", FRAMEWORK_KEYS[key])
+                s.alst = s.alst or key in ALST_WORDS
                 if "qlora" not in key:  # "fsdp_qlora" still says the method
                     s.use(i, j)
                 break
@@ -135,6 +138,7 @@ def framework(s: Scan) -> None:
         w = t.text
         if w in FRAMEWORK_WORDS:
             s.set("framework", FRAMEWORK_WORDS[w])
+            s.alst = s.alst or w in ALST_WORDS
         elif w in SERVING_WORDS:
             s.set("serving_engine", SERVING_WORDS[w])
         elif w == "trainer" and i > 0 and s.toks[i - 1].text in STAGE_WORDS:
@@ -143,6 +147,21 @@ def framework(s: Scan) -> None:
             hf = w != "huggingface" or s.word(i + 1) == "trainer"
     if hf:
         s.set("serving_engine" if s.said.get("method") == "inference" else "framework", "hf")
+
+
+def alst_recipe(s: Scan) -> None:
+    """"ALST", "ArcticTraining": what was not said is the recipe's (snowflakedb/ArcticTraining b28638e6
+    projects/sequence-parallelism/run-*.yml): full fine-tuning, Ulysses over the GPUs named, activation checkpoints
+    offloaded to CPU, TiledMLP, Liger's fused loss (`model.type: liger`) and the optimizer in CPU RAM (cpu_adam). The
+    answer says these were assumed (Request.assumed "alst")."""
+    if not s.alst:
+        return
+    filled = [s.set(name, value) for name, value in (("method", "full"), ("activation_offload", True),
+                                                      ("tiled_mlp", True), ("fused_loss", True), ("offload", True))]
+    s.cp_no_degree = True
+    parallel.cp_from_gpus(s)
+    if any(filled):
+        s.assumed.append("alst")
 
 
 def fused_loss(s: Scan) -> None:

@@ -132,6 +132,9 @@ def fit_on(scenario: Scenario, b: Breakdown, gpu: Gpu | None, c: Arrangement,
     """The breakdown on GPU `c` when it fits there with `headroom`, else None. A peak just above the
     capacity is estimated again with the capacity (the allocator releases its cache before it fails)."""
     room = capacity(c.gpu, c.memory_gb)
+    if b.cpu_ram * min(scenario.gpu_count, speed.gpus_per_node()) > speed.calibration()["offload"][
+            "max_host_ram_gib_per_node"]:
+        return None  # no machine holds what the offload puts in its CPU RAM
     if fits(b, room, headroom):
         return b
     if headroom > 0 or b.total + b.cuda_context > room * NEAR_LIMIT:

@@ -9,7 +9,7 @@ allocator's slack). This layer recomposes a total with the same shape, `_peak`, 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine import memory
 from engine.frameworks import megatron_core, profile
@@ -78,7 +78,6 @@ class Policy:
 
 def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", cp: bool = False,
             pp: int = 1) -> Policy:
-    b = memory.breakdown(s)
     overlap = 0.0
     if logits_gib is not None and (stage in ("grpo", "ppo") or (stage in PREFERENCE_STAGES and not cp)):
         # the log-probabilities of the completion tokens replace the plain cross-entropy over every token: take the
@@ -87,6 +86,13 @@ def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", 
         b = memory.with_loss_kernel(s, "fused_linear")
         layer = b.activations - stored_checkpoints_gib(s)
         overlap = min(max(0.0, layer), logits_gib)
+    elif logits_gib is not None:
+        # this layer's own sequence-parallel loss replaces the memory model's cross-entropy: the memory model's
+        # choices at the card's capacity (its loss phase released to the live tensors, the reserved peak capped)
+        # were made for its own loss, not for this one; the capacity is applied once, to the phases (_pressed)
+        b = memory.breakdown(s.model_copy(update={"capacity_gib": None}))
+    else:
+        b = memory.breakdown(s)
     static, grads = b.weights + b.adapters + b.optimizer, b.gradients
     states = {"weights": b.weights, "adapters": b.adapters, "gradients": b.gradients, "optimizer": b.optimizer}
     residual = b.total - _peak(static, b.activations + b.logits, grads, s.framework)
@@ -95,7 +101,7 @@ def _policy(s: Scenario, logits_gib: float | None, tp: int, stage: str = "sft", 
         # embeddings and lm_head stay 16-bit, so the fp32 upcast the SFT path counts is not there
         residual -= b.upcast * (1 + _fragmentation(s.framework)[0])
     logits = b.logits if logits_gib is None else logits_gib
-    act = b.activations - sixteen_bit_checkpoints_gib(s)
+    act = b.activations
     mcore = megatron_core(s.framework, tp, sharding=s.sharding)
     if mcore and s.method == "full" and profile(s.framework).constant("distributed_optimizer", 0.0):
         static, grads = distributed_optimizer_states_gib(s) + b.adapters, 0.0
@@ -163,7 +169,7 @@ def _pipeline_stage(s: Scenario, static: float, grads: float, act: float, logits
     backward): the stage's 16-bit parameters stay gathered and its gradients accumulate unsharded in FSDP's reduce
     dtype (fp32: torchtitan 9dec370ad torchtitan/config_manager.py `--training.mixed_precision_reduce` default
     "float32") until then: 2 + 4 bytes a parameter of the stage, over TP."""
-    stored = min(act, (stored_checkpoints_gib(s) - sixteen_bit_checkpoints_gib(s)) / tp)
+    stored = min(act, stored_checkpoints_gib(s) / tp)
     layer = act - stored
     first = stored + layer  # pp micro-batches x layers / pp
     last = stored / pp + layer + logits
@@ -207,17 +213,6 @@ def stored_checkpoints_gib(s: Scenario) -> float:
     tokens = float(s.seq_len) * s.batch_size
     kept = tokens * s.arch.layers * selective_saved_per_token_layer(s) if s.selective_checkpointing else 0.0
     return (memory.checkpointed_inputs(s, tokens) + kept) / GIB
-
-
-def sixteen_bit_checkpoints_gib(s: Scenario) -> float:
-    """GiB the memory model counts twice in the layer-input checkpoints of full training under DeepSpeed ZeRO or
-    FSDP: it keeps fp32 residuals for AMP, but those engines hold the weights in 16 bits (memory.py's own `w_bytes`
-    rule) and run the model in bf16 (DeepSpeed `bf16.enabled`, FSDP MixedPrecision param_dtype), so the hidden states
-    between layers are 16-bit: 2 bytes per element, not 4."""
-    if not (s.method == "full" and s.mixed_precision == "amp" and s.bits < 32 and s.gradient_checkpointing
-            and s.sharding not in ("none", "ddp")):
-        return 0.0
-    return float(s.seq_len) * s.batch_size * s.arch.layers * s.arch.hidden * 2.0 / GIB
 
 
 def local_tokens(setup: Setup) -> int:
@@ -267,8 +262,17 @@ def logits_override(setup: Setup, s: Scenario) -> float | None:
         return rows * local_tokens(setup) * vocab * per_entry / GIB
     if setup.cp > 1 and not s.fused_loss:
         # the stack's own sequence-parallel loss where its profile traces one, else transformers' ForCausalLMLoss
-        per_entry = profile(s.framework).constant("sp_loss_bytes", 0.0) or c["long_sequence"]
-        return setup.sequences * local_tokens(setup) * vocab * per_entry / GIB
+        prof = profile(s.framework)
+        per_entry = prof.constant("sp_loss_bytes", 0.0) or c["long_sequence"]
+        entries = setup.sequences * local_tokens(setup) * vocab
+        shard_gib = prof.constant("sp_tiled_loss_shard_gib", 0.0)
+        if shard_gib and entries * 4.0 > shard_gib * GIB:
+            # a tiled logits + loss (profile source: DeepSpeed's TiledFusedLogitsLoss): one shard of about
+            # `shard_gib` of fp32 logits at a time, each shard's backward run in forward into the hidden states'
+            # gradient (`x_grad = torch.zeros_like(x)`, 16-bit)
+            x_grad = setup.sequences * local_tokens(setup) * s.arch.hidden * 2.0
+            return (shard_gib * GIB / 4.0 * per_entry + x_grad) / GIB
+        return entries * per_entry / GIB
     return None
 
 
@@ -397,7 +401,13 @@ def cp_buffers_gib(setup: Setup, s: Scenario) -> float:
     q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
     t = setup.sequences * local_tokens(setup)
     if setup.cp_kind == "ulysses":
-        return c["ulysses_buffers"] * t * (2 * q + 2 * kv) * 2.0 / GIB
+        # fewer KV heads than ranks: each rank's k and v are repeated to one head a rank before the all-to-all
+        # (DeepSpeed edaa7221 deepspeed/runtime/sequence_parallel/ulysses_sp.py UlyssesSPAttentionHF:
+        # `kv_replication_factor = world_size // kv_head_count`, `input.repeat_interleave(...)`), so the buffers and
+        # the k, v the attention keeps for backward are that wide
+        wide_kv = max(arch.kv_heads, setup.cp) * arch.head_dim
+        kept = 2 * (wide_kv - kv) * 2.0 * t
+        return (c["ulysses_buffers"] * t * (2 * q + 2 * wide_kv) * 2.0 + kept) / GIB
     return c["ring_kv_buffers"] * t * 2 * kv * 2.0 / GIB + t * arch.heads * (arch.head_dim + 1) * 4.0 / GIB
 
 
@@ -407,21 +417,36 @@ def alst_adjust(setup: Setup, s: Scenario, act: float) -> tuple[float, float]:
         return act, 0.0
     arch = s.arch
     resid = 2.0
-    ckpt = setup.sequences * local_tokens(setup) * arch.layers * arch.hidden * resid / GIB
-    moved = ckpt * (arch.layers - 1) / arch.layers
+    ckpt = setup.sequences * local_tokens(setup) * arch.layers * arch.hidden * resid / GIB / setup.tp
+    moved = ckpt * (arch.layers - 1) / arch.layers  # split over the TP group as the activations are (_policy)
     return max(0.0, act - moved), moved
 
 
 def tiled_mlp_saving(setup: Setup, s: Scenario) -> float:
-    """GiB that TiledMLP saves: the gated MLP's f-wide intermediates of the recomputed layer, but one tile."""
+    """GiB that TiledMLP takes off the recomputed layer's backward (deepspeed ulysses_sp.py TiledMLP: forward under
+    no_grad, backward re-running each shard's forward and backward, one tile of tokens at a time).
+
+    The memory model counts the layer's backward as its recomputed activations and a working set of about a layer
+    again (engine/memory/activations.py backward_working_bytes_per_token), which at the MLP's backward holds its f-wide
+    gradients. Under TiledMLP those f-wide tensors, kept and made, live one tile at a time, and the layer's backward
+    peaks at its attention instead: the recomputed layer without its MLP's f-wide tensors, plus the gradients the
+    attention's backward makes: the residual stream's incoming and outgoing gradients (2 h) and FlashAttention's dq, dk,
+    dv (flash-attn flash_attn_interface.py _flash_attn_backward: `torch.empty_like` of q, k, v), 16-bit."""
     if not setup.options.tiled_mlp:
         return 0.0
     arch = s.arch
-    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    targets = memory.LoraTargets.parse(s.lora_targets) if s.method in ("lora", "qlora") else memory.LoraTargets(
+        frozenset())
+    per_layer = memory.activation_bytes_per_token_layer(s, targets)
+    wide = memory.mlp_wide_bytes_per_token(s, targets)
+    recomputed = float(memory.constants()["activations"]["recomputed_layers"]) if s.gradient_checkpointing else 0.0
+    counted = per_layer * recomputed + memory.backward_working_bytes_per_token(s, targets, per_layer)
     tokens = setup.sequences * local_tokens(setup)
     tiles = max(constants()["alst"]["tiled_mlp_min_tiles"], math.ceil(tokens / arch.hidden))
-    inner = tokens * (3 if arch.gated_mlp else 1) * 2.0 * f * 2 / GIB  # kept + their gradients in backward
-    return inner * (1 - 1 / tiles)
+    attention_grads = 2.0 * (2 * arch.hidden + arch.heads * arch.head_dim + 2 * arch.kv_heads * arch.head_dim)
+    one_tile = (wide * recomputed + max(0.0, memory.backward_working_bytes_per_token(s, targets, wide))) / tiles
+    tiled = (per_layer - wide) * recomputed + attention_grads + one_tile
+    return tokens * max(0.0, counted - tiled) / GIB
 
 
 def compose(setup: Setup) -> Composed:
@@ -429,7 +454,7 @@ def compose(setup: Setup) -> Composed:
     s = policy_scenario(setup, value_head=setup.stage == "rm")
     pol = _policy(s, logits_override(setup, s), setup.tp, setup.stage, setup.cp > 1, setup.pp)
     act, host = alst_adjust(setup, s, pol.activations)
-    act = max(0.0, act - tiled_mlp_saving(setup, s))
+    act = max(0.0, act - tiled_mlp_saving(setup, s) / setup.tp)
     lines: dict[str, float] = {}
     static_extra, grads_extra, dyn_extra = 0.0, 0.0, 0.0
     if setup.reference == "copy":
@@ -450,6 +475,12 @@ def compose(setup: Setup) -> Composed:
     dyn_train = act + pol.logits - pol.overlap + dyn_extra + cpb
     train = _peak(static, dyn_train, pol.grads + grads_extra, s.framework) + pol.residual
     train_live = _live(static, dyn_train, pol.grads + grads_extra) + pol.residual
+    if setup.options.activation_offload or setup.options.tiled_mlp:
+        # the memory model's residual takes off what its loss and layer phases share, as it counted them; once ALST
+        # has offloaded the checkpoints and TiledMLP tiled the layer, the step still peaks at its largest phase alone
+        largest = max(act, pol.logits - pol.overlap) + dyn_extra + cpb
+        train = max(train, _peak(static, largest, pol.grads + grads_extra, s.framework))
+        train_live = max(train_live, _live(static, largest, pol.grads + grads_extra))
 
     # generation phase (GRPO/PPO): gradients were freed by zero_grad; the rollout engine works
     gen = gen_live = 0.0
@@ -510,5 +541,7 @@ def compose(setup: Setup) -> Composed:
     if setup.sleep and setup.rollout == "colocate":
         lines["vllm_asleep"] = share * constants()["vllm"]["sleep_residual_fraction"]
     return Composed(total=total, trainer_peak=trainer_peak, phase="generate" if gen > train else "train",
-                    lines=lines, policy=pol, host_ram=host, vllm_share=share, vllm_util_needed=util_needed,
+                    # the policy's activations as the GPU holds them: less what ALST offloads and TiledMLP tiles
+                    lines=lines, policy=replace(pol, activations=act), host_ram=host, vllm_share=share,
+                    vllm_util_needed=util_needed,
                     vllm_util_to_start=util_to_start, vllm_waves=waves)

@@ -44,6 +44,7 @@ def settings_for(setup: Setup, comp: Composed) -> Settings:
         util = setup.vllm_util
     grpo = setup.stage == "grpo"
     return Settings(
+        stack="arctictraining" if setup.framework == "arctictraining" else "trl",
         per_device_train_batch_size=s.batch_size,
         num_generations=setup.generations if grpo else None,
         max_prompt_length=setup.prompt_len or None,
@@ -60,9 +61,11 @@ def settings_for(setup: Setup, comp: Composed) -> Settings:
         cp_kind=setup.cp_kind,
         tensor_parallel_size=setup.tp if setup.tp > 1 else None,
         # TrainingArguments.use_liger_kernel (engine/configs/options/transformers.txt); Unsloth fuses on its own
-        use_liger_kernel=True if s.fused_loss and setup.framework in (None, "trl", "hf") else None,
+        # (ArcticTraining: `model.type: liger`)
+        use_liger_kernel=True if s.fused_loss and setup.framework in (None, "trl", "hf", "arctictraining") else None,
         activation_offload=setup.options.activation_offload or None,
         tiled_mlp=setup.options.tiled_mlp or None,
+        offload_optimizer=True if setup.framework == "arctictraining" and s.offload else None,
         gradient_checkpointing=s.gradient_checkpointing,
     )
 

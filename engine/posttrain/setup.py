@@ -13,7 +13,7 @@ from typing import Any
 from engine.catalog import HERE, find_gpu
 from engine.datafiles import read
 from engine.frameworks import megatron_core, profile
-from engine.scenario import ScenarioError, build_scenario
+from engine.scenario import ScenarioError, build_scenario, stack_of
 from engine.schema import Assumption, Request, Scenario
 from engine.schema.posttrain import PREFERENCE_STAGES, REFERENCE_FREE, CpKind, PostTrainOptions
 
@@ -104,7 +104,7 @@ def _generations(request: Request, stage: str, c: dict[str, Any], prompt: int, c
             extra.append(Assumption(key="num_generations", value=generations))
         if request.batch_size is None:
             rows = generations
-            budget = profile(request.framework).constant("rl_micro_batch_tokens", 0.0)
+            budget = profile(stack_of(request)).constant("rl_micro_batch_tokens", 0.0)
             if budget:
                 # the stack cuts the generations into micro-batches of a token budget (profile source)
                 rows = max(1, min(generations, int(budget // max(1, prompt + completion))))
@@ -256,7 +256,7 @@ def build_setup(request: Request, options: PostTrainOptions | None = None) -> Se
     if train_gpus != n:
         scenario = scenario.model_copy(update={"gpu_count": train_gpus})
     name, card = _card(request)
-    framework = request.framework
+    framework = stack_of(request)
     if framework == "unsloth" and rollout == "colocate":
         notes.append("posttrain.note.unsloth_standby")
     return Setup(

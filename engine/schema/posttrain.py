@@ -41,10 +41,11 @@ class Line(BaseModel):
 
 
 class Settings(BaseModel):
-    """What to set in the framework for this estimate (TRL names)."""
+    """What to set in the framework for this estimate (TRL names; `stack` says whose names a view writes them in)."""
 
     model_config = ConfigDict(defer_build=True)  # built by the first post-training answer
 
+    stack: Literal["trl", "arctictraining"] = "trl"
     per_device_train_batch_size: int
     num_generations: int | None = None
     max_prompt_length: int | None = None
@@ -63,6 +64,7 @@ class Settings(BaseModel):
     use_liger_kernel: bool | None = None  # TrainingArguments.use_liger_kernel (engine/configs/options/transformers.txt)
     activation_offload: bool | None = None  # ALST checkpoint offload (ArcticTraining / DeepSpeed, not a TRL option)
     tiled_mlp: bool | None = None  # ALST TiledMLP (same)
+    offload_optimizer: bool | None = None  # ArcticTraining's deepspeed.zero_optimization.offload_optimizer
     gradient_checkpointing: bool = True
 
 

@@ -163,9 +163,9 @@ def test_plan_of_dpo_and_grpo_uses_the_post_training_peak() -> None:
 
 
 def test_a_tight_fix_says_so_in_the_headline() -> None:
-    a = answer(parse("13B LoRA 80k контекст на H100"))
+    a = answer(parse("8B LoRA 128k контекст на A100 40GB"))
     assert a.verdict == "fits_with_changes" and a.fix is not None and a.fix.tight
-    first = render_text("13B LoRA 80k context on H100").html.splitlines()[0]
+    first = render_text("8B LoRA 128k context on A100 40GB").html.splitlines()[0]
     assert "tight" in first
 
 
