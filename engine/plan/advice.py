@@ -69,6 +69,12 @@ def _single_changes(base: Scenario) -> list[tuple[str, dict[str, Any], dict[str,
             one = base.gpu_count == 1 and base.sharding in (None, "none")
             changes.append(("cpu_offload", {"params": True} if base.sharding == "zero3" else {},
                             {"offload": True, "sharding": "zero2"} if one else {"offload": True}))
+            if one:
+                # where the optimizer's offload is not enough, ZeRO-3 on the one GPU offloads the 16-bit
+                # parameters too (DeepSpeed offload_param, "ZeRO-Infinity" on a single GPU: docs/_tutorials/
+                # zero.md "ZeRO-Infinity"), the arrangement the plan search already offers ("1× + ZeRO-3 + CPU
+                # offload"), so that the verdict and the plans agree
+                changes.append(("cpu_offload", {"params": True}, {"offload": True, "sharding": "zero3"}))
         elif adapter_offload(base) and not base.offload:
             # the recipe's own offload (fsdp_qlora --use_cpu_offload true): the frozen 4-bit shards in CPU RAM
             changes.append(("cpu_offload", {"what": "weights"}, {"offload": True, "optimizer": "adamw"}))
@@ -119,6 +125,11 @@ def what_to_change(base: Scenario, b0: Breakdown, room: float, gpu: Gpu | None =
         out.append(Change(key=key, params=params, saves_gb=round(b0.total - b.total, 1),
                           fits=fits(b, room, NO_HEADROOM), total_gb=round(need_gb(b), 2), tight=tight(b, room),
                           update=update))
+    if any(c.key == "cpu_offload" and c.fits and c.update.get("sharding") == "zero2" for c in out):
+        # the optimizer's offload is enough on the one GPU: the parameters' (slower, over PCIe every step) is not
+        # offered beside it
+        out = [c for c in out if not (c.key == "cpu_offload" and c.update.get("sharding") == "zero3"
+                                      and base.gpu_count == 1)]
     if base.method == "qlora" and gpu is not None and not gpu.bitsandbytes:
         out += _without_bitsandbytes(base, b0, room, gpu)
     if singles:

@@ -107,3 +107,17 @@ def test_the_change_that_fits_the_card_asked_is_timed_in_the_first_line() -> Non
     assert money.startswith("💰") and "on 1×A100 80GB SXM after the change below:" in money
     # a change that is no change of method (gradient checkpointing) keeps the plans' own hours only
     assert answer(parse("full 8b на h100 сколько стоит 100М токенов")).fix_plan is None
+
+
+def test_full_training_on_one_small_card_gets_the_offload_its_plans_run_and_the_lighter_one_where_it_is_enough(
+) -> None:
+    """«фулл 8b на 4090»: the plans offer 1×4090 with ZeRO-3 + CPU offload (parameters too), so the verdict's fix is
+    that offload, not "does not fit"; where the optimizer's offload alone fits (7B on an A100 40GB) it stays the fix."""
+    a = answer(parse("фулл 8b на 4090 сколько по времени"))
+    assert a.verdict == "fits_with_changes" and a.fix is not None
+    assert a.fix.key == "cpu_offload" and a.fix.params.get("params") is True
+    assert any(p.gpu == "RTX 4090" and p.count == 1 and "cpu_offload" in p.techniques for p in a.plans)
+    first = ask_text("фулл 8b на 4090 сколько по времени").splitlines()
+    assert "1×RTX 4090" in first[0] and first[1].startswith("🔧")
+    b = answer(parse("full fine-tune 7b on one a100 40gb how long"))
+    assert b.fix is not None and b.fix.key == "cpu_offload" and not b.fix.params.get("params")
