@@ -95,11 +95,11 @@ def _model_id(name: str | None, s: Scenario, served: bool = False) -> tuple[str,
     loads the catalog's hf_id (often the base); a serving command loads the chat model (CatalogModel.served_id)."""
     from engine.catalog import find_model, reference_of
 
+    if name and "/" in name:
+        return name, []  # a Hub id as the user wrote it (the base or the chat model, a quantized repo): load that
     m = find_model(name) if name else None
     if m is not None and m.hf_id:
         return (m.served_id if served else m.hf_id), []
-    if name and "/" in name:
-        return name, []  # a Hub id the catalog lacks: load it as written
     if not s.arch.known:
         ref = find_model(reference_of(s.arch))
         if ref is not None and ref.hf_id:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from engine.catalog import CatalogModel, find_model, models, typical_moe_share
+from engine.catalog import CatalogModel, models, typical_moe_share
 from engine.parse.lexicon import NOT_NAME_WORDS
 from engine.parse.names import JOINERS, NameIndex, key_of
 from engine.parse.normalize import NUM, PUNCT, WORD, Tok
@@ -108,12 +108,11 @@ def catalog_names(s: Scan) -> None:
 
 
 def _hub_id(s: Scan, a: int, b: int) -> str | None:
-    """A Hub id longer than the catalog name inside it ("Qwen/Qwen2.5-72B-Instruct-AWQ"), as written: the launch
-    command must name that checkpoint, not the base model (the id still resolves to the catalog shape)."""
+    """A Hub id ("Qwen/Qwen2.5-72B-Instruct-AWQ", "meta-llama/Llama-3.1-70B"), as written: a command or config
+    must name that checkpoint, the base one when the base was typed, not the catalog's choice for the family (the
+    id still resolves to the catalog shape)."""
     name = s.cased[s.toks[a].start:s.toks[b].end].strip()
-    whole = find_model(name)
-    if "/" not in name or len(name) > 200 or (whole is not None and name.lower() in (
-            whole.hf_id.lower(), (whole.chat_id or "").lower())):
+    if "/" not in name or len(name) > 200:
         return None
     return name
 

@@ -84,7 +84,7 @@ def _names_hardware(s: Scan, start: int, j: int) -> bool:
     index = gpu_index()
     whole_number = whole(s.toks[j].val)
     times = s.word(j + 1) in ("x", "х", "×", "*")
-    if whole_number and ((times and index.match(s.toks, j + 2) is not None)
+    if whole_number and ((times and j + 2 < s.n and index.match(s.toks, j + 2) is not None)
                          or (j + 1 < s.n and index.match(s.toks, j + 1) is not None)):
         return True  # «128k контекст 8xh100», "context 8 H100": a GPU count, with or without a preposition
     if not any(s.toks[k].text in PREPOSITIONS for k in range(start, j)):

@@ -121,3 +121,18 @@ def test_full_training_on_one_small_card_gets_the_offload_its_plans_run_and_the_
     assert "1×RTX 4090" in first[0] and first[1].startswith("🔧")
     b = answer(parse("full fine-tune 7b on one a100 40gb how long"))
     assert b.fix is not None and b.fix.key == "cpu_offload" and not b.fix.params.get("params")
+
+
+@pytest.mark.parametrize(("q", "repo"), [
+    ("meta-llama/Llama-3.1-70B vllm на 4xh100", "meta-llama/Llama-3.1-70B"),
+    ("serve Qwen/Qwen2.5-7B with vllm on an L4", "Qwen/Qwen2.5-7B"),
+    ("meta-llama/Llama-3.1-8B-Instruct sglang on one h100", "meta-llama/Llama-3.1-8B-Instruct"),
+])
+def test_a_hub_id_typed_is_the_checkpoint_the_command_loads(q: str, repo: str) -> None:
+    """The base typed is served as the base (the chat model only when the family is named without an id), and a
+    training config loads the id typed too; the id still resolves to the catalog's shape."""
+    r = parse(q)
+    assert r.model is not None and r.model.name == repo and r.model.params_b
+    assert f" {repo} " in ask_text(q)
+    trained = config_for(parse(f"lora {repo} on one h100"))
+    assert f"'{repo}'" in trained.files[0].text

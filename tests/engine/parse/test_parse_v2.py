@@ -230,7 +230,8 @@ def test_fused_loss_can_be_said_off() -> None:
     ("qwen 14b lora", "Qwen3-14B", True), ("qwen 32b lora", "Qwen3-32B", True), ("llama 8b lora", "Llama-3.1-8B", True),
     ("mistral 7b lora", "Mistral-7B-v0.3", True), ("mistral-7b lora", "Mistral-7B-v0.3", True),
     # an explicit version or an id stays that model
-    ("Qwen-7B lora", "Qwen-7B", False), ("qwen1 7b lora", "Qwen-7B", False), ("Qwen/Qwen-7B lora", "Qwen-7B", False),
+    ("Qwen-7B lora", "Qwen-7B", False), ("qwen1 7b lora", "Qwen-7B", False),
+    ("Qwen/Qwen-7B lora", "Qwen/Qwen-7B", False),
     ("mistral 7b v0.1 lora", "Mistral-7B-v0.1", False), ("qwen2.5 7b lora", "Qwen2.5-7B", False),
     ("Qwen2.5-32B-Instruct lora", "Qwen2.5-32B", False),
     # a variant with its own checkpoint keeps its size; the same-shape catalog model stands in, said as assumed
@@ -278,7 +279,8 @@ def test_flash_attention_can_be_said(q: str, on: bool | None) -> None:
 @pytest.mark.parametrize(("q", "name", "params_b"), [
     ("serve Qwen/Qwen2.5-72B-Instruct-AWQ on 2xA100 with vllm", "Qwen/Qwen2.5-72B-Instruct-AWQ", 72.7),
     ("unsloth/Llama-3.2-3B-Instruct-bnb-4bit lora on T4", "unsloth/Llama-3.2-3B-Instruct-bnb-4bit", 3.2),
-    ("Qwen/Qwen2.5-Coder-32B-Instruct on H100", "Qwen2.5-Coder-32B", 32.8),  # the catalog's own id: its name
+    # the catalog's own id: kept as typed too (the command loads what was named), its shape the catalog's
+    ("Qwen/Qwen2.5-Coder-32B-Instruct on H100", "Qwen/Qwen2.5-Coder-32B-Instruct", 32.8),
 ])
 def test_a_quantized_or_derivative_hub_id_is_kept_as_written(q: str, name: str, params_b: float) -> None:
     r = parse_strict(q)
