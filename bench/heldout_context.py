@@ -3,7 +3,8 @@
 per GPU size for Llama 3.1 8B and Llama 3.3 70B, 4-bit QLoRA on all linear layers, rank 32, batch 1, sequences padded
 to the length. At the stated maximum the run's peak is about the GPU's memory, so ours at that length is compared
 with the GPU size: the error is estimate / GPU GB - 1; within -10 % ... +25 % is in band. The HF + FA2 column is
-read as plain TRL + PEFT with FlashAttention-2; the Unsloth column as Unsloth with its offloaded gradient
+read as Hugging Face + PEFT's QLoRA recipe with FlashAttention-2 (framework "hf": prepare_model_for_kbit_training, as
+TRL of that time ran it too; TRL since 2af35fb0d no longer upcasts, engine/frameworks/trl.toml); the Unsloth column as Unsloth with its offloaded gradient
 checkpointing and Cut Cross-Entropy (fused loss). Usage: bench/heldout_context.py [-v]
 """
 from __future__ import annotations
@@ -31,7 +32,7 @@ def main() -> int:
             if length is None:
                 continue
             req = {**BASE, "model": {"name": model}, "seq_len": length, "gpus": [{"memory_gb": gb}],
-                   "framework": "unsloth" if stack == "unsloth" else "trl", "flash_attention": True}
+                   "framework": "unsloth" if stack == "unsloth" else "hf", "flash_attention": True}
             if stack == "unsloth":
                 req.update(offload=True, fused_loss=True)
             out = estimate_request(req)

@@ -76,6 +76,8 @@ def kbit_upcast_bytes(s: Scenario, prof: Profile | None = None) -> float:
     prof = prof or profile(s.framework)
     if s.method == "inference" or s.bits >= 16 or not prof.kbit_upcast_fp32:
         return 0.0
+    if not s.framework_assumed and not prof.constant("kbit_upcast_when_named", 1.0):
+        return 0.0  # the stack named prepares a quantized model without the upcast (profile source)
     lm_head = 0.0 if (s.arch.tied or not prof.lm_head_quantized) else s.arch.vocab * s.arch.hidden
     return (s.arch.embedding_params - lm_head) * 2.0
 

@@ -202,6 +202,15 @@ def test_trl_qlora_adds_the_fp32_upcast_of_the_16_bit_parameters() -> None:
     assert trl["total"] > kept["total"] + trl["upcast"]
 
 
+def test_trl_named_prepares_a_quantized_model_without_the_upcast_and_the_peft_recipe_with_it() -> None:
+    """TRL since 2af35fb0d wraps a 4-bit model with get_peft_model only; the PEFT recipe (no stack named, or the HF
+    Trainer) calls prepare_model_for_kbit_training, which makes the 16-bit embeddings fp32."""
+    request = {"model": {"name": "Llama-2-7B"}, "method": "qlora", "seq_len": 64}
+    assert per_gpu(**request, framework="trl")["upcast"] == 0
+    assert per_gpu(**request, framework="hf")["upcast"] == pytest.approx(2 * 32000 * 4096 * 2 / 2**30, abs=1e-3)
+    assert per_gpu(**request)["upcast"] > 0
+
+
 def test_s7_one_h100() -> None:
     assert fits("H100", model={"params_b": 70}, method="qlora")
     assert fits("H100", model={"params_b": 14}, method="lora")
