@@ -4,8 +4,9 @@ per GPU size for Llama 3.1 8B and Llama 3.3 70B, 4-bit QLoRA on all linear layer
 to the length. At the stated maximum the run's peak is about the GPU's memory, so ours at that length is compared
 with the GPU size: the error is estimate / GPU GB - 1; within -10 % ... +25 % is in band. The HF + FA2 column is
 read as Hugging Face + PEFT's QLoRA recipe with FlashAttention-2 (framework "hf": prepare_model_for_kbit_training, as
-TRL of that time ran it too; TRL since 2af35fb0d no longer upcasts, engine/frameworks/trl.toml); the Unsloth column as Unsloth with its offloaded gradient
-checkpointing and Cut Cross-Entropy (fused loss). Usage: bench/heldout_context.py [-v]
+TRL of that time ran it too; TRL since 2af35fb0d no longer upcasts, engine/frameworks/trl.toml); the Unsloth
+column as Unsloth with its offloaded gradient checkpointing and Cut Cross-Entropy (fused loss).
+Usage: bench/heldout_context.py [-v]
 """
 from __future__ import annotations
 

@@ -318,7 +318,8 @@ def verdict(result: PlanResult, b: Breakdown, asked: Arrangement | None,
     if asked is None or result.asked_fits is None:
         return None, None
     # full fine-tuning asked: a switch to LoRA/QLoRA is an alternative (listed under the changes), never the fix
-    on_card = [c for c in result.changes if _on_the_gpus_asked(c) and c.fits and not (full_asked and changes_method(c))]
+    on_card = [c for c in result.changes if _on_the_gpus_asked(c) and c.fits and not (full_asked and changes_method(c))
+               and not _offload_the_plans_rank_out(c, result, asked)]
     # a comfortable fix before one that leaves under 10 % free (Change.tight, which the headline then says)
     fix = next((c for c in on_card if not c.tight), on_card[0] if on_card else None)
     if conflicts:
@@ -337,6 +338,16 @@ def changes_method(c: Change) -> bool:
 
 def _on_the_gpus_asked(c: Change) -> bool:
     return c.key != "more_gpus"
+
+
+def _offload_the_plans_rank_out(c: Change, result: PlanResult, asked: Arrangement | None) -> bool:
+    """The parameters offloaded too on the one GPU asked (ZeRO-3 offload_param), where the plans list no offloaded
+    arrangement of that GPU: 70B fully fine-tuned streams its weights over PCIe every step, and the plans rank that
+    out for several nodes; the fix would name what the fit list does not (engine.plan.advice adds the change where
+    the optimizer's offload is not enough)."""
+    if asked is None or c.key != "cpu_offload" or c.update.get("sharding") != "zero3" or asked.count != 1:
+        return False
+    return not any(p.gpu == asked.gpu and p.count == 1 and "cpu_offload" in p.techniques for p in result.plans)
 
 
 def capacity_lines(b: Breakdown, asked: Arrangement | None, result: PlanResult) -> list[GpuLine]:

@@ -18,7 +18,7 @@ from engine.catalog import smaller_shapes
 from engine.frameworks import profile
 from engine.memory.activations import (
     activation_bytes_per_token_layer,
-    backward_working_bytes_per_token,
+    backward_gradients_per_token,
     checkpointed_inputs,
     mlp_wide_bytes_per_token,
 )
@@ -35,7 +35,7 @@ __all__ = [
     "LoraTargets",
     "activation_bytes_per_token_layer",
     "allocator_slack_fractions",
-    "backward_working_bytes_per_token",
+    "backward_gradients_per_token",
     "breakdown",
     "checkpointed_inputs",
     "constants",

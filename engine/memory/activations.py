@@ -120,34 +120,45 @@ def _unsloth_lora_bytes(s: Scenario) -> float:
     return norms + qkv_in + attention + mlp
 
 
-def backward_working_bytes_per_token(s: Scenario, targets: LoraTargets, per_layer: float) -> float:
-    """What one layer's backward allocates beside the layer's own saved tensors, per token.
+def backward_gradients_per_token(s: Scenario, targets: LoraTargets) -> tuple[float, float]:
+    """(at the MLP's backward, at the attention's backward): the gradients one layer's backward allocates beside the
+    layer's own saved tensors, per token, counted tensor by tensor (16-bit).
 
-    The measured runs of the HF stacks (PyTorch autograd over nn.Linear, SiLU, mul) give about a layer's worth of
-    activations again (catalog memory.toml [activations] backward_working_layers, fitted). Unsloth's fused LoRA MLP
-    works in place (unsloth 015bdef0d9 unsloth/kernels/fast_lora.py LoRA_MLP.backward: `DW = matmul_lora(dY, ...)`
-    is the one new f-wide tensor; `_backward_function(DW, e, g)` writes h, df, de into DW, e, g; `torch.matmul(df,
-    upW.t(), out = X)` writes dX into the saved input), so its peak, at the MLP's backward, adds DW, the incoming
-    gradient dY and the residual stream's gradient: (f + 2h) 16-bit values a token.
-    """
-    if s.method in ("lora", "qlora") and profile(s.framework).lora_kernels == "unsloth":
-        arch = s.arch
-        f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
-        return 2.0 * (f + 2 * arch.hidden)
-    working = per_layer * float(constants()["activations"]["backward_working_layers"])
+    Both hold the residual stream's incoming gradient dY and the layer input's gradient dX (2 h). The MLP's backward
+    adds its f-wide gradients: down_proj's input gradient, then autograd's SiLU(gate)·up backward makes mul's
+    d(SiLU out) and d(up) and silu_backward's d(gate), at most three f-wide at once; a compiled block's fused SiLU·mul
+    backward never makes d(SiLU out) (two); Liger's SiLU·mul writes d(gate) and d(up) into the gate and up outputs it
+    saved (Liger-Kernel 06e2af7d src/liger_kernel/ops/swiglu.py _swiglu_backward_kernel `tl.store(a_ptr, da_row)`,
+    `tl.store(b_ptr, db_row)`), leaving down_proj's input gradient (one); a plain MLP, its activation's and fc1's
+    (two). The attention's backward adds FlashAttention's dq, dk, dv (flash-attn flash_attn_interface.py
+    _flash_attn_backward: `torch.empty_like` of q, k, v) and the attention output's gradient, and with eager attention
+    the gradient of the softmax (fp32) and of the scores (16-bit), a·s a token.
+
+    Unsloth's fused LoRA MLP works in place (unsloth 015bdef0d9 unsloth/kernels/fast_lora.py LoRA_MLP.backward:
+    `DW = matmul_lora(dY, ...)` is the one new f-wide tensor; `_backward_function(DW, e, g)` writes h, df, de into
+    DW, e, g; `torch.matmul(df, upW.t(), out = X)` writes dX into the saved input): (f + 2h) at its MLP, as above."""
     arch = s.arch
+    h, q, kv = arch.hidden, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
     f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
-    if s.compiled and arch.gated_mlp and not liger_layer_kernels(s):
-        # the compiled SiLU·mul backward is one fused kernel that writes d(gate) and d(up): mul's d(SiLU out), the
-        # third f-wide 16-bit tensor of autograd's backward below, is never materialised
-        working = max(0.0, working - 2.0 * f)
-    if liger_layer_kernels(s) and s.arch.gated_mlp:
-        # Liger's SiLU·mul writes its input gradients into the gate and up outputs it saved (Liger-Kernel 06e2af7d
-        # src/liger_kernel/ops/swiglu.py _swiglu_backward_kernel `tl.store(a_ptr, da_row)`, `tl.store(b_ptr,
-        # db_row)`; LigerSiLUMulFunction.backward returns them), where autograd's SiLU(gate)·up makes three new
-        # f-wide 16-bit tensors (mul's d(SiLU out) and d(up), silu_backward's d(gate)): those leave the working set
-        working = max(0.0, working - 3 * 2.0 * f)
-    return working
+    attention = 2.0 * (2 * h + 2 * q + 2 * kv)
+    if _attention_kind(s) == "eager":
+        attention += (4 + 2.0) * arch.heads * s.seq_len
+    if s.method in ("lora", "qlora") and profile(s.framework).lora_kernels == "unsloth":
+        return 2.0 * (f + 2 * h), attention
+    if not arch.gated_mlp:
+        wide = 2
+    elif liger_layer_kernels(s):
+        wide = 1
+    elif s.compiled:
+        wide = 2
+    else:
+        wide = 3
+    return 2.0 * (2 * h + wide * f), attention
+
+
+def backward_working_bytes_per_token(s: Scenario, targets: LoraTargets) -> float:
+    """What one layer's backward allocates beside the layer's own saved tensors, per token: its larger moment."""
+    return max(backward_gradients_per_token(s, targets))
 
 
 def offloaded_checkpoints_on_gpu(s: Scenario, tokens: float) -> float:

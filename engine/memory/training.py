@@ -63,7 +63,7 @@ def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
     tokens = float(s.seq_len) * s.batch_size
     per_layer = activation_bytes_per_token_layer(s, targets)
     act = c["activations"]
-    working = tokens * backward_working_bytes_per_token(s, targets, per_layer)
+    working = tokens * backward_working_bytes_per_token(s, targets)
     cpu_extra = 0.0
     if s.selective_checkpointing and megatron_core(s.framework):
         # Megatron-Core `--recompute-granularity selective` recomputes the core attention only (Megatron-LM 50b073cc

@@ -426,12 +426,10 @@ def tiled_mlp_saving(setup: Setup, s: Scenario) -> float:
     """GiB that TiledMLP takes off the recomputed layer's backward (deepspeed ulysses_sp.py TiledMLP: forward under
     no_grad, backward re-running each shard's forward and backward, one tile of tokens at a time).
 
-    The memory model counts the layer's backward as its recomputed activations and a working set of about a layer
-    again (engine/memory/activations.py backward_working_bytes_per_token), which at the MLP's backward holds its f-wide
-    gradients. Under TiledMLP those f-wide tensors, kept and made, live one tile at a time, and the layer's backward
-    peaks at its attention instead: the recomputed layer without its MLP's f-wide tensors, plus the gradients the
-    attention's backward makes: the residual stream's incoming and outgoing gradients (2 h) and FlashAttention's dq, dk,
-    dv (flash-attn flash_attn_interface.py _flash_attn_backward: `torch.empty_like` of q, k, v), 16-bit."""
+    The MLP's f-wide tensors, those the layer keeps (engine/memory/activations.py mlp_wide_bytes_per_token) and the
+    gradients its backward makes of them (backward_gradients_per_token), live one tile at a time instead of whole, so
+    the layer's backward peaks at its attention: the recomputed layer without its MLP's f-wide tensors, plus the
+    attention's gradients."""
     if not setup.options.tiled_mlp:
         return 0.0
     arch = s.arch
@@ -440,12 +438,11 @@ def tiled_mlp_saving(setup: Setup, s: Scenario) -> float:
     per_layer = memory.activation_bytes_per_token_layer(s, targets)
     wide = memory.mlp_wide_bytes_per_token(s, targets)
     recomputed = float(memory.constants()["activations"]["recomputed_layers"]) if s.gradient_checkpointing else 0.0
-    counted = per_layer * recomputed + memory.backward_working_bytes_per_token(s, targets, per_layer)
+    mlp_grads, attention_grads = memory.backward_gradients_per_token(s, targets)
+    counted = per_layer * recomputed + max(mlp_grads, attention_grads)
     tokens = setup.sequences * local_tokens(setup)
     tiles = max(constants()["alst"]["tiled_mlp_min_tiles"], math.ceil(tokens / arch.hidden))
-    attention_grads = 2.0 * (2 * arch.hidden + arch.heads * arch.head_dim + 2 * arch.kv_heads * arch.head_dim)
-    one_tile = (wide * recomputed + max(0.0, memory.backward_working_bytes_per_token(s, targets, wide))) / tiles
-    tiled = (per_layer - wide) * recomputed + attention_grads + one_tile
+    tiled = (per_layer - wide) * recomputed + max(attention_grads, (wide * recomputed + mlp_grads) / tiles)
     return tokens * max(0.0, counted - tiled) / GIB
 
 

@@ -136,3 +136,12 @@ def test_a_hub_id_typed_is_the_checkpoint_the_command_loads(q: str, repo: str) -
     assert f" {repo} " in ask_text(q)
     trained = config_for(parse(f"lora {repo} on one h100"))
     assert f"'{repo}'" in trained.files[0].text
+
+
+def test_a_parameter_offload_the_plans_rank_out_is_not_the_fix() -> None:
+    """70B fully fine-tuned on one H100 fits only with its weights streamed from CPU RAM; the plans rank that out for
+    two nodes, so the answer leads with the count, as its fit list does."""
+    a = answer(parse("full fine-tune 70B on H100"))
+    assert a.verdict == "no_fit" and a.fix is None
+    assert not any(p.count == 1 for p in a.plans)
+    assert ask_text("full fine-tune 70B on H100").startswith("🔢")

@@ -13,8 +13,9 @@ from engine.schema import Request
 
 
 def test_a_megatron_core_stack_holds_gradients_beside_the_activations() -> None:
-    # full AMP training at 32K (a 32K vocabulary: the layers' activations, not the logits, set the backward peak)
-    req = {"model": {"name": "Llama-2-7B"}, "method": "full", "seq_len": 32768, "fused_loss": True,
+    # full AMP training at 64K (a 32K vocabulary: the layers' activations, not the logits, set the backward peak,
+    # and they outweigh the gradients)
+    req = {"model": {"name": "Llama-2-7B"}, "method": "full", "seq_len": 65536, "fused_loss": True,
            "gpus": [{"name": "H100 SXM"}]}
     nemo = breakdown(build_scenario(Request.model_validate({**req, "framework": "nemo"})))
     trl = breakdown(build_scenario(Request.model_validate({**req, "framework": "trl"})))
