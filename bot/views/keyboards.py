@@ -96,12 +96,14 @@ class ServingConfigCb(CallbackData, prefix="h"):
 
 # Framework codes of ConfigCb (two letters keep callback data short) → engine.configs targets.
 TARGET_CODES = {"axolotl": "ax", "llama-factory": "lf", "trl": "tr", "unsloth": "us", "torchtune": "tt",
-                "deepspeed": "ds", "accelerate": "ac", "vllm": "vl", "sglang": "sg", "llama.cpp": "lc"}
+                "deepspeed": "ds", "arctictraining": "at", "accelerate": "ac", "vllm": "vl", "sglang": "sg",
+                "llama.cpp": "lc"}
 CODE_TARGETS = {v: k for k, v in TARGET_CODES.items()}
 TRAINING_TARGETS = ("axolotl", "llama-factory", "trl", "unsloth", "torchtune", "deepspeed", "accelerate")
 SERVING_TARGETS = ("vllm", "sglang", "llama.cpp")
 TARGET_LABELS = {"axolotl": "Axolotl", "llama-factory": "LLaMA-Factory", "trl": "TRL", "unsloth": "Unsloth",
-                 "torchtune": "torchtune", "deepspeed": "DeepSpeed", "accelerate": "accelerate", "vllm": "vLLM",
+                 "torchtune": "torchtune", "deepspeed": "DeepSpeed", "arctictraining": "ArcticTraining",
+                 "accelerate": "accelerate", "vllm": "vLLM",
                  "sglang": "SGLang", "llama.cpp": "llama.cpp"}
 
 

@@ -34,6 +34,10 @@ def default_target(request: Request) -> Target:
     """The framework the user named, else TRL for training and vLLM for serving."""
     if is_serving(request):
         return ENGINE_TARGET.get(request.serving_engine or "", "vllm")
+    from engine.scenario import stack_of
+
+    if stack_of(request) == "arctictraining":
+        return "arctictraining"  # DeepSpeed's ALST: ArcticTraining's recipe (engine/frameworks/arctictraining.toml)
     return FRAMEWORK_TARGET.get(request.framework or "", "trl")
 
 
@@ -59,6 +63,8 @@ def adapted(request: Request, target: Target) -> Request:
     r = request.model_copy(deep=True)
     if target == "unsloth":
         r.fused_loss = True
+    elif target == "arctictraining":
+        r.framework, r.method = "deepspeed", "full"  # its recipes: DeepSpeed ZeRO-3, full fine-tuning
     elif target == "torchtune":
         r.mixed_precision = "pure_bf16"
         if any(g.count > 1 for g in r.gpus) and r.sharding is None:
@@ -203,6 +209,8 @@ def with_posttrain(job: ConfigJob, pt: Any) -> ConfigJob:
         update["context_parallel"] = st.sequence_parallel_size
     if st.use_liger_kernel:
         update["fused_loss"] = True
+    update["activation_offload"] = bool(st.activation_offload)
+    update["tiled_mlp"] = bool(st.tiled_mlp)
     return job.model_copy(update=update)
 
 

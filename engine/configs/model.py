@@ -23,10 +23,10 @@ from engine.schema import (
 )
 
 # What `gpu-advisor config --framework` accepts: the training stacks and serving engines that have a writer.
-Target = Literal["axolotl", "llama-factory", "trl", "unsloth", "torchtune", "deepspeed", "accelerate", "vllm", "sglang",
-                 "llama.cpp"]
-TARGETS: tuple[Target, ...] = ("axolotl", "llama-factory", "trl", "unsloth", "torchtune", "deepspeed", "accelerate",
-                               "vllm", "sglang", "llama.cpp")
+Target = Literal["axolotl", "llama-factory", "trl", "unsloth", "torchtune", "deepspeed", "arctictraining", "accelerate",
+                 "vllm", "sglang", "llama.cpp"]
+TARGETS: tuple[Target, ...] = ("axolotl", "llama-factory", "trl", "unsloth", "torchtune", "deepspeed", "arctictraining",
+                               "accelerate", "vllm", "sglang", "llama.cpp")
 
 
 class ConfigJob(BaseModel):
@@ -55,6 +55,8 @@ class ConfigJob(BaseModel):
     gpu_count: int = Field(default=1, ge=1)
     gpu_name: str | None = None
     context_parallel: int | None = None
+    activation_offload: bool = False  # ALST: checkpointed layer inputs in CPU RAM (ArcticTraining)
+    tiled_mlp: bool = False  # ALST TiledMLP (ArcticTraining)
     tensor_parallel: int | None = None
     pipeline_parallel: int | None = None
     # GRPO

@@ -20,8 +20,15 @@ from engine.schema import ModelConfig
 DS_KEYS = ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "zero_allow_untested_optimizer")
 
 
+ARCTIC_KEYS = frozenset({"sequence_parallel_size", "activation_checkpoint_cpu_offload", "tiled_mlp_compute"})
+
+
 def _yaml_flavour(data: dict[str, Any]) -> str | None:
     keys = set(data)
+    model = data.get("model")
+    if keys & ARCTIC_KEYS or (isinstance(model, dict) and "name_or_path" in model and isinstance(data.get("data"), dict)
+                              and "type" in keys):
+        return "arctictraining"  # before Axolotl: both say micro_batch_size
     if keys & {"distributed_type", "compute_environment"}:
         return "accelerate"
     if any(isinstance(v, dict) and "_component_" in v for v in data.values()):
@@ -57,12 +64,12 @@ def _absurd_model_config(data: dict[str, Any]) -> bool:
 
 def _read_mapping(data: dict[str, Any], flavour: str, c: Collector) -> None:
     {"accelerate": mappings.accelerate_config, "axolotl": mappings.axolotl, "llama-factory": mappings.llama_factory,
-     "deepspeed": mappings.deepspeed, "hf-args": mappings.hf_args, "torchtune": mappings.torchtune_config}[flavour](
-        data, c)
+     "deepspeed": mappings.deepspeed, "hf-args": mappings.hf_args, "torchtune": mappings.torchtune_config,
+     "arctictraining": mappings.arctictraining}[flavour](data, c)
 
 
 FRAMEWORK = {"axolotl": "axolotl", "llama-factory": "llama-factory", "deepspeed": "deepspeed", "accelerate": None,
-             "hf-args": "hf", "torchtune": "torchtune"}
+             "hf-args": "hf", "torchtune": "torchtune", "arctictraining": "deepspeed"}
 
 
 def read_config(data: str | bytes, name: str | None = None) -> ReadResult:

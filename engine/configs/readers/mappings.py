@@ -392,3 +392,52 @@ def torchtune_config(data: dict[str, Any], c: Collector) -> None:
 
     items = [(k, text(v)) for k, v in flat.items() if k not in ("model._component_", "dtype")]
     tune_overrides(items, c, peft)
+
+
+# ---------------------------------------------------------------- ArcticTraining (DeepSpeed's ALST) recipes
+
+ARCTIC_STAGES = {"sft": "sft", "dpo": "dpo"}
+ARCTIC_ATTENTION = ("flash_attention_2", "flash_attention_3")
+ARCTIC_NO_MEMORY = ("exit_iteration", "min_iterations", "logger", "checkpoint", "seed", "epochs", "train_log_iter",
+                    "wandb", "eval_interval", "train_iters", "scheduler", "tokenizer")
+
+
+def arctictraining(data: dict[str, Any], c: Collector) -> None:
+    """An ArcticTraining recipe (snowflakedb/ArcticTraining b28638e6 projects/sequence-parallelism/run-*.yml; keys of
+    arctic_training/config/trainer.py, model.py, data.py): DeepSpeed ZeRO with Ulysses sequence parallelism and the
+    ALST switches; `model.type: liger` is Liger's fused loss."""
+    c.set("stage", ARCTIC_STAGES.get(str(data.get("type") or "sft").lower()))
+    raw_model = data.get("model")
+    model: dict[str, Any] = raw_model if isinstance(raw_model, dict) else {}
+    set_method(c, bool(model.get("peft_config")), None)
+    if isinstance(model.get("name_or_path"), str):
+        c.model = c.model or model["name_or_path"]
+    c.set("fused_loss", str(model.get("type") or "").lower() == "liger")
+    attention = str(model.get("attn_implementation") or "flash_attention_2").lower()
+    c.set("flash_attention", attention in ARCTIC_ATTENTION)
+    c.set("gradient_checkpointing", not as_bool(model.get("disable_activation_checkpoint")))
+    c.set("batch_size", as_int(data.get("micro_batch_size")))
+    sp = as_int(data.get("sequence_parallel_size"))
+    if sp and sp > 1:
+        c.set("context_parallel", sp)
+        c.gpu_count = max(c.gpu_count or 1, sp)  # the sequence-parallel group is that many GPUs at least
+    c.set("activation_offload", as_bool(data.get("activation_checkpoint_cpu_offload")) or None)
+    c.set("tiled_mlp", as_bool(data.get("tiled_mlp_compute")) or None)
+    raw_data = data.get("data")
+    section: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
+    c.set("seq_len", as_int(section.get("max_length")))
+    if isinstance(data.get("deepspeed"), dict):
+        ds = dict(data["deepspeed"])
+        if ds.pop("seq_parallel_communication_data_type", None) is not None:
+            c.unused("deepspeed.seq_parallel_communication_data_type")  # the all-to-all's dtype (bf16 in the recipes)
+        deepspeed(ds, c)
+    c.fields["framework"] = "deepspeed"
+    c.default("sharding", "zero3")  # every recipe runs ZeRO-3 (engine/frameworks/arctictraining.toml)
+    c.default("offload", False)
+    read = {"type", "model", "micro_batch_size", "sequence_parallel_size", "activation_checkpoint_cpu_offload",
+            "tiled_mlp_compute", "data", "deepspeed", "optimizer", "gradient_accumulation_steps"}
+    for key in data:
+        if key in ARCTIC_NO_MEMORY:
+            c.unused(key)
+        elif key not in read:
+            c.unknown(key, data[key])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from engine.configs.model import ConfigJob, ConfigOutput, Target
+from engine.configs.writers.arctic import arctictraining
 from engine.configs.writers.hf import CLI, trl_command, trl_script, unsloth
 from engine.configs.writers.launch import accelerate, deepspeed, with_context_parallel
 from engine.configs.writers.serving import llama_cpp, sglang, vllm
@@ -23,9 +24,11 @@ def _trl(job: ConfigJob) -> ConfigOutput:
 
 WRITERS: dict[str, Callable[[ConfigJob], ConfigOutput]] = {
     "axolotl": axolotl, "llama-factory": llama_factory, "trl": _trl, "unsloth": unsloth, "torchtune": torchtune,
-    "deepspeed": deepspeed, "accelerate": accelerate, "vllm": vllm, "sglang": sglang, "llama.cpp": llama_cpp,
+    "deepspeed": deepspeed, "arctictraining": arctictraining, "accelerate": accelerate, "vllm": vllm, "sglang": sglang,
+    "llama.cpp": llama_cpp,
 }
-TRAINING: tuple[Target, ...] = ("axolotl", "llama-factory", "trl", "unsloth", "torchtune", "deepspeed", "accelerate")
+TRAINING: tuple[Target, ...] = ("axolotl", "llama-factory", "trl", "unsloth", "torchtune", "deepspeed",
+                                "arctictraining", "accelerate")
 SERVING: tuple[Target, ...] = ("vllm", "sglang", "llama.cpp")
 
 __all__ = ["SERVING", "TRAINING", "WRITERS"]

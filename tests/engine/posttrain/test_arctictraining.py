@@ -125,3 +125,57 @@ def test_an_alst_question_gets_arctictraining_settings_and_says_what_it_assumed(
     assert "context parallel ×8 over all GPUs of the job" in en
     trl = ask_text("full llama 8b 128k context trl ulysses on 8 h100", AnswerOptions(lang="en"), fmt="text")
     assert "Settings to use (TRL)" in trl and "ArcticTraining" not in trl.split("Settings to use")[1]
+
+
+def test_the_config_of_an_alst_answer_is_arctictrainings_recipe_and_reads_back_as_the_same_job() -> None:
+    from engine.configs import check, config_for
+    from engine.parse import parse
+
+    out = config_for(parse("ALST llama 8b 500k контекст на 1 h100"))
+    assert out.framework == "arctictraining"
+    assert out.command == "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True arctic_training alst.yml --num_gpus 1"
+    recipe = out.files[0].text
+    for line in ("activation_checkpoint_cpu_offload: true", "tiled_mlp_compute: true", "sequence_parallel_size: 1",
+                 'type: "liger"', "stage: 3", "offload_param:", "max_length: 512000"):
+        assert line in recipe, line
+    back = check(recipe, "alst.yml")
+    assert back["format"] == "arctictraining"
+    r = back["request"]
+    assert (r["framework"], r["method"], r["seq_len"], r["activation_offload"], r["tiled_mlp"], r["fused_loss"]) == (
+        "deepspeed", "full", 512_000, True, True, True)
+    assert abs(back["estimate"]["per_gpu"]["total"] + back["estimate"]["per_gpu"]["cuda_context"]
+               - out.estimate_gib) < 0.2  # the recipe read back is the job the answer estimated
+
+
+def test_an_arctictraining_recipe_as_its_repository_writes_it_is_read() -> None:
+    from engine.configs import check
+
+    recipe = """type: sft
+micro_batch_size: 1
+activation_checkpoint_cpu_offload: true
+tiled_mlp_compute: true
+sequence_parallel_size: 8
+deepspeed:
+  zero_optimization:
+    stage: 3
+    offload_optimizer:
+      device: cpu
+  seq_parallel_communication_data_type: bf16
+optimizer:
+  type: cpu_adam
+  learning_rate: 0.00001
+model:
+  type: "liger"
+  name_or_path: meta-llama/Llama-3.1-8B-Instruct
+  attn_implementation: flash_attention_2
+data:
+  max_length: 3800000
+logger:
+  level: WARNING
+"""
+    back = check(recipe, "run-h100-sp8-llama-8b.yml")
+    r = back["request"]
+    assert back["format"] == "arctictraining" and not back.get("error")
+    assert (r["context_parallel"], r["gpus"][0]["count"], r["sharding"], r["offload"]) == (8, 8, "zero3", True)
+    assert r["seq_len"] == 3_800_000 and r["fused_loss"] is True
+    assert back["estimate"]["posttrain"]["settings"]["stack"] == "arctictraining"
