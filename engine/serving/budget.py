@@ -77,7 +77,10 @@ def activation_peak(arch: Architecture, s: Settings, last_stage: bool) -> float:
         logits = 2.0 * s.max_num_seqs * arch.vocab if last_stage else 0.0
         return ws + max(dense, logits)
     rows = min(s.max_num_seqs, tokens)
-    sampler = sampler_bytes(arch, rows, data()["vllm"]["v1"]["sampler_fp32_copies"]) if last_stage else 0.0
+    # before 0.17 the dummy sampler sorted the whole vocabulary as V0's does (serving.toml [vllm.v1])
+    sort_path = s.engine == "vllm" and v1_before(s.version, "sort_sampler_until")
+    copies = data()["vllm"]["v0" if sort_path else "v1"]["sampler_fp32_copies"]
+    sampler = sampler_bytes(arch, rows, copies) if last_stage else 0.0
     return ws + max(dense, sampler)
 
 

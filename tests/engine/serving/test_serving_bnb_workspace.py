@@ -11,7 +11,7 @@ from engine.serving import serve
 from engine.serving.budget import GIB, bnb_workspace, moe_workspace
 
 
-def ask(model: str, quantization: str | None, seq_len: int = 8192, version: str = "0.9.2", gpu: str = "L40S"):
+def ask(model: str, quantization: str | None, seq_len: int = 8192, version: str = "0.19.0", gpu: str = "L40S"):
     data = {"method": "inference", "serving_engine": "vllm", "model": {"name": model}, "seq_len": seq_len,
             "gpus": [{"name": gpu}], "engine_options": {"engine_version": version}}
     if quantization:

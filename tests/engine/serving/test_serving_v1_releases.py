@@ -40,8 +40,9 @@ def test_0_7_v1_defaults_follow_the_device_name_and_take_1024_sequences():
 def test_0_7_v1_profiles_the_forward_and_one_logit_row_per_request_not_the_sampler():
     old, new = ask("0.7.3"), ask("0.8.0")
     arch = architecture(ModelRef(name="Llama-3.1-8B"))
-    # 0.8.0 ran the dummy sampler over 1024 rows of fp32 logits: several copies of 1024 x vocab x 4 B
-    copies = float(data()["vllm"]["v1"]["sampler_fp32_copies"])
+    # 0.8.0 ran the dummy sampler over 1024 rows of fp32 logits, sorted whole for top-k/top-p as V0's sampler does:
+    # V0's copies of 1024 x vocab x 4 B
+    copies = float(data()["vllm"]["v0"]["sampler_fp32_copies"])
     assert new.memory.activation_peak_gib * GIB == pytest.approx(copies * 4 * 1024 * arch.vocab, rel=0.01)
     # 0.7.3: the larger of the forward over 8192 tokens and 1024 16-bit logit rows (here the forward)
     forward = forward_bytes(arch, 8192, 1)
@@ -103,3 +104,21 @@ def test_on_rocm_the_graphs_stay_outside_the_budget_in_every_release():
     assert rocm.gpu is not None and rocm.gpu.rocm and not (cuda.gpu and cuda.gpu.rocm)
     m = rocm.memory
     assert m.kv_pool_gib == pytest.approx(m.budget_gib - m.weights_gib - m.activation_peak_gib - m.non_torch_gib)
+
+
+@pytest.mark.parametrize(("version", "sorted_whole"), [("0.9.2", True), ("0.15.1", True), ("0.16.0", True),
+                                                       ("0.17.0", False), ("0.19.0", False), (None, False)])
+def test_the_dummy_sampler_sorts_the_vocabulary_until_the_triton_top_k_top_p_kernel(version: str | None,
+                                                                                    sorted_whole: bool) -> None:
+    """Before 0.17 the profile's top-k/top-p ran PyTorch's sort (V0's copies); from 0.17 the Triton kernel
+    (#33538), the 0.19 copies; no version is the newest release."""
+    r = ask(version, use_v1=None, model="Qwen3-14B") if version else serve(Request.model_validate(
+        {"method": "inference", "serving_engine": "vllm", "model": {"name": "Qwen3-14B"}, "seq_len": 8192,
+         "gpus": H100, "engine_options": {"gpu_memory_utilization": 0.9}}))
+    arch = architecture(ModelRef(name="Qwen3-14B"))
+    rows = min(r.settings.max_num_seqs, r.settings.max_num_batched_tokens)
+    copies = float(data()["vllm"]["v0" if sorted_whole else "v1"]["sampler_fp32_copies"])
+    assert r.memory.activation_peak_gib * GIB >= copies * 4 * rows * arch.vocab * 0.99
+    if not sorted_whole:
+        v0 = float(data()["vllm"]["v0"]["sampler_fp32_copies"])
+        assert r.memory.activation_peak_gib * GIB < v0 * 4 * rows * arch.vocab
