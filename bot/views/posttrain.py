@@ -21,6 +21,7 @@ from bot.views.words import (
     tight_suffix,
 )
 from engine.answer import PARSED_DEFAULTS
+from engine.configs.writers.arctic import deepspeed_lines, trainer_lines
 from engine.parts import posttrain_parts
 from engine.posttrain import PostTrainResult
 from engine.posttrain.setup import constants
@@ -283,18 +284,13 @@ def arctic_settings_lines(r: PostTrainResult) -> list[str]:
     sequence_parallel_size, activation_checkpoint_cpu_offload, tiled_mlp_compute; the YAML of snowflakedb/ArcticTraining
     projects/sequence-parallelism/run-*.yml)."""
     st = r.settings
-    out = ["type: sft", f"micro_batch_size: {st.per_device_train_batch_size}",
-           f"sequence_parallel_size: {st.sequence_parallel_size or 1}"]
-    if st.activation_offload:
-        out.append("activation_checkpoint_cpu_offload: true")
-    if st.tiled_mlp:
-        out.append("tiled_mlp_compute: true")
+    out = trainer_lines(st.per_device_train_batch_size, 1, bool(st.activation_offload), bool(st.tiled_mlp),
+                        st.sequence_parallel_size or 1)
     model = (["  type: liger"] if st.use_liger_kernel else []) + (
         [] if st.gradient_checkpointing else ["  disable_activation_checkpoint: true"])
     if model:
         out.append("\n".join(["model:", *model]))
-    out.append("deepspeed:\n  zero_optimization:\n    stage: 3" + (
-        "\n    offload_optimizer:\n      device: cpu" if st.offload_optimizer else ""))
+    out.append("\n".join(deepspeed_lines(bool(st.offload_optimizer), False)))
     if st.max_length:
         out.append(f"data:\n  max_length: {st.max_length}")
     return out

@@ -43,6 +43,7 @@ __all__ = [
     "effective_kernel",
     "fused_loss_alternative",
     "lora_parameters",
+    "lora_targets_of",
     "loss_bytes_per_logit",
     "mlp_wide_bytes_per_token",
     "profile_offloads_checkpoints",
@@ -59,7 +60,8 @@ def profile_offloads_checkpoints(s: Scenario) -> bool:
     return prof.checkpoint_offload and (s.offload or prof.state_offload)
 
 
-def _targets(s: Scenario) -> LoraTargets:
+def lora_targets_of(s: Scenario) -> LoraTargets:
+    """The layers whose adapters a LoRA / QLoRA scenario trains (none for other methods)."""
     return LoraTargets.parse(s.lora_targets) if s.method in ("lora", "qlora") else LoraTargets(frozenset())
 
 
@@ -98,7 +100,7 @@ def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
     work.count()  # the unit of an answer's work (engine.work)
     c = constants()
     prof = profile(s.framework)
-    targets = _targets(s)
+    targets = lora_targets_of(s)
     st = training_state(s, targets)
     cuda_context = float(c["overhead"]["cuda_context_gib"]) if s.platform != "mps" else 0.0
     kv_cache = 0.0

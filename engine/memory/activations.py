@@ -11,7 +11,12 @@ from engine.frameworks import profile
 from engine.memory.constants import constants
 from engine.memory.lora import LoraTargets
 from engine.memory.state import fp32_model_weights
-from engine.schema import Scenario
+from engine.schema import Architecture, Scenario
+
+
+def active_ffn(arch: Architecture) -> int:
+    """The MLP width a token passes through: the routed and shared experts it uses, or the dense FFN."""
+    return (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
 
 
 def _attention_kind(s: Scenario) -> str:
@@ -50,7 +55,7 @@ def mlp_wide_bytes_per_token(s: Scenario, targets: LoraTargets) -> float:
     """The MLP's f-wide part of what a layer keeps, per token: SiLU(gate)·up keeps gate, SiLU out and up (Liger's
     SiLU·mul, or a compiled block, gate and up only), and down_proj's input where it is kept."""
     arch = s.arch
-    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    f = active_ffn(arch)
     liger = liger_layer_kernels(s) or s.compiled
     inner = (3 if arch.gated_mlp and not liger else 2 if arch.gated_mlp else 1) * 2.0 * f
     return inner + _saved_input(s, targets, f, {"down"})
@@ -109,7 +114,7 @@ def _unsloth_lora_bytes(s: Scenario) -> float:
     """
     arch = s.arch
     h, q_dim, kv_dim = arch.hidden, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
-    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    f = active_ffn(arch)
     act = 2.0
     norms = 2 * (h * act + 4)
     qkv_in = h * act
@@ -139,7 +144,7 @@ def backward_gradients_per_token(s: Scenario, targets: LoraTargets) -> tuple[flo
     DW, e, g; `torch.matmul(df, upW.t(), out = X)` writes dX into the saved input): (f + 2h) at its MLP, as above."""
     arch = s.arch
     h, q, kv = arch.hidden, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
-    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    f = active_ffn(arch)
     attention = 2.0 * (2 * h + 2 * q + 2 * kv)
     if _attention_kind(s) == "eager":
         attention += (4 + 2.0) * arch.heads * s.seq_len
@@ -175,7 +180,7 @@ def offloaded_checkpoints_on_gpu(s: Scenario, tokens: float) -> float:
 def quantized_inputs_per_token_layer(s: Scenario) -> float:
     """Inputs of the 4-bit matmuls of one layer, 16-bit, per token (q/k/v and gate/up share theirs)."""
     arch = s.arch
-    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    f = active_ffn(arch)
     return 2.0 * (arch.hidden + arch.heads * arch.head_dim + arch.hidden + f)
 
 
@@ -191,7 +196,7 @@ def selective_saved_per_token_layer(s: Scenario) -> float:
     attention output (q width) and its fp32 logsumexp a head."""
     arch = s.arch
     q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
-    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    f = active_ffn(arch)
     widths = [q, kv, kv, arch.hidden] + ([f, f, arch.hidden] if arch.gated_mlp else [f, arch.hidden])
     kept = sum(w for i, w in enumerate(widths) if i % 2 == 0)
     return 2.0 * (kept + q) + 4.0 * arch.heads

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.frameworks import profile
+from engine.memory.activations import active_ffn
 from engine.memory.state import State, dequantized_weight_bytes
 from engine.schema import Scenario
 
@@ -23,7 +24,7 @@ def inference_peak(s: Scenario, st: State) -> InferencePeak:
     n = s.gpu_count
     tokens = float(s.seq_len) * s.batch_size
     kv_cache = 2 * arch.layers * arch.kv_heads * arch.head_dim * tokens * 2 / n
-    f = (arch.experts_per_token + arch.shared_experts) * arch.expert_ffn if arch.experts else arch.ffn
+    f = active_ffn(arch)
     # prefill of the longest prompt: one layer's working set at a time, last-token logits only
     activations = tokens * (8 * arch.hidden + (6 if arch.gated_mlp else 4) * f) / n
     logits = s.batch_size * arch.vocab * 4.0

@@ -91,9 +91,7 @@ def _names_hardware(s: Scan, start: int, j: int) -> bool:
         return False
     if times:
         return True  # "на 8x", "on 2х": a GPU count
-    # "на 4090" a name; «32к контекст на 2 h100», «на 8 h100» a count before one
-    return index.match(s.toks, j) is not None or (s.toks[j].val == int(s.toks[j].val) and j + 1 < s.n
-                                                   and index.match(s.toks, j + 1) is not None)
+    return index.match(s.toks, j) is not None  # "на 4090": a name
 
 
 def _count_at(s: Scan, j: int) -> tuple[float, int] | None:

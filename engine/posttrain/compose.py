@@ -433,8 +433,7 @@ def tiled_mlp_saving(setup: Setup, s: Scenario) -> float:
     if not setup.options.tiled_mlp:
         return 0.0
     arch = s.arch
-    targets = memory.LoraTargets.parse(s.lora_targets) if s.method in ("lora", "qlora") else memory.LoraTargets(
-        frozenset())
+    targets = memory.lora_targets_of(s)
     per_layer = memory.activation_bytes_per_token_layer(s, targets)
     wide = memory.mlp_wide_bytes_per_token(s, targets)
     recomputed = float(memory.constants()["activations"]["recomputed_layers"]) if s.gradient_checkpointing else 0.0

@@ -431,7 +431,6 @@ def arctictraining(data: dict[str, Any], c: Collector) -> None:
         if ds.pop("seq_parallel_communication_data_type", None) is not None:
             c.unused("deepspeed.seq_parallel_communication_data_type")  # the all-to-all's dtype (bf16 in the recipes)
         deepspeed(ds, c)
-    c.fields["framework"] = "deepspeed"
     c.default("sharding", "zero3")  # every recipe runs ZeRO-3 (engine/frameworks/arctictraining.toml)
     c.default("offload", False)
     read = {"type", "model", "micro_batch_size", "sequence_parallel_size", "activation_checkpoint_cpu_offload",

@@ -12,13 +12,30 @@ from engine.configs.model import ConfigFile, ConfigJob, ConfigOutput
 RECIPE = "alst.yml"
 
 
+def trainer_lines(batch: int, accum: int, activation_offload: bool, tiled_mlp: bool, sp: int) -> list[str]:
+    """The trainer's own keys of a recipe (arctic_training/config/trainer.py), as the answer's settings and the
+    config write them."""
+    out = ["type: sft", f"micro_batch_size: {batch}"]
+    if accum > 1:
+        out.append(f"gradient_accumulation_steps: {accum}")
+    if activation_offload:
+        out.append("activation_checkpoint_cpu_offload: true")
+    if tiled_mlp:
+        out.append("tiled_mlp_compute: true")
+    return [*out, f"sequence_parallel_size: {sp}"]
+
+
+def deepspeed_lines(offload_optimizer: bool, offload_params: bool) -> list[str]:
+    """The recipe's `deepspeed:` block: ZeRO-3, the optimizer (and on one GPU the parameters) in CPU RAM."""
+    out = ["deepspeed:", "  zero_optimization:", "    stage: 3"]
+    if offload_optimizer:
+        out += ["    offload_optimizer:", "      device: cpu"]
+        if offload_params:
+            out += ["    offload_param:", "      device: cpu"]  # the single-GPU recipes offload the parameters too
+    return out
+
+
 def _lines(job: ConfigJob) -> list[str]:
-    sp = job.context_parallel or 1
-    ds = ["deepspeed:", "  zero_optimization:", "    stage: 3"]
-    if job.offload:
-        ds += ["    offload_optimizer:", "      device: cpu"]
-        if job.gpu_count <= 1:
-            ds += ["    offload_param:", "      device: cpu"]  # the single-GPU recipes offload the parameters too
     model = ["model:"]
     if job.fused_loss:
         model.append('  type: "liger"')  # AutoLigerKernelForCausalLM: Liger's fused loss, RMSNorm, RoPE (SwiGLU off
@@ -32,16 +49,9 @@ def _lines(job: ConfigJob) -> list[str]:
            f"# gpu-advisor: made for {job.gpu_count}x {job.gpu_name or 'GPU'}; estimated peak {job.estimate_gib} GiB "
            "per GPU",
            "# gpu-advisor: every setting below is one the estimate assumed; change one and the memory changes",
-           "type: sft",
-           f"micro_batch_size: {job.batch_size}"]
-    if job.grad_accum > 1:
-        out.append(f"gradient_accumulation_steps: {job.grad_accum}")
-    if job.activation_offload:
-        out.append("activation_checkpoint_cpu_offload: true")
-    if job.tiled_mlp:
-        out.append("tiled_mlp_compute: true")
-    out.append(f"sequence_parallel_size: {sp}")
-    out += ds
+           *trainer_lines(job.batch_size, job.grad_accum, job.activation_offload, job.tiled_mlp,
+                          job.context_parallel or 1),
+           *deepspeed_lines(job.offload, job.gpu_count <= 1)]
     out += ["optimizer:", f"  type: {'cpu_adam' if job.offload else 'fused_adam'}", "  learning_rate: 0.00001"]
     out += model
     out += ["data:", "  sources:", "    - type: huggingface_instruct",
