@@ -54,11 +54,11 @@ CARD_GIB = {"H100": 79.2, "H200": 139.8}  # what the driver reports for the card
 
 def request(gpu: str, count: int, model: str, length: int, liger: bool, act_offload: bool,
             tiled: bool) -> dict[str, object]:
-    """The recipe as a request. What `offload` moves is the stack's preset (engine/frameworks/arctictraining.toml for
-    the ALST recipes, deepspeed.toml for the rest): a request cannot say a parameter offload apart, so the recipes
-    that set one are marked."""
+    """The recipe as a request, on ArcticTraining (the trainer every recipe runs, the sp1 baselines too). What `offload`
+    moves is the stack's preset (engine/frameworks/arctictraining.toml: the optimizer, and on one GPU the parameters
+    too): a request cannot say a parameter offload apart, so the recipes that set one are marked."""
     req: dict[str, object] = {
-        "model": {"name": MODELS[model]}, "stage": "sft", "method": "full", "framework": "deepspeed",
+        "model": {"name": MODELS[model]}, "stage": "sft", "method": "full", "framework": "arctictraining",
         "sharding": "zero3", "offload": True, "gradient_checkpointing": True, "flash_attention": True,
         "batch_size": 1, "seq_len": length, "fused_loss": liger, "activation_offload": act_offload,
         "tiled_mlp": tiled, "gpus": [{"name": gpu, "count": count}],

@@ -12,8 +12,8 @@ from engine.schema import Breakdown
 from engine.schema.posttrain import PostTrainResult
 
 # the lines of a breakdown in the order they are shown; cuda_context is outside the allocator, beside the total
-TENSOR_LINES = ("weights", "upcast", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache",
-                "shape_margin")
+TENSOR_LINES = ("weights", "gathered", "autocast", "upcast", "adapters", "gradients", "optimizer", "step_buffers",
+                "activations", "logits", "kv_cache", "shape_margin")
 
 
 def parts(b: Breakdown) -> dict[str, float]:
@@ -22,7 +22,7 @@ def parts(b: Breakdown) -> dict[str, float]:
     lines = {k: float(getattr(b, k)) for k in TENSOR_LINES}
     lines["overhead"] = b.overhead
     lines["freed_before_peak"] = min(0.0, b.total - sum(lines.values()))
-    # a peak above the lines (none in engine.memory today) goes to the reserve, the line that has no tensor
+    # a peak above the lines (none in engine.memory today: every phase's tensors have a line) goes to the reserve
     lines["overhead"] += max(0.0, b.total - sum(lines.values()))
     lines["cuda_context"] = b.cuda_context
     return lines

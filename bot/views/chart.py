@@ -42,6 +42,7 @@ COLOURS = {
     "weights": "#4C72B0", "adapters": "#DD8452", "gradients": "#C44E52", "optimizer": "#8172B3",
     "activations": "#55A868", "logits": "#DA8BC3", "kv_cache": "#937860", "overhead": "#8C8C8C",
     "cuda_context": "#CCB974", "shape_margin": "#B0B0B0", "upcast": "#6C8EBF",
+    "gathered": "#64B5CD", "autocast": "#A1C9F4", "step_buffers": "#B1A2DA",
 }
 FIT_COLOUR, NO_FIT_COLOUR, OTHER_COLOUR = "#2E7D32", "#C62828", "#9E9E9E"
 

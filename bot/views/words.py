@@ -9,8 +9,8 @@ from bot.views.catalogs import N_, _, _n
 from bot.views.formats import context_text, gb, gpus_text, num, number_or_text, pct, with_unit
 from engine.schema import Assumption, Change, Note, Scenario
 
-COMPONENTS = ("weights", "upcast", "adapters", "gradients", "optimizer", "activations", "logits", "kv_cache",
-              "shape_margin", "overhead", "freed_before_peak", "cuda_context")
+COMPONENTS = ("weights", "gathered", "autocast", "upcast", "adapters", "gradients", "optimizer", "step_buffers",
+              "activations", "logits", "kv_cache", "shape_margin", "overhead", "freed_before_peak", "cuda_context")
 
 
 def component_label(lang: str, key: str) -> str:
@@ -19,7 +19,9 @@ def component_label(lang: str, key: str) -> str:
         "optimizer": _(lang, "optimizer"), "activations": _(lang, "activations"), "logits": _(lang, "logits"),
         "kv_cache": _(lang, "KV cache"), "overhead": _(lang, "PyTorch reserve"),
         "cuda_context": _(lang, "CUDA context"), "shape_margin": _(lang, "architecture margin"),
-        "upcast": _(lang, "fp32 layer copies"), "freed_before_peak": _(lang, "freed before the peak"),
+        "upcast": _(lang, "fp32 layer copies"), "gathered": _(lang, "gathered layers"),
+        "autocast": _(lang, "autocast copies"), "step_buffers": _(lang, "optimizer step buffers"),
+        "freed_before_peak": _(lang, "freed before the peak"),
     }
     return labels[key]
 
@@ -206,9 +208,13 @@ def assumption_text(lang: str, item: Assumption) -> str:
         case "context_parallel":
             return _(lang, "context parallel ×%(v)s over all GPUs of the job") % {"v": value}
         case "alst_recipe":
-            return _(lang, "ALST as ArcticTraining's recipes run it: full fine-tuning, activation checkpoints "
-                           "offloaded to CPU, TiledMLP, Liger's fused loss, the optimizer in CPU RAM (say any of "
-                           "them to change it)")
+            switches = {"full": _(lang, "full fine-tuning"),
+                        "activation_offload": _(lang, "activation checkpoints offloaded to CPU"),
+                        "tiled_mlp": "TiledMLP", "fused_loss": _(lang, "Liger's fused loss"),
+                        "offload": _(lang, "the optimizer in CPU RAM")}
+            said = [switches[name] for name in str(value).split("+") if name in switches]
+            return _(lang, "ALST as ArcticTraining's recipes run it: %(switches)s (say any of them to change it)") % {
+                "switches": ", ".join(said)}
         case "deadline_weekday":
             return _(lang, "a deadline by a weekday taken as %(v)s h (I do not count calendar days)") % {
                 "v": number_or_text(lang, value)}

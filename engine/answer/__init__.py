@@ -277,11 +277,23 @@ def parsed_assumptions(request: Request) -> list[Assumption]:
     for said in request.assumed:
         key = PARSED_DEFAULTS.get(said)
         value = request.budget.currency if said == "budget.currency" and request.budget else \
-            request.deadline_hours if said == "deadline_calendar" else "on" if said == "alst" else \
+            request.deadline_hours if said == "deadline_calendar" else alst_switches(request) if said == "alst" else \
             getattr(request, said, None) if key else None
         if key is not None and value is not None:
             out.append(Assumption(key=key, value=value))
     return out
+
+
+ALST_SWITCHES = ("full", "activation_offload", "tiled_mlp", "fused_loss", "offload")
+
+
+def alst_switches(request: Request) -> str | None:
+    """The ALST recipe's switches the job runs with, "+"-joined in ALST_SWITCHES order (CONTRACT's
+    "alst_recipe=full+tiled_mlp"): those the question turned off are not said as assumed."""
+    on = {"full": request.method == "full", "activation_offload": bool(request.activation_offload),
+          "tiled_mlp": bool(request.tiled_mlp), "fused_loss": bool(request.fused_loss),
+          "offload": bool(request.offload)}
+    return "+".join(name for name in ALST_SWITCHES if on[name]) or None
 
 
 def moe_active(request: Request) -> str | None:

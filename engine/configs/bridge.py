@@ -16,7 +16,8 @@ from engine.schema import Request, Scenario
 SERVING = {"vllm", "sglang", "llama.cpp"}
 FRAMEWORK_TARGET: dict[str, Target] = {"axolotl": "axolotl", "llama-factory": "llama-factory", "trl": "trl",
                                        "hf": "trl", "unsloth": "unsloth", "torchtune": "torchtune",
-                                       "deepspeed": "deepspeed", "fsdp-qlora": "accelerate"}
+                                       "deepspeed": "deepspeed", "arctictraining": "arctictraining",
+                                       "fsdp-qlora": "accelerate"}
 ENGINE_TARGET: dict[str, Target] = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "ollama": "llama.cpp"}
 
 

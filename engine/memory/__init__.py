@@ -104,6 +104,7 @@ def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
     st = training_state(s, targets)
     cuda_context = float(c["overhead"]["cuda_context_gib"]) if s.platform != "mps" else 0.0
     kv_cache = 0.0
+    gathered = autocast = step_buffers = 0.0
     cpu = st.cpu
     released = False
     if s.method == "inference":
@@ -121,6 +122,7 @@ def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
                 ph, released = lean, True
         activations = ph.stored + ph.layer + ph.dequant
         logits = max(ph.loss, ph.held)
+        gathered, autocast, step_buffers = ph.gathered, ph.autocast, ph.step_temp
         live = ph.live
         static = _static(st, ph)
         cpu += ph.cpu_extra
@@ -141,7 +143,7 @@ def with_loss_kernel(s: Scenario, kernel: str | None = None) -> Breakdown:
         optimizer=st.optimizer / GIB, activations=activations / GIB, logits=logits / GIB,
         kv_cache=kv_cache / GIB, overhead=overhead / GIB, total=(live + overhead) / GIB,
         cuda_context=cuda_context, cpu_ram=cpu / GIB, trainable_params=st.trainable, upcast=st.upcast / GIB,
-        pressure=pressure,
+        pressure=pressure, gathered=gathered / GIB, autocast=autocast / GIB, step_buffers=step_buffers / GIB,
     )
 
 

@@ -54,9 +54,13 @@ def effective_kernel(s: Scenario, prof: Profile, kernel: str | None = None) -> s
 
 
 def loss_bytes_per_logit(kernel: str, prof: Profile | None = None) -> float:
+    """Bytes per logit the caching allocator holds at the loss phase: a stack's own figure, else the kernel's, as laid
+    out in one expandable segment where the stack launches with expandable_segments (catalog [loss.expandable])."""
     table = constants()["loss"]
     if prof is not None and prof.loss_kernel == kernel and "loss_bytes" in prof.constants:
         return prof.constant("loss_bytes", 0.0)
+    if prof is not None and prof.constant("expandable_segments", 0.0) and kernel in table.get("expandable", {}):
+        return float(table["expandable"][kernel])
     return float(table[kernel])
 
 

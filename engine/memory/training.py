@@ -47,6 +47,7 @@ class Phases:
     autocast: float  # 16-bit copies of fp32 weights that autocast keeps for backward
     backward: float
     step: float
+    step_temp: float  # the optimizer step's temporaries (a non-fused Adam's foreach buffers)
     cpu_extra: float  # host RAM for offloaded activations
 
     @property
@@ -119,7 +120,8 @@ def training_phases(s: Scenario, st: State, targets: LoraTargets, prof: Profile,
     step_temp = 0.0 if prof.fused_adam else float(c["optimizer"]["step_temp_fraction"])
     step = static + st.gradients + st.optimizer * step_temp
     return Phases(stored=stored, layer=layer, loss=loss, held=held, dequant=dequant, gathered=gathered + resident,
-                  autocast=autocast, backward=backward, step=step, cpu_extra=cpu_extra)
+                  autocast=autocast, backward=backward, step=step, step_temp=st.optimizer * step_temp,
+                  cpu_extra=cpu_extra)
 
 
 def gathered_bytes(s: Scenario, prof: Profile) -> float:

@@ -39,16 +39,17 @@ FRAMEWORK_WORDS: dict[str, str] = {
     "deepspeed": "deepspeed", "дипспид": "deepspeed", "verl": "verl", "openrlhf": "openrlhf",
     "nemo": "nemo", "немо": "nemo", "megatron": "nemo", "мегатрон": "nemo",
     "torchtitan": "torchtitan", "титан": "torchtitan", "торчтитан": "torchtitan",
-    "alst": "deepspeed", "arctictraining": "deepspeed",
+    "alst": "arctictraining", "arctictraining": "arctictraining",
 }
-# Arctic Long Sequence Training (DeepSpeed's ALST) and its trainer, ArcticTraining: DeepSpeed with the ALST switches
+# Arctic Long Sequence Training (DeepSpeed's ALST) and its trainer, ArcticTraining: its own stack (DeepSpeed with the
+# ALST switches, engine/frameworks/arctictraining.toml)
 ALST_WORDS = frozenset({"alst", "arctictraining"})
 HF_WORDS = frozenset({"transformers", "huggingface", "hf", "trainer"})
 # multi-token names, matched on the glued key of their tokens ("llama-factory", "ms swift", "fsdp_qlora")
 FRAMEWORK_KEYS: dict[str, str] = {"llamafactory": "llama-factory", "msswift": "ms-swift", "fsdpqlora": "fsdp-qlora",
                                   "nemorl": "nemo", "nemoaligner": "nemo", "hftrainer": "hf",
                                   "huggingfacetrainer": "hf", "лламафактори": "llama-factory",
-                                  "llamafactori": "llama-factory", "arctictraining": "deepspeed"}
+                                  "llamafactori": "llama-factory", "arctictraining": "arctictraining"}
 
 # ── serving engines ─────────────────────────────────────────────────────────────────────
 SERVING_WORDS: dict[str, str] = {

@@ -156,6 +156,8 @@ def alst_recipe(s: Scan) -> None:
     answer says these were assumed (Request.assumed "alst")."""
     if not s.alst:
         return
+    if s.said.get("framework") == "deepspeed":  # "DeepSpeed ALST": ArcticTraining runs it, with its own switches
+        s.said["framework"] = "arctictraining"
     filled = [s.set(name, value) for name, value in (("method", "full"), ("activation_offload", True),
                                                       ("tiled_mlp", True), ("fused_loss", True), ("offload", True))]
     s.cp_no_degree = True

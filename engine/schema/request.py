@@ -18,7 +18,7 @@ Sharding = Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"]
 # CONTRACT.md v2
 Stage = Literal["sft", "dpo", "orpo", "kto", "simpo", "rm", "ppo", "grpo", "pretrain"]
 Framework = Literal["hf", "trl", "unsloth", "axolotl", "llama-factory", "torchtune", "ms-swift", "litgpt", "deepspeed",
-                    "fsdp-qlora", "verl", "openrlhf", "nemo", "torchtitan"]
+                    "fsdp-qlora", "verl", "openrlhf", "nemo", "torchtitan", "arctictraining"]
 ServingEngine = Literal["vllm", "sglang", "tgi", "llama.cpp", "ollama", "tensorrt-llm", "nim", "hf"]
 KvCacheDtype = Literal["fp8", "int8", "int4", "bf16"]
 AskedCurrency = Literal["USD", "RUB", "EUR"]  # what a question may ask in; prices are in Currency

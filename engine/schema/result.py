@@ -35,6 +35,13 @@ class Breakdown(BaseModel):
     # vocabulary: more logits) needs beyond this shape's own peak, included in `total` so that the estimate
     # never falls as the size grows; the other lines stay this size's own
     shape_margin: float = 0.0
+    # FSDP / ZeRO-3: the units gathered whole on every rank at the peak (the layer computed, the one prefetched, what
+    # ZeRO-3 keeps for reuse, FSDP's root unit) and a resident unsharded copy, if any; `weights` is the shard
+    gathered: float = 0.0
+    # HF AMP full fine-tuning: the 16-bit copies of the fp32 weights that autocast keeps for the backward
+    autocast: float = 0.0
+    # the optimizer step's temporaries (a non-fused Adam's foreach buffers), live at the step only
+    step_buffers: float = 0.0
 
 
 class Fit(BaseModel):

@@ -24,7 +24,8 @@
   var COUNTS = [1, 2, 4, 8, 16, 32];
   var COLORS = {weights: "#4e79a7", adapters: "#59a14f", gradients: "#edc948", optimizer: "#f28e2b",
     activations: "#e15759", logits: "#b07aa1", kv_cache: "#76b7b2", overhead: "#9c755f", shape_margin: "#bab0ac",
-    cuda_context: "#7f7f7f"};
+    cuda_context: "#7f7f7f", gathered: "#86bcb6",
+    autocast: "#a0cbe8", step_buffers: "#d4a6c8"};
   var EXTRAS = ["gradient_checkpointing", "optimizer", "fused_loss", "offload", "bits", "sharding", "kv_cache_dtype"];
   var user = (tg && tg.initDataUnsafe && tg.initDataUnsafe.user) || {};
   var lang = String(user.language_code || navigator.language || "en").slice(0, 2) === "ru" ? "ru" : "en";

@@ -69,7 +69,7 @@ def _read_mapping(data: dict[str, Any], flavour: str, c: Collector) -> None:
 
 
 FRAMEWORK = {"axolotl": "axolotl", "llama-factory": "llama-factory", "deepspeed": "deepspeed", "accelerate": None,
-             "hf-args": "hf", "torchtune": "torchtune", "arctictraining": "deepspeed"}
+             "hf-args": "hf", "torchtune": "torchtune", "arctictraining": "arctictraining"}
 
 
 def read_config(data: str | bytes, name: str | None = None) -> ReadResult:

@@ -126,3 +126,31 @@ def test_a_job_over_the_card_keeps_its_full_allocator_slack() -> None:
     free = estimate_request(request)["per_gpu"]
     on_small = estimate_request({**request, "gpus": [{"name": "RTX 4090"}]})["per_gpu"]
     assert on_small["total"] == free["total"] and not on_small["pressure"]
+
+
+def test_every_tensor_of_the_peak_has_its_line_and_the_reserve_is_the_allocators_slack_only() -> None:
+    """ZeRO-3's gathered layers, autocast's 16-bit copies and the optimizer step's buffers are lines of their own: they
+    used to be netted into "freed before the peak" or shown as PyTorch's reserve."""
+    from engine.memory import allocator_slack_fractions
+    from engine.parts import parts
+
+    zero3 = breakdown(scenario(model={"name": "Llama-3.1-8B"}, method="lora", framework="trl", sharding="zero3",
+                               seq_len=2048, batch_size=4, gpus=[{"name": "A100 80GB", "count": 2}]))
+    head_gib = 128_256 * 4096 * 2 / 2**30  # lm_head kept gathered for its reuse (ZeRO-3 max_reuse_distance)
+    assert head_gib < zero3.gathered < 4.0
+    assert breakdown(scenario(model={"name": "Llama-3.1-8B"}, method="lora", seq_len=2048)).gathered == 0.0
+
+    amp = scenario(model={"name": "Llama-3.2-1B"}, method="full", mixed_precision="amp", seq_len=2048, batch_size=4,
+                   gpus=[{"name": "A100 80GB", "count": 1}])
+    b = breakdown(amp)
+    assert abs(b.autocast - amp.arch.params * 2 / 2**30) < 0.01
+    assert abs(b.step_buffers - 0.5 * b.optimizer) < 0.01  # a non-fused AdamW's foreach temporaries
+
+    step_peak = scenario(model={"name": "Llama-3.1-70B"}, method="full", sharding="fsdp", seq_len=4096,
+                         gpus=[{"name": "H100", "count": 8}])
+    b = breakdown(step_peak)
+    lines = parts(b)
+    assert abs(sum(v for k, v in lines.items() if k != "cuda_context") - b.total) < 1e-6
+    _static, dynamic_share = allocator_slack_fractions(step_peak.framework)
+    assert lines["overhead"] <= dynamic_share * (b.total - lines["overhead"]) + 1e-6  # the slack, no hidden tensor
+    assert lines["step_buffers"] > 0 and lines["freed_before_peak"] < 0

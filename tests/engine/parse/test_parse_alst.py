@@ -14,10 +14,10 @@ from engine.parse import _parse as parse_strict
     "Arctic Training llama 70b 1M context on 16 h100",
     "обучение через alst, llama 3.1 8b, 256k, 4 h100",
 ])
-def test_alst_is_deepspeed_with_the_recipe_switches(q: str) -> None:
+def test_alst_is_arctictraining_with_the_recipe_switches(q: str) -> None:
     r = parse_strict(q)
     assert r.error is None, (q, r.error)
-    assert r.framework == "deepspeed"
+    assert r.framework == "arctictraining"
     assert r.method == "full"
     assert (r.activation_offload, r.tiled_mlp, r.fused_loss, r.offload) == (True, True, True, True)
     assert "alst" in r.assumed
@@ -29,6 +29,12 @@ def test_what_the_question_says_wins_over_the_alst_recipe() -> None:
     r = parse_strict("ALST lora llama 8b 128k на 8 h100 без tiled mlp, ulysses 4")
     assert (r.method, r.tiled_mlp, r.context_parallel) == ("lora", False, 4)
     assert r.activation_offload is True
+
+
+@pytest.mark.parametrize("q", ["DeepSpeed ALST llama 8b 300k на 1 h200 без tiled mlp без оффлоада активаций",
+                               "alst via deepspeed, qwen3 32b, 1m ctx, 16 h100"])
+def test_deepspeed_named_with_alst_is_arctictraining(q: str) -> None:
+    assert parse_strict(q).framework == "arctictraining"
 
 
 def test_deepspeed_alone_fills_no_alst_switch() -> None:
@@ -53,3 +59,16 @@ def test_a_gpu_after_the_context_word_is_not_the_context(q: str, seq_len: int, g
     assert r.seq_len == seq_len, q
     assert gpu in (r.gpus[0].name or ""), (q, r.gpus)
     assert r.gpus[0].count == count, q
+
+
+def test_the_alst_assumption_names_only_the_switches_the_job_keeps() -> None:
+    from engine.answer import answer
+    from engine.parse import parse
+
+    def said(q: str) -> list[str]:
+        return [str(x) for x in answer(parse(q)).assumptions]
+
+    assert "alst_recipe=full+fused_loss+offload" in said(
+        "ALST llama 3.1 8b 300k контекст на 1 h200 без tiled mlp без оффлоада активаций")
+    assert "alst_recipe=full+activation_offload+tiled_mlp+fused_loss+offload" in said(
+        "ALST llama 3.1 8b 1M context on 8 h100")

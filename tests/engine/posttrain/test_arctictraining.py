@@ -142,7 +142,7 @@ def test_the_config_of_an_alst_answer_is_arctictrainings_recipe_and_reads_back_a
     assert back["format"] == "arctictraining"
     r = back["request"]
     assert (r["framework"], r["method"], r["seq_len"], r["activation_offload"], r["tiled_mlp"], r["fused_loss"]) == (
-        "deepspeed", "full", 512_000, True, True, True)
+        "arctictraining", "full", 512_000, True, True, True)
     assert abs(back["estimate"]["per_gpu"]["total"] + back["estimate"]["per_gpu"]["cuda_context"]
                - out.estimate_gib) < 0.2  # the recipe read back is the job the answer estimated
 
@@ -179,3 +179,58 @@ logger:
     assert (r["context_parallel"], r["gpus"][0]["count"], r["sharding"], r["offload"]) == (8, 8, "zero3", True)
     assert r["seq_len"] == 3_800_000 and r["fused_loss"] is True
     assert back["estimate"]["posttrain"]["settings"]["stack"] == "arctictraining"
+
+
+def test_arctictraining_named_runs_its_profile_without_any_alst_switch() -> None:
+    """The single-GPU baseline recipes (run-h200-sp1-llama-8b-baseline.yml: no SP, no offload of checkpoints, no
+    TiledMLP) are still ArcticTraining: ZeRO-3 with the parameters offloaded, the allocator's expandable segments."""
+    one = [{"name": "H200", "count": 1}]
+    arctic = build_scenario(req(framework="arctictraining", offload=True, seq_len=65_000, gpus=one))
+    plain = build_scenario(req(offload=True, seq_len=65_000, gpus=one))
+    assert arctic.framework == "arctictraining" and plain.framework == "deepspeed"
+    assert arctic.sharding == "zero3" and memory.breakdown(arctic).weights == 0.0
+    assert memory.breakdown(arctic).total < memory.breakdown(plain).total
+
+
+def test_transformers_loss_in_one_expandable_segment_holds_14_bytes_a_logit_not_20() -> None:
+    """The freed 16-bit logits and fp32 upcast form one range the nll gradient and the 16-bit gradient take again
+    (catalog memory.toml [loss.expandable]); the classic allocator keeps them apart (20)."""
+    from engine.frameworks import profile
+    from engine.memory.loss import loss_bytes_per_logit
+
+    assert loss_bytes_per_logit("hf", profile("arctictraining")) == 14.0
+    assert loss_bytes_per_logit("hf", profile("deepspeed")) == 20.0
+    assert loss_bytes_per_logit("fused_linear", profile("arctictraining")) == 0.0
+
+
+def test_the_baseline_recipe_that_ran_on_one_h200_is_told_it_fits() -> None:
+    """run-h200-sp1-llama-8b-baseline.yml ran at 65K tokens ("NV 137.36 GB"); read back by check, it fits."""
+    from engine.configs import check
+
+    recipe = """type: sft
+micro_batch_size: 1
+sequence_parallel_size: 1
+deepspeed:
+  zero_optimization:
+    stage: 3
+    offload_optimizer:
+      device: cpu
+    offload_param:
+      device: cpu
+optimizer:
+  type: cpu_adam
+model:
+  name_or_path: meta-llama/Llama-3.1-8B-Instruct
+  attn_implementation: flash_attention_2
+data:
+  max_length: 65000
+"""
+    from engine.contract import estimate_request
+
+    back = check(recipe, "run-h200-sp1-llama-8b-baseline.yml")
+    assert back["format"] == "arctictraining"
+    assert back["request"]["framework"] == "arctictraining"
+    out = estimate_request(dict(back["request"], gpus=[{"name": "H200", "count": 1}]))
+    assert out["verdict"] in ("fits", "tight"), out["verdict"]
+    total = out["per_gpu"]["total"] + out["per_gpu"]["cuda_context"]
+    assert 0.85 * 137.36 < total < 1.1 * 137.36
