@@ -183,12 +183,29 @@ def _read_source(path: str) -> bytes | str:
         return fh.read(MAX_CONFIG_BYTES + 1)
 
 
+def _check_error(out: dict[str, Any]) -> str:
+    """The reason `check` could not estimate, in words (the JSON keeps the key: CONTRACT.md)."""
+    key = str(out["error"])
+    if key.startswith("serving.error."):
+        from bot.views.serving_words import error_line
+
+        model = ((out.get("request") or {}).get("model") or {}).get("name") or ""
+        return error_line("en", key, {"model": model})
+    if " " in key:  # already a sentence ("cannot read …", "internal error: …")
+        return key
+    from bot.views.configs import error_text
+
+    return error_text("en", key)
+
+
 def _check_summary(out: dict[str, Any]) -> str:
     """A compact plain summary of `check` (the full text answer comes later through the views)."""
     if out.get("error") and not out.get("request"):
-        return f"error: {out['error']}"
+        return f"error: {_check_error(out)}"
     r = out["request"] or {}
-    lines = [f"format: {out.get('format')}  framework: {r.get('framework') or '-'}",
+    stack = f"engine: {r['serving_engine']}" if r.get("serving_engine") and not r.get("framework") else \
+        f"framework: {r.get('framework') or '-'}"
+    lines = [f"format: {out.get('format')}  {stack}",
              f"job: {(r.get('model') or {}).get('name') or '?'}, {r.get('method') or '?'}"
              + (f", {r['stage']}" if r.get("stage") else "")]
     est = out.get("estimate")
@@ -206,7 +223,7 @@ def _check_summary(out: dict[str, Any]) -> str:
             lines.append("fits: " + (", ".join(f"{f.get('count', 1)}×{f['gpu']} ({f['headroom_gb']:+.1f} GiB{spare})"
                                                for f in fits[:5]) or "none"))
     if out.get("error"):
-        lines.append(f"error: {out['error']}")
+        lines.append(f"error: {_check_error(out)}")
     for c in out.get("changes", []):
         lines.append(f"change: {c['key']} (saves {c['saves_gb']:.1f} GiB{', fits' if c.get('fits') else ''})")
     if out.get("ignored"):

@@ -170,7 +170,7 @@ def market_price_text(lang: str, r: dict[str, Any], own: str | None) -> str:
     """/price H100: the market range per GPU-hour (engine.pricing's PriceRange as a dict), where it comes from
     and its date, and the chat's own price."""
     cur = r["currency"]
-    lines = [_(lang, "<b>%(gpu)s</b>: %(range)s per GPU-hour on the market, typically %(typical)s") % {
+    lines = [_(lang, "<b>%(gpu)s</b>: typically %(typical)s per GPU-hour (%(range)s on the market)") % {
         "gpu": r["gpu"], "range": money_range(lang, r["min"], r["max"], cur),
         "typical": money(lang, r["typical"], cur)}]
     providers = len(r.get("providers") or [])

@@ -16,7 +16,7 @@ from .core import Profile, loads, profile, users_served
 from .load import Features, Machine, speculation, sweep
 from .loadplan import CURVE as SWEEP
 from .loadplan import evaluate, features_for, machine_for, meets, ttft_key, workload_for
-from .profile import data, supports
+from .profile import data, runs_on, supports
 
 Run = Callable[..., tuple[Settings, Profile]]
 
@@ -138,14 +138,16 @@ def smaller_gguf(s: Settings, base: Profile, asked: int, replicas: int, run: Run
 def int4_change(request: Request, arch: Architecture, s: Settings, gpu: GpuChoice, base: Profile, context: int,
                 users: int | None, replicas: int, fp8_kv: bool = True) -> Change | None:
     """When the model does not load or does not serve the asked users: 4-bit weights from a published AWQ (else GPTQ)
-    checkpoint of the model, with the KV cache in FP8 where it is 16-bit and the GPU has FP8 (`fp8_kv`: Ampere and
-    later; a T4 keeps a 16-bit cache), and the room that gives."""
+    checkpoint of the model whose kernels run on the GPU (AWQ needs Turing, GPTQ runs on Volta: profile.runs_on),
+    with the KV cache in FP8 where it is 16-bit and the GPU has FP8 (`fp8_kv`: Ampere and later; a T4 keeps a 16-bit
+    cache), and the room that gives."""
     paged = s.family not in ("llama.cpp", "ollama", "hf")
     asked = users or 1
     served = users_served(base, s) * replicas if loads(base) else 0
     if not paged or s.weight_format not in ("bf16", "fp16", "fp32", "fp8") or (loads(base) and served >= asked):
         return None
     found = next(((fmt, c) for fmt in ("awq", "gptq") if supports(s.engine, fmt)
+                  and runs_on(s.engine, fmt, gpu.compute_capability)
                   and (c := checkpoint(arch.name, fmt)) is not None), None)
     if found is None:
         return None

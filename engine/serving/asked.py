@@ -15,7 +15,7 @@ from engine.schema.request import QUESTION_FLAGS
 from engine.schema.serving import ServingArrangement, ServingResult
 
 from .engines import tgi_defaults
-from .profile import data, supports, weight_format
+from .profile import data, runs_on, supports, weight_format
 
 DEFAULT_CONTEXT = 4096  # tokens in + out when the question names no context (shown as an assumption)
 DEFAULT_OUTPUT = 512
@@ -142,6 +142,23 @@ def on_apple(request: Request) -> bool:
     return False
 
 
+def _format_not_on_gpu(request: Request, engine: str, fmt: str) -> Note | None:
+    """The weight format asked has no kernels on the GPU asked (AWQ or FP8 on a V100: profile.runs_on): said, with
+    the 4-bit and 16-bit formats that run there, not estimated as if it loaded."""
+    from engine.catalog import find_gpu
+
+    ref = request.gpus[0] if request.gpus else None
+    gpu = find_gpu(ref.name, ref.memory_gb) if ref is not None and ref.name else None
+    cc = float(gpu.compute_capability) if gpu is not None and gpu.compute_capability else None
+    if gpu is None or cc is None or runs_on(engine, fmt, cc):
+        return None
+    needs = float(data()["min_capability"][engine][fmt])
+    others = [f for f in ("gptq", "awq", "fp16") if f != fmt and supports(engine, f) and runs_on(engine, f, cc)]
+    return Note(key="serving.error.format_not_on_gpu",
+                params={"engine": engine, "format": fmt, "gpu": gpu.name, "capability": cc, "needs": needs,
+                        "formats": others})
+
+
 def read_asked(request: Request, assumptions: list[Assumption]) -> Asked | ServingResult:
     """The serving question's settings, each default an assumption; a failed result when it cannot be served."""
     from .capacity import valid_tp
@@ -185,6 +202,9 @@ def read_asked(request: Request, assumptions: list[Assumption]) -> Asked | Servi
         engines = [e for e in data()["support"] if e != "source" and supports(e, fmt)]
         return failed(name, [Note(key="serving.error.format_not_supported",
                                    params={"engine": engine, "format": fmt, "engines": engines})], assumptions)
+    slow = _format_not_on_gpu(request, engine, fmt)
+    if slow is not None:
+        return failed(name, [slow], assumptions)
     lengths = _lengths(request, arch, assumptions)
     if isinstance(lengths, ServingResult):
         return lengths

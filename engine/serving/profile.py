@@ -96,6 +96,13 @@ def supports(engine: str, fmt: str) -> bool:
     return key in table.get(engine, table["vllm"])
 
 
+def runs_on(engine: str, fmt: str, compute_capability: float | None) -> bool:
+    """Whether the engine's kernels for the weight format run on a GPU of that NVIDIA compute capability (catalog
+    serving.toml [min_capability]; an unknown capability, AMD or Apple: as far as this table says, yes)."""
+    floor = data()["min_capability"].get(engine, {}).get(fmt)
+    return compute_capability is None or floor is None or compute_capability >= float(floor)
+
+
 def v0_chunked_prefill(max_model_len: int, max_num_batched_tokens: int | None = None) -> bool:
     """vLLM V0 runs chunked prefill when max_model_len passes chunked_prefill_above (the OpenAI server's default)
     or when the token budget is below max_model_len (V0 refuses that budget without chunked prefill:

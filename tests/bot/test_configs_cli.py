@@ -143,6 +143,18 @@ def test_check_bad_files_answer_with_an_error_key(data, error, tmp_path: Path):
     assert json.loads(p.stdout)["error"] == error
 
 
+def test_check_in_plain_text_words_its_errors_and_names_the_serving_engine(tmp_path: Path) -> None:
+    broken = tmp_path / "bad.yaml"
+    broken.write_text("model: [unclosed\n  bad: : yaml\n")
+    p = run("check", str(broken))
+    assert "That YAML does not parse" in p.stdout and "invalid_yaml" not in p.stdout
+    line = tmp_path / "serve.txt"
+    line.write_text("llama-server -m model-Q5_K_M.gguf -c 8192 -ngl 99\n")
+    p = run("check", str(line))
+    assert "engine: llama.cpp" in p.stdout
+    assert "serving.error" not in p.stdout and "I do not know the model model-Q5_K_M.gguf" in p.stdout
+
+
 def test_check_missing_file_and_secret_never_printed(tmp_path: Path):
     p = run("check", "--json", str(tmp_path / "nope.yaml"))
     assert p.returncode == 0 and "cannot read" in json.loads(p.stdout)["error"]

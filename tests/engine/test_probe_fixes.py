@@ -141,7 +141,7 @@ def test_a_price_question_without_a_model_gets_the_market_range() -> None:
     a = answer(parse("сколько стоит T4 в час"))
     assert not isinstance(a, ErrorAnswer) and isinstance(a, MarketAnswer) and a.market.gpu == "T4"
     text = ask_text("how much is an H100 per hour")
-    assert "per GPU-hour on the market" in text and "no model size" not in text.lower()
+    assert "per GPU-hour (" in text and "on the market)" in text and "no model size" not in text.lower()
     assert "за GPU-час" in ask_text("сколько стоит T4 в час")
     rub = answer(parse("сколько стоит H100 в рублях"))
     assert isinstance(rub, MarketAnswer) and rub.market.currency == "RUB"

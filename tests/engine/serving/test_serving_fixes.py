@@ -316,3 +316,35 @@ def test_replicas_with_dp_attention_give_one_data_parallel_degree() -> None:
     assert argv[argv.index("--tensor-parallel-size") + 1] == "1" and argv.count("--enable-expert-parallel") == 1
     argv = serve(parse("Qwen3-30B-A3B on 4 H100 sglang tp 2 dp attention 64 users")).command
     assert "--dp-size" not in argv and argv[argv.index("--dp") + 1] == "4" and argv[argv.index("--tp") + 1] == "4"
+
+
+# ---- weight formats the GPU's kernels run (serving.toml [min_capability]) -------------------------------------
+def test_four_bit_weights_offered_on_a_v100_are_gptq_the_kernel_volta_has() -> None:
+    volta = serve(req("Qwen2.5-14B", "V100 32GB"))
+    turing = serve(req("Qwen2.5-14B", "T4", concurrency=4))
+    int4 = [c for c in volta.changes if c.key == "serving.change.int4_weights"]
+    assert int4 and int4[0].params["format"] == "gptq" and "GPTQ" in str(int4[0].params["checkpoint"])
+    assert all(c.params.get("format") != "awq" for c in volta.changes)
+    assert any(c.params.get("format") == "awq" for c in turing.changes if c.key == "serving.change.int4_weights")
+    from engine.configs import config_for
+
+    out = config_for(parse("инфер qwen2.5 14b на v100 32гб через vllm"))
+    assert out.command is not None and "GPTQ" in out.command and "--dtype half" in out.command
+
+
+@pytest.mark.parametrize(("question", "fmt"), [("инфер лламы 70б в fp8 на 4 v100", "fp8"),
+                                               ("vllm llama 3.1 8b awq on a v100", "awq"),
+                                               ("serve llama 3.1 8b in fp8 on a t4 with vllm", "fp8")])
+def test_a_format_without_kernels_on_the_gpu_asked_is_said_not_estimated(question: str, fmt: str) -> None:
+    a = answer(parse(question))
+    assert isinstance(a, ServingAnswer)
+    notes = [n for n in a.serving.errors if n.key == "serving.error.format_not_on_gpu"]
+    assert notes and notes[0].params["format"] == fmt and "gptq" in notes[0].params["formats"]
+    assert "compute capability" in text(parse(question))
+
+
+def test_awq_on_a_t4_and_fp8_on_an_a100_still_load() -> None:
+    for question in ("serve llama 3.1 8b awq on a t4 with vllm", "serve llama 3.1 8b fp8 on an a100 with vllm"):
+        a = answer(parse(question))
+        assert isinstance(a, ServingAnswer)
+        assert not [n for n in a.serving.errors if n.key == "serving.error.format_not_on_gpu"], question
