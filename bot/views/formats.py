@@ -210,5 +210,9 @@ def about_days(lang: str, hours: float) -> str:
     """A plan's hours set against a deadline in days: "249 ч (≈10 дней)"; under a day, the hours alone."""
     if hours < 24:
         return hours_text(lang, hours)
-    days = max(1, round(hours / 24))
-    return hours_text(lang, hours) + " (≈" + _n(lang, "%(n)s day", "%(n)s days", days) % {"n": num(lang, days)} + ")"
+    days = hours / 24
+    if days < 10 and abs(days - round(days)) >= 0.25:  # 59 h is 2.5 days, not "≈2" beside a deadline of 2
+        half = round(days * 2) / 2
+        return hours_text(lang, hours) + " (≈" + _(lang, "%(n)s days") % {"n": decimal(lang, half, 1)} + ")"
+    whole = max(1, round(days))
+    return hours_text(lang, hours) + " (≈" + _n(lang, "%(n)s day", "%(n)s days", whole) % {"n": num(lang, whole)} + ")"

@@ -125,10 +125,17 @@ def limits_lead(lang: str, lim: Limits | None) -> str:
     if lim is None or lim.unchecked is not None:
         return ""
     label = limits_label(lang, lim)
-    if lim.meeting:
-        best = min(lim.meeting, key=lambda p: (p.cost or {}).get("typical", 0.0))
+    if lim.asked is not None and lim.asked in lim.meeting:
+        best = lim.asked  # the GPUs named meet them: that is the answer, not a cheaper other card
         return "✅ " + _(lang, "Within %(limits)s: %(plan)s") % {
             "limits": label, "plan": _plan_brief(lang, best, lim.deadline_hours)}
+    if lim.meeting:
+        best = min(lim.meeting, key=lambda p: (p.cost or {}).get("typical", 0.0))
+        within = _plan_brief(lang, best, lim.deadline_hours)
+        if lim.asked is not None:  # the GPUs named do not: said first, then what does
+            return "❌ " + _(lang, "Not within %(limits)s: %(asked)s; it takes %(plan)s") % {
+                "limits": label, "asked": _plan_brief(lang, lim.asked, lim.deadline_hours), "plan": within}
+        return "✅ " + _(lang, "Within %(limits)s: %(plan)s") % {"limits": label, "plan": within}
     if lim.cheapest is None or lim.fastest is None:
         return ""
     text = "❌ " + _(lang, "Not within %(limits)s: the cheapest is %(plan)s") % {

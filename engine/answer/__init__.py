@@ -118,7 +118,7 @@ def answer(request: Request, prices: PriceOptions | None = None, today: date | N
         rank_by=result.rank_by, tokens=result.tokens,
         shape_reference=None if s.arch.known else reference_of(s.arch),
         capacity=capacity_lines(b, asked, result),
-        limits=limits_with_faster(request, shown, prices or PriceOptions()),
+        limits=limits_with_faster(request, shown, prices or PriceOptions(), asked),
         rental=asked_rental(request, prices),
     )
 
@@ -163,9 +163,18 @@ def asked_rental(request: Request, prices: PriceOptions | None) -> Rental | None
     return rental_cost(request, found, currency)
 
 
-def limits_with_faster(request: Request, shown: list[Plan], prices: PriceOptions) -> Limits | None:
+def limits_with_faster(request: Request, shown: list[Plan], prices: PriceOptions,
+                       asked: Arrangement | None = None) -> Limits | None:
     """The budget and deadline check; when no plan shown (the cheapest) meets the deadline, the plans ranked by
-    time are checked too, so that "за сутки" finds the 2×H100 that does it instead of saying none does."""
+    time are checked too, so that "за сутки" finds the 2×H100 that does it instead of saying none does. The plan on
+    the GPUs asked is kept beside (`asked`): the first line says whether that one meets them."""
+    limits = _limits_found(request, shown, prices)
+    if limits is not None and asked is not None:
+        limits.asked = next((p for p in shown if (p.gpu, p.count) == (asked.gpu, asked.count)), None)
+    return limits
+
+
+def _limits_found(request: Request, shown: list[Plan], prices: PriceOptions) -> Limits | None:
     limits = within_limits(request, shown, prices)
     if limits is None or limits.meeting or limits.unchecked or request.deadline_hours is None:
         return limits

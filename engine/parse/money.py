@@ -183,6 +183,12 @@ def deadline(s: Scan) -> None:
             continue
         span = SPANS.at(s.texts, i)
         if span is not None and not any(toks[k].used for k in range(i, i + len(span))):
+            after = i + len(span)
+            exact = _span_value(s, after + 1) if after < s.n and toks[after].text == "(" else None
+            if exact:  # «за ночь (8 ч)»: the hours in brackets say what the named span means
+                _put_hours(s, exact[0])
+                s.use(i, exact[1])
+                continue
             _put_hours(s, NAMED_SPANS[span])
             if span in WEEKDAYS:  # counted on the calendar by the answer (engine.answer.on_calendar), or said
                 s.assumed += ["deadline_hours", f"{WEEKDAY_PREFIX}{WEEKDAYS[span]}"]

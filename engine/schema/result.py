@@ -187,6 +187,7 @@ class Limits(BaseModel):
     meeting: list[Plan] = Field(default_factory=list)  # the plans within both, best first
     cheapest: Plan | None = None  # when none meets them: what the cheapest and the fastest plans give
     fastest: Plan | None = None
+    asked: Plan | None = None  # the plan on the GPUs the question named, when one is planned: the first line judges it
     unchecked: Literal["no_data_size", "no_price", "currency"] | None = None  # why they could not be checked
 
 

@@ -145,3 +145,26 @@ def test_a_parameter_offload_the_plans_rank_out_is_not_the_fix() -> None:
     assert a.verdict == "no_fit" and a.fix is None
     assert not any(p.count == 1 for p in a.plans)
     assert ask_text("full fine-tune 70B on H100").startswith("🔢")
+
+
+@pytest.mark.parametrize(("q", "asked", "hours"), [
+    ("успею за ночь (8ч) дообучить llama 8b лорой на 100м токенов на 4090?", "1×RTX 4090", 8.0),
+    ("фулл файнтюн 70б на 1B токенов за 3 дня успею на 8xh100?", "8×H100", 72.0),
+    ("lora 70b on 300M tokens on 2xh100 within 2 days?", "2×H100", 48.0),
+])
+def test_a_deadline_the_gpus_named_miss_is_a_no_for_them_before_what_meets_it(q: str, asked: str, hours: float) -> None:
+    request = parse(q)
+    assert request.deadline_hours == hours  # «за ночь (8ч)»: the hours in brackets win over the named span
+    first = ask_text(q).split("\n")[0]
+    assert first.startswith("❌") and asked in first, first
+    assert first.index(asked) < first.index(";"), first  # the arrangement asked is judged first, then the one that does
+
+
+def test_a_deadline_the_gpus_named_meet_leads_with_them() -> None:
+    first = ask_text("лора 8b на 100м токенов на h100 за сутки успею?").split("\n")[0]
+    assert first.startswith("✅") and "1×H100" in first
+
+
+def test_days_beside_a_deadline_in_days_are_not_rounded_to_it() -> None:
+    assert _plain(about_days("ru", 59)) == "59 ч (≈2,5 дня)" and _plain(about_days("en", 31)) == "31 h (≈1.5 days)"
+    assert _plain(about_days("ru", 154)) == "154 ч (≈6,5 дня)" and _plain(about_days("ru", 249)) == "249 ч (≈10 дней)"
