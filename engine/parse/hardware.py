@@ -114,9 +114,10 @@ def _memory_after(s: Scan, j: int, variants: tuple[float, ...]) -> tuple[float, 
     v = s.toks[k].val
     if s.word(k + 1) in MEMORY_UNITS:
         return v, k + 1
-    if each:
-        return None  # "A100 по 8" is no memory
-    if any(abs(v - x) < 0.5 for x in variants) and len(variants) > 1:
+    variant = any(abs(v - x) < 0.5 for x in variants) and len(variants) > 1
+    if each and not (variant and (k + 1 >= s.n or s.toks[k + 1].kind != WORD)):
+        return None  # "A100 по 8" is no memory, nor «A100 по 40 часов»; «8 а100 по 40» is the 40 GB card
+    if variant:
         return v, k
     return None
 

@@ -109,6 +109,7 @@ def tokenize(text: str, fix: bool = True) -> list[Tok]:
 
 
 APPLE_TIERS = {"про": "pro", "макс": "max", "ультра": "ultra"}
+H_SERIES = frozenset({"100", "200"})  # NVIDIA's H100 / H200, the numbers «х» is typed before for the H
 
 
 def _fold_words(toks: list[Tok], fix: bool, cyrillic: bool = True) -> None:
@@ -126,6 +127,9 @@ def _fold_words(toks: list[Tok], fix: bool, cyrillic: bool = True) -> None:
             t.text = APPLE_TIERS[t.text]  # «м3 про», «m4 макс», «м2 ультра»: Apple's chip tiers as they sound
         elif t.text == "л" and i + 1 < n and not toks[i + 1].sp and toks[i + 1].kind == NUM:
             t.text = "l"  # «л40с», «л4»: NVIDIA's L cards spelled as they sound
+        elif t.text == "х" and i + 1 < n and not toks[i + 1].sp and toks[i + 1].text in H_SERIES \
+                and not (i > 0 and not t.sp and toks[i - 1].kind == NUM):
+            t.text = "h"  # «на 8 х100», «х200»: the H said as it sounds; «2х4090», «8х100» stay counts
         elif (glued_digit or mixed) and all(ch in LOOKALIKE_LETTERS or "a" <= ch <= "z" for ch in t.text):
             # "Н100", "а6000", "70б", "128к", "2х4090", "LoRА": Cyrillic letters typed for Latin ones
             t.text = t.text.translate(LOOKALIKE_TABLE)
