@@ -199,7 +199,7 @@ def timed_note(lang: str, p: Plan) -> str:
     """A GPU given only by its memory: whose hours these are, said as the assumption it is."""
     if not p.timed_as:
         return ""
-    return " " + _(lang, "(hours as on %(gpu)s, the most rented card with %(gb)s)") % {
+    return " " + _(lang, "(hours as on %(gpu)s, the most common card with %(gb)s)") % {
         "gpu": gpu_name(lang, p.timed_as), "gb": gb(lang, p.memory_gb)}
 
 

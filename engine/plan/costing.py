@@ -12,6 +12,7 @@ from functools import cache
 
 from engine import pricing, speed
 from engine.catalog import Gpu, find_gpu, gpus
+from engine.catalog.lookup import data_file
 from engine.fit import capacity, headroom_gb
 from engine.schema import Breakdown, Plan, PriceOptions, RankBy, Request, Scenario
 
@@ -133,8 +134,9 @@ def bare_name(memory_gb: float | None) -> str:
 @cache
 def stand_in(name: str, memory_gb: float) -> Gpu | None:
     """The card whose hours a GPU given only by its memory ("LoRA 8B on 24 GB") gets, said as assumed: of the
-    catalog's NVIDIA cards with that memory, the one the most providers rent (engine.pricing). None for a named
-    card the catalog lacks: another card's speed would be a guess."""
+    catalog's NVIDIA cards with that memory, the one the most providers rent (engine.pricing); none rented, the one
+    most people own (gpus.toml [typical_by_memory]) or the only one. None for a named card the catalog lacks:
+    another card's speed would be a guess."""
     if name != bare_name(memory_gb):
         return None
     same = [g for g in gpus() if g.vendor == "NVIDIA" and g.memory_gb == memory_gb]
@@ -144,7 +146,12 @@ def stand_in(name: str, memory_gb: float) -> Gpu | None:
             ranked.append((len(pricing.market_range(g.name).providers), g.name, g))
         except (LookupError, ValueError):
             continue
-    return max(ranked, key=lambda x: (x[0], x[1]))[2] if ranked else None
+    if ranked:
+        return max(ranked, key=lambda x: (x[0], x[1]))[2]
+    owned = data_file("gpus.toml").get("typical_by_memory", {}).get(str(int(memory_gb)))
+    if owned is not None and memory_gb == int(memory_gb):
+        return find_gpu(owned)  # none of that size rented: the card most people own (catalog gpus.toml)
+    return same[0] if len(same) == 1 else None  # the only card of that size
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:

@@ -113,3 +113,13 @@ def test_a_bare_memory_size_keeps_its_stand_in_hours() -> None:
     q = "LoRA 8B on 24 GB, how long for 1 epoch of 50k samples x 2k tokens?"
     first = text_of(q).splitlines()[0]
     assert first.startswith("⏱ ") and "hours as on RTX 4090" in first and "no rental price" not in text_of(q)
+
+
+@pytest.mark.parametrize(("q", "card"), [
+    ("у меня 12 гб видяха, сколько часов qlora 8b на 5к примеров по 512 токенов", "RTX 3060"),
+    ("qlora 3b on an 8 GB card, how long for 20M tokens?", "RTX 4060"),
+    ("qlora 8b на карте 10 гб, сколько часов на 10м токенов", "RTX 3080"),
+])
+def test_a_memory_size_no_provider_rents_is_timed_as_the_card_people_own(q: str, card: str) -> None:
+    first = text_of(q).splitlines()[0]
+    assert first.startswith("⏱ ") and card in first, first
