@@ -176,11 +176,35 @@ def render_text(text: str, options: AnswerOptions | None = None) -> RenderedAnsw
 
 
 def ask_text(text: str, options: AnswerOptions | None = None, fmt: str = "text") -> str:
-    """`gpu-advisor ask`: the reply as the bot would send it, as Telegram HTML or plain text."""
-    request = parse(text)
-    direct = talk_or_price(request, options or AnswerOptions())
-    body = direct[0] if direct is not None else render_request(request, options).html
+    """`gpu-advisor ask`: the reply as the bot would send it, as Telegram HTML or plain text. A pasted launch command
+    or training config is checked as the bot checks it (bot.pasted), not read as a question."""
+    body = pasted_reply(text, options or AnswerOptions())
+    if body is None:
+        request = parse(text)
+        direct = talk_or_price(request, options or AnswerOptions())
+        body = direct[0] if direct is not None else render_request(request, options).html
     return body if fmt == "html" else plain(body)
+
+
+def pasted_reply(text: str, options: AnswerOptions) -> str | None:
+    """The bot's reply to a pasted command or config (handlers.configs.answer_check): what it was read as, then the
+    answer for it; its error in words when it cannot be read; None for a question."""
+    from bot.pasted import checked, checked_request, pasted_config
+    from bot.views.configs import check_header, error_text
+
+    read = pasted_config(text)
+    if read is None:
+        return None
+    read = checked(read)
+    request = checked_request(read)
+    lang = options.lang or options.default_lang
+    if request is None:
+        return error_text(lang, read.error or "unknown_format")
+    request = request.model_copy(update={"language": lang})
+    rendered = render_request(request, options)
+    header = check_header(rendered.lang, read.format, request.model_dump(mode="json", exclude_none=True),
+                          read.ignored, read.secrets, None, read.no_effect)
+    return header + "\n\n" + rendered.html
 
 
 def talk_or_price(request: Request, options: AnswerOptions) -> tuple[str, RenderedAnswer] | None:

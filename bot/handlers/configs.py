@@ -13,9 +13,7 @@ Nothing a user sent is logged: only error keys and exception class names.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +35,7 @@ from bot.handlers.common import (
 )
 from bot.handlers.filters import InLoop
 from bot.hub.ids import MAX_PASTE
+from bot.pasted import checked, checked_request, pasted_config
 from bot.pipeline import (
     MAX_QUESTION_CHARS,
     answer_options,
@@ -60,9 +59,8 @@ from bot.views.keyboards import (
 from bot.views.logcheck import log_reply_html
 from bot.views.messages import t
 from engine.configs import ReadResult, Target, config_for, read_config
-from engine.configs.bridge import as_answered, default_target, is_serving, sized_from_name
+from engine.configs.bridge import as_answered, default_target, is_serving
 from engine.configs.common import made_for
-from engine.configs.readers.cmdline import looks_like_command
 from engine.configs.readers.logs import looks_like_log
 from engine.parse import parse
 from engine.scenario import ScenarioError
@@ -74,8 +72,6 @@ MAX_CONFIG_BYTES = MAX_PASTE  # one limit for uploaded and pasted configs (256 K
 CONFIG_SUFFIXES = (".yaml", ".yml", ".py", ".sh", ".txt", ".cfg", ".toml", ".log")
 CONFIG_MIME = ("application/x-yaml", "application/yaml", "text/yaml", "text/x-yaml", "text/x-python",
                "application/x-python-code", "text/x-sh", "application/x-sh", "text/plain")
-HOSTILE = ("too_deep", "huge_number", "yaml_bomb")  # errors of a text that is surely meant as a config
-_YAML_LINE = re.compile(r"^[A-Za-z_][\w.-]{0,80}:(\s|$)")
 TELEGRAM_LIMIT = 4096
 
 
@@ -96,29 +92,6 @@ def is_addressed(message: Message, bot: Bot) -> bool:
         return True
     reply = message.reply_to_message
     return reply is not None and reply.from_user is not None and reply.from_user.id == bot.id
-
-
-def pasted_config(text: str) -> ReadResult | None:
-    """What a pasted text reads as when it is a launch command or a YAML/JSON training config; None for a question
-    (a model's config.json included: that is an architecture, answered by the question pipeline)."""
-    stripped = text.strip()
-    if not stripped:
-        return None
-    if looks_like_command(stripped):
-        return read_config(stripped, None)
-    lines = [ln for ln in stripped.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if stripped.startswith("["):  # a JSON list is no config, but a hostile one is named as such
-        read = read_config(stripped, None)
-        return read if read.error in HOSTILE else None
-    if stripped.startswith("{"):
-        if config_from_text(stripped) is not None:
-            return None
-    elif len(lines) < 2 or sum(1 for ln in lines if _YAML_LINE.match(ln)) < 2:
-        return None
-    read = read_config(stripped, None)
-    if read.error in ("unknown_format", "invalid_yaml", "invalid_json", "not_a_mapping", "empty"):
-        return None  # prose with colons, not a config
-    return read
 
 
 async def _pasted(message: Message, bot: Bot) -> dict[str, Any] | bool:
@@ -219,14 +192,14 @@ def with_caption_gpu(request: Request, caption: str) -> Request:
 async def answer_check(message: Message, read: ReadResult, filename: str | None, *, settings: ChatSettings,
                        store: Storage, config: BotConfig) -> None:
     user = message.from_user
-    if read.request is not None and not understood(read):
-        read = read.model_copy(update={"error": "unknown_format"})
-    if read.error or read.request is None:
+    read = checked(read)
+    sized = checked_request(read)  # the size from the model id, as `gpu-advisor check` reads it
+    if sized is None:
         lang = chat_language(settings, user, config)
         log.info("config not read: %s", read.error or "unknown_format")
         await send(message, error_text(lang, read.error or "unknown_format"))
         return
-    request, _sized = sized_from_name(read.request)  # the size from the model id, as `gpu-advisor check` reads it
+    request = sized
     lang = resolve_language(None, settings.language, user.language_code if user else None, config.default_language)
     request = request.model_copy(update={"language": lang})
     reply = await make_reply(request, store, answer_options(settings, lang, config.default_language))
@@ -237,17 +210,6 @@ async def answer_check(message: Message, read: ReadResult, filename: str | None,
         return
     await send(message, header[:TELEGRAM_LIMIT])
     await send(message, reply.html, reply_markup=reply.markup)
-
-
-@functools.cache
-def _nothing_read() -> Request | None:
-    """What a JSON of unrelated keys reads as: the TrainingArguments defaults alone (JSON's catch-all flavour)."""
-    return read_config('{"unrelated": 0}', "nothing.json").request
-
-
-def understood(read: ReadResult) -> bool:
-    """Whether the reader found any setting at all (a JSON of unrelated keys gives only its defaults)."""
-    return read.request is not None and (read.format != "hf-args" or read.request != _nothing_read())
 
 
 # ---- what goes out --------------------------------------------------------------------------------------------

@@ -98,13 +98,10 @@ def complete(query: str) -> str:
 def pasted_request(query: str) -> Request | None:
     """A launch command typed inline (`vllm serve … -tp 2`) is read as the bot's messages and `check` read it (its
     flags, its checkpoint's format), never as a question; None for a question."""
-    from bot.handlers.configs import pasted_config, understood
-    from engine.configs.bridge import sized_from_name
+    from bot.pasted import checked_request, pasted_config
 
     read = pasted_config(query)
-    if read is None or read.error or read.request is None or not understood(read):
-        return None
-    return sized_from_name(read.request)[0]
+    return checked_request(read) if read is not None else None
 
 
 def _entry(reply: Reply, title: str | None = None) -> dict[str, Any]:

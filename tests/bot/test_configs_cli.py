@@ -245,3 +245,20 @@ def test_config_notes_are_worded_not_raw_keys(capsys) -> None:  # type: ignore[n
     main(["config", "qlora 70b на 2 4090"])
     notes = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("note: ")]
     assert notes and not any("model_assumed:" in ln or "changed:" in ln for ln in notes), notes
+
+
+@pytest.mark.parametrize(("line", "wanted"), [
+    ("torchrun --nproc_per_node 8 train.py --deepspeed ds_z3.json --model_name_or_path meta-llama/Llama-3.1-8B "
+     "--per_device_train_batch_size 4 --max_seq_length 4096", "full fine-tuning"),
+    ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --tp 4", "(TP 4)"),
+    ("tune run lora_finetune_single_device --config llama3_2/3B_lora", "Llama-3.2-3B"),
+])
+def test_ask_of_a_pasted_launch_line_is_checked_as_the_bot_checks_it(line: str, wanted: str) -> None:
+    p = run("ask", line)
+    out = p.stdout.replace("\xa0", " ")
+    assert p.returncode == 0 and out.startswith("🔎 ")  # the bot's check header: what it was read as
+    assert wanted in out and "not in the catalog" not in out, out[:600]
+    if "torchrun" in line:
+        back = json.loads(run("check", "--json", "-", stdin=line).stdout)
+        assert back["request"]["method"] == "full" and back["request"]["gpus"][0]["count"] == 8
+        assert "8 GPUs" in out and "LoRA" not in out

@@ -1,0 +1,66 @@
+"""A pasted text that is a launch command or a YAML/JSON training config, not a question: read as `check` reads a
+file, the same in every door (a chat message, an inline query, `gpu-advisor ask`)."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from bot.enrich import config_from_text
+from engine.configs import ReadResult, read_config
+from engine.configs.bridge import sized_from_name
+from engine.configs.readers.cmdline import looks_like_command
+from engine.schema import Request
+
+HOSTILE = ("too_deep", "huge_number", "yaml_bomb")  # errors of a text that is surely meant as a config
+_YAML_LINE = re.compile(r"^[A-Za-z_][\w.-]{0,80}:(\s|$)")
+
+
+def pasted_config(text: str) -> ReadResult | None:
+    """What a pasted text reads as when it is a launch command or a YAML/JSON training config; None for a question
+    (a model's config.json included: that is an architecture, answered by the question pipeline)."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    if looks_like_command(stripped):
+        return read_config(stripped, None)
+    lines = [ln for ln in stripped.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if stripped.startswith("["):  # a JSON list is no config, but a hostile one is named as such
+        read = read_config(stripped, None)
+        return read if read.error in HOSTILE else None
+    if stripped.startswith("{"):
+        if config_from_text(stripped) is not None:
+            return None
+    elif len(lines) < 2 or sum(1 for ln in lines if _YAML_LINE.match(ln)) < 2:
+        return None
+    read = read_config(stripped, None)
+    if read.error in ("unknown_format", "invalid_yaml", "invalid_json", "not_a_mapping", "empty"):
+        return None  # prose with colons, not a config
+    return read
+
+
+@functools.cache
+def _nothing_read() -> Request | None:
+    """What a JSON of unrelated keys reads as: the TrainingArguments defaults alone (JSON's catch-all flavour)."""
+    return read_config('{"unrelated": 0}', "nothing.json").request
+
+
+def understood(read: ReadResult) -> bool:
+    """Whether the reader found any setting at all (a JSON of unrelated keys gives only its defaults)."""
+    return read.request is not None and (read.format != "hf-args" or read.request != _nothing_read())
+
+
+def checked(read: ReadResult) -> ReadResult:
+    """The reading with its error said: a reading of nothing at all is an unknown format."""
+    if read.request is not None and not understood(read):
+        return read.model_copy(update={"error": "unknown_format"})
+    return read
+
+
+def checked_request(read: ReadResult) -> Request | None:
+    """The request a pasted config describes, sized from its model id as `gpu-advisor check` reads it; None when it
+    could not be read (`checked(read).error` says why)."""
+    read = checked(read)
+    if read.error or read.request is None:
+        return None
+    return sized_from_name(read.request)[0]
