@@ -102,3 +102,15 @@ def gguf_weights(model: str, gguf_type: str) -> tuple[str, str | None]:
         if not known.types or gguf_type in known.types:
             return f"{known.repo}:{gguf_type}", f"checkpoint:{known.repo} {known.source}"
     return f"{placeholder(model, 'gguf')}:{gguf_type}", f"checkpoint_missing:gguf {gguf_type} of {model}"
+
+
+def long_context_rope(model_id: str, max_model_len: int) -> dict[str, object] | None:
+    """The rope_scaling a served chat checkpoint needs for a context past its config.json's window (the model card's
+    YaRN, catalog models.toml chat_yarn), as the engine's config override takes it; None within the window."""
+    model = find_model(model_id)
+    if model is None or model.chat_yarn is None or not model_id.startswith(model.served_id):
+        return None
+    factor, original = model.chat_yarn
+    if max_model_len <= original:
+        return None
+    return {"rope_scaling": {"rope_type": "yarn", "factor": factor, "original_max_position_embeddings": original}}

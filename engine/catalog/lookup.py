@@ -53,6 +53,8 @@ class CatalogModel:
     source: str
     native_format: str | None = None  # the format the checkpoint ships in (config.json quantization_config)
     chat_id: str | None = None  # the chat / instruct repository a serving command loads (None: hf_id is one)
+    # the chat repository's YaRN past its config's window: (factor, original_max_position_embeddings), or None
+    chat_yarn: tuple[float, int] | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -140,6 +142,8 @@ def models() -> tuple[CatalogModel, ...]:
             source=m["source"],
             native_format=m.get("native_format"),
             chat_id=m.get("chat_id"),
+            chat_yarn=(float(m["chat_yarn"]["factor"]), int(m["chat_yarn"]["original_max_position_embeddings"]))
+            if m.get("chat_yarn") else None,
         )
         for m in _load("models.toml")["model"]
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from engine.catalog.checkpoints import gguf_weights, serving_weights
+import json
+
+from engine.catalog.checkpoints import gguf_weights, long_context_rope, serving_weights
 from engine.schema.serving import Settings
 
 # the serving format → the checkpoint format that holds it (engine/catalog/checkpoints.toml)
@@ -37,6 +39,10 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None, n
         weights = serving_weights(model_id, CHECKPOINT_FORMAT.get(s.weight_format))
         model_id, quant_flag = weights.repo, weights.flag
     dtype = [] if bf16 or s.engine not in ("vllm", "sglang") else ["--dtype", "half"]
+    # past the chat checkpoint's window its card's YaRN (vLLM --hf-overrides, SGLang --json-model-override-args)
+    rope = long_context_rope(model_id, s.max_model_len) if s.engine in ("vllm", "sglang") else None
+    override = [] if rope is None else [
+        "--hf-overrides" if s.engine == "vllm" else "--json-model-override-args", json.dumps(rope)]
     if s.engine == "tensorrt-llm":
         return ["trtllm-serve", model_id, "--tp_size", str(tp), "--pp_size", str(pp),
                 "--max_seq_len", str(s.max_model_len),
@@ -58,7 +64,7 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None, n
             argv += ["--kv-cache-dtype", "fp8"]
         if adp > 1:
             argv.append("--enable-expert-parallel")
-        return argv + dtype
+        return argv + override + dtype
     if s.engine == "sglang":
         argv = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp", str(tp)]
         if pp > 1:
@@ -75,7 +81,7 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None, n
             argv += ["--kv-cache-dtype", "fp8_e4m3"]
         if adp > 1:
             argv.append("--enable-dp-attention")
-        return argv + dtype
+        return argv + override + dtype
     if s.engine == "tgi":
         argv = ["text-generation-launcher", "--model-id", model_id, "--num-shard", str(tp),
                 "--max-total-tokens", str(s.max_model_len),

@@ -32,7 +32,8 @@ NO_MEMORY = re.compile(
     r"bnb_4bit_quant_type|bnb_4bit_compute_dtype|bnb_4bit_quant_storage|dtype|torch_dtype|quantization_method|finetuning_type|host|port|"
     r"use_vllm|vllm_mode|plugins|stage|parallelism_config_dp_shard_size|gpu_layers|split_mode|tensor_split|"
     r"hf_use_auth_token|use_auth_token|steps_per_print|wall_clock_breakdown|dump_state|prescale_gradients|gradient_predivide_factor|"
-    r"remove_unused_columns|loss_type|cpo_alpha|simpo_gamma|pref_beta|orpo_alpha|rl_beta)$")
+    r"remove_unused_columns|loss_type|cpo_alpha|simpo_gamma|pref_beta|orpo_alpha|rl_beta|served_model_name|"
+    r"hf_overrides|json_model_override_args)$")
 
 
 # Prefixes with no bearing on memory: torchtune config sections, evaluation, logging, saving, the Hub

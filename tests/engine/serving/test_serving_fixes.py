@@ -348,3 +348,21 @@ def test_awq_on_a_t4_and_fp8_on_an_a100_still_load() -> None:
         a = answer(parse(question))
         assert isinstance(a, ServingAnswer)
         assert not [n for n in a.serving.errors if n.key == "serving.error.format_not_on_gpu"], question
+
+
+# ---- a chat checkpoint past its config's window (models.toml chat_yarn) ---------------------------------------
+def test_qwen25_instruct_past_32k_is_launched_with_its_cards_yarn_and_within_it_without() -> None:
+    from engine.configs import check, config_for
+
+    long_q = "инфер qwen2.5 72b 128к контекст на 8xh100 сколько юзеров потянет"
+    line = " ".join(serve(parse(long_q)).command)
+    assert "--max-model-len 131072" in line and "--hf-overrides" in line and '"rope_type": "yarn"' in line
+    assert '"original_max_position_embeddings": 32768' in line
+    assert "--hf-overrides" not in " ".join(serve(parse("инфер qwen2.5 72b 16к контекст на 8xh100")).command)
+    assert "--hf-overrides" not in " ".join(serve(parse("llama 3.1 70b 128k context on 8 h100 vllm")).command)
+    sglang = " ".join(serve(parse("qwen2.5 7b 64k context sglang on h100")).command)
+    assert "--json-model-override-args" in sglang
+    out = config_for(parse("инфер qwen2.5 72b awq 128к контекст на 4xh100 vllm"))
+    assert out.command is not None and "--hf-overrides" in out.command and "AWQ" in out.command
+    back = check(out.command, None)
+    assert "hf_overrides" in back["no_effect"] and not back["ignored"]
