@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import context_text, money, money_typical, num, tokens_amount
+from bot.views.formats import context_text, gb, money, money_typical, num, tokens_amount
 from engine.schema import ServingAnswer, ServingResult
 
 
@@ -101,11 +101,38 @@ def _adapters_lead(lang: str, r: ServingResult, where: str) -> str:
               "%(model)s on %(gpus)s", n) % params
 
 
+GIB = 2**30
+
+
+def _memory_lead(lang: str, a: ServingAnswer, where: str) -> str:
+    """«сколько памяти надо под TGI»: the memory one request of the context needs on each GPU (the weights, its KV
+    cache, the engine's activation peak, CUDA graphs and non-torch memory), then what the GPUs hold of them."""
+    r = a.serving
+    assert r is not None
+    m, kv = r.memory, r.kv
+    if m is None or kv is None or not r.fits:
+        return ""
+    one = kv.bytes_per_token * r.context / GIB
+    rest = m.activation_peak_gib + m.non_torch_gib + m.cuda_graph_gib
+    return _n(lang, "%(model)s needs %(need)s per GPU for one request of %(ctx)s: weights %(w)s, KV cache %(kv)s a "
+                    "request, activations and the engine's own memory %(rest)s; %(gpus)s hold %(n)s such request",
+              "%(model)s needs %(need)s per GPU for one request of %(ctx)s: weights %(w)s, KV cache %(kv)s a "
+              "request, activations and the engine's own memory %(rest)s; %(gpus)s hold %(n)s such requests",
+              a.serving_users) % {
+        "model": r.model, "need": gb(lang, round(m.weights_gib + one + rest, 1)), "ctx": context_text(lang, r.context),
+        "w": gb(lang, round(m.weights_gib, 1)), "kv": gb(lang, round(one, 2)), "rest": gb(lang, round(rest, 1)),
+        "gpus": where, "n": num(lang, a.serving_users)}
+
+
 def asked_lead(lang: str, a: ServingAnswer, where: str) -> str:
     """What the question asked first, as the headline: time to first token, tokens/s, or (no users said) how many
     users the GPUs hold at the context."""
     r = a.serving
     assert r is not None
+    if a.request.asks[:1] == ["memory"] and not a.request.concurrency:
+        lead = _memory_lead(lang, a, where)
+        if lead:
+            return lead
     if "rate" in a.request.asks and r.load is not None and r.load.capacity_rps > 0 and r.fits:
         return _rate_lead(lang, r, where)
     if "adapters" in a.request.asks and r.adapter_slots is not None:

@@ -23,6 +23,12 @@ THROUGHPUT = (("tokens", "per", "second"), ("tokens", "/", "s"), ("tok", "/", "s
               # «сколько токенов даст 8b на 4090»: the speed it generates at, not a data amount
               *(("сколько", "токенов", verb) for verb in ("даст", "выдаст", "выдаёт", "выдает", "генерит",
                                                           "сгенерит", "выжмет", "выжимает")))
+# «сколько памяти надо», "how much VRAM": the memory is what is asked (a serving answer then leads with it)
+MEMORY_ASKS = (("сколько", "памяти"), ("сколько", "видеопамяти"), ("сколько", "vram"), ("сколько", "гб"),
+               ("сколько", "гигов"), ("how", "much", "memory"), ("how", "much", "vram"), ("how", "much", "gpu",
+                                                                                         "memory"),
+               ("how", "many", "gb"), ("скока", "памяти"), ("скок", "памяти"), ("сколько", "нужно", "памяти"),
+               ("сколько", "надо", "памяти"), ("vram", "needed"), ("memory", "needed"), ("memory", "required"))
 # «deepseek v3 на 8xh200 скорость», "llama 70b on 2 h100 speed": the speed as the last word is what is asked
 SPEED_LAST = frozenset({"скорость", "скорости", "speed"})
 LATENCY = (*TTFT_PHRASES, ("latency",), ("задержка",), ("задержку",), ("латентность",), ("латенси",))
@@ -33,6 +39,7 @@ GREET = Phrases(GREETING_PAIRS)
 THANK = Phrases([("thank", "you")])
 LAT = Phrases(LATENCY)
 THRU = Phrases(THROUGHPUT)
+MEM = Phrases(MEMORY_ASKS)
 
 
 def smalltalk(s: Scan) -> str | None:
@@ -87,4 +94,6 @@ def serving_asks(s: Scan) -> list[str]:
     words = [t.text for t in s.toks if t.kind != "p"]
     if THRU.first(texts, s.words) is not None or (words and words[-1] in SPEED_LAST):
         out.append("throughput")
+    if MEM.first(texts, s.words) is not None:
+        out.append("memory")
     return out

@@ -366,3 +366,17 @@ def test_qwen25_instruct_past_32k_is_launched_with_its_cards_yarn_and_within_it_
     assert out.command is not None and "--hf-overrides" in out.command and "AWQ" in out.command
     back = check(out.command, None)
     assert "hf_overrides" in back["no_effect"] and not back["ignored"]
+
+
+@pytest.mark.parametrize("q", ["tgi для мистраль 7б сколько памяти надо", "how much vram for llama 3.1 8b on vllm",
+                               "сколько видеопамяти надо под vllm qwen2.5 72b на 4 h100"])
+def test_a_memory_question_about_serving_leads_with_the_memory_one_request_needs(q: str) -> None:
+    request = parse(q)
+    assert request.asks[:1] == ["memory"]
+    a = answer(request)
+    assert isinstance(a, ServingAnswer) and a.serving is not None and a.serving.memory is not None
+    first = text(request, request.language or "en").split("\n")[0]
+    assert ("per GPU for one request" in first) or ("на GPU на один запрос" in first), first
+    from bot.views.formats import gb
+
+    assert gb(request.language or "en", round(a.serving.memory.weights_gib, 1)) in first, first
