@@ -5,20 +5,32 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING
 
-from bot.enrich import config_from_text
-from engine.configs import ReadResult, read_config
-from engine.configs.bridge import sized_from_name
-from engine.configs.readers.cmdline import looks_like_command
-from engine.schema import Request
+if TYPE_CHECKING:
+    from engine.configs import ReadResult
+    from engine.schema import Request
 
 HOSTILE = ("too_deep", "huge_number", "yaml_bomb")  # errors of a text that is surely meant as a config
 _YAML_LINE = re.compile(r"^[A-Za-z_][\w.-]{0,80}:(\s|$)")
+_FLAG = re.compile(r"(^|\s)--?[A-Za-z]")  # "--tp 4", "-m model.gguf": a command line has flags
+
+
+def might_be_pasted(text: str) -> bool:
+    """Whether a text could be a command or a config at all (flags, JSON, YAML lines): a question is answered
+    without loading the config readers."""
+    stripped = text.strip()
+    return bool(stripped) and (stripped[0] in "{[" or _FLAG.search(stripped) is not None
+                               or sum(1 for ln in stripped.splitlines() if _YAML_LINE.match(ln.strip())) >= 2)
 
 
 def pasted_config(text: str) -> ReadResult | None:
     """What a pasted text reads as when it is a launch command or a YAML/JSON training config; None for a question
     (a model's config.json included: that is an architecture, answered by the question pipeline)."""
+    from bot.enrich import config_from_text
+    from engine.configs import read_config
+    from engine.configs.readers.cmdline import looks_like_command
+
     stripped = text.strip()
     if not stripped:
         return None
@@ -42,6 +54,8 @@ def pasted_config(text: str) -> ReadResult | None:
 @functools.cache
 def _nothing_read() -> Request | None:
     """What a JSON of unrelated keys reads as: the TrainingArguments defaults alone (JSON's catch-all flavour)."""
+    from engine.configs import read_config
+
     return read_config('{"unrelated": 0}', "nothing.json").request
 
 
@@ -60,6 +74,8 @@ def checked(read: ReadResult) -> ReadResult:
 def checked_request(read: ReadResult) -> Request | None:
     """The request a pasted config describes, sized from its model id as `gpu-advisor check` reads it; None when it
     could not be read (`checked(read).error` says why)."""
+    from engine.configs.bridge import sized_from_name
+
     read = checked(read)
     if read.error or read.request is None:
         return None
