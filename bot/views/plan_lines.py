@@ -6,7 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 from bot.views.catalogs import _, _n
-from bot.views.formats import gb, hours_text, money, money_range, money_typical, nodes_text, num, pct, tokens_amount
+from bot.views.formats import (
+    about_days,
+    gb,
+    hours_text,
+    money,
+    money_range,
+    money_typical,
+    nodes_text,
+    num,
+    pct,
+    tokens_amount,
+)
 from bot.views.words import gpu_name, technique_label
 from engine.schema import Plan, PlannedAnswer, PostTrainAnswer
 
@@ -124,7 +135,10 @@ def lead_line(lang: str, a: PlannedAnswer, lead: str) -> str:
     params = {"gpus": f"{p.count}×{gpu_name(lang, p.gpu)}", "tokens": tokens_amount(lang, a.tokens or 0)}
     if a.tokens and p.hours is not None:
         spend = typical_then_range(lang, p.cost, p.currency)
-        hours = hours_text(lang, p.hours)
+        hours = about_days(lang, p.hours) if p.hours >= LONG_RUN_HOURS else hours_text(lang, p.hours)
+        if p.count > 1:  # a cluster's run is budgeted in GPU-hours too
+            gpu_hours = round(p.hours * p.count)
+            hours += ", " + _n(lang, "%(n)s GPU-hour", "%(n)s GPU-hours", gpu_hours) % {"n": num(lang, gpu_hours)}
         yours = True
     elif p.hours_per_100m_tokens is not None:
         spend = typical_then_range(lang, p.cost_per_100m, p.currency)
@@ -159,6 +173,9 @@ def lead_line(lang: str, a: PlannedAnswer, lead: str) -> str:
         text = _(lang, "%(hours)s on %(gpus)s for %(data)s (up to %(tokens)s tokens)%(money)s")
     return "⏱ " + text % {**params, "hours": hours, "money": f", {spend}" if spend else ""} + timed_note(lang, p) \
         + priceless + not_the_asked(lang, a, p)
+
+
+LONG_RUN_HOURS = 48  # a run this long is said in days too: «270 ч (≈11 дней)»
 
 
 def rl_lead(lang: str, a: PlannedAnswer, p: Plan, lead: str, prompts: int) -> str:

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from bot.views.catalogs import N_, _, _n
-from bot.views.formats import context_text, gb, gpus_text, num, number_or_text, pct, with_unit
+from bot.views.formats import context_text, gb, gpus_text, num, number_or_text, pct, tokens_amount, with_unit
 from engine.schema import Assumption, Change, Note, Scenario
 
 COMPONENTS = ("weights", "gathered", "autocast", "upcast", "adapters", "gradients", "optimizer", "step_buffers",
@@ -215,6 +215,9 @@ def assumption_text(lang: str, item: Assumption) -> str:
             said = [switches[name] for name in str(value).split("+") if name in switches]
             return _(lang, "ALST as ArcticTraining's recipes run it: %(switches)s (say any of them to change it)") % {
                 "switches": ", ".join(said)}
+        case "chinchilla_tokens":
+            return _(lang, "compute-optimal data: about 20 tokens a parameter (Chinchilla, Hoffmann et al. 2022), "
+                           "%(v)s tokens") % {"v": tokens_amount(lang, float(value))}
         case "deadline_weekday":
             return _(lang, "a deadline by a weekday taken as %(v)s h (I do not count calendar days)") % {
                 "v": number_or_text(lang, value)}

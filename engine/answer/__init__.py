@@ -276,7 +276,7 @@ def with_said(a: PostTrainAnswer, request: Request, prices: PriceOptions | None)
 # → assumption key); "model" and "gpus" are said as notes (said_notes)
 PARSED_DEFAULTS = {"quantization": "quantization", "context_parallel": "context_parallel",
                    "budget.currency": "budget_currency", "deadline_hours": "deadline_weekday",
-                   "deadline_calendar": "deadline_calendar", "alst": "alst_recipe"}
+                   "deadline_calendar": "deadline_calendar", "alst": "alst_recipe", "chinchilla": "chinchilla_tokens"}
 
 
 def parsed_assumptions(request: Request) -> list[Assumption]:
@@ -287,6 +287,7 @@ def parsed_assumptions(request: Request) -> list[Assumption]:
         key = PARSED_DEFAULTS.get(said)
         value = request.budget.currency if said == "budget.currency" and request.budget else \
             request.deadline_hours if said == "deadline_calendar" else alst_switches(request) if said == "alst" else \
+            request.tokens if said == "chinchilla" else \
             getattr(request, said, None) if key else None
         if key is not None and value is not None:
             out.append(Assumption(key=key, value=value))

@@ -245,6 +245,24 @@ def _apple(name: str | None) -> bool:
     return gpu is not None and gpu.vendor == "Apple"
 
 
+CHINCHILLA_WORDS = frozenset({"chinchilla", "шиншилла", "шиншиллы", "шиншилле", "chinchilla-optimal"})
+
+
+def _chinchilla_tokens(s: Scan, fields: dict[str, Any]) -> None:
+    """«chinchilla optimal» with no amount of data: the compute-optimal tokens of the model's size (speed.toml
+    [chinchilla]), pretraining, said as assumed (Request.assumed "chinchilla")."""
+    model = fields.get("model")
+    params = getattr(model, "params_b", None) if not isinstance(model, dict) else model.get("params_b")
+    if fields.get("tokens") is not None or s.words.isdisjoint(CHINCHILLA_WORDS) or not params:
+        return
+    from engine.catalog import data_file
+
+    per = float(data_file("speed.toml")["chinchilla"]["tokens_per_parameter"])
+    fields["tokens"] = per * float(params) * 1e9
+    fields["stage"] = fields.get("stage") or "pretrain"
+    s.assumed.append("chinchilla")
+
+
 def _request(s: Scan, errors: list[str]) -> Request:
     said = s.said
     kept: list[tuple[int, dict[str, Any], bool]] = []
@@ -263,6 +281,7 @@ def _request(s: Scan, errors: list[str]) -> Request:
         *V2_FIELDS, "activation_offload", "tiled_mlp", "expert_parallel", "rollout",
         "selective_checkpointing", "float8", "async_tp", "torch_compile")}
     fields.update({k: said.get(k) for k in load.FIELDS})
+    _chinchilla_tokens(s, fields)
     if fields.get("expert_parallel") is None and said.get("expert_parallel_on"):
         fields["expert_parallel"] = 1  # on, degree not said: the serving engine's (vLLM: TP x DP)
     if fields.get("method") is None and any(fields.get(k) is not None for k in load.SERVING_ONLY):

@@ -66,6 +66,9 @@ COUNTED = NODES | frozenset({"гпу", "gpu", "gpus", "карт", "карты", 
 NEED = frozenset({"нужно", "надо", "нужен", "нужны", "потребуется", "понадобится", "do", "would"})
 
 
+GPU_HOUR_WORDS = frozenset({"hours", "hour", "hrs", "часов", "часа", "час", "гпу-часов", "gpu-hours"})
+
+
 def count_asked(s: Scan) -> bool:
     """"сколько нод h100", "скока надо гпу", "how many H100s": the number of GPUs (or nodes) is the question."""
     for i, t in enumerate(s.toks):
@@ -74,8 +77,10 @@ def count_asked(s: Scan) -> bool:
             if any(x.text in COUNTED or x.text.rstrip("s") in COUNTED for x in ahead):
                 return True
             k = i + 1 + (i + 1 < s.n and s.toks[i + 1].text in NEED)
-            if any(g[0] == k for g in s.gpus):
-                return True  # "сколько h100 нужно", "сколько надо h100" ("сколько стоит H100" is a price)
+            gpu = next((g for g in s.gpus if g[0] == k), None)
+            if gpu is not None and not any(x.text in GPU_HOUR_WORDS for x in s.toks[k + 1:k + 4]):
+                return True  # "сколько h100 нужно", "сколько надо h100" ("сколько стоит H100" is a price;
+                # "how many H100 hours" is the time)
     return False
 
 

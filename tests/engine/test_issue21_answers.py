@@ -168,3 +168,19 @@ def test_a_deadline_the_gpus_named_meet_leads_with_them() -> None:
 def test_days_beside_a_deadline_in_days_are_not_rounded_to_it() -> None:
     assert _plain(about_days("ru", 59)) == "59 ч (≈2,5 дня)" and _plain(about_days("en", 31)) == "31 h (≈1.5 days)"
     assert _plain(about_days("ru", 154)) == "154 ч (≈6,5 дня)" and _plain(about_days("ru", 249)) == "249 ч (≈10 дней)"
+
+
+def test_chinchilla_optimal_pretraining_takes_20_tokens_a_parameter_said_as_assumed() -> None:
+    request = parse("pretraining 70b chinchilla optimal cost")
+    assert request.stage == "pretrain" and request.tokens == 20 * 70e9 and "chinchilla" in request.assumed
+    assert "chinchilla_tokens=1400000000000.0" in [str(x) for x in answer(request).assumptions]
+    assert parse("pretraining 70b on 2T tokens chinchilla style").tokens == 2e12  # a count said wins
+
+
+def test_a_long_cluster_run_is_said_in_days_and_gpu_hours_and_h100_hours_is_the_time() -> None:
+    first = ask_text("с нуля 13б на 300B токенов на 64 h100 сколько дней").split("\n")[0]
+    assert first.startswith("⏱") and "дней" in first and "GPU-час" in first, first
+    request = parse("pretrain a 7B from scratch on 1T tokens, how many H100 hours")
+    assert "count" not in request.asks and "time" in request.asks
+    assert "GPU-hours" in ask_text("pretrain a 7B from scratch on 1T tokens, how many H100 hours").split("\n")[0]
+    assert "count" in parse("how many H100s for full 70b").asks
