@@ -127,8 +127,25 @@ def lead_of(a: PlannedAnswer) -> str:
     return "money" if a.request.intent == "cost" else ""
 
 
+def rented_inference_lead(lang: str, a: PlannedAnswer) -> str:
+    """«во сколько обойдётся инфер 70б на месяц»: the cheapest arrangement that holds the model, for the period's
+    hours at its hourly price (the typical figure of the market range)."""
+    hours = a.request.rent_hours
+    p = next((x for x in a.plans if x.per_hour is not None), None)
+    if hours is None or p is None or p.per_hour is None:
+        return ""
+    period = _(lang, "a month (%(h)s)") % {"h": hours_text(lang, hours)} if a.request.rent_monthly else \
+        hours_text(lang, hours)
+    return "💰 " + _(lang, "≈%(money)s for %(period)s of %(gpus)s at %(hourly)s/h, the cheapest arrangement that "
+                          "holds the model") % {
+        "money": money(lang, round(p.per_hour * hours), p.currency, whole=True), "period": period,
+        "gpus": f"{p.count}×{gpu_name(lang, p.gpu)}", "hourly": money(lang, p.per_hour, p.currency)}
+
+
 def lead_line(lang: str, a: PlannedAnswer, lead: str) -> str:
     """The first line of a cost or time question: the best plan's money (or hours), for the job when known."""
+    if lead == "money" and a.plans and a.scenario is not None and a.scenario.method == "inference":
+        return rented_inference_lead(lang, a)
     if not lead or not a.plans or (a.scenario is not None and a.scenario.method == "inference"):
         return ""
     p = a.plans[0]

@@ -184,3 +184,11 @@ def test_a_long_cluster_run_is_said_in_days_and_gpu_hours_and_h100_hours_is_the_
     assert "count" not in request.asks and "time" in request.asks
     assert "GPU-hours" in ask_text("pretrain a 7B from scratch on 1T tokens, how many H100 hours").split("\n")[0]
     assert "count" in parse("how many H100s for full 70b").asks
+
+
+def test_inference_priced_for_a_month_leads_with_the_months_money() -> None:
+    first = ask_text("во сколько обойдется инфер 70б на месяц").split("\n")[0]
+    assert first.startswith("💰 ") and "месяц (730" in first and "$" in first, first
+    a = answer(parse("во сколько обойдется инфер 70б на месяц"))
+    p = next(x for x in a.plans if x.per_hour is not None)  # type: ignore[union-attr]
+    assert f"{p.count}×" in first and str(round(p.per_hour * 730))[:2] in first.replace("\u00a0", "").replace(" ", "")
