@@ -30,7 +30,13 @@ def comparison_line(lang: str, c: Comparison) -> str:
 
 
 def _speed_of(c: Comparison) -> float | None:
-    return (c.plan.hours or c.plan.hours_per_100m_tokens) if c.plan is not None else None  # the job's, else 100M
+    """Time the GPU takes, lower is faster: the job's hours (else per 100M tokens); for inference, seconds a token
+    (the inverse of its decode tokens/s)."""
+    if c.plan is None:
+        return None
+    if c.plan.tokens_per_second:
+        return 1.0 / c.plan.tokens_per_second
+    return c.plan.hours or c.plan.hours_per_100m_tokens  # the job's, else 100M
 
 
 def _priced(c: Comparison) -> tuple[float, str] | None:
@@ -63,12 +69,17 @@ def _cost_clause(lang: str, winner: Comparison, others: list[Comparison], alone:
     return "; " + _(lang, "but dearer (%(mine)s against %(theirs)s)") % figures
 
 
-def _ratio_text(lang: str, fast: float, slow: float) -> str:
+def _ratio_text(lang: str, fast: float, slow: float, per_token: bool = False) -> str:
+    """"2× faster (6.2 h against 12 h)"; `per_token`: the figures are seconds a token, said as tokens/s."""
     x = round(slow / fast, 1)
     n = int(x) if x.is_integer() else 2  # "в 2,4 раза", "в 5 раз"
+
+    def said(v: float) -> str:
+        return _(lang, "%(n)s tokens/s") % {"n": num(lang, round(1.0 / v))} if per_token else hours_text(lang, v)
+
     return _n(lang, "%(ratio)s× faster (%(fast)s against %(slow)s)",
               "%(ratio)s× faster (%(fast)s against %(slow)s)", n) % {
-        "ratio": num(lang, x), "fast": hours_text(lang, fast), "slow": hours_text(lang, slow)}
+        "ratio": num(lang, x), "fast": said(fast), "slow": said(slow)}
 
 
 def _faster_of(lang: str, plans: list[Plan]) -> str:
@@ -108,6 +119,11 @@ def comparison_headline(lang: str, a: PlannedAnswer) -> str:
         return text + _faster_of(lang, taken)
     timed = [c for c in pool if _speed_of(c)]
     winner = min(timed, key=lambda c: _speed_of(c) or 0.0) if timed else pool[0]
+    slowest_time = max((_speed_of(c) or 0.0 for c in timed), default=0.0)
+    priced = [c for c in pool if _priced(c) is not None]
+    if timed and slowest_time / (_speed_of(winner) or 1.0) < 1.1 and len(priced) == len(pool):
+        # about as fast as each other: the cheaper is the pick («берите 1×RTX 3090: дешевле»)
+        winner = min(priced, key=lambda c: (_priced(c) or (0.0, ""))[0])
     name = names[(winner.gpu, winner.count)]
     if len(pool) == 1:
         text = (_(lang, "As asked neither holds it; with QLoRA only %(gpu)s does") if fix else
@@ -127,7 +143,7 @@ def comparison_headline(lang: str, a: PlannedAnswer) -> str:
         slowest = max(timed, key=lambda c: _speed_of(c) or 0.0) if timed else None
         fast, slow = _speed_of(winner), _speed_of(slowest) if slowest else None
         if fast and slow and slow / fast >= 1.1:
-            text += ": " + _ratio_text(lang, fast, slow)
+            text += ": " + _ratio_text(lang, fast, slow, per_token=bool(winner.plan and winner.plan.tokens_per_second))
         # no speed said: the price is the reason («берите 1×RTX 3090: дешевле …»)
         text += _cost_clause(lang, winner, [c for c in pool if c is not winner],
                              alone=not (fast and slow and slow / fast >= 1.1))

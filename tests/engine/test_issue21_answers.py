@@ -192,3 +192,10 @@ def test_inference_priced_for_a_month_leads_with_the_months_money() -> None:
     a = answer(parse("во сколько обойдется инфер 70б на месяц"))
     p = next(x for x in a.plans if x.per_hour is not None)  # type: ignore[union-attr]
     assert f"{p.count}×" in first and str(round(p.per_hour * 730))[:2] in first.replace("\u00a0", "").replace(" ", "")
+
+
+def test_an_inference_comparison_is_judged_on_decode_speed_and_a_near_tie_on_price() -> None:
+    first = ask_text("что лучше L40S или A6000 для инфера qwen 14b").split("\n")[0]
+    assert "токенов/с против" in first and "нет данных" not in first, first
+    tie = ask_text("3090 vs 4090 для инференса 8б").split("\n")[0]
+    assert "берите 1×RTX 3090: дешевле" in tie, tie  # about as fast: the cheaper card
