@@ -308,6 +308,20 @@ def settings_stack(r: PostTrainResult) -> str:
     return "ArcticTraining" if r.settings.stack == "arctictraining" else "TRL"
 
 
+STACK_NAMES = {"axolotl": "Axolotl", "llama-factory": "LLaMA-Factory", "unsloth": "Unsloth", "ms-swift": "ms-swift",
+               "torchtune": "torchtune", "verl": "verl", "openrlhf": "OpenRLHF", "nemo": "NeMo"}
+
+
+def settings_stack_note(lang: str, r: PostTrainResult, framework: str | None) -> str:
+    """A stack named whose own keys the block does not use (LLaMA-Factory, Axolotl …): said under the block, with
+    where its own file is (the ⚙️ Config button writes it)."""
+    named = STACK_NAMES.get(framework or "")
+    if named is None or r.settings.stack != "trl":
+        return ""
+    return _(lang, "These are TRL's names; the ⚙️ Config button writes the same settings as %(stack)s's own file.") % {
+        "stack": named}
+
+
 def assumption_words(lang: str, item: Assumption) -> str:
     """One default of the estimate: posttrain's own ("num_generations=8") here, the scenario's by words.py."""
     key, _eq, value = str(item).partition("=")  # the value as the contract prints it
@@ -397,6 +411,7 @@ def apply(lang: str, a: PostTrainAnswer, model: dict[str, Any]) -> tuple[str, st
         "reserve_note": any(k == "overhead" for k, *_rest in chart_rows(lang, r)),
         "changes": change_lines(lang, r) if a.verdict != "compare" else [],
         "pt_settings": settings_lines(r, vllm_share_used(a)), "pt_stack": settings_stack(r),
+        "pt_stack_note": settings_stack_note(lang, r, a.request.framework),
         "notes": [*model["notes"], *(_(lang, NOTES[n]) if n in NOTES else n for n in dict.fromkeys(r.notes))],
         "pt_time": "; ".join(x for x in (time_text(lang, r), speedup_text(lang, a)) if x),
         "pt_host_ram": _(lang, "Host RAM per GPU: %(gb)s") % {"gb": gb(lang, host)} if host >= 0.05 else "",

@@ -199,3 +199,9 @@ def test_an_inference_comparison_is_judged_on_decode_speed_and_a_near_tie_on_pri
     assert "токенов/с против" in first and "нет данных" not in first, first
     tie = ask_text("3090 vs 4090 для инференса 8б").split("\n")[0]
     assert "берите 1×RTX 3090: дешевле" in tie, tie  # about as fast: the cheaper card
+
+
+def test_trl_settings_under_another_stack_named_say_whose_names_they_are() -> None:
+    text = ask_text("dpo лора llama 3.1 8b в llama-factory на 2 4090, контекст 4к")
+    assert "Это имена TRL" in text and "LLaMA-Factory" in text
+    assert "Это имена TRL" not in ask_text("dpo лора llama 3.1 8b в trl на 2 4090, контекст 4к")
