@@ -246,6 +246,24 @@ def bare_memory(s: Scan) -> None:
         s.use(count[1] if count else i, i + 1)
 
 
+# sizes cards are sold in, for a memory said without its unit after "по" («4 карты по 80»)
+CARD_SIZES = frozenset({8, 10, 11, 12, 16, 20, 24, 32, 40, 48, 64, 80, 94, 96, 128, 141, 144, 180, 192})
+
+
+def _memory_each(s: Scan, i: int) -> float | None:
+    """«на 4 картах по 80», "4 cards of 48": the memory of each when the number after "по" is a card's size and no
+    other word follows it («по 8 часов» is no memory)."""
+    k = i + 1
+    if s.word(k) not in EACH_WORDS or not s.num(k + 1):
+        return None
+    v = s.toks[k + 1].val
+    follows = s.toks[k + 2] if k + 2 < s.n else None
+    if v not in CARD_SIZES or (follows is not None and follows.kind == WORD and follows.text not in MEMORY_UNITS):
+        return None
+    s.use(k, k + 2 if follows is not None and follows.text in MEMORY_UNITS else k + 1)
+    return float(v)
+
+
 def generic_count(s: Scan) -> None:
     """"8 GPUs", "4 карты", "на двух картах", "H100, 8 штук": a count for the one GPU named."""
     for i, t in enumerate(s.toks):
@@ -262,7 +280,7 @@ def generic_count(s: Scan) -> None:
         s.use(j, i)
         open_ = [g for g in s.gpus if not g[2]]
         if not s.gpus:
-            s.gpus.append((j, {"name": None, "memory_gb": None, "count": count}, True))
+            s.gpus.append((j, {"name": None, "memory_gb": _memory_each(s, i), "count": count}, True))
         elif open_ and len(open_) == len(s.gpus):
             # "H100, 8 штук"; "A100 vs H100 for 13B full on 4 GPUs": every GPU compared at that count
             for k, (pos, entry, _) in enumerate(s.gpus):

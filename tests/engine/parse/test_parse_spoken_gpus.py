@@ -38,3 +38,14 @@ def test_tyshch_is_thousands(q: str, seq_len: int) -> None:
 def test_a_memory_variant_after_po_is_the_card(q: str, memory: float) -> None:
     r = parse_strict(q)
     assert r.gpus[0].memory_gb == memory and r.gpus[0].count == 8, (q, r.gpus)
+
+
+@pytest.mark.parametrize(("q", "memory", "count"), [
+    ("лора 70б на 4 картах по 80", 80.0, 4),
+    ("qlora 70b on 2 cards of 48", 48.0, 2),
+    ("лора 70б на 4 картах по 80 гб", 80.0, 4),
+    ("лора 70б на 4 картах по 8 часов", None, 4),  # hours, not memory
+])
+def test_cards_with_a_size_after_po_are_cards_of_that_memory(q: str, memory: float | None, count: int) -> None:
+    r = parse_strict(q)
+    assert len(r.gpus) == 1 and r.gpus[0].memory_gb == memory and r.gpus[0].count == count, (q, r.gpus)
