@@ -72,11 +72,10 @@ def checked(read: ReadResult) -> ReadResult:
 
 
 def checked_request(read: ReadResult) -> Request | None:
-    """The request a pasted config describes, sized from its model id as `gpu-advisor check` reads it; None when it
-    could not be read (`checked(read).error` says why)."""
+    """The request a reading (as `checked` returns it) describes, sized from its model id as `gpu-advisor check`
+    reads it; None when it could not be read (its `error` says why)."""
     from engine.configs.bridge import sized_from_name
 
-    read = checked(read)
     if read.error or read.request is None:
         return None
     return sized_from_name(read.request)[0]

@@ -189,11 +189,10 @@ def ask_text(text: str, options: AnswerOptions | None = None, fmt: str = "text")
 def pasted_reply(text: str, options: AnswerOptions) -> str | None:
     """The bot's reply to a pasted command or config (handlers.configs.answer_check): what it was read as, then the
     answer for it; its error in words when it cannot be read; None for a question."""
-    from bot.pasted import might_be_pasted
+    from bot.pasted import checked, checked_request, might_be_pasted, pasted_config
 
     if not might_be_pasted(text):
         return None
-    from bot.pasted import checked, checked_request, pasted_config
     from bot.views.configs import check_header, error_text
 
     read = pasted_config(text)

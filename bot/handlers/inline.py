@@ -98,10 +98,10 @@ def complete(query: str) -> str:
 def pasted_request(query: str) -> Request | None:
     """A launch command typed inline (`vllm serve … -tp 2`) is read as the bot's messages and `check` read it (its
     flags, its checkpoint's format), never as a question; None for a question."""
-    from bot.pasted import checked_request, pasted_config
+    from bot.pasted import checked, checked_request, pasted_config
 
     read = pasted_config(query)
-    return checked_request(read) if read is not None else None
+    return checked_request(checked(read)) if read is not None else None
 
 
 def _entry(reply: Reply, title: str | None = None) -> dict[str, Any]:

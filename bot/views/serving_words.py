@@ -44,12 +44,6 @@ def engine_label(lang: str, s: Settings) -> str:
     return name
 
 
-def _capability(lang: str, value: Any) -> str:
-    """A compute capability as NVIDIA writes it, one decimal ("7.0", «7,0»)."""
-    text = f"{float(value or 0):.1f}"
-    return text.replace(".", ",") if lang == "ru" else text
-
-
 def _n_int(x: Any) -> int:
     try:
         return int(x)
@@ -97,8 +91,8 @@ def error_line(lang: str, key: str, p: dict[str, Any]) -> str:
             return _(lang, "%(engine)s has no %(format)s kernels for the %(gpu)s (compute capability %(cc)s; they need "
                            "%(needs)s or newer), so those weights do not load there; on it: %(formats)s") % {
                 "engine": engine_name(str(p.get("engine", ""))), "format": format_label(str(p.get("format", ""))),
-                "gpu": p.get("gpu", ""), "cc": _capability(lang, p.get("capability")),
-                "needs": _capability(lang, p.get("needs")),
+                "gpu": p.get("gpu", ""), "cc": decimal(lang, float(p.get("capability") or 0), 1, keep_zeros=True),
+                "needs": decimal(lang, float(p.get("needs") or 0), 1, keep_zeros=True),
                 "formats": _list(lang, [format_label(str(f)) for f in p.get("formats", [])])}
         case "serving.error.unknown_format":
             return _(lang, "The weight format “%(q)s” is not one I know: bf16, fp8, int8, AWQ, GPTQ, bitsandbytes, "

@@ -45,6 +45,7 @@ from engine.schema import (
     Verdict,
     error_keys,
 )
+from engine.schema.request import ALST_RECIPE
 from engine.serving import is_serving_request
 
 # GPUs a chart draws next to the asked and planned ones, so that the need reads against familiar sizes.
@@ -294,16 +295,11 @@ def parsed_assumptions(request: Request) -> list[Assumption]:
     return out
 
 
-ALST_SWITCHES = ("full", "activation_offload", "tiled_mlp", "fused_loss", "offload")
-
-
 def alst_switches(request: Request) -> str | None:
-    """The ALST recipe's switches the job runs with, "+"-joined in ALST_SWITCHES order (CONTRACT's
-    "alst_recipe=full+tiled_mlp"): those the question turned off are not said as assumed."""
-    on = {"full": request.method == "full", "activation_offload": bool(request.activation_offload),
-          "tiled_mlp": bool(request.tiled_mlp), "fused_loss": bool(request.fused_loss),
-          "offload": bool(request.offload)}
-    return "+".join(name for name in ALST_SWITCHES if on[name]) or None
+    """The ALST recipe's switches the job runs with, "+"-joined in ALST_RECIPE's order (CONTRACT's
+    "alst_recipe=full+tiled_mlp"; the method by its value): those the question turned off are not said as assumed."""
+    return "+".join(str(value) if name == "method" else name for name, value in ALST_RECIPE
+                    if getattr(request, name) == value) or None
 
 
 def moe_active(request: Request) -> str | None:

@@ -104,6 +104,19 @@ def gguf_weights(model: str, gguf_type: str) -> tuple[str, str | None]:
     return f"{placeholder(model, 'gguf')}:{gguf_type}", f"checkpoint_missing:gguf {gguf_type} of {model}"
 
 
+ROPE_OVERRIDE_FLAG = {"vllm": "--hf-overrides", "sglang": "--json-model-override-args"}  # config.json overrides
+
+
+def long_context_flags(engine: str, model_id: str, max_model_len: int) -> list[str]:
+    """The engine's flags that give a served chat checkpoint its card's YaRN past its config's window (vLLM
+    --hf-overrides, SGLang --json-model-override-args); none within the window or for other engines."""
+    import json
+
+    flag = ROPE_OVERRIDE_FLAG.get(engine)
+    rope = long_context_rope(model_id, max_model_len) if flag else None
+    return [flag, json.dumps(rope)] if flag and rope else []
+
+
 def long_context_rope(model_id: str, max_model_len: int) -> dict[str, object] | None:
     """The rope_scaling a served chat checkpoint needs for a context past its config.json's window (the model card's
     YaRN, catalog models.toml chat_yarn), as the engine's config override takes it; None within the window."""

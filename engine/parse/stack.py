@@ -36,6 +36,7 @@ from engine.parse.lexicon_stack import (
 from engine.parse.normalize import PUNCT, WORD
 from engine.parse.scan import Phrases, Scan
 from engine.parse.serving import GLUE
+from engine.schema.request import ALST_RECIPE
 
 TPU_KEYS = frozenset({"v5e", "v5p", "v6e", "v4", "v5litepod", "v3"})
 ID_SILENT = frozenset({"distillation"})  # "DeepSeek-R1-Distill-Qwen-7B" is a model to tune, not a distillation
@@ -158,8 +159,7 @@ def alst_recipe(s: Scan) -> None:
         return
     if s.said.get("framework") == "deepspeed":  # "DeepSpeed ALST": ArcticTraining runs it, with its own switches
         s.said["framework"] = "arctictraining"
-    filled = [s.set(name, value) for name, value in (("method", "full"), ("activation_offload", True),
-                                                      ("tiled_mlp", True), ("fused_loss", True), ("offload", True))]
+    filled = [s.set(name, value) for name, value in ALST_RECIPE]
     s.cp_no_degree = True
     parallel.cp_from_gpus(s)
     if any(filled):

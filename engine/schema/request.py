@@ -19,6 +19,11 @@ Sharding = Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"]
 Stage = Literal["sft", "dpo", "orpo", "kto", "simpo", "rm", "ppo", "grpo", "pretrain"]
 Framework = Literal["hf", "trl", "unsloth", "axolotl", "llama-factory", "torchtune", "ms-swift", "litgpt", "deepspeed",
                     "fsdp-qlora", "verl", "openrlhf", "nemo", "torchtitan", "arctictraining"]
+# What «ALST» / «ArcticTraining» implies where the question says nothing else: the request fields of its long-sequence
+# recipes (snowflakedb/ArcticTraining b28638e6 projects/sequence-parallelism/run-*.yml): full fine-tuning, activation
+# checkpoints offloaded to CPU, TiledMLP, Liger's fused loss (`model.type: liger`), the optimizer in CPU RAM (cpu_adam)
+ALST_RECIPE: tuple[tuple[str, object], ...] = (("method", "full"), ("activation_offload", True), ("tiled_mlp", True),
+                                               ("fused_loss", True), ("offload", True))
 ServingEngine = Literal["vllm", "sglang", "tgi", "llama.cpp", "ollama", "tensorrt-llm", "nim", "hf"]
 KvCacheDtype = Literal["fp8", "int8", "int4", "bf16"]
 AskedCurrency = Literal["USD", "RUB", "EUR"]  # what a question may ask in; prices are in Currency

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-from engine.catalog.checkpoints import gguf_weights, long_context_rope, serving_weights
+from engine.catalog.checkpoints import gguf_weights, long_context_flags, serving_weights
 from engine.schema.serving import Settings
 
 # the serving format → the checkpoint format that holds it (engine/catalog/checkpoints.toml)
@@ -40,9 +38,7 @@ def command(model_id: str, s: Settings, users: int | None, prompt: int | None, n
         model_id, quant_flag = weights.repo, weights.flag
     dtype = [] if bf16 or s.engine not in ("vllm", "sglang") else ["--dtype", "half"]
     # past the chat checkpoint's window its card's YaRN (vLLM --hf-overrides, SGLang --json-model-override-args)
-    rope = long_context_rope(model_id, s.max_model_len) if s.engine in ("vllm", "sglang") else None
-    override = [] if rope is None else [
-        "--hf-overrides" if s.engine == "vllm" else "--json-model-override-args", json.dumps(rope)]
+    override = long_context_flags(s.engine, model_id, s.max_model_len)
     if s.engine == "tensorrt-llm":
         return ["trtllm-serve", model_id, "--tp_size", str(tp), "--pp_size", str(pp),
                 "--max_seq_len", str(s.max_model_len),

@@ -20,22 +20,14 @@ def _write(engine: Engine, job: ConfigJob, notes: list[str]) -> ConfigOutput:
                 notes.append(note)
         elif text is not None:
             argv += [text] if flag.positional else [flag.names[0], text]
-    argv += _rope_override(engine, job)
+    if job.seq_len:  # past the chat checkpoint's window, its card's YaRN, as the answer's command has it
+        from engine.catalog.checkpoints import long_context_flags
+
+        argv += long_context_flags(engine.name, job.model, job.seq_len)
     cmd = shlex.join(argv)
     text = "\n".join(header(job, engine.name)) + "\n" + cmd + "\n"
     return ConfigOutput(framework=engine.name, files=[ConfigFile(name=engine.file, text=text)], command=cmd,
                         estimate_gib=job.estimate_gib, notes=notes)
-
-
-def _rope_override(engine: Engine, job: ConfigJob) -> list[str]:
-    """Past the chat checkpoint's window, its card's YaRN, as the answer's command has it (serving/command.py)."""
-    import json
-
-    from engine.catalog.checkpoints import long_context_rope
-
-    flag = {"vllm": "--hf-overrides", "sglang": "--json-model-override-args"}.get(engine.name)
-    rope = long_context_rope(job.model, job.seq_len) if flag and job.seq_len else None
-    return [flag, json.dumps(rope)] if flag and rope else []
 
 
 def loaded(job: ConfigJob) -> tuple[ConfigJob, list[str]]:
