@@ -39,7 +39,9 @@ def test_no_framework_means_hf_trl_and_says_so() -> None:
 def test_torchtune_chunked_loss_and_del_logits_cost_less_than_transformers_loss() -> None:
     base = {"model": {"name": "Llama-3.1-8B"}, "method": "lora", "seq_len": 8192, "mixed_precision": "pure_bf16"}
     trl, tune = per_gpu(**base, framework="trl"), per_gpu(**base, framework="torchtune")
-    assert tune["logits"] < trl["logits"] / 3
+    # the chunked loss keeps the 16-bit logits and one chunk's fp32 work (memory.toml [loss] chunked, 5 B a logit);
+    # transformers' ForCausalLMLoss the saved log-softmax and two fp32 gradients (12 B)
+    assert tune["logits"] < trl["logits"] / 2
     assert tune["total"] < trl["total"]
 
 

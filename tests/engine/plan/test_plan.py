@@ -92,8 +92,8 @@ def test_comparison_puts_named_gpus_side_by_side_with_cost_per_million_tokens() 
     rows = {c.gpu: c for c in result.comparison}
     assert set(rows) == {"A100 80GB SXM", "H100 SXM", "RTX 4090", "RTX 3060"}
     assert rows["RTX 3060"].fits is False and rows["RTX 3060"].need_gb > 12
-    # the 4090 holds it as asked only because the allocator gives back its cache: the need is its whole capacity
-    assert rows["RTX 4090"].need_gb == pytest.approx(capacity("RTX 4090", 24), abs=0.01)
+    # the 4090 holds it as asked, tightly: under 10 % of its capacity to spare
+    assert 0.9 * capacity("RTX 4090", 24) < rows["RTX 4090"].need_gb <= capacity("RTX 4090", 24)
     assert rows["RTX 4090"].fits and rows["RTX 4090"].plan.techniques == []  # type: ignore[union-attr]
     for name in ("A100 80GB SXM", "H100 SXM"):
         p = rows[name].plan

@@ -88,7 +88,8 @@ def test_a_small_sacrifice_combination_beats_one_large_cut_of_the_context() -> N
 def test_several_gpus_say_per_card_and_in_total() -> None:
     a = answer(parse("лора 32B на 2 h100"))
     assert a.cluster_gb == pytest.approx(2 * a.need_gb)
-    assert "на каждой из 2\u00a0карт 76,6\u00a0ГБ, всего 153,2\u00a0ГБ" in text_of("лора 32B на 2 h100")
+    each, total = (f"{x:.1f}".replace(".", ",") for x in (a.need_gb, a.cluster_gb))
+    assert f"на каждой из 2\u00a0карт {each}\u00a0ГБ, всего {total}\u00a0ГБ" in text_of("лора 32B на 2 h100")
     assert "on each of 2 cards" in text_of("full 13B on 2x H100")
 
 

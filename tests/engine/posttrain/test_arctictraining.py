@@ -192,14 +192,21 @@ def test_arctictraining_named_runs_its_profile_without_any_alst_switch() -> None
     assert memory.breakdown(arctic).total < memory.breakdown(plain).total
 
 
-def test_transformers_loss_in_one_expandable_segment_holds_14_bytes_a_logit_not_20() -> None:
+def test_transformers_loss_in_one_expandable_segment_holds_14_bytes_a_logit_with_the_floor_slack_only() -> None:
     """The freed 16-bit logits and fp32 upcast form one range the nll gradient and the 16-bit gradient take again
-    (catalog memory.toml [loss.expandable]); the classic allocator keeps them apart (20)."""
+    (catalog memory.toml [loss.expandable]: 14 mapped); the classic allocator counts the live 12 with its dynamic
+    slack over them (12 x 1.3, the H200 runs of bench/data/measured_device.jsonl)."""
     from engine.frameworks import profile
+    from engine.memory import allocator_slack_fractions
     from engine.memory.loss import loss_bytes_per_logit
 
+    def reserved(stack: str) -> float:
+        return loss_bytes_per_logit("hf", profile(stack)) * (1 + allocator_slack_fractions(stack)[1])
+
+    expandable, classic = reserved("arctictraining"), reserved("deepspeed")
     assert loss_bytes_per_logit("hf", profile("arctictraining")) == 14.0
-    assert loss_bytes_per_logit("hf", profile("deepspeed")) == 20.0
+    assert loss_bytes_per_logit("hf", profile("deepspeed")) == 12.0
+    assert expandable < classic
     assert loss_bytes_per_logit("fused_linear", profile("arctictraining")) == 0.0
 
 

@@ -91,8 +91,10 @@ def test_128k_on_8_h100_lists_the_planned_cp_first_and_its_settings() -> None:
 
 
 def test_a_fused_loss_plan_sets_use_liger_kernel() -> None:
-    text = ask_text("лора 8b контекст 32k на a100 80")
-    assert text.startswith("🔧 контекст 32k, LoRA: поместится на 1×A100 80GB SXM")
+    # at 32k the plain loss fits an A100 80GB tightly (measured: 71 GiB allocated on an H200,
+    # bench/data/measured_device.jsonl); at 48k only a fused loss does
+    text = ask_text("лора 8b контекст 48k на a100 80")
+    assert text.startswith("🔧 контекст 48k, LoRA: поместится на 1×A100 80GB SXM")
     assert "use_liger_kernel=True" in text.split("Настройки для TRL", 1)[1]
 
 
