@@ -49,9 +49,11 @@ def _case(name: str, model: str, method: str, mp: str, seq: int, batch: int, ckp
 
 
 EXPANDABLE = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
-TRL_1_14 = os.environ.get("TRL_1_14", "/tmp/site14")  # where the command installs trl 1.14.0 (the last release before the fused LM head)
+# where the command installs trl 1.14.0, the last release before the fused LM head
+TRL_1_14 = os.environ.get("TRL_1_14", "/tmp/site14")
 # name, model, method (full / lora), mp (amp = fp32 weights under bf16 autocast; pure_bf16 = bf16 weights),
-# seq, batch, ckpt, and optional loss ("liger"), trainer ("dpo"), lora (rank, targets "all-linear" / "qv"), env.
+# seq, batch, ckpt, and optional loss ("liger"), trainer ("dpo", or "sft" for TRL's SFTTrainer), lora (rank,
+# targets "all-linear" / "qv"), env, optim, trl_path.
 # The order is the order of priority: the list may be cut off by the time limit.
 CASES = [
     _case("llama8b-lora-s2048-b4-ckpt", "Llama-3.1-8B", "lora", "pure_bf16", 2048, 4, True),
