@@ -38,15 +38,6 @@ def model_config(spec: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def _trl_fuses_lm_head(version: str | None) -> bool:
-    """TRL's SFT, DPO and GRPO trainers fuse the LM head from 1.15.0 (absent from every trainer in the 1.14.0 wheel,
-    in all three in the 1.15.0 wheel)."""
-    if not version:
-        return False
-    major, minor = (int(p) for p in version.split(".")[:2])
-    return (major, minor) >= (1, 15)
-
-
 def row(result: dict[str, Any], source: str) -> dict[str, Any]:
     sys.path.insert(0, str(HERE / "device"))
     from train_peaks import MODELS  # the same configs the runs were built from
@@ -67,14 +58,15 @@ def row(result: dict[str, Any], source: str) -> dict[str, Any]:
         "flash_attention": True, "gpus": [{"name": name, "memory_gb": memory_gb, "count": 1}],
         "sharding": "none", "offload": False, "fused_loss": case.get("loss") == "liger",
     }
+    framework = "trl" if case.get("trainer") in ("dpo", "sft") else "hf"
+    # the release that ran: TRL's for its trainers (whose loss changed with releases: engine/frameworks/trl.toml
+    # [versions]), transformers' for the Trainer
+    request["framework_version"] = s.get("trl" if framework == "trl" else "transformers", "").split("+")[0] or None
+    if framework == "trl":
+        request["fused_loss"] = None  # the release's own loss, as the engine reads it from framework_version
     if case.get("trainer") == "dpo":
         request["stage"] = "dpo"
         request["reference_model"] = case["method"] == "full"
-        # TRL >= 1.15.0 computes the pairs' log-probabilities through a fused LM head in tiles (trl 1.16.0
-        # trl/trainer/dpo_trainer.py DPOTrainer.__init__ add_fused_lm_head, trl/kernels/chunked_logprob.py
-        # TOKEN_CHUNK_SIZE = 4096): no whole logits, what the request's fused_loss says
-        request["fused_loss"] = _trl_fuses_lm_head(s.get("trl"))
-    framework = "trl" if case.get("trainer") == "dpo" else "hf"
     out: dict[str, Any] = {
         "id": f"H200-{case['name']}", "request": request, "framework": framework,
         "source": source, "settings": s | {"case": case.get("name"), "env": case.get("env")},

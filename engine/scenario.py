@@ -185,7 +185,16 @@ def _loss_kernel(request: Request, framework: str, family: str) -> str:
     # fused_vocab_parallel_cross_entropy takes vocab_parallel_logits): its "fused" is the chunked reading, not Liger's
     megatron = megatron_core(framework, request.tensor_parallel or 1, request.pipeline_parallel or 1,
                              request.sharding)
-    return loss_kernel(framework, family, request.fused_loss, materialised=megatron)
+    return loss_kernel(framework, family, fused_by_release(request, framework), materialised=megatron)
+
+
+def fused_by_release(request: Request, framework: str) -> bool | None:
+    """The request's fused_loss, or on where the release of the stack it names computes the trainer's loss without
+    the whole logits (profile [versions] fused_loss_<stage>: TRL's chunked_nll SFT loss, its fused LM head)."""
+    if request.fused_loss is not None or request.framework is None:
+        return request.fused_loss
+    rule = f"fused_loss_{request.stage or 'sft'}"
+    return True if profile(framework).since(rule, request.framework_version) else None
 
 
 def on_hardware(scenario: Scenario, request: Request) -> Scenario:

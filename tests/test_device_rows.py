@@ -33,12 +33,6 @@ def test_rows_are_rebuilt_from_the_raw_results():
     assert rebuilt == ROWS
 
 
-@pytest.mark.parametrize("version, fused", [(None, False), ("1.14.0", False), ("1.15.0", True), ("1.16.0", True),
-                                            ("2.0.1", True), ("0.29.0", False)])
-def test_trl_fuses_the_lm_head_from_1_15(version, fused):
-    assert _device_rows()._trl_fuses_lm_head(version) is fused
-
-
 def _answer(row):
     return estimate_request(dict(row["request"], framework=row["framework"]))
 
@@ -58,3 +52,10 @@ def test_the_transformers_loss_phase_is_its_live_set_with_the_allocator_slack():
     row = next(r for r in ROWS if r["id"] == "H200-qwen7b-lora-s8192-b2-ckpt")
     total = _answer(row)["per_gpu"]["total"]
     assert 0.95 * row["measured"]["peak_gib"] <= total <= 1.10 * row["measured"]["peak_gib"]
+
+
+def test_trl_sft_before_and_after_its_fused_lm_head_holds_what_was_measured() -> None:
+    # TRL 1.14.0 (chunked_nll) and 1.16.0 (fused LM head) measured the same 25.6 GiB allocated, 26.2 reserved
+    for name in ("H200-qwen7b-lora-s8192-b2-ckpt-trlsft114", "H200-qwen7b-lora-s8192-b2-ckpt-trlsft"):
+        row = next(r for r in ROWS if r["id"] == name)
+        assert 1.0 <= _answer(row)["per_gpu"]["total"] / row["measured"]["peak_gib"] <= 1.10

@@ -85,6 +85,12 @@ CASES = [
     _case("qwen7b-lora-s8192-b2-ckpt-trlsft", "Qwen2.5-7B", "lora", "pure_bf16", 8192, 2, True, trainer="sft"),
     _case("qwen7b-lora-s8192-b2-ckpt-trlsft114", "Qwen2.5-7B", "lora", "pure_bf16", 8192, 2, True, trainer="sft",
           trl_path=TRL_1_14),
+    # the third run: GRPO generating with transformers, 8 completions a prompt, prompt and completion `seq` each
+    _case("qwen15b-grpo-full-p256-b8-ckpt", "Qwen2.5-1.5B", "full", "amp", 256, 8, True, trainer="grpo", steps=2),
+    _case("qwen15b-grpo-full-p256-b8-ckpt-trl114", "Qwen2.5-1.5B", "full", "amp", 256, 8, True, trainer="grpo",
+          steps=2, trl_path=TRL_1_14),
+    _case("llama1b-grpo-lora-p512-b16-ckpt", "Llama-3.2-1B", "lora", "pure_bf16", 512, 16, True, trainer="grpo",
+          steps=2),
 ]
 
 STEPS = 4
@@ -228,6 +234,48 @@ def run_trl_sft(case: dict, tiny: bool, res: dict):
     return timer
 
 
+def run_grpo(case: dict, tiny: bool, res: dict):
+    """TRL's GRPOTrainer generating with transformers (use_vllm=False, its default): `seq` is the prompt length and
+    the completion length each; a random model rarely says its EOS, so completions run to their length."""
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    model, config = build_model(case, tiny)
+    res["weights_gib"] = torch.cuda.memory_allocated() / 2**30 if torch.cuda.is_available() else None
+    seq = 16 if tiny else case["seq"]
+    g = torch.Generator().manual_seed(0)
+    generations = case.get("generations", 8)
+    steps = case.get("steps", STEPS)
+    n = case["batch"] * steps
+    prompts = [" ".join(f"w{int(t)}" for t in torch.randint(3, config.vocab_size, (seq,), generator=g))
+               for _ in range(n)]
+    peft_config = None
+    if case["method"] == "lora":
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, target_modules="all-linear",
+                                 task_type="CAUSAL_LM")
+
+    def reward(completions, **_kw):
+        return [float(len(c)) for c in completions]
+
+    timer = Timer()
+    args = GRPOConfig(
+        output_dir="/tmp/train_peaks", per_device_train_batch_size=case["batch"], max_steps=steps, learning_rate=1e-6,
+        bf16=torch.cuda.is_available(), use_cpu=not torch.cuda.is_available(), num_generations=generations,
+        max_completion_length=seq, gradient_checkpointing=case["ckpt"], report_to="none", save_strategy="no",
+        logging_strategy="no", disable_tqdm=True, dataloader_pin_memory=False, **_optim(case),
+    )
+    data = Dataset.from_dict({"prompt": prompts})
+    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data,
+                          processing_class=word_tokenizer(config.vocab_size), peft_config=peft_config,
+                          callbacks=[timer.callback])
+    res["settings"] = settings_of(args, trainer) | {"num_generations": generations}
+    trainer.train()
+    return timer
+
+
 def run_dpo(case: dict, tiny: bool, res: dict):
     import torch
     from datasets import Dataset
@@ -305,7 +353,7 @@ def child(case: dict, tiny: bool, out: str):
     res: dict = {"case": case, "ok": False}
     t0 = time.time()
     try:
-        run = {"dpo": run_dpo, "sft": run_trl_sft}.get(case.get("trainer", ""), run_sft)
+        run = {"dpo": run_dpo, "sft": run_trl_sft, "grpo": run_grpo}.get(case.get("trainer", ""), run_sft)
         timer = run(case, tiny, res)
         res["ok"] = True
         res["step_s"] = timer.steps

@@ -53,9 +53,22 @@ class Profile:
     adapter_offload: bool = False
     constants: dict[str, float] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    # rule -> the first release of the stack it holds in ([versions]); read with the request's framework_version
+    versions: dict[str, str] = field(default_factory=dict)
 
     def constant(self, key: str, fallback: float) -> float:
         return float(self.constants.get(key, fallback))
+
+    def since(self, rule: str, version: str | None) -> bool:
+        """Whether `rule` holds in release `version` of this stack: False when either is unknown."""
+        first = self.versions.get(rule)
+        return first is not None and version is not None and release(version) >= release(first)
+
+
+def release(version: str) -> tuple[int, ...]:
+    """"1.16" -> (1, 16, 0, 0): releases compare as tuples of four numbers."""
+    parts = [int(p) for p in version.split(".")[:4]]
+    return tuple(parts + [0] * (4 - len(parts)))
 
 
 def _parse(name: str, data: dict[str, Any]) -> Profile:
@@ -85,6 +98,7 @@ def _parse(name: str, data: dict[str, Any]) -> Profile:
         adapter_offload=bool(switches.get("adapter_offload", False)),
         constants={k: float(v) for k, v in data.get("constants", {}).items()},
         sources=dict(data.get("sources", {})),
+        versions={k: str(v) for k, v in data.get("versions", {}).items()},
     )
 
 

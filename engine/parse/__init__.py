@@ -81,9 +81,9 @@ from engine.schema import PARSE_FIELDS, Request
 __all__ = ["PARSE_FIELDS", "FollowUp", "PriceArgs", "parse", "read_follow_up", "read_price_args", "read_question",
            "warm"]
 
-V2_FIELDS = ("stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len",
-             "output_len", "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel",
-             "currency", "budget", "deadline_hours")
+V2_FIELDS = ("stage", "framework", "framework_version", "serving_engine", "quantization", "kv_cache_dtype",
+             "concurrency", "prompt_len", "output_len", "num_generations", "tensor_parallel", "pipeline_parallel",
+             "context_parallel", "currency", "budget", "deadline_hours")
 
 
 def warm() -> None:
@@ -133,6 +133,7 @@ def parse_scan(text: str) -> tuple[Request, Scan | None]:
     _negatives(s)
     engine_flags.engine_flags(s)  # first: "--max-model-len 32768" is the engine's, its number no one else's
     engine_flags.engine_version(s)  # «vllm 0.7.3»: a release, no one else's number
+    engine_flags.framework_version(s)  # «trl 1.16»: the training stack's release
     stack.names(s)
     catalog_names(s)
     families.family_models(s)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from engine.parse.lexicon_stack import FRAMEWORK_KEYS, FRAMEWORK_WORDS
 from engine.parse.scan import Scan
 from engine.schema.request import QUESTION_FLAGS
 
@@ -85,6 +86,29 @@ _VERSION = re.compile(rf"(?<![\w.-])({_ENGINES})[ \t]*({_MARK})?[ \t]*(v)?({_REL
 _V1_FLAG = re.compile(r"(?<![\w-])vllm_use_v1[ \t]*=[ \t]*([01])(?![\w.])")
 _ENGINE_WORD = r"(?:engine|движк\w*|движок)"
 _V1_WORDS = re.compile(rf"(?<![\w.])(?:(v[01])[ \t]+{_ENGINE_WORD}|{_ENGINE_WORD}[ \t]+(v[01]))(?![\w.])")
+
+
+_STACKS = r"trl|unsloth|axolotl|llama-factory|llamafactory|torchtune|ms-swift|swift|litgpt|deepspeed|verl|openrlhf"
+_STACK_VERSION = re.compile(rf"(?<![\w.-])({_STACKS})[ \t]*({_MARK})?[ \t]*(v)?({_RELEASE})(?![\w.])")
+
+
+def framework_version(s: Scan) -> None:
+    """The release a training stack is named with («trl 1.16», "TRL v1.15", "trl==1.14.0") into framework_version,
+    and the stack into framework (first said wins). Its numbers are a release, no one else's."""
+    m = _STACK_VERSION.search(s.text)
+    if m is None:
+        return
+    name = m.group(1).replace("-", "")
+    stack = FRAMEWORK_WORDS.get(name) or FRAMEWORK_KEYS.get(name)
+    if stack is None:
+        return
+    s.set("framework", stack)
+    if s.said.get("framework") != stack:
+        return
+    s.set("framework_version", re.sub(r"(\.post\d+|rc\d+)$", "", m.group(4)))
+    for t in s.toks:
+        if m.start(2 if m.group(2) else 3 if m.group(3) else 4) <= t.start and t.end <= m.end():
+            t.used = True
 
 
 def engine_version(s: Scan) -> None:

@@ -22,9 +22,9 @@ from engine.schema import MAX_GPUS, GpuRef, Request
 # Request fields a follow-up can change (language, intent, error and the parser's signals are handled apart)
 CHANGEABLE = ("model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
               "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
-              "stage", "framework", "serving_engine", "quantization", "kv_cache_dtype", "concurrency", "prompt_len",
-              "output_len", "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel",
-              "currency", "budget", "deadline_hours", "gpus", "unsupported", "rank_by", "asks")
+              "stage", "framework", "framework_version", "serving_engine", "quantization", "kv_cache_dtype",
+              "concurrency", "prompt_len", "output_len", "num_generations", "tensor_parallel", "pipeline_parallel",
+              "context_parallel", "currency", "budget", "deadline_hours", "gpus", "unsupported", "rank_by", "asks")
 SHORT = 6  # words and numbers: "а на двух H100?" is short, a new question rarely is
 LEADS = Phrases([("а",), ("и",), ("and",), ("what", "if"), ("what", "about"), ("how", "about"), ("instead",),
                  ("вместо",), ("теперь",), ("now",), ("then",), ("тогда",), ("same",), ("то", "же"),

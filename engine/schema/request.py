@@ -153,6 +153,9 @@ class Request(Strict):
     # CONTRACT.md v2: what people say beyond v1 (every field None when not said)
     stage: Stage | None = None
     framework: Framework | None = None
+    # CONTRACT v2.1: the release of the stack named in `framework` ("1.16.0"; TRL's for trl, transformers' for hf):
+    # rules that changed with a release read it (engine/frameworks/<stack>.toml [versions]); absent, the rule before
+    framework_version: str | None = Field(default=None, max_length=20, pattern=r"^\d{1,4}(\.\d{1,4}){0,3}$")
     serving_engine: ServingEngine | None = None
     quantization: str | None = Field(default=None, max_length=100)  # nf4 int8 fp8 awq gptq mxfp4 nvfp4 gguf:<type>
     kv_cache_dtype: KvCacheDtype | None = None
@@ -227,7 +230,7 @@ PARSE_FIELDS = (
     "num_generations", "tensor_parallel", "pipeline_parallel", "context_parallel", "currency", "budget",
     "deadline_hours", "unsupported",
     # v2.1
-    "activation_offload", "tiled_mlp", "expert_parallel",
+    "activation_offload", "tiled_mlp", "expert_parallel", "framework_version",
     "selective_checkpointing", "float8", "async_tp", "torch_compile",
     # beyond CONTRACT.md ("everything not named here is free"): the parser's signals for the answer
     "fused_loss", "assumed", "smalltalk", "asks", "rent_hours", "rent_monthly", "examples",
