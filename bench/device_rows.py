@@ -51,7 +51,11 @@ def row(result: dict[str, Any], source: str) -> dict[str, Any]:
     request: dict[str, Any] = {
         "model": {"name": case["model"], "params_b": round(params, 4) or None,
                   "config": model_config(MODELS[case["model"]])},
-        "method": case["method"], "bits": 16, "optimizer": "adamw", "mixed_precision": case["mp"],
+        # the optimizer that ran: the Trainer's default adamw_torch_fused (transformers >= 4.54 with torch >= 2.8)
+        # unless the case set optim="adamw_torch" (foreach)
+        "method": case["method"], "bits": 16,
+        "optimizer": "adamw_fused" if "FUSED" in str(s.get("optim", "")).upper() else "adamw",
+        "mixed_precision": case["mp"],
         "lora_rank": rank if lora else None,
         "lora_targets": ("qv" if targets == "qv" else "all_linear") if lora else None,
         "seq_len": case["seq"], "batch_size": case["batch"], "gradient_checkpointing": case["ckpt"],

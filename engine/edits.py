@@ -32,7 +32,7 @@ def switch_method(data: dict[str, Any], previous: Request, method: str, said: fr
     data["method"] = method
     if "bits" not in said:
         data["bits"] = None
-    if method == "qlora" and previous.optimizer in ("adamw", "adamw_8bit") and "optimizer" not in said:
+    if method == "qlora" and previous.optimizer in ("adamw", "adamw_fused", "adamw_8bit") and "optimizer" not in said:
         data["optimizer"] = None
     if not across_kinds:
         return

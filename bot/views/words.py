@@ -29,7 +29,8 @@ def component_label(lang: str, key: str) -> str:
 def technique_label(lang: str, key: str) -> str:
     labels = {"gradient_checkpointing": "gradient checkpointing", "micro_batch_1": _(lang, "micro-batch 1"),
               "fused_loss": FUSED_LOSS,
-              "optimizer_8bit": "8-bit Adam", "zero3": "ZeRO-3", "cpu_offload": _(lang, "CPU offload")}
+              "optimizer_8bit": "8-bit Adam", "optimizer_fused": "fused AdamW", "zero3": "ZeRO-3",
+              "cpu_offload": _(lang, "CPU offload")}
     if key.startswith("cp:"):  # engine.posttrain.search: context parallelism "cp:<degree>:<ulysses|ring>"
         _cp, degree, kind = [*key.split(":"), "", ""][:3]
         return _(lang, "context parallel ×%(d)s (%(kind)s)") % {
@@ -170,8 +171,9 @@ def _other_note_text(lang: str, n: Note, params: dict[str, Any]) -> str:
     return _(lang, text) % params if text else n.key
 
 
-OPTIMIZER_NAMES = {"adamw": "AdamW", "paged_adamw": "paged AdamW", "adamw_8bit": "8-bit AdamW",
-                   "paged_adamw_8bit": "paged 8-bit AdamW", "sgd": "SGD", "adafactor": "Adafactor", "lion": "Lion"}
+OPTIMIZER_NAMES = {"adamw": "AdamW", "adamw_fused": "fused AdamW", "paged_adamw": "paged AdamW",
+                   "adamw_8bit": "8-bit AdamW", "paged_adamw_8bit": "paged 8-bit AdamW", "sgd": "SGD",
+                   "adafactor": "Adafactor", "lion": "Lion"}
 SWITCHES = {"gradient_checkpointing": (N_("gradient checkpointing on"), N_("gradient checkpointing off")),
             "flash_attention": (N_("FlashAttention on"), N_("FlashAttention off")),
             "fused_loss": (N_("fused cross-entropy on"), N_("fused cross-entropy off")),
@@ -269,6 +271,8 @@ def change_text(lang: str, key: str, p: dict[str, Any], inference: bool) -> str:
             return _(lang, "gradient checkpointing")
         case "optimizer_8bit":
             return _(lang, "8-bit optimizer")
+        case "optimizer_fused":
+            return _(lang, "fused AdamW (optim=adamw_torch_fused, the step without temporaries)")
         case "fused_loss":
             return FUSED_LOSS
         case "cpu_offload" if p.get("params"):

@@ -11,11 +11,12 @@ from engine.schema import Optimizer
 
 # transformers OptimizerNames values (options/transformers.txt `optim:`) for the engine's optimizers
 HF_OPTIM: dict[str, str] = {
-    "adamw": "adamw_torch", "adamw_8bit": "adamw_bnb_8bit", "paged_adamw": "paged_adamw_32bit",
-    "paged_adamw_8bit": "paged_adamw_8bit", "sgd": "sgd", "adafactor": "adafactor", "lion": "lion_32bit",
+    "adamw": "adamw_torch", "adamw_fused": "adamw_torch_fused", "adamw_8bit": "adamw_bnb_8bit",
+    "paged_adamw": "paged_adamw_32bit", "paged_adamw_8bit": "paged_adamw_8bit", "sgd": "sgd", "adafactor": "adafactor",
+    "lion": "lion_32bit",
 }
 HF_OPTIM_BACK: dict[str, Optimizer] = {
-    "adamw_torch": "adamw", "adamw_torch_fused": "adamw", "adamw_hf": "adamw", "adamw_apex_fused": "adamw",
+    "adamw_torch": "adamw", "adamw_torch_fused": "adamw_fused", "adamw_hf": "adamw", "adamw_apex_fused": "adamw",
     "adamw_anyprecision": "adamw", "adamw_bnb_8bit": "adamw_8bit", "adamw_8bit": "adamw_8bit",
     "paged_adamw_32bit": "paged_adamw", "paged_adamw_8bit": "paged_adamw_8bit", "sgd": "sgd",
     "adafactor": "adafactor", "lion_32bit": "lion",

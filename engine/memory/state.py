@@ -37,7 +37,7 @@ def optimizer_bytes(s: Scenario) -> float:
     o = constants()["optimizer"]
     pure = s.mixed_precision == "pure_bf16"
     opt = s.optimizer or "adamw"
-    if opt in ("adamw", "paged_adamw"):
+    if opt in ("adamw", "adamw_fused", "paged_adamw"):
         return float(o["adamw_bf16"] if pure else o["adamw_fp32"])
     if opt in ("adamw_8bit", "paged_adamw_8bit"):
         return float(o["adamw_8bit"])

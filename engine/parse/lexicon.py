@@ -122,6 +122,8 @@ OPTIMIZER_GENERIC = frozenset({"optimizer", "optimiser", "optim", "optimizers", 
                                "оптимизатором", "оптимизаторе", "оптимайзер", "оптимайзером", "оптимайзера",
                                "states"})
 PAGED = frozenset({"paged", "пейджд", "пейджинговый", "paging"})
+FUSED_OPTIMIZER = frozenset({"fused", "фьюзд", "фьюзед", "фьюзнутый", "фьюзнутым"})
+FUSED_LOSS_NOUNS = frozenset({"cross", "ce", "crossentropy", "loss", "кросс", "лосс", "linear", "lm", "кросс-энтропия"})
 BNB = frozenset({"bnb", "bitsandbytes"})
 
 NEG_BEFORE = frozenset({"без", "without", "no", "not", "не", "disable", "disabled", "отключить", "отключив",

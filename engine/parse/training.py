@@ -12,6 +12,8 @@ from engine.parse.lexicon import (
     CONTEXT_WORDS,
     FULL_SLANG,
     FULL_WORDS,
+    FUSED_LOSS_NOUNS,
+    FUSED_OPTIMIZER,
     GC_HEADS,
     GC_QUALIFIERS,
     GC_WEAK_HEADS,
@@ -76,6 +78,12 @@ def optimizer(s: Scan) -> None:
                 lo, hi = min(lo, k[0]), max(hi, k[1])
             elif k is not None:
                 lo, hi = min(lo, k), max(hi, k)
+        fused = s.near(i, FUSED_OPTIMIZER, 2, 4)  # "fused AdamW", "adamw_torch_fused", «фьюзд адам»
+        if fused is not None and s.word(s.skip(fused + 1, HYPHENS, 1)) in FUSED_LOSS_NOUNS:
+            fused = None  # "AdamW, fused cross-entropy": the loss's
+        if fused is not None and head == "adamw" and not (eight or bnb or paged is not None):
+            head = "adamw_fused"
+            lo, hi = min(lo, fused), max(hi, fused)
         if head in (None, "adamw"):
             if (eight or bnb) and paged is not None:
                 head = "paged_adamw_8bit"

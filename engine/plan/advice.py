@@ -8,6 +8,7 @@ from typing import Any
 from engine import pricing, speed
 from engine.catalog import Gpu, find_gpu, unified_memory
 from engine.fit import HEADROOM, NO_HEADROOM, SPARE_SHARE, capacity, fits, need_gb, tight
+from engine.frameworks import profile
 from engine.memory import breakdown
 from engine.plan.costing import Job, Option, cost_key, cost_plan, rank_key
 from engine.plan.search import (
@@ -36,8 +37,8 @@ from engine.schema import (
 
 # The order a person gives things up in: free kernels first, then time, then what the run trains, then the
 # job itself. A combination adds changes in this order and keeps only those it needs.
-SACRIFICE = ("fused_loss", "gradient_checkpointing", "optimizer_8bit", "smaller_batch", "cpu_offload", "mlx", "method",
-             "bits", "shorter_context")
+SACRIFICE = ("fused_loss", "optimizer_fused", "gradient_checkpointing", "optimizer_8bit", "smaller_batch",
+             "cpu_offload", "mlx", "method", "bits", "shorter_context")
 
 
 Single = tuple[str, dict[str, Any], dict[str, Any], Breakdown]  # key, params, scenario update, its breakdown
@@ -49,7 +50,10 @@ def _single_changes(base: Scenario) -> list[tuple[str, dict[str, Any], dict[str,
     if base.method != "inference":
         if not base.gradient_checkpointing:
             changes.append(("gradient_checkpointing", {}, {"gradient_checkpointing": True}))
-        if base.method == "full" and base.optimizer in ("adamw", "paged_adamw"):
+        if base.method == "full" and base.optimizer == "adamw" and not profile(base.framework).fused_adam:
+            # the foreach step's temporaries (memory.toml step_temp_fraction) go with the fused kernel, free
+            changes.append(("optimizer_fused", {}, {"optimizer": "adamw_fused"}))
+        if base.method == "full" and base.optimizer in ("adamw", "adamw_fused", "paged_adamw"):
             changes.append(("optimizer_8bit", {}, {"optimizer": "adamw_8bit"}))
         if base.method == "full":
             changes.append(("method", {"to": "lora"},

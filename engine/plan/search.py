@@ -74,7 +74,7 @@ def variants(base: Scenario) -> list[tuple[list[str], Scenario]]:
         chain.append("gradient_checkpointing")
     if base.batch_size > 1:
         chain.append("micro_batch_1")
-    if base.optimizer in ("adamw", "paged_adamw") and base.method == "full":
+    if base.optimizer in ("adamw", "adamw_fused", "paged_adamw") and base.method == "full":
         chain.append("optimizer_8bit")
     if base.sharding not in ("zero3", "fsdp"):
         chain.append("zero3")  # full, and LoRA/QLoRA too (PEFT with DeepSpeed ZeRO-3 or FSDP)

@@ -58,7 +58,7 @@ def chains(request: Request, base: Scenario, long: bool) -> list[list[str]]:
         chain.append("gradient_checkpointing")
     if base.batch_size > 1 and request.stage not in ("grpo", "ppo"):
         chain.append("micro_batch_1")  # GRPO's batch is its generations: posttrain's changes word that
-    if base.optimizer in ("adamw", "paged_adamw") and base.method == "full":
+    if base.optimizer in ("adamw", "adamw_fused", "paged_adamw") and base.method == "full":
         chain.append("optimizer_8bit")
     if base.sharding not in ("zero3", "fsdp"):
         chain.append("zero3")

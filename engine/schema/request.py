@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 Language = Literal["ru", "en"]
 Intent = Literal["estimate", "cost", "compare", "help"]
 Method = Literal["full", "lora", "qlora", "inference"]
-Optimizer = Literal["adamw", "adamw_8bit", "paged_adamw", "paged_adamw_8bit", "sgd", "adafactor", "lion"]
+Optimizer = Literal["adamw", "adamw_fused", "adamw_8bit", "paged_adamw", "paged_adamw_8bit", "sgd", "adafactor", "lion"]
 MixedPrecision = Literal["amp", "pure_bf16"]
 Sharding = Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"]
 # CONTRACT.md v2

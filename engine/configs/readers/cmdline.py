@@ -381,7 +381,9 @@ def tune_overrides(items: list[tuple[str, str]], c: Collector, peft: bool) -> No
     """torchtune config keys (dotted) and their values as text, from `tune run` overrides or a config YAML."""
     names = known("torchtune")
     tokens: set[str] = set(target_tokens("all_linear")) if peft else set()
-    back_opt = {v: k for k, v in OPTIMIZERS.items()}
+    # torch.optim.AdamW is "adamw" and "adamw_fused" written: read back as the first ("adamw"), its `fused` flag being
+    # the recipe's (torchtune's profile counts the foreach step)
+    back_opt = {v: k for k, v in reversed(OPTIMIZERS.items())}
     for key, value in items:
         if key == "batch_size":
             c.set("batch_size", as_int(value))

@@ -12,8 +12,9 @@ from engine.configs.options import known
 FAMILIES = (("llama-3.3", "llama3_3"), ("llama-3.2", "llama3_2"), ("llama-3.1", "llama3_1"), ("llama-3", "llama3"),
             ("llama-2", "llama2"), ("qwen2.5", "qwen2_5"), ("qwen3", "qwen3"), ("qwen2", "qwen2"),
             ("gemma-2", "gemma2"), ("gemma", "gemma"), ("mistral", "mistral"), ("phi-4", "phi4"), ("phi-3", "phi3"))
-OPTIMIZERS = {"adamw": "torch.optim.AdamW", "adamw_8bit": "bitsandbytes.optim.AdamW8bit",
-              "paged_adamw": "bitsandbytes.optim.PagedAdamW", "paged_adamw_8bit": "bitsandbytes.optim.PagedAdamW8bit",
+OPTIMIZERS = {"adamw": "torch.optim.AdamW", "adamw_fused": "torch.optim.AdamW",
+              "adamw_8bit": "bitsandbytes.optim.AdamW8bit", "paged_adamw": "bitsandbytes.optim.PagedAdamW",
+              "paged_adamw_8bit": "bitsandbytes.optim.PagedAdamW8bit",
               "sgd": "torch.optim.SGD", "lion": "bitsandbytes.optim.Lion"}
 FUSED_LOSS = "torchtune.modules.loss.LinearCrossEntropyLoss"
 # the recipes' own loss (recipes/configs/*: loss._component_), the chunked cross-entropy the estimate assumes for
@@ -63,6 +64,9 @@ def overrides(job: ConfigJob, recipe: str, config: str | None, notes: list[str])
         o.append(f"optimizer._component_={OPTIMIZERS[job.optimizer]}")
         if not OPTIMIZERS[job.optimizer].startswith("torch.") and f"optimizer_fused:{config}" in known("torchtune"):
             o.append("~optimizer.fused")  # `fused` is torch.optim's; bitsandbytes optimizers refuse it
+        if job.optimizer == "adamw_fused":  # torch.optim.AdamW(fused=True): the step in place
+            has = f"optimizer_fused:{config}" in known("torchtune")
+            o.append(("" if has else "+") + "optimizer.fused=True")
     elif job.optimizer:
         notes.append(f"not_expressible:optimizer={job.optimizer}")
     if job.peft:

@@ -45,7 +45,7 @@ def test_llama_factory_as_users_write_it():
 def test_hf_arguments_json():
     q = read_config(HF_JSON, "args.json").request
     assert (q.model.name, q.method, q.batch_size, q.optimizer, q.seq_len) == (
-        "mistralai/Mistral-7B-v0.1", "full", 4, "adamw", 1024)
+        "mistralai/Mistral-7B-v0.1", "full", 4, "adamw_fused", 1024)  # "optim": "adamw_torch_fused"
     assert (q.sharding, q.offload, q.gradient_checkpointing) == ("fsdp", True, True)
 
 
