@@ -26,6 +26,7 @@ from bot.lru import LRU
 from bot.views.messages import t
 from bot.views.render import RenderedAnswer, plain, render
 from engine.answer import answer, asks_a_price
+from engine.answer.models_fit import asks_for_models
 from engine.edits import keyboard_state, load_state, serving_state
 from engine.parse import parse
 from engine.parse.normalize import has_cyrillic
@@ -35,6 +36,7 @@ from engine.schema import (
     Currency,
     Language,
     MarketAnswer,
+    ModelsAnswer,
     PlannedAnswer,
     PriceOptions,
     RankBy,
@@ -211,12 +213,14 @@ def pasted_reply(text: str, options: AnswerOptions) -> str | None:
 
 
 def talk_or_price(request: Request, options: AnswerOptions) -> tuple[str, RenderedAnswer] | None:
-    """The reply to small talk or to a price question without a model (the same for `ask` and the bot), with the
-    rendered answer it stands for; None for any other question."""
+    """The reply to small talk, to a price question without a model, or to "which model fits" (the same for `ask`
+    and the bot; none of them has a keyboard), with the rendered answer it stands for; None for any other question."""
     talk = smalltalk_reply(request, options)
-    if talk is None and not asks_a_price(request):
+    if talk is None and not asks_a_price(request) and not asks_for_models(request):
         return None
     rendered = render_request(request, options)
+    if talk is None and isinstance(rendered.answer, ModelsAnswer):
+        return rendered.html, rendered
     return talk or price_reply(request, rendered, options), rendered
 
 

@@ -22,6 +22,7 @@ from engine.schema import (
     ErrorAnswer,
     Fit,
     MarketAnswer,
+    ModelsAnswer,
     PlannedAnswer,
     PostTrainAnswer,
     Request,
@@ -166,6 +167,9 @@ def plan_json(a: Answer) -> dict[str, Any]:
     if isinstance(a, MarketAnswer):  # a price question: the GPU's market range per GPU-hour, no plans to rank
         return {"plans": [], "suggestions": [], "asked_fits": None, "verdict": None, "assumptions": [],
                 "market": a.market.model_dump(mode="json")}
+    if isinstance(a, ModelsAnswer):  # «какую модель можно запустить на 4090»: the largest size of each row
+        return {"plans": [], "suggestions": [], "asked_fits": None, "verdict": None, "assumptions": [],
+                "models": [r.model_dump(mode="json") for r in a.rows]}
     if asks_a_price(a.request):  # the bot's and `ask`'s answer to it: no market prices for this GPU
         return {"error": f"no market prices for {a.request.gpus[0].name}"}
     if not isinstance(a, PlannedAnswer):

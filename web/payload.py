@@ -11,7 +11,7 @@ from bot.views.render import RenderedAnswer, plain
 from bot.views.words import COMPONENTS, component_label
 from engine.contract import estimate_request, plan_json
 from engine.parts import parts as breakdown_lines
-from engine.schema import Answer, Change, Language, MarketAnswer, PlannedAnswer, Request, ServingAnswer
+from engine.schema import Answer, Change, Language, MarketAnswer, ModelsAnswer, PlannedAnswer, Request, ServingAnswer
 
 CONTRACT_EXCLUDE = {"language", "intent", "error"}  # what `gpu-advisor estimate` leaves out of a parsed question
 
@@ -127,7 +127,7 @@ def answer_payload(request: Request, lang: Language) -> dict[str, Any]:
     talk = smalltalk_reply(request, options)
     rendered = render_request(request, options)
     out: dict[str, Any] = {"lang": rendered.lang, "request": request.model_dump(mode="json", exclude_none=True)}
-    if talk is not None or not rendered.understood or isinstance(rendered.answer, MarketAnswer):
+    if talk is not None or not rendered.understood or isinstance(rendered.answer, (MarketAnswer, ModelsAnswer)):
         out["error"] = plain(talk or rendered.html)
         return out
     out["estimate"] = estimate_request(contract_data(request))

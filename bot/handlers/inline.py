@@ -21,14 +21,16 @@ from aiogram.types import (
     InputTextMessageContent,
 )
 
+from bot.compute import off_loop
 from bot.config import BotConfig
 from bot.handlers.common import calculator_row
 from bot.lru import LRU
 from bot.metrics import Metrics
-from bot.pipeline import Reply, answer_options, client_language, make_reply, question_language
+from bot.pipeline import Reply, answer_options, client_language, make_reply, question_language, render_request
 from bot.storage import ChatSettings, Storage
 from bot.views.catalogs import _
 from bot.views.messages import EXAMPLES, t
+from engine.answer.models_fit import asks_for_models
 from engine.catalog import find_gpu
 from engine.parse import parse
 from engine.schema import Language, PlannedAnswer, Request, ServingAnswer
@@ -120,6 +122,9 @@ async def build_results(query: str, lang: str, settings: ChatSettings, store: St
             out.append(_entry(reply, title=example) | {"description": reply.title})
         return out
     request = pasted_request(query) or parse(complete(query))
+    if request.model is None and asks_for_models(request):  # «какую модель можно запустить на 4090»: one result
+        rendered = await off_loop(render_request, request, options)
+        return [_entry(Reply(rendered.html, rendered.title, rendered.lang, None, rendered, None))]
     if request.model is None:
         return []
     first = await make_reply(request, store, options)

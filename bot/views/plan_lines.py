@@ -8,6 +8,7 @@ from typing import Any
 from bot.views.catalogs import _, _n
 from bot.views.formats import (
     about_days,
+    context_text,
     gb,
     hours_text,
     money,
@@ -178,14 +179,20 @@ def lead_line(lang: str, a: PlannedAnswer, lead: str) -> str:
     if lead == "money" and not spend and unpriced(p):  # a cost question on a card nobody rents: hours, and why
         priceless = "; " + _(lang, "the catalog has no rental price for %(gpu)s, so the money is not counted") % {
             "gpu": gpu_name(lang, p.gpu)}
+    # the tokens the parser took from «chinchilla» (20 a parameter), not the user's own
+    chinchilla = yours and "chinchilla" in a.request.assumed
     if lead == "money" and spend:
         text = _(lang, "%(money)s for your %(tokens)s tokens on %(gpus)s (%(hours)s)") if yours else \
             _(lang, "%(money)s per 100M tokens on %(gpus)s (%(hours)s)")
+        if chinchilla:
+            text = _(lang, "%(money)s for %(tokens)s tokens (Chinchilla-optimal) on %(gpus)s (%(hours)s)")
         if examples:
             text = _(lang, "%(money)s for %(data)s (up to %(tokens)s tokens) on %(gpus)s (%(hours)s)")
         return "💰 " + text % {**params, "money": spend, "hours": hours} + not_the_asked(lang, a, p)
     text = _(lang, "%(hours)s on %(gpus)s for your %(tokens)s tokens%(money)s") if yours else \
         _(lang, "%(hours)s on %(gpus)s per 100M tokens%(money)s")
+    if chinchilla:
+        text = _(lang, "%(hours)s on %(gpus)s for %(tokens)s tokens (Chinchilla-optimal)%(money)s")
     if examples:
         text = _(lang, "%(hours)s on %(gpus)s for %(data)s (up to %(tokens)s tokens)%(money)s")
     return "⏱ " + text % {**params, "hours": hours, "money": f", {spend}" if spend else ""} + timed_note(lang, p) \
@@ -286,3 +293,23 @@ def typical_then_range(lang: str, cost: dict[str, float] | None, currency: str, 
     if not said:
         return f"{typical} ({spread})"
     return _(lang, "%(typical)s (%(range)s across providers)") % {"typical": typical, "range": spread}
+
+
+def context_lead(lang: str, a: PlannedAnswer) -> str:
+    """«какой максимальный контекст влезет для лоры 8b на 4090»: the longest context the GPUs asked hold, said to
+    the 512 below it, and how far a fused cross-entropy takes it when no stack was named."""
+    fit, asked = a.context_fit, a.asked
+    if fit is None or asked is None:
+        return ""
+    gpus = f"{asked.count}×{gpu_name(lang, asked.gpu)}"
+    if fit.tokens < 512:
+        return "📏 " + _(lang, "Not even a 512-token context fits on %(gpus)s as asked") % {"gpus": gpus}
+    limit = a.scenario.arch.max_position_embeddings
+    shown = context_text(lang, fit.tokens if fit.tokens == limit else fit.tokens // 512 * 512)
+    text = _(lang, "The longest context that fits on %(gpus)s: %(ctx)s, the model's own limit") if \
+        fit.tokens == limit else _(lang, "The longest context that fits on %(gpus)s: about %(ctx)s")
+    line = "📏 " + text % {"gpus": gpus, "ctx": shown}
+    if fit.fused_tokens:
+        more = context_text(lang, fit.fused_tokens if fit.fused_tokens == limit else fit.fused_tokens // 512 * 512)
+        line += "; " + _(lang, "with a fused cross-entropy (Liger / Unsloth) about %(ctx)s") % {"ctx": more}
+    return line

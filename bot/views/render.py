@@ -16,7 +16,7 @@ from bot.views.formats import money, num
 from bot.views.talk import market_price_text, rental_lines
 from bot.views.view import view_model
 from bot.views.words import error_lines
-from engine.schema import Answer, ErrorAnswer, MarketAnswer, ServingAnswer
+from engine.schema import Answer, ErrorAnswer, MarketAnswer, ModelsAnswer, ServingAnswer
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -56,6 +56,8 @@ def render(a: Answer, lang: str) -> RenderedAnswer:
     """The complete reply to an answer in `lang`."""
     if isinstance(a, MarketAnswer):
         return _market(lang, a)
+    if isinstance(a, ModelsAnswer):
+        return _models(lang, a)
     if isinstance(a, ErrorAnswer):
         return _not_understood(lang, a)
     if isinstance(a, ServingAnswer):
@@ -91,6 +93,15 @@ def _market(lang: str, a: MarketAnswer) -> RenderedAnswer:
                           body])
     line = plain(body.split("\n", 1)[0])
     return RenderedAnswer(lang, body, line, line, a)
+
+
+def _models(lang: str, a: ModelsAnswer) -> RenderedAnswer:
+    """«какую модель можно запустить на 4090»: the largest model of typical shape each row holds
+    (engine.answer.models_fit)."""
+    from bot.views.models_view import models_lines
+
+    lines = models_lines(lang, a)
+    return RenderedAnswer(lang, "\n".join(lines), plain(lines[0]), plain(lines[1] if len(lines) > 1 else lines[0]), a)
 
 
 def _not_understood(lang: str, a: ErrorAnswer) -> RenderedAnswer:

@@ -20,7 +20,16 @@ from bot.views.formats import (
     money,
     num,
 )
-from bot.views.plan_lines import count_lead, lead_line, lead_of, old_price_note, plan_money, plan_time, plan_view
+from bot.views.plan_lines import (
+    context_lead,
+    count_lead,
+    lead_line,
+    lead_of,
+    old_price_note,
+    plan_money,
+    plan_time,
+    plan_view,
+)
 from bot.views.talk import limits_lead, limits_lines, rental_lead
 from bot.views.words import (
     assumption_text,
@@ -202,7 +211,8 @@ def view_model(lang: str, a: PlannedAnswer) -> AnswerView:
     title = headline(lang, a, gpu_label, compared)
     line = summary(lang, s)
     lead = lead_of(a)
-    first = limits_lead(lang, a.limits) or count_lead(lang, a) or rental_lead(lang, a) or lead_line(lang, a, lead)
+    first = limits_lead(lang, a.limits) or context_lead(lang, a) or count_lead(lang, a) or rental_lead(lang, a) \
+        or lead_line(lang, a, lead)
     model = {
         "error": False, "verdict": a.verdict or "estimate", "headline": title, "summary": line,
         "lead": first,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import date
 
 from engine import posttrain, pricing, speed
+from engine.answer.models_fit import models_answer
 from engine.answer.serving import asked_kv_gib as asked_kv_gib  # the contract reads these here
 from engine.answer.serving import serving_answer
 from engine.answer.serving import serving_breakdown as serving_breakdown
@@ -18,6 +19,7 @@ from engine.memory import fused_loss_alternative
 from engine.parse.money import WEEKDAY_PREFIX
 from engine.plan import plan
 from engine.plan.budget import within_limits
+from engine.plan.context import longest_context
 from engine.plan.search import asked_arrangements
 from engine.scenario import ScenarioError, hardware_conflicts, request_gpu
 from engine.schema import (
@@ -27,6 +29,7 @@ from engine.schema import (
     Assumption,
     Breakdown,
     Change,
+    ContextFit,
     ErrorAnswer,
     GpuLine,
     Limits,
@@ -41,6 +44,7 @@ from engine.schema import (
     PriceRange,
     Rental,
     Request,
+    Scenario,
     TrainingAnswer,
     Verdict,
     error_keys,
@@ -73,6 +77,9 @@ def answer(request: Request, prices: PriceOptions | None = None, today: date | N
         market = market_answer(request, prices)
         if market is not None:
             return market
+        fitting = models_answer(request, lambda r: answer(r, prices, today))
+        if fitting is not None:
+            return fitting
         return ErrorAnswer(request=request, errors=model_errors(request))
     if is_serving_request(request):  # a serving engine sizes it (engine.serving), never the training planner
         served = serving_answer(request, prices)
@@ -121,7 +128,20 @@ def answer(request: Request, prices: PriceOptions | None = None, today: date | N
         capacity=capacity_lines(b, asked, result),
         limits=limits_with_faster(request, shown, prices or PriceOptions(), asked),
         rental=asked_rental(request, prices),
+        context_fit=asked_context(request, s, asked),
     )
+
+
+def asked_context(request: Request, s: Scenario, asked: Arrangement | None) -> ContextFit | None:
+    """«какой максимальный контекст влезет для лоры 8b на 4090»: the longest context the GPUs asked hold for the
+    job (supervised training; a preference or RL stage has its own sequences), and with a fused cross-entropy when
+    no stack was named and that reaches further."""
+    if "context" not in request.asks or asked is None or s.method == "inference" or (request.stage or "sft") != "sft":
+        return None
+    room = capacity(asked.gpu, asked.memory_gb)
+    plain = longest_context(s, room)
+    fused = longest_context(s, room, "fused_linear") if s.framework_assumed and not s.fused_loss else 0
+    return ContextFit(tokens=plain, fused_tokens=fused if fused > plain else None)
 
 
 # Request fields a change may set that the planner takes as said (engine.memory's method change: QLoRA, its 4-bit
@@ -270,6 +290,7 @@ def with_said(a: PostTrainAnswer, request: Request, prices: PriceOptions | None)
     known = {x.key for x in a.assumptions}
     a.assumptions = [*a.assumptions, *(x for x in parsed_assumptions(request) if x.key not in known)]
     a.limits = within_limits(request, [*a.plans, *a.alternatives], prices or PriceOptions())
+    a.context_fit = asked_context(request, a.scenario, a.asked)
     return a
 
 

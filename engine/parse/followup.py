@@ -83,6 +83,8 @@ def follow_up_of(request: Request, s: Scan | None) -> FollowUp:
     lead = LEADS.at(s.texts, 0) is not None if s.n else False
     # a model we do not size (SDXL, Whisper) is named too: «sdxl дообучение на 3090» is a new question
     named_model = request.model is not None or bool(NOT_LANGUAGE_MODELS & set(request.unsupported))
+    if "models" in request.asks:  # «какую модель можно запустить на 4090»: a question of its own, never a change
+        named_model, lead = True, False
     follow = bool(said) and (lead or (words <= SHORT and not named_model)) and request.smalltalk is None
     language_said = request.language == "ru" or any(
         t.kind == WORD and not t.used and len(t.text) > 1 and t.text.isascii() for t in s.toks)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from engine.parse.lexicon import CAPABILITY, GREETINGS, THANKS
 from engine.parse.lexicon_stack import TTFT_PHRASES
+from engine.parse.normalize import NUM
 from engine.parse.scan import Phrases, Scan
 
 GREETING_PAIRS = (("добрый", "день"), ("добрый", "вечер"), ("доброе", "утро"), ("доброй", "ночи"),
@@ -29,6 +30,23 @@ MEMORY_ASKS = (("сколько", "памяти"), ("сколько", "виде�
                                                                                          "memory"),
                ("how", "many", "gb"), ("скока", "памяти"), ("скок", "памяти"), ("сколько", "нужно", "памяти"),
                ("сколько", "надо", "памяти"), ("vram", "needed"), ("memory", "needed"), ("memory", "required"))
+# «какой максимальный контекст влезет», "what's the longest context that fits": the context is the question
+CONTEXT_ASKS = (("максимальный", "контекст"), ("максимальная", "длина", "контекста"), ("максимальную", "длину"),
+                ("макс", "контекст"), ("максимум", "контекста"), ("предельный", "контекст"), ("какой", "контекст",
+                                                                                             "влезет"),
+                ("какой", "контекст", "поместится"), ("какой", "контекст", "потянет"), ("сколько", "контекста"),
+                ("какой", "длины", "контекст"), ("какую", "длину", "контекста"), ("самый", "длинный", "контекст"),
+                ("max", "context"), ("maximum", "context"), ("longest", "context"), ("largest", "context"),
+                ("biggest", "context"), ("how", "much", "context"), ("how", "long", "a", "context"),
+                ("max", "seq", "len"), ("max", "sequence", "length"), ("what", "context", "fits"),
+                ("max", "ctx"))
+# «какую модель можно запустить на 4090», "which model fits a 3090": the model is the question (with none named)
+MODEL_ASKS = (("какую", "модель"), ("какая", "модель"), ("какие", "модели"), ("каких", "моделей"),
+              ("какую", "нейронку"), ("какую", "нейросеть"), ("какую", "llm"), ("какие", "llm"),
+              ("модель", "какого", "размера"), ("какого", "размера", "модель"), ("самую", "большую", "модель"),
+              ("what", "model"), ("which", "model"), ("what", "models"), ("which", "models"), ("what", "llm"),
+              ("which", "llm"), ("what", "llms"), ("which", "llms"), ("what", "size", "model"),
+              ("how", "big", "a", "model"), ("largest", "model"), ("biggest", "model"))
 # «deepseek v3 на 8xh200 скорость», "llama 70b on 2 h100 speed": the speed as the last word is what is asked
 SPEED_LAST = frozenset({"скорость", "скорости", "speed"})
 LATENCY = (*TTFT_PHRASES, ("latency",), ("задержка",), ("задержку",), ("латентность",), ("латенси",))
@@ -40,6 +58,8 @@ THANK = Phrases([("thank", "you")])
 LAT = Phrases(LATENCY)
 THRU = Phrases(THROUGHPUT)
 MEM = Phrases(MEMORY_ASKS)
+CTX = Phrases(CONTEXT_ASKS)
+MODELS = Phrases(MODEL_ASKS)
 
 
 def smalltalk(s: Scan) -> str | None:
@@ -101,4 +121,20 @@ def serving_asks(s: Scan) -> list[str]:
         out.append("throughput")
     if MEM.first(texts, s.words) is not None:
         out.append("memory")
+    if context_asked(s):
+        out.append("context")
+    if MODELS.first(texts, s.words) is not None:
+        out.append("models")
     return out
+
+
+def context_asked(s: Scan) -> bool:
+    """«какой максимальный контекст влезет», "max context on a 4090": the longest context is asked, unless a
+    length follows the words ("max seq len 4096" sets it)."""
+    i = CTX.first(s.texts, s.words)
+    if i is None:
+        return False
+    end = i + len(CTX.at(s.texts, i) or ())
+    if end < s.n and s.toks[end].text in ("=", ":", "-"):
+        end += 1
+    return not (end < s.n and s.toks[end].kind == NUM)

@@ -19,7 +19,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.schema.posttrain import PostTrainResult
 from engine.schema.prices import PriceRange, Rental
 from engine.schema.request import Currency, RankBy, Request, Verdict
-from engine.schema.result import Arrangement, Breakdown, Change, Comparison, GpuLine, Limits, Monthly, Note, Plan
+from engine.schema.result import (
+    Arrangement,
+    Breakdown,
+    Change,
+    Comparison,
+    ContextFit,
+    GpuLine,
+    Limits,
+    Monthly,
+    Note,
+    Plan,
+)
 from engine.schema.scenario import Assumption, Scenario
 from engine.schema.serving import ServingResult
 
@@ -69,6 +80,7 @@ class PlannedAnswer(AnswerBase):
     conflicts: list[str] = Field(default_factory=list)  # what the asked GPU cannot run (hardware_conflicts keys)
     limits: Limits | None = None  # the question's budget / deadline against the plans
     rental: Rental | None = None  # «сколько стоит инфер 70б на 2 h100 в месяц»: the GPUs asked for that period
+    context_fit: ContextFit | None = None  # «какой максимальный контекст влезет»: the longest the GPUs asked hold
 
 
 class TrainingAnswer(PlannedAnswer):
@@ -97,10 +109,31 @@ class MarketAnswer(AnswerBase):
     rental: Rental | None = None  # the market answer for a period: its cost, and monthly against hourly
 
 
+class ModelFit(BaseModel):
+    """The largest model of typical shape one row of a "which model fits" answer holds (engine.answer.models_fit)."""
+
+    method: str  # "inference" or the training method said
+    bits: int  # weight precision
+    params_b: float | None  # billions of parameters; None: not even the smallest fits
+    need_gb: float | None  # the training peak on one GPU, or (inference) the weights on one GPU
+    host_ram_gb: float = 0.0  # inference: the layers the engine leaves in CPU RAM (llama.cpp, Ollama)
+
+
+class ModelsAnswer(AnswerBase):
+    """«какую модель можно запустить на 4090»: the largest model each precision (or the method said) fits."""
+
+    kind: Literal["models"] = "models"
+    gpu: str | None  # the catalog GPU, None for a bare memory size
+    memory_gb: float
+    count: int
+    capacity_gib: float
+    rows: list[ModelFit]
+
+
 class ErrorAnswer(AnswerBase):
     kind: Literal["error"] = "error"
     errors: list[Note] = Field(min_length=1)  # why no answer could be made
 
 
-Answer = Annotated[TrainingAnswer | PostTrainAnswer | ServingAnswer | MarketAnswer | ErrorAnswer,
+Answer = Annotated[TrainingAnswer | PostTrainAnswer | ServingAnswer | MarketAnswer | ModelsAnswer | ErrorAnswer,
                    Field(discriminator="kind")]

@@ -215,7 +215,7 @@ class Request(Strict):
     assumed: list[str] = Field(default_factory=list, max_length=16)  # "model": a family's default; "gpus": Colab's T4
     smalltalk: Literal["greeting", "thanks", "capabilities"] | None = None
     asks: list[Literal["money", "time", "latency", "throughput", "count", "nodes", "users", "adapters",
-                     "rate", "memory"]] = Field(default_factory=list, max_length=7)
+                     "rate", "memory", "context", "models"]] = Field(default_factory=list, max_length=9)
     # a rental priced for a period ("сколько стоит неделя 8xh100", "100 часов в месяц h100"): hours of use in it,
     # and whether it is a month (then the monthly rental is compared with hourly at that use)
     rent_hours: float | None = Field(default=None, gt=0, le=1e6)

@@ -177,6 +177,13 @@ class GpuLine(BaseModel):
     role: LineRole
 
 
+class ContextFit(BaseModel):
+    """«какой максимальный контекст влезет»: the longest training context the GPUs asked hold (engine.plan.context)."""
+
+    tokens: int  # 0: not even the shortest fits
+    fused_tokens: int | None = None  # with a fused cross-entropy, when no stack was named and it reaches further
+
+
 class Limits(BaseModel):
     """The question's budget and deadline against the plans (engine.plan.budget)."""
 

@@ -177,6 +177,14 @@ def test_chinchilla_optimal_pretraining_takes_20_tokens_a_parameter_said_as_assu
     assert parse("pretraining 70b on 2T tokens chinchilla style").tokens == 2e12  # a count said wins
 
 
+def test_the_lead_says_chinchilla_tokens_are_not_the_users_own() -> None:
+    first = ask_text("претрейн 1b с нуля по шиншилле на 8 h100, сколько времени").split("\n")[0]
+    assert "оптимум по Chinchilla" in first and "ваших" not in first, first
+    first = ask_text("how much does pretraining 1b chinchilla optimal cost on 8xh100").split("\n")[0]
+    assert "(Chinchilla-optimal)" in first and "your" not in first, first
+    assert "ваших 20" in ask_text("претрейн 1b на 20B токенов на 8 h100, сколько времени").split("\n")[0]
+
+
 def test_a_long_cluster_run_is_said_in_days_and_gpu_hours_and_h100_hours_is_the_time() -> None:
     first = ask_text("с нуля 13б на 300B токенов на 64 h100 сколько дней").split("\n")[0]
     assert first.startswith("⏱") and "дней" in first and "GPU-час" in first, first
@@ -205,3 +213,37 @@ def test_trl_settings_under_another_stack_named_say_whose_names_they_are() -> No
     text = ask_text("dpo лора llama 3.1 8b в llama-factory на 2 4090, контекст 4к")
     assert "Это имена TRL" in text and "LLaMA-Factory" in text
     assert "Это имена TRL" not in ask_text("dpo лора llama 3.1 8b в trl на 2 4090, контекст 4к")
+
+
+@pytest.mark.parametrize("text", ["какой максимальный контекст влезет для лоры 8b на 4090",
+                                  "what's the longest context for qlora 70b on an h100?",
+                                  "сколько контекста потянет фулл 1b на 3090", "max context lora 8b on a 4090"])
+def test_the_longest_context_is_heard_as_the_question(text: str) -> None:
+    r = parse(text)
+    assert "context" in r.asks and r.seq_len is None
+
+
+@pytest.mark.parametrize("text", ["лора 8b контекст 8к на 4090", "max seq len 4096 lora 8b on 4090"])
+def test_a_context_said_with_its_length_is_no_such_question(text: str) -> None:
+    assert "context" not in parse(text).asks
+
+
+def test_the_longest_context_is_the_edge_of_the_fit_and_leads_the_answer() -> None:
+    from engine.fit import NO_HEADROOM, fits
+    from engine.memory import breakdown
+
+    a = answer(parse("какой максимальный контекст влезет для лоры 8b на 4090"))
+    fit = a.context_fit
+    assert fit is not None and fit.tokens >= 1024 and fit.fused_tokens and fit.fused_tokens > fit.tokens
+    room = a.capacity_gib
+    assert fits(breakdown(a.scenario.model_copy(update={"seq_len": fit.tokens})), room, NO_HEADROOM)
+    assert not fits(breakdown(a.scenario.model_copy(update={"seq_len": fit.tokens + 256})), room, NO_HEADROOM)
+    first = ask_text("какой максимальный контекст влезет для лоры 8b на 4090").split("\n")[0]
+    assert first.startswith("📏 Самый длинный контекст, который помещается на 1×RTX 4090: около ")
+    assert "с fused cross-entropy" in first
+
+
+def test_a_named_stack_gets_no_fused_variant_and_a_model_limit_is_said() -> None:
+    assert answer(parse("max context lora 8b on a 4090 with unsloth")).context_fit.fused_tokens is None
+    first = ask_text("лора qwen2.5 0.5b на h200 какой максимальный контекст").split("\n")[0]
+    assert first == "📏 Самый длинный контекст, который помещается на 1×H200 SXM: 32k — это предел самой модели"

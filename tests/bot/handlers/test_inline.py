@@ -103,3 +103,18 @@ async def test_a_launch_command_typed_inline_is_read_as_the_bot_reads_it(h: Harn
     inline = first["input_message_content"]["message_text"]
     assert inline.split("\n")[0] in pasted  # the same verdict line as the bot's message under its header
     assert ("TP 2" in flat(inline) and "AWQ" in inline) if "AWQ" in command else "TP 8" in flat(inline)
+
+
+async def test_which_model_fits_is_one_result(h: Harness, api: FakeBotAPI) -> None:
+    [only] = await results(h, api, "какую модель можно запустить на 4090", 3099, "ru")
+    assert only["title"] == "🧩 Самые большие модели, которые помещаются на 1×RTX 4090:"
+    assert flat(only["description"]).startswith("• bf16: до ")
+    assert "4 бита: до" in only["input_message_content"]["message_text"]
+
+
+async def test_which_model_fits_in_a_message_is_the_same_answer(h: Harness, api: FakeBotAPI) -> None:
+    await h.feed(message("какую модель можно запустить на 4090", user_id=3098))
+    [reply] = texts(api, 3098)
+    assert reply.startswith("🧩 Самые большие модели, которые помещаются на 1×RTX 4090:")
+    [inline] = await results(h, api, "какую модель можно запустить на 4090", 3098, "ru")
+    assert inline["input_message_content"]["message_text"] == reply
