@@ -113,6 +113,11 @@ def _not_understood(lang: str, a: ErrorAnswer) -> RenderedAnswer:
     if other is not None:  # "sdxl лора", "whisper на t4": not a language model, said so instead of "no size"
         line = "🚫 " + _(lang, NOT_LANGUAGE_MODELS[other])
         return RenderedAnswer(lang, "\n".join([*reasons, line]), _(lang, "Not supported"), plain(line), a)
+    if missing and "models" in a.request.asks and not a.request.gpus:  # «какая модель лучше для кода?»
+        line = "🧩 " + _(lang, "I size GPUs for models, I do not pick one by its quality. Name the GPU and I will say "
+                               "which sizes fit it: %(example)s") % {
+            "example": "<code>" + _(lang, "which model fits a 4090") + "</code>"}
+        return RenderedAnswer(lang, "\n".join([*reasons, line]), _(lang, "Not understood"), plain(line), a)
     body = "\n".join([*reasons, *([_not_understood_html(lang)] if missing or not reasons else [])])
     return RenderedAnswer(lang, body, _(lang, "Not understood"), "", a)
 

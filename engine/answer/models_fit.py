@@ -34,8 +34,10 @@ def models_answer(request: Request, answer: Callable[[Request], Answer]) -> Mode
     if memory_gb is None:
         return None
     method = request.method or "inference"
-    rows = [(method, b) for b in INFERENCE_BITS] if method == "inference" else \
-        [(method, request.bits or (4 if method == "qlora" else 16))]
+    if method == "inference":  # a precision said («в 4 битах») is its row alone
+        rows = [(method, request.bits)] if request.bits in INFERENCE_BITS else [(method, b) for b in INFERENCE_BITS]
+    else:
+        rows = [(method, request.bits or (4 if method == "qlora" else 16))]
     fits_list = [_largest(request, m, bits, answer) for m, bits in rows]
     name = gpu.name if gpu else None
     return ModelsAnswer(request=request, gpu=name, memory_gb=memory_gb, count=ref.count,

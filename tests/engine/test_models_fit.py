@@ -75,3 +75,16 @@ def test_the_reply_in_both_languages_and_the_plan_json(capsys: pytest.CaptureFix
 
 def test_a_named_model_is_answered_as_itself() -> None:
     assert not isinstance(answer(parse("какую модель взять, llama 8b на 4090 потянет?")), ModelsAnswer)
+
+
+def test_a_precision_said_is_its_row_alone() -> None:
+    a = answer(parse("какую максимальную модель можно запустить на h100 в 4 битах"))
+    assert isinstance(a, ModelsAnswer) and [(r.method, r.bits) for r in a.rows] == [("inference", 4)]
+
+
+@pytest.mark.parametrize(("text", "start"), [
+    ("какая модель лучше для кода?", "🧩 Я подбираю GPU под модель, а не модель по качеству"),
+    ("which model is best for coding?", "🧩 I size GPUs for models, I do not pick one by its quality")])
+def test_which_model_without_a_gpu_says_what_the_tool_does_and_how_to_ask(text: str, start: str) -> None:
+    reply = ask_text(text)
+    assert reply.startswith(start) and ("4090" in reply)
