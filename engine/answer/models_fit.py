@@ -34,8 +34,10 @@ def models_answer(request: Request, answer: Callable[[Request], Answer]) -> Mode
     if memory_gb is None:
         return None
     method = request.method or "inference"
+    rows: list[tuple[str, int]]
     if method == "inference":  # a precision said («в 4 битах») is its row alone
-        rows = [(method, request.bits)] if request.bits in INFERENCE_BITS else [(method, b) for b in INFERENCE_BITS]
+        said = request.bits if request.bits in INFERENCE_BITS else None
+        rows = [(method, said)] if said else [(method, b) for b in INFERENCE_BITS]
     else:
         rows = [(method, request.bits or (4 if method == "qlora" else 16))]
     fits_list = [_largest(request, m, bits, answer) for m, bits in rows]
