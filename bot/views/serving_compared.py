@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.views.catalogs import _, _n
 from bot.views.formats import context_text, money, num
-from bot.views.serving_words import per_million_text
+from bot.views.serving_words import ENGINE_NAMES, per_million_text
 from bot.views.words import gpu_name
 from engine.schema import ServingResult, ServingSide
 
@@ -15,7 +15,13 @@ def users_text(lang: str, n: int) -> str:
 
 
 def _side_gpus(lang: str, x: ServingSide) -> str:
-    return f"{x.holds_count}×{gpu_name(lang, x.gpu)}"
+    """The side's arrangement; an engine's side («vllm или sglang») is named by its engine."""
+    gpus = f"{x.holds_count or x.count}×{gpu_name(lang, x.gpu)}"
+    return f"{_side_name(lang, x)} ({gpus})" if x.engine else gpus
+
+
+def _side_name(lang: str, x: ServingSide) -> str:
+    return ENGINE_NAMES.get(x.engine, x.engine) if x.engine else gpu_name(lang, x.gpu)
 
 
 def _cheaper(lang: str, win: ServingSide, other: ServingSide) -> str:
@@ -40,7 +46,7 @@ def compared_headline(lang: str, r: ServingResult) -> str:
     win = next((x for x in r.compared if x.winner), None)
     users = users_text(lang, r.users or (win.users if win is not None and win.users else 1))
     if win is None:
-        names = ", ".join(gpu_name(lang, x.gpu) for x in r.compared)
+        names = ", ".join(_side_name(lang, x) for x in r.compared)
         return _(lang, "None of %(gpus)s holds %(users)s at %(ctx)s") % {
             "gpus": names, "users": users, "ctx": context_text(lang, r.context)}
     price = per_million_text(lang, win.per_million_output_tokens, win.currency) \
@@ -48,9 +54,15 @@ def compared_headline(lang: str, r: ServingResult) -> str:
             _(lang, "%(money)s/h") % {"money": money(lang, win.per_hour, win.currency)} if win.per_hour else "")
     line = _n(lang, "%(gpu)s: %(gpus)s holds %(users)s at %(ctx)s for %(price)s",
               "%(gpu)s: %(gpus)s hold %(users)s at %(ctx)s for %(price)s", win.holds_count or 1) % {
-        "gpu": gpu_name(lang, win.gpu), "gpus": _side_gpus(lang, win), "users": users,
+        "gpu": _side_name(lang, win), "gpus": f"{win.holds_count}×{gpu_name(lang, win.gpu)}", "users": users,
         "ctx": context_text(lang, r.context), "price": price}
     others = [x for x in r.compared if not x.winner and x.holds_count is not None]
+    if win.engine:  # engines on the same GPUs: what each other engine holds, or that it does not load as asked
+        extra = [_(lang, "%(engine)s: %(users)s") % {"engine": _side_name(lang, x), "users": users_text(lang, x.users)}
+                 if x.holds_as_named and x.users else
+                 _(lang, "%(engine)s does not hold it as asked") % {"engine": _side_name(lang, x)}
+                 for x in r.compared if not x.winner]
+        return line + ("; " + "; ".join(extra) if extra else "")
     extra = [t for t in (_cheaper(lang, win, x) for x in others) if t]
     faster = [x for x in others if (x.per_user_tokens_s or 0) > (win.per_user_tokens_s or 0) * 1.05]
     for x in faster:
@@ -65,6 +77,12 @@ def compared_lines(lang: str, r: ServingResult) -> list[str]:
     out = []
     for x in r.compared:
         named = f"{x.count}×{gpu_name(lang, x.gpu)}"
+        if x.engine and not x.holds_as_named:  # «vllm или sglang»: this engine does not load it as asked
+            out.append("• " + _(lang, "%(engine)s on %(named)s: does not hold it as asked") % {
+                "engine": _side_name(lang, x), "named": named})
+            continue
+        if x.engine:
+            named = f"{_side_name(lang, x)}, {named}"
         if x.holds_count is None:
             out.append(_(lang, "%(named)s: no arrangement of it holds them") % {"named": named})
             continue

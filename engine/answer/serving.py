@@ -26,10 +26,13 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Serv
     """A serving question's answer: the engine's ServingResult and the verdict on the GPUs asked."""
     if prices is not None and request.currency is None:
         request = request.model_copy(update={"currency": prices.currency})
-    sides = serving_sides(request) if len({g.name for g in request.gpus}) > 1 else []
+    sides = serving_sides(request) if len({g.name for g in request.gpus}) > 1 else \
+        engine_sides(request) if len(request.serving_engines_compared) > 1 and request.gpus else []
     winner = next((x for x in sides if x.winner), None)
     served = request
-    if winner is not None and winner.holds_count is not None:  # the body of the answer is the winner's arrangement
+    if winner is not None and winner.engine is not None:  # engines compared: the body is the winner's engine
+        served = request.model_copy(update={"serving_engine": winner.engine})
+    elif winner is not None and winner.holds_count is not None:  # the body of the answer is the winner's arrangement
         served = request.model_copy(update={"gpus": [GpuRef(name=winner.gpu, count=winner.holds_count)]})
     result = serve(served)
     if prices is not None and result.cost is not None and result.gpu is not None:
@@ -89,6 +92,35 @@ def serving_sides(request: Request) -> list[ServingSide]:
                                        x.per_hour if x.per_hour is not None else inf, -(x.per_user_tokens_s or 0.0)))
     best = best.model_copy(update={"winner": True})
     return [best, *(x for x in sides if x.gpu != best.gpu)]
+
+
+def engine_sides(request: Request) -> list[ServingSide]:
+    """Each serving engine named for one job on the same GPUs («vllm или sglang для 70b на 2 h100»): what each holds
+    on the GPUs asked, with that engine's own memory model and speed (engine.serving), the weights as asked (no
+    format an engine would pick to make it fit). The winner holds the most requests of the asked context at once,
+    then costs least per 1M output tokens; the winner comes first."""
+    sides: list[ServingSide] = []
+    for engine in request.serving_engines_compared[:4]:
+        r = serve(request.model_copy(update={"serving_engine": engine}))
+        side = ServingSide(gpu=r.gpu.name if r.gpu is not None else (request.gpus[0].name or ""),
+                           count=request.gpus[0].count, engine=engine, currency=request.currency or "USD")
+        if r.fits and r.gpu is not None:
+            side = side.model_copy(update={
+                "users": serving_users(r),
+                "holds_as_named": True, "holds_count": r.gpu.count,
+                "per_hour": r.cost.per_hour if r.cost else None,
+                "per_million_output_tokens": r.cost.per_million_output_tokens if r.cost else None,
+                "per_user_tokens_s": r.speed.per_user_tokens_s if r.speed else None})
+        sides.append(side)
+    holding = [x for x in sides if x.holds_as_named]
+    if not holding:
+        return sides
+    inf = float("inf")
+    best = min(holding, key=lambda x: (-(x.users or 0),
+                                       x.per_million_output_tokens if x.per_million_output_tokens is not None else inf,
+                                       -(x.per_user_tokens_s or 0.0)))
+    best = best.model_copy(update={"winner": True})
+    return [best, *(x for x in sides if x.engine != best.engine)]
 
 
 def _priced(r: ServingResult, prices: PriceOptions) -> ServingCost | None:

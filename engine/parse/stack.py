@@ -74,6 +74,7 @@ def names(s: Scan) -> None:
                 continue
             if key in SERVING_KEYS:
                 s.set("serving_engine", SERVING_KEYS[key])
+                _engine_said(s, SERVING_KEYS[key])
                 s.use(i, j)
                 break
             if key in FRAMEWORK_KEYS:
@@ -142,12 +143,20 @@ def framework(s: Scan) -> None:
             s.alst = s.alst or w in ALST_WORDS
         elif w in SERVING_WORDS:
             s.set("serving_engine", SERVING_WORDS[w])
+            _engine_said(s, SERVING_WORDS[w])
         elif w == "trainer" and i > 0 and s.toks[i - 1].text in STAGE_WORDS:
             s.set("framework", "trl")  # "SFT trainer", "DPO trainer": TRL's
         elif w in HF_WORDS and (w != "hf" or s.word(i + 1) in ("trainer", "transformers", "generate")):
             hf = w != "huggingface" or s.word(i + 1) == "trainer"
     if hf:
         s.set("serving_engine" if s.said.get("method") == "inference" else "framework", "hf")
+
+
+def _engine_said(s: Scan, engine: str) -> None:
+    """Every serving engine named, in order: two of them («vllm или sglang») are a comparison of engines."""
+    said = s.said.setdefault("serving_engines_compared", [])
+    if engine not in said:
+        said.append(engine)
 
 
 def alst_recipe(s: Scan) -> None:

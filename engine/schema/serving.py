@@ -228,6 +228,7 @@ class ServingSide(BaseModel):
     currency: str = "USD"
     winner: bool = False
     users: int | None = None  # no users asked: the requests of the context it holds at once (priced at that load)
+    engine: str | None = None  # a comparison of engines on the same GPUs («vllm или sglang»): this side's engine
 
 
 class AskedSetup(BaseModel):

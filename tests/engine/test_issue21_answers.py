@@ -247,3 +247,23 @@ def test_a_named_stack_gets_no_fused_variant_and_a_model_limit_is_said() -> None
     assert answer(parse("max context lora 8b on a 4090 with unsloth")).context_fit.fused_tokens is None
     first = ask_text("лора qwen2.5 0.5b на h200 какой максимальный контекст").split("\n")[0]
     assert first == "📏 Самый длинный контекст, который помещается на 1×H200 SXM: 32k — это предел самой модели"
+
+
+def test_two_serving_engines_named_are_compared_on_the_gpus_asked() -> None:
+    r = parse("vllm или sglang для llama 70b на 2 h100")
+    assert r.serving_engines_compared == ["vllm", "sglang"] and parse("llama 8b на vllm").serving_engines_compared == []
+    a = answer(r)
+    assert a.verdict == "compare"
+    sides = {x.engine: x for x in a.serving.compared}
+    assert set(sides) == {"vllm", "sglang"} and sides["vllm"].winner
+    # SGLang's default static share (0.833 at TP 2 on an H100) leaves no room for the bf16 weights: said, not swapped
+    assert not sides["sglang"].holds_as_named and sides["sglang"].users is None
+    first = ask_text("vllm или sglang для llama 70b на 2 h100").split("\n")[0]
+    assert first.startswith("⚖️ vLLM: 2×H100 SXM держат ") and first.endswith("SGLang как задано не помещается")
+
+
+def test_engines_that_both_hold_it_are_ranked_by_the_requests_they_hold() -> None:
+    a = answer(parse("sglang vs vllm for llama 8b on an h100"))
+    win, other = a.serving.compared
+    assert win.winner and (win.users or 0) >= (other.users or 0) and {win.engine, other.engine} == {"vllm", "sglang"}
+    assert a.serving.settings is not None and a.serving.settings.engine == win.engine  # the body is the winner's
