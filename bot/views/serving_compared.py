@@ -17,10 +17,12 @@ def users_text(lang: str, n: int) -> str:
 def _side_gpus(lang: str, x: ServingSide) -> str:
     """The side's arrangement; an engine's side («vllm или sglang») is named by its engine."""
     gpus = f"{x.holds_count or x.count}×{gpu_name(lang, x.gpu)}"
-    return f"{_side_name(lang, x)} ({gpus})" if x.engine else gpus
+    return f"{_side_name(lang, x)} ({gpus})" if x.engine or x.tensor_parallel else gpus
 
 
 def _side_name(lang: str, x: ServingSide) -> str:
+    if x.tensor_parallel:
+        return f"TP {x.tensor_parallel}"
     return ENGINE_NAMES.get(x.engine, x.engine) if x.engine else gpu_name(lang, x.gpu)
 
 
@@ -57,11 +59,15 @@ def compared_headline(lang: str, r: ServingResult) -> str:
         "gpu": _side_name(lang, win), "gpus": f"{win.holds_count}×{gpu_name(lang, win.gpu)}", "users": users,
         "ctx": context_text(lang, r.context), "price": price}
     others = [x for x in r.compared if not x.winner and x.holds_count is not None]
-    if win.engine:  # engines on the same GPUs: what each other engine holds, or that it does not load as asked
-        extra = [_(lang, "%(engine)s: %(users)s") % {"engine": _side_name(lang, x), "users": users_text(lang, x.users)}
+    if win.engine or win.tensor_parallel:  # engines (TP degrees): what each other side holds, or that it does not
+        extra = [_(lang, "%(engine)s: %(users)s") % {"engine": _side_gpus(lang, x), "users": users_text(lang, x.users)}
                  if x.holds_as_named and x.users else
-                 _(lang, "%(engine)s does not hold it as asked") % {"engine": _side_name(lang, x)}
+                 _(lang, "%(engine)s does not hold it as asked") % {"engine": _side_gpus(lang, x)}
                  for x in r.compared if not x.winner]
+        extra += [_(lang, "%(gpus)s is faster per user: %(theirs)s against %(mine)s tokens/s") % {
+            "gpus": _side_gpus(lang, x), "theirs": num(lang, x.per_user_tokens_s or 0),
+            "mine": num(lang, win.per_user_tokens_s or 0)}
+            for x in others if (x.per_user_tokens_s or 0) > (win.per_user_tokens_s or 0) * 1.05]
         return line + ("; " + "; ".join(extra) if extra else "")
     extra = [t for t in (_cheaper(lang, win, x) for x in others) if t]
     faster = [x for x in others if (x.per_user_tokens_s or 0) > (win.per_user_tokens_s or 0) * 1.05]
@@ -77,16 +83,16 @@ def compared_lines(lang: str, r: ServingResult) -> list[str]:
     out = []
     for x in r.compared:
         named = f"{x.count}×{gpu_name(lang, x.gpu)}"
-        if x.engine and not x.holds_as_named:  # «vllm или sglang»: this engine does not load it as asked
+        if (x.engine or x.tensor_parallel) and not x.holds_as_named:  # «vllm или sglang»: it does not load as asked
             out.append("• " + _(lang, "%(engine)s on %(named)s: does not hold it as asked") % {
                 "engine": _side_name(lang, x), "named": named})
             continue
-        if x.engine:
+        if x.engine or x.tensor_parallel:
             named = f"{_side_name(lang, x)}, {named}"
         if x.holds_count is None:
             out.append(_(lang, "%(named)s: no arrangement of it holds them") % {"named": named})
             continue
-        parts = []
+        parts = [users_text(lang, x.users)] if (x.engine or x.tensor_parallel) and x.users else []
         if x.per_million_output_tokens is not None:
             parts.append(per_million_text(lang, x.per_million_output_tokens, x.currency))
         if x.per_hour is not None:

@@ -27,11 +27,15 @@ def serving_answer(request: Request, prices: PriceOptions | None = None) -> Serv
     if prices is not None and request.currency is None:
         request = request.model_copy(update={"currency": prices.currency})
     sides = serving_sides(request) if len({g.name for g in request.gpus}) > 1 else \
-        engine_sides(request) if len(request.serving_engines_compared) > 1 and request.gpus else []
+        engine_sides(request) if len(request.serving_engines_compared) > 1 and request.gpus else \
+        tp_sides(request) if len(request.tensor_parallel_compared) > 1 and request.gpus else []
     winner = next((x for x in sides if x.winner), None)
     served = request
     if winner is not None and winner.engine is not None:  # engines compared: the body is the winner's engine
         served = request.model_copy(update={"serving_engine": winner.engine})
+    elif winner is not None and winner.tensor_parallel is not None:  # TP degrees compared: the winner's degree
+        served = request.model_copy(update={"tensor_parallel": winner.tensor_parallel, "gpus": [
+            GpuRef(name=request.gpus[0].name, memory_gb=request.gpus[0].memory_gb, count=winner.count)]})
     elif winner is not None and winner.holds_count is not None:  # the body of the answer is the winner's arrangement
         served = request.model_copy(update={"gpus": [GpuRef(name=winner.gpu, count=winner.holds_count)]})
     result = serve(served)
@@ -121,6 +125,40 @@ def engine_sides(request: Request) -> list[ServingSide]:
                                        -(x.per_user_tokens_s or 0.0)))
     best = best.model_copy(update={"winner": True})
     return [best, *(x for x in sides if x.engine != best.engine)]
+
+
+def tp_sides(request: Request) -> list[ServingSide]:
+    """Each tensor-parallel degree named for one job («tp2 или tp4 для llama 70b на h100»): the GPUs of the kind asked,
+    as many as the degree (or the count named, in replicas), the weights as asked. The winner holds the most requests
+    of the asked context per GPU (within a tenth of the most is a tie), then costs least per 1M output tokens, then
+    is faster per user; a faster runner-up is said beside it."""
+    ref = request.gpus[0]
+    sides: list[ServingSide] = []
+    for tp in request.tensor_parallel_compared[:4]:
+        count = max(ref.count, tp)
+        r = serve(request.model_copy(update={"tensor_parallel": tp, "gpus": [ref.model_copy(update={"count": count})]}))
+        side = ServingSide(gpu=r.gpu.name if r.gpu is not None else (ref.name or ""), count=count, tensor_parallel=tp,
+                           currency=request.currency or "USD")
+        if r.fits and r.gpu is not None:
+            side = side.model_copy(update={
+                "users": serving_users(r), "holds_as_named": True, "holds_count": r.gpu.count,
+                "per_hour": r.cost.per_hour if r.cost else None,
+                "per_million_output_tokens": r.cost.per_million_output_tokens if r.cost else None,
+                "per_user_tokens_s": r.speed.per_user_tokens_s if r.speed else None})
+        sides.append(side)
+    holding = [x for x in sides if x.holds_as_named]
+    if not holding:
+        return sides
+    inf = float("inf")
+    def per_gpu(x: ServingSide) -> float:
+        return (x.users or 0) / max(1, x.holds_count or x.count)
+
+    most = max(per_gpu(x) for x in holding)
+    near = [x for x in holding if per_gpu(x) >= 0.9 * most]  # within a tenth of the most per GPU: a tie, then cost
+    best = min(near, key=lambda x: (x.per_million_output_tokens if x.per_million_output_tokens is not None else inf,
+                                    -(x.per_user_tokens_s or 0.0)))
+    best = best.model_copy(update={"winner": True})
+    return [best, *(x for x in sides if x.tensor_parallel != best.tensor_parallel)]
 
 
 def _priced(r: ServingResult, prices: PriceOptions) -> ServingCost | None:

@@ -279,11 +279,13 @@ def _request(s: Scan, errors: list[str]) -> Request:
         "model", "method", "seq_len", "batch_size", "lora_rank", "bits", "optimizer",
         "gradient_checkpointing", "offload", "tokens", "epochs", "sharding", "fused_loss", "flash_attention",
         "rent_hours", "rent_monthly", "engine_options", "examples", "serving_engines_compared",
+        "tensor_parallel_compared",
         *V2_FIELDS, "activation_offload", "tiled_mlp", "expert_parallel", "rollout",
         "selective_checkpointing", "float8", "async_tp", "torch_compile")}
     fields.update({k: said.get(k) for k in load.FIELDS})
-    if len(fields["serving_engines_compared"] or []) < 2:  # one engine named is the engine, not a comparison
-        fields["serving_engines_compared"] = []
+    for compared in ("serving_engines_compared", "tensor_parallel_compared"):
+        if len(fields[compared] or []) < 2:  # one engine (or one TP) named is the setting, not a comparison
+            fields[compared] = []
     _chinchilla_tokens(s, fields)
     if fields.get("expert_parallel") is None and said.get("expert_parallel_on"):
         fields["expert_parallel"] = 1  # on, degree not said: the serving engine's (vLLM: TP x DP)

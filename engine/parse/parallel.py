@@ -118,3 +118,7 @@ def _put_par(s: Scan, field: str, v: float) -> None:
         s.errors.append("parallelism out of range")
     else:
         s.set(field, int(v))
+        if field == "tensor_parallel":  # «tp2 или tp4»: every degree said, a comparison when two differ
+            said = s.said.setdefault("tensor_parallel_compared", [])
+            if int(v) not in said:
+                said.append(int(v))

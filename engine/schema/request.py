@@ -5,7 +5,7 @@ Field names follow CONTRACT.md and Hugging Face `config.json`.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -158,6 +158,8 @@ class Request(Strict):
     framework_version: str | None = Field(default=None, max_length=20, pattern=r"^\d{1,4}(\.\d{1,4}){0,3}$")
     # beyond CONTRACT.md: the serving engines a question compares («vllm или sglang для 70b на 2 h100»), in order
     serving_engines_compared: list[ServingEngine] = Field(default_factory=list, max_length=4)
+    # beyond CONTRACT.md: the tensor-parallel degrees a serving question compares («tp2 или tp4»), in order
+    tensor_parallel_compared: list[Annotated[int, Field(ge=1, le=1024)]] = Field(default_factory=list, max_length=4)
     serving_engine: ServingEngine | None = None
     quantization: str | None = Field(default=None, max_length=100)  # nf4 int8 fp8 awq gptq mxfp4 nvfp4 gguf:<type>
     kv_cache_dtype: KvCacheDtype | None = None
@@ -236,6 +238,7 @@ PARSE_FIELDS = (
     "selective_checkpointing", "float8", "async_tp", "torch_compile",
     # beyond CONTRACT.md ("everything not named here is free"): the parser's signals for the answer
     "fused_loss", "assumed", "smalltalk", "asks", "rent_hours", "rent_monthly", "examples", "serving_engines_compared",
+    "tensor_parallel_compared",
     # v2.1 serving under load (docs/contract-serving-load.md): the rate, the promise and the features said
     "request_rate", "ttft_p95_ms", "ttft_percentile", "tpot_ms", "prefix_cache_hit_rate", "speculative", "max_loras",
     "max_lora_rank", "enforce_eager", "interconnect", "disaggregated", "prefill_instances", "dp_attention",

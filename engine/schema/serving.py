@@ -229,6 +229,7 @@ class ServingSide(BaseModel):
     winner: bool = False
     users: int | None = None  # no users asked: the requests of the context it holds at once (priced at that load)
     engine: str | None = None  # a comparison of engines on the same GPUs («vllm или sglang»): this side's engine
+    tensor_parallel: int | None = None  # a comparison of TP degrees («tp2 или tp4»): this side's degree
 
 
 class AskedSetup(BaseModel):

@@ -259,7 +259,8 @@ def test_two_serving_engines_named_are_compared_on_the_gpus_asked() -> None:
     # SGLang's default static share (0.833 at TP 2 on an H100) leaves no room for the bf16 weights: said, not swapped
     assert not sides["sglang"].holds_as_named and sides["sglang"].users is None
     first = ask_text("vllm или sglang для llama 70b на 2 h100").split("\n")[0]
-    assert first.startswith("⚖️ vLLM: 2×H100 SXM держат ") and first.endswith("SGLang как задано не помещается")
+    assert first.startswith("⚖️ vLLM: 2×H100 SXM держат ")
+    assert first.endswith("SGLang (2×H100 SXM) как задано не помещается")
 
 
 def test_engines_that_both_hold_it_are_ranked_by_the_requests_they_hold() -> None:
@@ -267,3 +268,21 @@ def test_engines_that_both_hold_it_are_ranked_by_the_requests_they_hold() -> Non
     win, other = a.serving.compared
     assert win.winner and (win.users or 0) >= (other.users or 0) and {win.engine, other.engine} == {"vllm", "sglang"}
     assert a.serving.settings is not None and a.serving.settings.engine == win.engine  # the body is the winner's
+
+
+def test_two_tp_degrees_named_are_compared_per_gpu_and_the_faster_one_is_said() -> None:
+    r = parse("tp2 или tp4 для llama 70b на h100")
+    assert r.tensor_parallel_compared == [2, 4] and parse("llama 70b на 4 h100 tp4").tensor_parallel_compared == []
+    a = answer(r)
+    sides = {x.tensor_parallel: x for x in a.serving.compared}
+    assert set(sides) == {2, 4} and sides[4].winner and (sides[2].count, sides[4].count) == (2, 4)
+    # TP 2 barely holds the bf16 weights: the 4 GPUs of TP 4 hold far more requests per GPU
+    assert (sides[4].users or 0) / 4 > (sides[2].users or 0) / 2
+    assert a.serving.settings is not None and a.serving.settings.tensor_parallel == 4  # the body is the winner's
+    first = ask_text("tp2 или tp4 для llama 70b на h100").split("\n")[0]
+    assert first.startswith("⚖️ TP 4: 4×H100 SXM держат ") and "TP 2 (2×H100 SXM): 2 пользователя" in first
+
+
+def test_a_near_tie_per_gpu_goes_to_the_cheaper_degree_with_the_faster_one_said() -> None:
+    first = ask_text("tp1 или tp2 для llama 8b на h100").split("\n")[0]
+    assert first.startswith("⚖️ TP 1: 1×H100 SXM держит ") and "TP 2 (2×H100 SXM) быстрее на пользователя" in first
