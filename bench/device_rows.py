@@ -14,6 +14,7 @@ must not say it fits on that card. A script that prints figures, not a test.
 from __future__ import annotations
 
 import json
+import runpy
 import statistics
 import sys
 from pathlib import Path
@@ -22,6 +23,8 @@ from typing import Any
 from engine.contract import estimate_request
 
 HERE = Path(__file__).resolve().parent
+# the same configs the runs were built from (bench/device/train_peaks.py is a script for the device, not a package)
+MODELS = runpy.run_path(str(HERE / "device" / "train_peaks.py"))["MODELS"]
 RESULTS = sorted((HERE / "data" / "device").glob("*.results.jsonl"))
 ROWS = HERE / "data" / "measured_device.jsonl"
 CONFIG_KEYS = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
@@ -39,9 +42,6 @@ def model_config(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def row(result: dict[str, Any], source: str) -> dict[str, Any]:
-    sys.path.insert(0, str(HERE / "device"))
-    from train_peaks import MODELS  # the same configs the runs were built from
-
     case = result["case"]
     s = result.get("settings") or {}
     rank, targets = case.get("lora", (16, "all-linear"))

@@ -117,13 +117,28 @@ def build_model(case: dict, tiny: bool):
     return model, config
 
 
-def lora_model(model, case: dict):
-    from peft import LoraConfig, get_peft_model
+def lora_config(case: dict):
+    """The case's LoRA (r 16, alpha 2r, dropout 0.05, all linear layers unless it says), None for full training."""
+    if case["method"] != "lora":
+        return None
+    from peft import LoraConfig
 
     rank, targets = case.get("lora", (16, "all-linear"))
     modules = ["q_proj", "v_proj"] if targets == "qv" else "all-linear"
-    return get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.05, target_modules=modules,
-                                            task_type="CAUSAL_LM"))
+    return LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.05, target_modules=modules, task_type="CAUSAL_LM")
+
+
+def lora_model(model, case: dict):
+    from peft import get_peft_model
+
+    return get_peft_model(model, lora_config(case))
+
+
+def weights_gib():
+    """What the model just built holds on the GPU (None on a CPU)."""
+    import torch
+
+    return torch.cuda.memory_allocated() / 2**30 if torch.cuda.is_available() else None
 
 
 class Timer:
@@ -166,7 +181,7 @@ def run_sft(case: dict, tiny: bool, res: dict):
     from transformers import Trainer, TrainingArguments
 
     model, config = build_model(case, tiny)
-    res["weights_gib"] = torch.cuda.memory_allocated() / 2**30 if torch.cuda.is_available() else None
+    res["weights_gib"] = weights_gib()
     if case["method"] == "lora":
         if case["ckpt"]:
             model.enable_input_require_grads()
@@ -209,17 +224,12 @@ def run_trl_sft(case: dict, tiny: bool, res: dict):
     from trl import SFTConfig, SFTTrainer
 
     model, config = build_model(case, tiny)
-    res["weights_gib"] = torch.cuda.memory_allocated() / 2**30 if torch.cuda.is_available() else None
+    res["weights_gib"] = weights_gib()
     seq = 64 if tiny else case["seq"]
     g = torch.Generator().manual_seed(0)
     n = case["batch"] * STEPS
     data = Dataset.from_dict({"input_ids": torch.randint(3, config.vocab_size, (n, seq), generator=g).tolist()})
-    peft_config = None
-    if case["method"] == "lora":
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, target_modules="all-linear",
-                                 task_type="CAUSAL_LM")
+    peft_config = lora_config(case)
     timer = Timer()
     args = SFTConfig(
         output_dir="/tmp/train_peaks", per_device_train_batch_size=case["batch"], max_steps=STEPS, learning_rate=1e-5,
@@ -242,7 +252,7 @@ def run_grpo(case: dict, tiny: bool, res: dict):
     from trl import GRPOConfig, GRPOTrainer
 
     model, config = build_model(case, tiny)
-    res["weights_gib"] = torch.cuda.memory_allocated() / 2**30 if torch.cuda.is_available() else None
+    res["weights_gib"] = weights_gib()
     seq = 16 if tiny else case["seq"]
     g = torch.Generator().manual_seed(0)
     generations = case.get("generations", 8)
@@ -250,12 +260,7 @@ def run_grpo(case: dict, tiny: bool, res: dict):
     n = case["batch"] * steps
     prompts = [" ".join(f"w{int(t)}" for t in torch.randint(3, config.vocab_size, (seq,), generator=g))
                for _ in range(n)]
-    peft_config = None
-    if case["method"] == "lora":
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, target_modules="all-linear",
-                                 task_type="CAUSAL_LM")
+    peft_config = lora_config(case)
 
     def reward(completions, **_kw):
         return [float(len(c)) for c in completions]
@@ -282,7 +287,7 @@ def run_dpo(case: dict, tiny: bool, res: dict):
     from trl import DPOConfig, DPOTrainer
 
     model, config = build_model(case, tiny)
-    res["weights_gib"] = torch.cuda.memory_allocated() / 2**30 if torch.cuda.is_available() else None
+    res["weights_gib"] = weights_gib()
     vocab = config.vocab_size
     tokenizer = word_tokenizer(vocab)
     seq = 64 if tiny else case["seq"]
@@ -298,15 +303,8 @@ def run_dpo(case: dict, tiny: bool, res: dict):
         "chosen": [text(half - 1) + " w1" for _ in range(n)],
         "rejected": [text(half - 1) + " w1" for _ in range(n)],
     })
-    ref = None
-    peft_config = None
-    if case["method"] == "lora":
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, target_modules="all-linear",
-                                 task_type="CAUSAL_LM")
-    else:
-        ref, _ = build_model(case, tiny)
+    peft_config = lora_config(case)
+    ref = None if peft_config is not None else build_model(case, tiny)[0]  # LoRA's reference: the adapter disabled
     timer = Timer()
     args = DPOConfig(
         output_dir="/tmp/train_peaks", per_device_train_batch_size=case["batch"], max_steps=STEPS, learning_rate=1e-6,

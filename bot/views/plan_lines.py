@@ -305,11 +305,14 @@ def context_lead(lang: str, a: PlannedAnswer) -> str:
     if fit.tokens < 512:
         return "📏 " + _(lang, "Not even a 512-token context fits on %(gpus)s as asked") % {"gpus": gpus}
     limit = a.scenario.arch.max_position_embeddings
-    shown = context_text(lang, fit.tokens if fit.tokens == limit else fit.tokens // 512 * 512)
+
+    def shown(tokens: int) -> str:  # the model's own limit as it is, any other length to the 512 below it
+        return context_text(lang, tokens if tokens == limit else tokens // 512 * 512)
+
     text = _(lang, "The longest context that fits on %(gpus)s: %(ctx)s, the model's own limit") if \
         fit.tokens == limit else _(lang, "The longest context that fits on %(gpus)s: about %(ctx)s")
-    line = "📏 " + text % {"gpus": gpus, "ctx": shown}
+    line = "📏 " + text % {"gpus": gpus, "ctx": shown(fit.tokens)}
     if fit.fused_tokens:
-        more = context_text(lang, fit.fused_tokens if fit.fused_tokens == limit else fit.fused_tokens // 512 * 512)
-        line += "; " + _(lang, "with a fused cross-entropy (Liger / Unsloth) about %(ctx)s") % {"ctx": more}
+        line += "; " + _(lang, "with a fused cross-entropy (Liger / Unsloth) about %(ctx)s") % {
+            "ctx": shown(fit.fused_tokens)}
     return line

@@ -64,17 +64,12 @@ def compared_headline(lang: str, r: ServingResult) -> str:
                  if x.holds_as_named and x.users else
                  _(lang, "%(engine)s does not hold it as asked") % {"engine": _side_gpus(lang, x)}
                  for x in r.compared if not x.winner]
-        extra += [_(lang, "%(gpus)s is faster per user: %(theirs)s against %(mine)s tokens/s") % {
-            "gpus": _side_gpus(lang, x), "theirs": num(lang, x.per_user_tokens_s or 0),
-            "mine": num(lang, win.per_user_tokens_s or 0)}
-            for x in others if (x.per_user_tokens_s or 0) > (win.per_user_tokens_s or 0) * 1.05]
-        return line + ("; " + "; ".join(extra) if extra else "")
-    extra = [t for t in (_cheaper(lang, win, x) for x in others) if t]
-    faster = [x for x in others if (x.per_user_tokens_s or 0) > (win.per_user_tokens_s or 0) * 1.05]
-    for x in faster:
-        extra.append(_(lang, "%(gpus)s is faster per user: %(theirs)s against %(mine)s tokens/s") % {
-            "gpus": _side_gpus(lang, x), "theirs": num(lang, x.per_user_tokens_s or 0),
-            "mine": num(lang, win.per_user_tokens_s or 0)})
+    else:
+        extra = [t for t in (_cheaper(lang, win, x) for x in others) if t]
+    extra += [_(lang, "%(gpus)s is faster per user: %(theirs)s against %(mine)s tokens/s") % {
+        "gpus": _side_gpus(lang, x), "theirs": num(lang, x.per_user_tokens_s or 0),
+        "mine": num(lang, win.per_user_tokens_s or 0)}
+        for x in others if (x.per_user_tokens_s or 0) > (win.per_user_tokens_s or 0) * 1.05]
     return line + ("; " + "; ".join(extra) if extra else "")
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from engine.catalog import find_gpu
-from engine.fit import capacity
 from engine.schema import Answer, ModelFit, ModelsAnswer, PlannedAnswer, Request, ServingAnswer
 
 # Sizes people run, in billions of parameters (a bare size is answered with a typical architecture of it)
@@ -42,8 +41,7 @@ def models_answer(request: Request, answer: Callable[[Request], Answer]) -> Mode
         rows = [(method, request.bits or (4 if method == "qlora" else 16))]
     fits_list = [_largest(request, m, bits, answer) for m, bits in rows]
     name = gpu.name if gpu else None
-    return ModelsAnswer(request=request, gpu=name, memory_gb=memory_gb, count=ref.count,
-                        capacity_gib=capacity(name, memory_gb), rows=fits_list, verdict=None)
+    return ModelsAnswer(request=request, gpu=name, memory_gb=memory_gb, count=ref.count, rows=fits_list, verdict=None)
 
 
 def _largest(request: Request, method: str, bits: int, answer: Callable[[Request], Answer]) -> ModelFit:

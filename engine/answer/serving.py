@@ -74,15 +74,9 @@ def serving_sides(request: Request) -> list[ServingSide]:
     for ref in list({g.name: g for g in request.gpus}.values())[:4]:
         r = serve(asked.model_copy(update={"gpus": [ref]}))
         name = r.gpu.name if r.gpu is not None else (ref.name or "")
-        side = ServingSide(gpu=name, count=ref.count, currency=request.currency or "USD")
-        if r.fits and r.gpu is not None:
-            side = side.model_copy(update={
-                "users": serving_users(r) if request.concurrency is None else None,
-                "holds_as_named": True, "holds_count": r.gpu.count,
-                "per_hour": r.cost.per_hour if r.cost else None,
-                "per_million_output_tokens": r.cost.per_million_output_tokens if r.cost else None,
-                "per_user_tokens_s": r.speed.per_user_tokens_s if r.speed else None})
-        elif r.arrangement is not None and r.arrangement.gpu == name:
+        side = _held(ServingSide(gpu=name, count=ref.count, currency=request.currency or "USD"), r,
+                     users=request.concurrency is None)
+        if not side.holds_as_named and r.arrangement is not None and r.arrangement.gpu == name:
             a = r.arrangement
             side = side.model_copy(update={
                 "holds_count": a.count, "per_hour": a.per_hour,
@@ -94,8 +88,24 @@ def serving_sides(request: Request) -> list[ServingSide]:
     inf = float("inf")
     best = min(holding, key=lambda x: (x.per_million_output_tokens if x.per_million_output_tokens is not None else inf,
                                        x.per_hour if x.per_hour is not None else inf, -(x.per_user_tokens_s or 0.0)))
-    best = best.model_copy(update={"winner": True})
-    return [best, *(x for x in sides if x.gpu != best.gpu)]
+    return _winner_first(sides, best)
+
+
+def _held(side: ServingSide, r: ServingResult, users: bool = True) -> ServingSide:
+    """The side with what the answer `r` holds when it fits as named: the GPUs, the requests of the context at once
+    (when `users`), the prices and the speed per user; the side unchanged when it does not fit."""
+    if not r.fits or r.gpu is None:
+        return side
+    return side.model_copy(update={
+        "users": serving_users(r) if users else None, "holds_as_named": True, "holds_count": r.gpu.count,
+        "per_hour": r.cost.per_hour if r.cost else None,
+        "per_million_output_tokens": r.cost.per_million_output_tokens if r.cost else None,
+        "per_user_tokens_s": r.speed.per_user_tokens_s if r.speed else None})
+
+
+def _winner_first(sides: list[ServingSide], best: ServingSide) -> list[ServingSide]:
+    """`best` marked the winner, first, the other sides after it in their order."""
+    return [best.model_copy(update={"winner": True}), *(x for x in sides if x is not best)]
 
 
 def engine_sides(request: Request) -> list[ServingSide]:
@@ -106,16 +116,9 @@ def engine_sides(request: Request) -> list[ServingSide]:
     sides: list[ServingSide] = []
     for engine in request.serving_engines_compared[:4]:
         r = serve(request.model_copy(update={"serving_engine": engine}))
-        side = ServingSide(gpu=r.gpu.name if r.gpu is not None else (request.gpus[0].name or ""),
-                           count=request.gpus[0].count, engine=engine, currency=request.currency or "USD")
-        if r.fits and r.gpu is not None:
-            side = side.model_copy(update={
-                "users": serving_users(r),
-                "holds_as_named": True, "holds_count": r.gpu.count,
-                "per_hour": r.cost.per_hour if r.cost else None,
-                "per_million_output_tokens": r.cost.per_million_output_tokens if r.cost else None,
-                "per_user_tokens_s": r.speed.per_user_tokens_s if r.speed else None})
-        sides.append(side)
+        sides.append(_held(ServingSide(gpu=r.gpu.name if r.gpu is not None else (request.gpus[0].name or ""),
+                                       count=request.gpus[0].count, engine=engine,
+                                       currency=request.currency or "USD"), r))
     holding = [x for x in sides if x.holds_as_named]
     if not holding:
         return sides
@@ -123,8 +126,7 @@ def engine_sides(request: Request) -> list[ServingSide]:
     best = min(holding, key=lambda x: (-(x.users or 0),
                                        x.per_million_output_tokens if x.per_million_output_tokens is not None else inf,
                                        -(x.per_user_tokens_s or 0.0)))
-    best = best.model_copy(update={"winner": True})
-    return [best, *(x for x in sides if x.engine != best.engine)]
+    return _winner_first(sides, best)
 
 
 def tp_sides(request: Request) -> list[ServingSide]:
@@ -137,19 +139,13 @@ def tp_sides(request: Request) -> list[ServingSide]:
     for tp in request.tensor_parallel_compared[:4]:
         count = max(ref.count, tp)
         r = serve(request.model_copy(update={"tensor_parallel": tp, "gpus": [ref.model_copy(update={"count": count})]}))
-        side = ServingSide(gpu=r.gpu.name if r.gpu is not None else (ref.name or ""), count=count, tensor_parallel=tp,
-                           currency=request.currency or "USD")
-        if r.fits and r.gpu is not None:
-            side = side.model_copy(update={
-                "users": serving_users(r), "holds_as_named": True, "holds_count": r.gpu.count,
-                "per_hour": r.cost.per_hour if r.cost else None,
-                "per_million_output_tokens": r.cost.per_million_output_tokens if r.cost else None,
-                "per_user_tokens_s": r.speed.per_user_tokens_s if r.speed else None})
-        sides.append(side)
+        sides.append(_held(ServingSide(gpu=r.gpu.name if r.gpu is not None else (ref.name or ""), count=count,
+                                       tensor_parallel=tp, currency=request.currency or "USD"), r))
     holding = [x for x in sides if x.holds_as_named]
     if not holding:
         return sides
     inf = float("inf")
+
     def per_gpu(x: ServingSide) -> float:
         return (x.users or 0) / max(1, x.holds_count or x.count)
 
@@ -157,8 +153,7 @@ def tp_sides(request: Request) -> list[ServingSide]:
     near = [x for x in holding if per_gpu(x) >= 0.9 * most]  # within a tenth of the most per GPU: a tie, then cost
     best = min(near, key=lambda x: (x.per_million_output_tokens if x.per_million_output_tokens is not None else inf,
                                     -(x.per_user_tokens_s or 0.0)))
-    best = best.model_copy(update={"winner": True})
-    return [best, *(x for x in sides if x.tensor_parallel != best.tensor_parallel)]
+    return _winner_first(sides, best)
 
 
 def _priced(r: ServingResult, prices: PriceOptions) -> ServingCost | None:

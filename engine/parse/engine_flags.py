@@ -74,9 +74,14 @@ def engine_flags(s: Scan) -> None:
     for name in (*c.ignored, *c.no_effect):
         s.unsupported.append(name if name.startswith("-") else "--" + name.replace("_", "-"))
     for m in read:  # the flags' names and numbers are read: no extractor after this one reads them again
-        for t in s.toks:
-            if m.start() <= t.start and t.end <= m.end():
-                t.used = True
+        _read(s, m.start(), m.end())
+
+
+def _read(s: Scan, start: int, end: int) -> None:
+    """The tokens inside text[start:end] are read: no extractor after this one reads them again."""
+    for t in s.toks:
+        if start <= t.start and t.end <= end:
+            t.used = True
 
 
 _ENGINES = r"vllm|sglang|tgi|text-generation-inference|llama\.cpp|llama-cpp-python|ollama|tensorrt-llm|trt-llm"
@@ -106,9 +111,7 @@ def framework_version(s: Scan) -> None:
     if s.said.get("framework") != stack:
         return
     s.set("framework_version", re.sub(r"(\.post\d+|rc\d+)$", "", m.group(4)))
-    for t in s.toks:
-        if m.start(2 if m.group(2) else 3 if m.group(3) else 4) <= t.start and t.end <= m.end():
-            t.used = True
+    _read(s, m.start(2 if m.group(2) else 3 if m.group(3) else 4), m.end())
 
 
 def engine_version(s: Scan) -> None:
@@ -137,6 +140,4 @@ def engine_version(s: Scan) -> None:
         merged.setdefault(key, value)
     s.said["engine_options"] = merged
     for a, b in spans:  # "0.7.3" is a release, not a size, a share or a context
-        for t in s.toks:
-            if a <= t.start and t.end <= b:
-                t.used = True
+        _read(s, a, b)

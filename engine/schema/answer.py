@@ -126,7 +126,6 @@ class ModelsAnswer(AnswerBase):
     gpu: str | None  # the catalog GPU, None for a bare memory size
     memory_gb: float
     count: int
-    capacity_gib: float
     rows: list[ModelFit]
 
 
